@@ -1,0 +1,75 @@
+//! Deterministic event ids.
+//!
+//! The domain never makes random ids; callers pass fresh ids in. Reactors and sources derive
+//! theirs from what caused them, so a reactor that runs twice (after a crash, or on two server
+//! instances) appends the same ids and the log's idempotency makes the second append a no-op.
+//!
+//! A derived id keeps the UUID v7 layout: the first 48 bits are the millisecond timestamp the
+//! caller supplies (so ids still sort by time), the rest comes from a SHA-1 name hash of the key.
+//!
+//! ```
+//! use agentlog_domain::ids::derived_id;
+//! let a = derived_id("cron-fire", "job-1@2026-11-29T10:00:00Z", 1_764_410_400_000);
+//! let b = derived_id("cron-fire", "job-1@2026-11-29T10:00:00Z", 1_764_410_400_000);
+//! assert_eq!(a, b);
+//! assert_eq!(a.get_version_num(), 7);
+//! ```
+
+use uuid::Uuid;
+
+/// Namespace for agentlog's name-based ids.
+const NAMESPACE: Uuid = Uuid::from_u128(0x6167_656e_746c_6f67_8000_0000_0000_0001);
+
+/// A deterministic UUID v7-shaped id for `key` within `kind`, stamped with `at_ms`.
+pub fn derived_id(kind: &str, key: &str, at_ms: i64) -> Uuid {
+    let mut name = Vec::with_capacity(kind.len() + key.len() + 1);
+    name.extend_from_slice(kind.as_bytes());
+    name.push(0);
+    name.extend_from_slice(key.as_bytes());
+    let hashed = Uuid::new_v5(&NAMESPACE, &name);
+    let mut bytes = *hashed.as_bytes();
+    let ms = at_ms.clamp(0, (1_i64 << 48) - 1) as u64;
+    bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x70; // version 7
+    bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 4122 variant
+    Uuid::from_bytes(bytes)
+}
+
+/// The `n`-th id derived from `parent` (for the several events one decision produces).
+pub fn nth_child_id(parent: Uuid, kind: &str, n: u32, at_ms: i64) -> Uuid {
+    derived_id(kind, &format!("{parent}#{n}"), at_ms)
+}
+
+/// The millisecond timestamp of a UUID v7 (or derived) id.
+pub fn id_timestamp_ms(id: Uuid) -> i64 {
+    let b = id.as_bytes();
+    let mut ms = [0u8; 8];
+    ms[2..].copy_from_slice(&b[..6]);
+    i64::from_be_bytes(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_ids_are_stable_distinct_and_v7() {
+        let a = derived_id("k", "x", 1000);
+        assert_eq!(a, derived_id("k", "x", 1000));
+        assert_ne!(a, derived_id("k", "y", 1000));
+        assert_ne!(a, derived_id("j", "x", 1000));
+        assert_eq!(a.get_version_num(), 7);
+        assert_eq!(id_timestamp_ms(a), 1000);
+    }
+
+    #[test]
+    fn kind_and_key_cannot_be_confused_by_concatenation() {
+        assert_ne!(derived_id("ab", "c", 0), derived_id("a", "bc", 0));
+    }
+
+    #[test]
+    fn child_ids_differ_by_index() {
+        let p = derived_id("k", "x", 5);
+        assert_ne!(nth_child_id(p, "e", 0, 5), nth_child_id(p, "e", 1, 5));
+    }
+}

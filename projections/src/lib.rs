@@ -1,0 +1,1 @@
+//! agentlog projections
