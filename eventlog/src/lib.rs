@@ -1,1 +1,38 @@
-//! agentlog event log
+//! agentlog's append-only event log, on SQLite (the embedded default) or PostgreSQL.
+//!
+//! One [`EventStore`] trait; [`SqliteEventStore`] and [`PostgresEventStore`] implement it over
+//! shared machinery: input validation, a group-commit writer, a tailer with an in-memory ring of
+//! recent events, and subscriptions that read history and then follow live.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agentlog_eventlog::EventLogError> {
+//! use agentlog_eventlog::{open_store, StoreOptions};
+//! let store = open_store("sqlite:agentlog.db", StoreOptions::default()).await?;
+//! println!("head at {}", store.head_position().await?);
+//! # Ok(()) }
+//! ```
+
+mod append;
+mod backend;
+mod batch;
+mod error;
+mod filter;
+pub mod migrate;
+mod open;
+pub mod postgres;
+pub mod sqlite;
+mod store;
+mod subscription;
+mod tail;
+mod validate;
+mod writer;
+
+pub use append::{AppendResult, ExpectedVersion, StreamAppend};
+pub use error::{EventLogError, ValidationError};
+pub use filter::EventFilter;
+pub use open::open_store;
+pub use postgres::PostgresEventStore;
+pub use sqlite::SqliteEventStore;
+pub use store::{BackendKind, EventStore, StoreOptions};
+pub use subscription::EventSubscription;
+pub use validate::{Limits, is_valid_event_type};

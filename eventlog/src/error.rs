@@ -1,0 +1,153 @@
+//! The errors of the event log.
+
+use uuid::Uuid;
+
+use crate::append::ExpectedVersion;
+
+/// Everything that can go wrong when appending to or reading from the log.
+#[derive(Debug, thiserror::Error)]
+pub enum EventLogError {
+    /// The stream is not at the version the append expected; nothing was written.
+    #[error("concurrency conflict on stream `{stream_id}`: expected {expected}, actual {actual}")]
+    Conflict {
+        /// The stream.
+        stream_id: String,
+        /// What the caller expected.
+        expected: ExpectedVersion,
+        /// What the stream is at (0 = the stream does not exist).
+        actual: i64,
+    },
+    /// An event id is already in the log with other content; nothing was written.
+    #[error("event {event_id} is already in the log with different content ({detail})")]
+    IdempotencyConflict {
+        /// The event id.
+        event_id: Uuid,
+        /// What differs.
+        detail: String,
+    },
+    /// The input was refused before anything was written.
+    #[error("invalid append: {0}")]
+    Validation(#[from] ValidationError),
+    /// A stored event could not be decoded.
+    #[error("stored event at position {position} is corrupt: {reason}")]
+    Corrupt {
+        /// Its position.
+        position: i64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The database refused or failed. When this answers an append, the outcome is unknown only
+    /// if the failure hit the commit itself; re-appending the same event ids is always safe.
+    #[error("database error while {context}: {source}")]
+    Database {
+        /// What the log was doing.
+        context: &'static str,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// Applying the schema migrations failed.
+    #[error("migrating the database failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database URL is not one the log understands.
+    #[error("unsupported database URL `{0}`: expected sqlite:… or postgres://…")]
+    UnsupportedUrl(String),
+    /// The database cannot be reached right now; nothing was written. Safe to retry.
+    #[error("the event log's database is unavailable: {reason}")]
+    Unavailable {
+        /// What failed.
+        reason: String,
+    },
+    /// The log has been closed.
+    #[error("the event log is closed")]
+    Closed,
+}
+
+impl EventLogError {
+    /// Wrap a driver error with what the log was doing.
+    pub(crate) fn db(context: &'static str) -> impl FnOnce(sqlx::Error) -> Self {
+        move |source| Self::Database { context, source }
+    }
+
+    /// True for a concurrency conflict (worth a retry after re-reading the stream).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Conflict { .. })
+    }
+}
+
+/// Why an append was refused before touching the database.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValidationError {
+    /// The stream id is empty.
+    #[error("stream id must not be empty")]
+    EmptyStreamId,
+    /// The stream id is too long or has characters it may not have.
+    #[error("stream id `{stream_id}` is invalid: {reason}")]
+    InvalidStreamId {
+        /// The offending id (truncated).
+        stream_id: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// An append with no events.
+    #[error("an append must carry at least one event")]
+    NoEvents,
+    /// Too many events in one append.
+    #[error("an append may carry at most {max} events, got {got}")]
+    TooManyEvents {
+        /// The limit.
+        max: usize,
+        /// What was given.
+        got: usize,
+    },
+    /// The event type is not dotted lower-case (`operation.started`).
+    #[error("event type `{0}` is invalid: expected dotted lower-case like `operation.started`")]
+    InvalidEventType(String),
+    /// The schema version is below 1.
+    #[error("event {event_id}: schema version must be 1 or more, got {got}")]
+    InvalidSchemaVersion {
+        /// The event.
+        event_id: Uuid,
+        /// What was given.
+        got: i32,
+    },
+    /// The payload is not a JSON object.
+    #[error("event {event_id}: payload must be a JSON object, got {got}")]
+    PayloadNotObject {
+        /// The event.
+        event_id: Uuid,
+        /// The JSON kind that was given.
+        got: &'static str,
+    },
+    /// The payload is bigger than the configured limit.
+    #[error("event {event_id}: payload is {size} bytes, over the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// The event.
+        event_id: Uuid,
+        /// Its serialized size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A string in the payload or metadata contains U+0000, which PostgreSQL's JSONB cannot hold.
+    #[error("event {event_id}: strings in payload and metadata must not contain U+0000 (NUL)")]
+    NulInJson {
+        /// The event.
+        event_id: Uuid,
+    },
+    /// The nil UUID is not an event id.
+    #[error("event id must not be the nil UUID")]
+    NilEventId,
+    /// The same event id twice in one append.
+    #[error("event id {0} appears twice in one append")]
+    DuplicateEventId(Uuid),
+    /// The same stream twice in one multi-stream append.
+    #[error("stream `{0}` appears twice in one multi-stream append")]
+    DuplicateStream(String),
+    /// The owner is missing.
+    #[error("event {event_id}: metadata.userId must not be empty")]
+    EmptyUserId {
+        /// The event.
+        event_id: Uuid,
+    },
+}

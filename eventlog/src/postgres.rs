@@ -1,0 +1,396 @@
+//! The PostgreSQL store: for many server instances on one log.
+//!
+//! Ordering: positions come from an identity sequence, which hands out numbers before commit, so
+//! two appending transactions could commit out of position order and a tailing reader could skip
+//! the lower one. Every appending transaction therefore takes one transaction-level advisory lock
+//! ([`APPEND_LOCK`]) before it takes positions. The lock is released only after the commit is
+//! visible, so commits happen in position order and a reader that has seen position p never later
+//! meets a committed event below p. Group commit keeps the lock's cost to one hold per batch.
+//!
+//! Fan-out: after a local commit a notifier task sends one coalesced `NOTIFY agentlog_events`
+//! outside the append transaction (a NOTIFY inside it would take a global lock at commit);
+//! every instance LISTENs and wakes its tailer, which also polls as a fallback.
+
+use std::{collections::HashMap, str::FromStr, sync::Arc};
+
+use agentlog_domain::envelope::RecordedEvent;
+use chrono::{DateTime, Utc};
+use sqlx::{
+    Connection, Executor, PgConnection, PgPool, Postgres, QueryBuilder, Row,
+    postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow},
+    types::Json,
+};
+use tokio::{
+    sync::{Notify, watch},
+    task::JoinHandle,
+};
+use uuid::Uuid;
+
+use crate::{
+    backend::{Backend, BatchAnswers},
+    batch::{self, PreparedAppend, StoredEvent},
+    error::EventLogError,
+    filter::EventFilter,
+    store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+};
+
+/// The advisory lock key every appending transaction holds until it commits ("agentlog" ≈ 0x74_61_62).
+pub const APPEND_LOCK: i64 = 7_461_626;
+/// The LISTEN/NOTIFY channel.
+pub const NOTIFY_CHANNEL: &str = "agentlog_events";
+
+/// The PostgreSQL-backed event store.
+pub struct PostgresEventStore {
+    core: LogCore<PgBackend>,
+}
+
+impl_event_store!(PostgresEventStore, BackendKind::Postgres);
+
+impl PostgresEventStore {
+    /// Connect (and migrate, unless told not to) to `url` (`postgres://…`).
+    pub async fn connect(url: &str, options: StoreOptions) -> Result<Self, EventLogError> {
+        let connect = PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(redact(url)))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(options.read_connections.max(2))
+            .test_before_acquire(false)
+            .acquire_timeout(std::time::Duration::from_secs(10))
+            .connect_with(connect.clone())
+            .await
+            .map_err(EventLogError::db("connecting to PostgreSQL"))?;
+        if options.migrate {
+            crate::migrate::migrate_postgres(&pool).await?;
+        }
+        let backend = PgBackend { pool, connect, listen: options.listen_notify };
+        Ok(Self { core: LogCore::start(backend, &options).await? })
+    }
+
+    /// The connection pool (projections keep their read models in the same database).
+    pub fn pool(&self) -> &PgPool {
+        &self.core.backend.pool
+    }
+}
+
+/// The URL without its password, for error messages.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &creds[..colon], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// SQL for the PostgreSQL log.
+pub(crate) struct PgBackend {
+    pool: PgPool,
+    connect: PgConnectOptions,
+    listen: bool,
+}
+
+const COLUMNS: &str =
+    "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
+
+pub(crate) fn decode_row(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
+    let position: i64 = row.try_get(0).map_err(EventLogError::db("decoding an event row"))?;
+    let corrupt = |what: &str, e: sqlx::Error| EventLogError::Corrupt { position, reason: format!("{what}: {e}") };
+    Ok(RecordedEvent {
+        position,
+        event_id: row.try_get(1).map_err(|e| corrupt("event_id", e))?,
+        stream_id: row.try_get(2).map_err(|e| corrupt("stream_id", e))?,
+        stream_version: row.try_get(3).map_err(|e| corrupt("stream_version", e))?,
+        event_type: row.try_get(4).map_err(|e| corrupt("event_type", e))?,
+        schema_version: row.try_get(5).map_err(|e| corrupt("schema_version", e))?,
+        payload: row.try_get::<Json<serde_json::Value>, _>(6).map_err(|e| corrupt("payload", e))?.0,
+        metadata: row.try_get::<Json<_>, _>(7).map_err(|e| corrupt("metadata", e))?.0,
+        recorded_at: row.try_get(8).map_err(|e| corrupt("recorded_at", e))?,
+    })
+}
+
+async fn commit_in_transaction(
+    conn: &mut PgConnection,
+    batch: &[&PreparedAppend],
+    now: DateTime<Utc>,
+) -> Result<BatchAnswers, EventLogError> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(APPEND_LOCK)
+        .execute(&mut *conn)
+        .await
+        .map_err(EventLogError::db("taking the append lock"))?;
+    let ids = batch::event_ids(batch);
+    let mut stored = HashMap::new();
+    let rows = sqlx::query(
+        "SELECT event_id, position, stream_id, stream_version, content_hash FROM events WHERE event_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(EventLogError::db("looking up event ids"))?;
+    for row in rows {
+        stored.insert(
+            row.try_get::<Uuid, _>(0).map_err(EventLogError::db("decoding an event id"))?,
+            StoredEvent {
+                position: row.try_get(1).map_err(EventLogError::db("decoding a position"))?,
+                stream_id: row.try_get(2).map_err(EventLogError::db("decoding a stream id"))?,
+                stream_version: row.try_get(3).map_err(EventLogError::db("decoding a stream version"))?,
+                content_hash: row.try_get(4).map_err(EventLogError::db("decoding a content hash"))?,
+            },
+        );
+    }
+    let mut versions = HashMap::new();
+    let rows = sqlx::query("SELECT stream_id, MAX(stream_version) FROM events WHERE stream_id = ANY($1) GROUP BY stream_id")
+        .bind(batch::stream_ids(batch))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(EventLogError::db("reading stream versions"))?;
+    for row in rows {
+        versions.insert(
+            row.try_get::<String, _>(0).map_err(EventLogError::db("decoding a stream id"))?,
+            row.try_get::<i64, _>(1).map_err(EventLogError::db("decoding a stream version"))?,
+        );
+    }
+    let plan = batch::plan(batch, &stored, versions);
+    let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
+    if !plan.rows.is_empty() {
+        let n = plan.rows.len();
+        let (mut event_ids, mut streams, mut versions, mut types, mut schemas) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut payloads, mut metas, mut roots, mut parents, mut users, mut hashes) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for row in &plan.rows {
+            let e = &row.event.event;
+            event_ids.push(e.event_id);
+            streams.push(row.stream_id);
+            versions.push(row.stream_version);
+            types.push(e.event_type.as_str());
+            schemas.push(e.schema_version);
+            payloads.push(row.event.payload_json.as_str());
+            metas.push(row.event.metadata_json.as_str());
+            roots.push(e.metadata.chain.root_source_id);
+            parents.push(e.metadata.chain.parent_node_id);
+            users.push(e.metadata.user_id.as_str());
+            hashes.push(&row.event.content_hash[..]);
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, payload, \
+             metadata, root_source_id, parent_node_id, user_id, content_hash, recorded_at) \
+             SELECT t.event_id, t.stream_id, t.stream_version, t.event_type, t.schema_version, t.payload::jsonb, \
+             t.metadata::jsonb, t.root_source_id, t.parent_node_id, t.user_id, t.content_hash, $12 \
+             FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[], \
+             $8::uuid[], $9::uuid[], $10::text[], $11::bytea[]) WITH ORDINALITY \
+             AS t(event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
+             root_source_id, parent_node_id, user_id, content_hash, ord) \
+             ORDER BY t.ord RETURNING event_id, position, stream_id, stream_version",
+        )
+        .bind(&event_ids)
+        .bind(&streams)
+        .bind(&versions)
+        .bind(&types)
+        .bind(&schemas)
+        .bind(&payloads)
+        .bind(&metas)
+        .bind(&roots)
+        .bind(&parents)
+        .bind(&users)
+        .bind(&hashes)
+        .bind(now)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(EventLogError::db("inserting events"))?;
+        // Positions must rise with stream versions; refuse the batch rather than break that.
+        let mut last_in_stream: HashMap<String, (i64, i64)> = HashMap::new();
+        let mut rows: Vec<(Uuid, i64, String, i64)> = Vec::with_capacity(inserted.len());
+        for r in &inserted {
+            rows.push((
+                r.try_get(0).map_err(EventLogError::db("decoding an inserted id"))?,
+                r.try_get(1).map_err(EventLogError::db("decoding an inserted position"))?,
+                r.try_get(2).map_err(EventLogError::db("decoding an inserted stream"))?,
+                r.try_get(3).map_err(EventLogError::db("decoding an inserted version"))?,
+            ));
+        }
+        rows.sort_by_key(|r| r.1);
+        for (id, position, stream, version) in rows {
+            if let Some((_, v)) = last_in_stream.get(&stream)
+                && *v >= version
+            {
+                return Err(EventLogError::Corrupt {
+                    position,
+                    reason: format!("positions out of stream order in `{stream}`; batch refused"),
+                });
+            }
+            last_in_stream.insert(stream, (position, version));
+            located.insert(id, (position, version));
+        }
+    }
+    Ok(batch::answers(batch, plan.verdicts, &located))
+}
+
+impl Backend for PgBackend {
+    type Writer = PgConnection;
+
+    async fn open_writer(&self) -> Result<PgConnection, EventLogError> {
+        PgConnection::connect_with(&self.connect).await.map_err(EventLogError::db("opening the writer connection"))
+    }
+
+    async fn commit_batch(
+        &self,
+        conn: &mut PgConnection,
+        batch: &[&PreparedAppend],
+        now: DateTime<Utc>,
+    ) -> Result<BatchAnswers, EventLogError> {
+        conn.execute("BEGIN").await.map_err(EventLogError::db("starting an append transaction"))?;
+        match commit_in_transaction(conn, batch, now).await {
+            Ok(answers) => match conn.execute("COMMIT").await {
+                Ok(_) => Ok(answers),
+                Err(e) => {
+                    let _ = conn.execute("ROLLBACK").await;
+                    Err(EventLogError::Database { context: "committing appends", source: e })
+                }
+            },
+            Err(e) => {
+                let _ = conn.execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn read_all(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let mut q = QueryBuilder::<Postgres>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after);
+        if let Some(up_to) = up_to {
+            q.push(" AND position <= ").push_bind(up_to);
+        }
+        if !filter.event_types.is_empty() {
+            q.push(" AND event_type = ANY(").push_bind(filter.event_types.clone()).push(")");
+        }
+        if let Some(prefix) = &filter.stream_prefix {
+            q.push(" AND starts_with(stream_id, ").push_bind(prefix.clone()).push(")");
+        }
+        if let Some(root) = filter.root_source_id {
+            q.push(" AND root_source_id = ").push_bind(root);
+        }
+        if let Some(user) = &filter.user_id {
+            q.push(" AND user_id = ").push_bind(user.clone());
+        }
+        q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_stream(
+        &self,
+        stream_id: &str,
+        from_version: i64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE stream_id = $1 AND stream_version >= $2 ORDER BY stream_version LIMIT $3"
+        ))
+        .bind(stream_id)
+        .bind(from_version)
+        .bind(limit.min(i64::MAX as usize) as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(EventLogError::db("reading a stream"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(stream_version), 0)::int8 FROM events WHERE stream_id = $1")
+            .bind(stream_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading a stream version"))
+    }
+
+    async fn head(&self) -> Result<i64, EventLogError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(position), 0)::int8 FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading the log head"))
+    }
+
+    fn spawn_fan_out(self: &Arc<Self>, committed: watch::Receiver<i64>, wake: Arc<Notify>) -> Vec<JoinHandle<()>> {
+        if !self.listen {
+            return Vec::new();
+        }
+        vec![
+            tokio::spawn(run_notifier(self.pool.clone(), committed)),
+            tokio::spawn(run_listener(self.pool.clone(), wake)),
+        ]
+    }
+}
+
+/// Tell other instances about local commits: one NOTIFY per change of the head, coalesced.
+async fn run_notifier(pool: PgPool, mut committed: watch::Receiver<i64>) {
+    while committed.changed().await.is_ok() {
+        let head = *committed.borrow_and_update();
+        if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(NOTIFY_CHANNEL)
+            .bind(head.to_string())
+            .execute(&pool)
+            .await
+        {
+            tracing::debug!(error = %e, "NOTIFY failed; other instances will find the events by polling");
+        }
+    }
+}
+
+/// Wake the tailer whenever another instance announces appends.
+async fn run_listener(pool: PgPool, wake: Arc<Notify>) {
+    loop {
+        let mut listener = match PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::debug!(error = %e, "LISTEN connection failed; polling meanwhile");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = listener.listen(NOTIFY_CHANNEL).await {
+            tracing::debug!(error = %e, "LISTEN failed; polling meanwhile");
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            continue;
+        }
+        // A (re)connect may have missed notifications: look once.
+        wake.notify_one();
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(_)) => wake.notify_one(),
+                Ok(None) => {
+                    // The connection dropped; sqlx reconnects on the next call. Look once.
+                    wake.notify_one();
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "LISTEN connection lost; reconnecting");
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redact_hides_the_password_only() {
+        assert_eq!(super::redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(super::redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+}

@@ -1,0 +1,321 @@
+//! The SQLite store: the embedded default. One file in WAL mode; one writer connection held by
+//! the group-commit writer (SQLite allows one writer at a time anyway) and a pool of readers.
+
+use std::{collections::HashMap, path::Path, str::FromStr, sync::Arc, time::Duration};
+
+use agentlog_domain::envelope::RecordedEvent;
+use chrono::{DateTime, Utc};
+use sqlx::{
+    Connection, Executor, QueryBuilder, Row, Sqlite, SqliteConnection, SqlitePool,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
+};
+use tokio::{sync::Notify, task::JoinHandle};
+use uuid::Uuid;
+
+use crate::{
+    backend::{Backend, BatchAnswers},
+    batch::{self, PreparedAppend, StoredEvent},
+    error::EventLogError,
+    filter::EventFilter,
+    store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+};
+
+/// SQLite allows 32,766 bound parameters per statement; stay well below.
+const IDS_PER_QUERY: usize = 2_000;
+/// 13 columns per event row.
+const ROWS_PER_INSERT: usize = 1_000;
+
+/// The SQLite-backed event store.
+pub struct SqliteEventStore {
+    core: LogCore<SqliteBackend>,
+}
+
+impl_event_store!(SqliteEventStore, BackendKind::Sqlite);
+
+impl SqliteEventStore {
+    /// Open (creating and migrating if needed) the log in a SQLite file. `target` is a URL
+    /// (`sqlite:agentlog.db`, `sqlite:///abs/path.db`) or a plain file path.
+    pub async fn open(target: &str, options: StoreOptions) -> Result<Self, EventLogError> {
+        let connect = connect_options(target, &options)?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.read_connections.max(1))
+            .min_connections(1)
+            .test_before_acquire(false)
+            .connect_with(connect.clone())
+            .await
+            .map_err(EventLogError::db("opening the SQLite database"))?;
+        if options.migrate {
+            crate::migrate::migrate_sqlite(&pool).await?;
+        }
+        let backend = SqliteBackend { pool, connect };
+        Ok(Self { core: LogCore::start(backend, &options).await? })
+    }
+
+    /// The reader pool (projections keep their read models in the same file).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.core.backend.pool
+    }
+
+    /// Options to open more connections to the same file (with the same pragmas).
+    pub fn connect_options(&self) -> &SqliteConnectOptions {
+        &self.core.backend.connect
+    }
+}
+
+fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnectOptions, EventLogError> {
+    let base = if target.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(target).map_err(|_| EventLogError::UnsupportedUrl(target.to_string()))?
+    } else {
+        SqliteConnectOptions::new().filename(Path::new(target))
+    };
+    Ok(base
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(if options.sqlite_synchronous_full { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
+        .busy_timeout(Duration::from_secs(30))
+        .foreign_keys(true))
+}
+
+/// SQL for the SQLite log.
+pub(crate) struct SqliteBackend {
+    pool: SqlitePool,
+    connect: SqliteConnectOptions,
+}
+
+const COLUMNS: &str =
+    "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
+
+pub(crate) fn decode_row(row: &SqliteRow) -> Result<RecordedEvent, EventLogError> {
+    let position: i64 = row.try_get(0).map_err(EventLogError::db("decoding an event row"))?;
+    let corrupt = |reason: String| EventLogError::Corrupt { position, reason };
+    let get_str = |i: usize| -> Result<String, EventLogError> {
+        row.try_get::<String, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
+    };
+    let event_id = Uuid::parse_str(&get_str(1)?).map_err(|e| corrupt(format!("event_id: {e}")))?;
+    let payload = serde_json::from_str(&get_str(6)?).map_err(|e| corrupt(format!("payload: {e}")))?;
+    let metadata = serde_json::from_str(&get_str(7)?).map_err(|e| corrupt(format!("metadata: {e}")))?;
+    let micros: i64 = row.try_get(8).map_err(|e| corrupt(format!("recorded_at: {e}")))?;
+    let recorded_at: DateTime<Utc> =
+        DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("recorded_at {micros} out of range")))?;
+    Ok(RecordedEvent {
+        position,
+        event_id,
+        stream_id: get_str(2)?,
+        stream_version: row.try_get(3).map_err(|e| corrupt(format!("stream_version: {e}")))?,
+        event_type: get_str(4)?,
+        schema_version: row.try_get(5).map_err(|e| corrupt(format!("schema_version: {e}")))?,
+        payload,
+        metadata,
+        recorded_at,
+    })
+}
+
+async fn load_stored(
+    conn: &mut SqliteConnection,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, StoredEvent>, EventLogError> {
+    let mut stored = HashMap::new();
+    for chunk in ids.chunks(IDS_PER_QUERY) {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT event_id, position, stream_id, stream_version, content_hash FROM events WHERE event_id IN (",
+        );
+        let mut list = q.separated(", ");
+        for id in chunk {
+            list.push_bind(id.to_string());
+        }
+        q.push(")");
+        for row in q.build().fetch_all(&mut *conn).await.map_err(EventLogError::db("looking up event ids"))? {
+            let id: String = row.try_get(0).map_err(EventLogError::db("decoding an event id"))?;
+            let Ok(id) = Uuid::parse_str(&id) else { continue };
+            stored.insert(
+                id,
+                StoredEvent {
+                    position: row.try_get(1).map_err(EventLogError::db("decoding a position"))?,
+                    stream_id: row.try_get(2).map_err(EventLogError::db("decoding a stream id"))?,
+                    stream_version: row.try_get(3).map_err(EventLogError::db("decoding a stream version"))?,
+                    content_hash: row.try_get(4).map_err(EventLogError::db("decoding a content hash"))?,
+                },
+            );
+        }
+    }
+    Ok(stored)
+}
+
+async fn load_versions(
+    conn: &mut SqliteConnection,
+    streams: &[String],
+) -> Result<HashMap<String, i64>, EventLogError> {
+    let mut versions = HashMap::with_capacity(streams.len());
+    for chunk in streams.chunks(IDS_PER_QUERY) {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "SELECT stream_id, MAX(stream_version) FROM events WHERE stream_id IN (",
+        );
+        let mut list = q.separated(", ");
+        for s in chunk {
+            list.push_bind(s.as_str());
+        }
+        q.push(") GROUP BY stream_id");
+        for row in q.build().fetch_all(&mut *conn).await.map_err(EventLogError::db("reading stream versions"))? {
+            versions.insert(
+                row.try_get(0).map_err(EventLogError::db("decoding a stream id"))?,
+                row.try_get(1).map_err(EventLogError::db("decoding a stream version"))?,
+            );
+        }
+    }
+    Ok(versions)
+}
+
+async fn commit_in_transaction(
+    conn: &mut SqliteConnection,
+    batch: &[&PreparedAppend],
+    now: DateTime<Utc>,
+) -> Result<BatchAnswers, EventLogError> {
+    let stored = load_stored(conn, &batch::event_ids(batch)).await?;
+    let versions = load_versions(conn, &batch::stream_ids(batch)).await?;
+    let plan = batch::plan(batch, &stored, versions);
+    let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
+    if !plan.rows.is_empty() {
+        let last: i64 = sqlx::query_scalar(
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), (SELECT MAX(position) FROM events), 0)",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(EventLogError::db("reading the log head"))?;
+        let recorded_at = now.timestamp_micros();
+        let mut next = last;
+        for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, \
+                 payload, metadata, root_source_id, parent_node_id, user_id, content_hash, recorded_at) ",
+            );
+            q.push_values(chunk, |mut b, row| {
+                next += 1;
+                let e = &row.event.event;
+                located.insert(e.event_id, (next, row.stream_version));
+                b.push_bind(next)
+                    .push_bind(e.event_id.to_string())
+                    .push_bind(row.stream_id)
+                    .push_bind(row.stream_version)
+                    .push_bind(e.event_type.as_str())
+                    .push_bind(e.schema_version)
+                    .push_bind(row.event.payload_json.as_str())
+                    .push_bind(row.event.metadata_json.as_str())
+                    .push_bind(e.metadata.chain.root_source_id.to_string())
+                    .push_bind(e.metadata.chain.parent_node_id.map(|p| p.to_string()))
+                    .push_bind(e.metadata.user_id.as_str())
+                    .push_bind(&row.event.content_hash[..])
+                    .push_bind(recorded_at);
+            });
+            q.build().execute(&mut *conn).await.map_err(EventLogError::db("inserting events"))?;
+        }
+    }
+    Ok(batch::answers(batch, plan.verdicts, &located))
+}
+
+impl Backend for SqliteBackend {
+    type Writer = SqliteConnection;
+
+    async fn open_writer(&self) -> Result<SqliteConnection, EventLogError> {
+        SqliteConnection::connect_with(&self.connect).await.map_err(EventLogError::db("opening the writer connection"))
+    }
+
+    async fn commit_batch(
+        &self,
+        conn: &mut SqliteConnection,
+        batch: &[&PreparedAppend],
+        now: DateTime<Utc>,
+    ) -> Result<BatchAnswers, EventLogError> {
+        // IMMEDIATE takes the write lock up front, so the reads below see what we will write on.
+        conn.execute("BEGIN IMMEDIATE").await.map_err(EventLogError::db("starting an append transaction"))?;
+        match commit_in_transaction(conn, batch, now).await {
+            Ok(answers) => match conn.execute("COMMIT").await {
+                Ok(_) => Ok(answers),
+                Err(e) => {
+                    let _ = conn.execute("ROLLBACK").await;
+                    Err(EventLogError::Database { context: "committing appends", source: e })
+                }
+            },
+            Err(e) => {
+                let _ = conn.execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn read_all(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after);
+        if let Some(up_to) = up_to {
+            q.push(" AND position <= ").push_bind(up_to);
+        }
+        if !filter.event_types.is_empty() {
+            q.push(" AND event_type IN (");
+            let mut list = q.separated(", ");
+            for t in &filter.event_types {
+                list.push_bind(t.as_str());
+            }
+            q.push(")");
+        }
+        if let Some(prefix) = &filter.stream_prefix {
+            q.push(format!(" AND substr(stream_id, 1, {}) = ", prefix.chars().count())).push_bind(prefix.as_str());
+        }
+        if let Some(root) = filter.root_source_id {
+            q.push(" AND root_source_id = ").push_bind(root.to_string());
+        }
+        if let Some(user) = &filter.user_id {
+            q.push(" AND user_id = ").push_bind(user.as_str());
+        }
+        q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_stream(
+        &self,
+        stream_id: &str,
+        from_version: i64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE stream_id = ? AND stream_version >= ? ORDER BY stream_version LIMIT ?"
+        ))
+        .bind(stream_id)
+        .bind(from_version)
+        .bind(limit.min(i64::MAX as usize) as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(EventLogError::db("reading a stream"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = ?")
+            .bind(stream_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading a stream version"))
+    }
+
+    async fn head(&self) -> Result<i64, EventLogError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(position), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading the log head"))
+    }
+
+    fn spawn_fan_out(
+        self: &Arc<Self>,
+        _committed: tokio::sync::watch::Receiver<i64>,
+        _wake: Arc<Notify>,
+    ) -> Vec<JoinHandle<()>> {
+        // One process per file: local commits wake the tailer directly; other processes on the
+        // same file (the replay tools) are picked up by the tailer's polling.
+        Vec::new()
+    }
+}

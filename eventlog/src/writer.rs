@@ -1,0 +1,114 @@
+//! The group-commit writer: one task per store takes appends from many callers over a channel
+//! and commits everything that queued up while the previous commit was in flight as one
+//! transaction. Each append is still judged alone (expected version, idempotency) and fails
+//! alone. Durable commits cost about a millisecond each, so this is what lets concurrent
+//! single-event appends go faster than one commit per event.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::{
+    append::AppendResult,
+    backend::{Backend, now_micros},
+    batch::PreparedAppend,
+    error::EventLogError,
+};
+
+/// One queued append and where to send its answer.
+pub(crate) struct WriteRequest {
+    pub append: PreparedAppend,
+    pub reply: oneshot::Sender<Result<Vec<AppendResult>, EventLogError>>,
+}
+
+impl WriteRequest {
+    fn event_count(&self) -> usize {
+        self.append.iter().map(|p| p.events.len()).sum()
+    }
+}
+
+/// Run the writer until every sender is gone and the queue is drained.
+pub(crate) async fn run_writer<B: Backend>(
+    backend: Arc<B>,
+    mut queue: mpsc::Receiver<WriteRequest>,
+    committed: watch::Sender<i64>,
+    max_batch_events: usize,
+) {
+    let mut writer: Option<B::Writer> = None;
+    while let Some(first) = queue.recv().await {
+        let mut events = first.event_count();
+        let mut requests = vec![first];
+        while events < max_batch_events {
+            match queue.try_recv() {
+                Ok(r) => {
+                    events += r.event_count();
+                    requests.push(r);
+                }
+                Err(_) => break,
+            }
+        }
+        let conn = match &mut writer {
+            Some(c) => c,
+            None => match backend.open_writer().await {
+                Ok(c) => writer.insert(c),
+                Err(e) => {
+                    let reason = e.to_string();
+                    tracing::warn!(error = %reason, "event log writer cannot connect");
+                    for r in requests {
+                        let _ = r.reply.send(Err(EventLogError::Unavailable { reason: reason.clone() }));
+                    }
+                    continue;
+                }
+            },
+        };
+        let batch: Vec<&PreparedAppend> = requests.iter().map(|r| &r.append).collect();
+        let answers = match backend.commit_batch(conn, &batch, now_micros()).await {
+            Ok(answers) => answers,
+            Err(e) if requests.len() == 1 => {
+                writer = None;
+                vec![Err(e)]
+            }
+            Err(e) => {
+                // Something in the batch broke the whole transaction: judge each append alone so
+                // one bad append cannot fail its neighbours.
+                tracing::debug!(error = %e, size = requests.len(), "batch failed; retrying appends one by one");
+                writer = None;
+                let mut answers = Vec::with_capacity(requests.len());
+                for append in &batch {
+                    let conn = match &mut writer {
+                        Some(c) => c,
+                        None => match backend.open_writer().await {
+                            Ok(c) => writer.insert(c),
+                            Err(e) => {
+                                answers.push(Err(e));
+                                continue;
+                            }
+                        },
+                    };
+                    match backend.commit_batch(conn, &[append], now_micros()).await {
+                        Ok(mut one) => answers.push(one.pop().unwrap_or(Err(EventLogError::Closed))),
+                        Err(e) => {
+                            writer = None;
+                            answers.push(Err(e));
+                        }
+                    }
+                }
+                answers
+            }
+        };
+        let mut head = 0;
+        for (request, answer) in requests.into_iter().zip(answers) {
+            if let Ok(results) = &answer {
+                head = head.max(results.iter().map(AppendResult::last_position).max().unwrap_or(0));
+            }
+            let _ = request.reply.send(answer);
+        }
+        if head > 0 {
+            committed.send_if_modified(|h| {
+                let moved = head > *h;
+                *h = (*h).max(head);
+                moved
+            });
+        }
+    }
+}
