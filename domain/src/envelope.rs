@@ -181,13 +181,7 @@ impl NewEvent {
         payload: Value,
         metadata: EventMetadata,
     ) -> Self {
-        Self {
-            event_id,
-            event_type: event_type.into(),
-            schema_version: 1,
-            payload,
-            metadata,
-        }
+        Self { event_id, event_type: event_type.into(), schema_version: 1, payload, metadata }
     }
 
     /// The same event at another schema version.
@@ -251,8 +245,8 @@ mod tests {
 
     #[test]
     fn caused_events_keep_root_and_point_at_parent() {
-        let meta = EventMetadata::source(id(1), Actor::user("u"), "u", "user:u")
-            .with_correlation("req-1");
+        let meta =
+            EventMetadata::source(id(1), Actor::user("u"), "u", "user:u").with_correlation("req-1");
         let child = meta.caused_by(id(2), Actor::system("signal-bus"));
         assert_eq!(child.chain.root_source_id, id(1));
         assert_eq!(child.chain.parent_node_id, Some(id(2)));

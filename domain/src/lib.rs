@@ -4,6 +4,13 @@
 //! Nothing here does I/O, reads a clock or makes a random id: time and ids are passed in, so a
 //! test, a replay and production run the same code with the same result.
 
+#[macro_use]
+pub mod event_codec;
+
+pub mod aggregate;
+pub mod context;
 pub mod envelope;
+pub mod error;
 pub mod ids;
+pub mod operation;
 pub mod scope;

@@ -45,11 +45,9 @@ impl ScopeInput<'_> {
         if let Some(task) = present(self.task_id) {
             return format!("task:{task}");
         }
-        if let (Some(platform), Some(app), Some(thread)) = (
-            present(self.platform),
-            present(self.application_id),
-            present(self.platform_thread_id),
-        ) {
+        if let (Some(platform), Some(app), Some(thread)) =
+            (present(self.platform), present(self.application_id), present(self.platform_thread_id))
+        {
             return format!("bot:{platform}:{app}:{thread}");
         }
         if let (Some(agent), Some(user)) = (present(self.agent_id), present(self.user_id)) {
@@ -166,13 +164,19 @@ mod tests {
     #[test]
     fn rule_6_fallback_when_nothing_applies() {
         assert_eq!(ScopeInput::default().scope_key(), "fallback:global");
-        let empties = ScopeInput { topic_id: Some(""), task_id: Some(""), user_id: Some(""), ..Default::default() };
+        let empties = ScopeInput {
+            topic_id: Some(""),
+            task_id: Some(""),
+            user_id: Some(""),
+            ..Default::default()
+        };
         assert_eq!(empties.scope_key(), "fallback:global");
     }
 
     #[test]
     fn owned_scope_matches_borrowed() {
-        let s = Scope { task_id: Some("t".into()), user_id: Some("u".into()), ..Default::default() };
+        let s =
+            Scope { task_id: Some("t".into()), user_id: Some("u".into()), ..Default::default() };
         assert_eq!(s.scope_key(), "task:t");
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json, serde_json::json!({"taskId": "t", "userId": "u"}));

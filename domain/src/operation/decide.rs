@@ -1,0 +1,491 @@
+//! The operation's rules: which command may happen in which status, and what it records.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::command::{CreateOperation, OperationCommand as C, StepReport};
+use super::event::*;
+use super::hitl::{CardAnswer, OnTimeout};
+use super::model::{CompletionReason, OperationError, OperationStatus as S, cap_child_result};
+use super::{Operation, OperationEvent as E};
+use crate::context::Context;
+use crate::envelope::ActorKind;
+use crate::error::DomainError;
+
+const AGGREGATE: &str = "operation";
+
+/// The longest lease a worker may take, so a vanished worker is noticed within the hour.
+pub const MAX_LEASE_SECS: u32 = 3600;
+
+pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    let Some(spec) = &op.spec else {
+        return match cmd {
+            C::Create(create) => create_events(create, ctx),
+            _ => Err(DomainError::not_found(AGGREGATE, "")),
+        };
+    };
+    let id = spec.operation_id.as_str();
+    match cmd {
+        C::Create(create) => Err(DomainError::AlreadyExists {
+            aggregate: AGGREGATE,
+            id: create.operation_id.clone(),
+        }),
+        // Reviews usually happen after the run; they do not change its status.
+        C::RecordScore(score) => {
+            check_score(score.score)?;
+            Ok(vec![E::ScoreRecorded(ScoreRecorded { score: score.clone() })])
+        }
+        live => {
+            if op.status.is_finished() {
+                return Err(DomainError::AlreadyFinished {
+                    aggregate: AGGREGATE,
+                    id: id.to_string(),
+                    status: op.status.to_string(),
+                });
+            }
+            decide_unfinished(op, id, live, ctx)
+        }
+    }
+}
+
+fn decide_unfinished(
+    op: &Operation,
+    id: &str,
+    cmd: &C,
+    ctx: &Context,
+) -> Result<Vec<E>, DomainError> {
+    match cmd {
+        C::Claim { worker_id, lease_secs } => claim(op, id, worker_id, *lease_secs, ctx),
+        C::RenewLease { worker_id, lease_secs } => renew(op, id, worker_id, *lease_secs, ctx),
+        C::ExpireLease => expire(op, id, ctx),
+        C::Interrupt { reason, can_resume } => Ok(vec![E::Interrupted(OperationInterrupted {
+            reason: reason.clone(),
+            can_resume: *can_resume,
+            at: ctx.now,
+        })]),
+        C::Cancel { reason } => Ok(vec![E::Cancelled(OperationCancelled {
+            reason: reason.clone(),
+            cascade_from: None,
+            at: ctx.now,
+        })]),
+        C::AnswerCard { card_id, answer } => answer_card(op, card_id, answer, ctx),
+        C::TimeoutCard { card_id } => timeout_card(op, card_id, ctx),
+        C::ReceiveAsyncResult { key, success, result } => {
+            receive(op, key, *success, result.as_deref(), ctx)
+        }
+        C::RegisterChild { child_operation_id, background } => {
+            if op.status == S::Idle {
+                return Err(DomainError::transition(AGGREGATE, op.status, "spawn a child from"));
+            }
+            if op.children.contains_key(child_operation_id) {
+                return Err(DomainError::AlreadyExists {
+                    aggregate: "child operation",
+                    id: child_operation_id.clone(),
+                });
+            }
+            Ok(vec![E::ChildSpawned(ChildSpawned {
+                child_operation_id: child_operation_id.clone(),
+                background: *background,
+            })])
+        }
+        C::RecordArtifact(artifact) => {
+            if op.status == S::Idle {
+                return Err(DomainError::transition(AGGREGATE, op.status, "record an artifact on"));
+            }
+            check_reporter(op, id, ctx)?;
+            if artifact.artifact_id.trim().is_empty() {
+                return Err(DomainError::validation("artifactId", "must not be empty"));
+            }
+            if op.artifacts.iter().any(|a| a.artifact_id == artifact.artifact_id) {
+                return Err(DomainError::AlreadyExists {
+                    aggregate: "artifact",
+                    id: artifact.artifact_id.clone(),
+                });
+            }
+            Ok(vec![E::ArtifactRecorded(ArtifactRecorded { artifact: artifact.clone() })])
+        }
+        running_only => {
+            if op.status != S::Running {
+                return Err(DomainError::transition(
+                    AGGREGATE,
+                    op.status,
+                    running_verb(running_only),
+                ));
+            }
+            check_reporter(op, id, ctx)?;
+            decide_running(op, running_only, ctx)
+        }
+    }
+}
+
+fn running_verb(cmd: &C) -> &'static str {
+    match cmd {
+        C::ChangePhase(_) => "change the phase of",
+        C::RecordStep(_) => "record a step on",
+        C::UpdatePlan(_) => "update the plan of",
+        C::UpdateTodos(_) => "update the todos of",
+        C::AskHuman(_) => "ask a human from",
+        C::AwaitAsync { .. } => "await async work in",
+        C::Complete { .. } => "complete",
+        C::Fail(_) => "fail",
+        _ => "change",
+    }
+}
+
+fn create_events(create: &CreateOperation, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    if create.operation_id.trim().is_empty() {
+        return Err(DomainError::validation("operationId", "must not be empty"));
+    }
+    if create.agent.agent_id.trim().is_empty() {
+        return Err(DomainError::validation("agent.agentId", "must not be empty"));
+    }
+    if create.max_steps == Some(0) {
+        return Err(DomainError::validation("maxSteps", "must be at least 1"));
+    }
+    if create.cost_limit_micros == Some(0) {
+        return Err(DomainError::validation("costLimitMicros", "must be more than 0"));
+    }
+    if create.parent_operation_id.as_deref() == Some(create.operation_id.as_str()) {
+        return Err(DomainError::validation(
+            "parentOperationId",
+            "an operation cannot be its own parent",
+        ));
+    }
+    if create.background && create.parent_operation_id.is_none() {
+        return Err(DomainError::validation(
+            "background",
+            "only a sub-agent (with a parent) runs in the background",
+        ));
+    }
+    Ok(vec![E::Created(OperationCreated {
+        spec: create.clone(),
+        user_id: ctx.user_id.clone(),
+        at: ctx.now,
+    })])
+}
+
+fn lease_until(now: DateTime<Utc>, lease_secs: u32) -> Result<DateTime<Utc>, DomainError> {
+    if lease_secs == 0 || lease_secs > MAX_LEASE_SECS {
+        return Err(DomainError::validation(
+            "leaseSecs",
+            format!("must be between 1 and {MAX_LEASE_SECS}"),
+        ));
+    }
+    Ok(later(now, u64::from(lease_secs)))
+}
+
+/// `now` plus `secs`, saturating instead of overflowing (inputs are bounded by validation).
+fn later(now: DateTime<Utc>, secs: u64) -> DateTime<Utc> {
+    let secs = i64::try_from(secs).unwrap_or(i64::MAX).min(100 * 365 * 86_400);
+    now.checked_add_signed(Duration::seconds(secs)).unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+fn claim(
+    op: &Operation,
+    id: &str,
+    worker_id: &str,
+    lease_secs: u32,
+    ctx: &Context,
+) -> Result<Vec<E>, DomainError> {
+    if worker_id.trim().is_empty() {
+        return Err(DomainError::validation("workerId", "must not be empty"));
+    }
+    let expires = lease_until(ctx.now, lease_secs)?;
+    if let Some(lease) = &op.lease {
+        if lease.expires_at <= ctx.now {
+            return Err(DomainError::LeaseExpired {
+                operation_id: id.to_string(),
+                expired_at: lease.expires_at,
+            });
+        }
+        if lease.worker_id != worker_id {
+            return Err(DomainError::LeaseHeld {
+                operation_id: id.to_string(),
+                holder: lease.worker_id.clone(),
+                expires_at: lease.expires_at,
+            });
+        }
+    }
+    let mut events = vec![E::Claimed(LeaseClaimed {
+        worker_id: worker_id.to_string(),
+        lease_expires_at: expires,
+        at: ctx.now,
+    })];
+    if op.status == S::Idle {
+        events.push(E::Started(OperationStarted { at: ctx.now }));
+    }
+    Ok(events)
+}
+
+fn renew(
+    op: &Operation,
+    id: &str,
+    worker_id: &str,
+    lease_secs: u32,
+    ctx: &Context,
+) -> Result<Vec<E>, DomainError> {
+    let expires = lease_until(ctx.now, lease_secs)?;
+    match &op.lease {
+        Some(lease) if lease.worker_id == worker_id => {
+            if lease.expires_at <= ctx.now {
+                return Err(DomainError::LeaseExpired {
+                    operation_id: id.to_string(),
+                    expired_at: lease.expires_at,
+                });
+            }
+            Ok(vec![E::LeaseRenewed(LeaseRenewed {
+                worker_id: worker_id.to_string(),
+                lease_expires_at: expires,
+            })])
+        }
+        _ => Err(DomainError::NotLeaseHolder {
+            operation_id: id.to_string(),
+            worker_id: worker_id.to_string(),
+        }),
+    }
+}
+
+fn expire(op: &Operation, id: &str, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    let Some(lease) = &op.lease else {
+        return Err(DomainError::transition(
+            AGGREGATE,
+            format!("{} without a lease", op.status),
+            "expire the lease of",
+        ));
+    };
+    if lease.expires_at > ctx.now {
+        return Err(DomainError::NotDue {
+            what: format!("lease of operation {id}"),
+            due_at: lease.expires_at,
+        });
+    }
+    Ok(vec![
+        E::LeaseExpired(LeaseExpired {
+            worker_id: lease.worker_id.clone(),
+            expired_at: lease.expires_at,
+            at: ctx.now,
+        }),
+        E::Interrupted(OperationInterrupted {
+            reason: "lease_expired".into(),
+            can_resume: true,
+            at: ctx.now,
+        }),
+    ])
+}
+
+/// A worker actor may only report on an operation whose valid lease it holds.
+fn check_reporter(op: &Operation, id: &str, ctx: &Context) -> Result<(), DomainError> {
+    if ctx.actor.kind != ActorKind::Worker {
+        return Ok(());
+    }
+    match &op.lease {
+        Some(lease) if lease.worker_id == ctx.actor.id => {
+            if lease.expires_at <= ctx.now {
+                Err(DomainError::LeaseExpired {
+                    operation_id: id.to_string(),
+                    expired_at: lease.expires_at,
+                })
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err(DomainError::NotLeaseHolder {
+            operation_id: id.to_string(),
+            worker_id: ctx.actor.id.clone(),
+        }),
+    }
+}
+
+fn check_score(score: u8) -> Result<(), DomainError> {
+    if score > 100 {
+        return Err(DomainError::validation("score", "must be between 0 and 100"));
+    }
+    Ok(())
+}
+
+fn decide_running(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    match cmd {
+        C::ChangePhase(phase) => {
+            if op.phase == Some(*phase) {
+                return Ok(Vec::new());
+            }
+            Ok(vec![E::PhaseChanged(PhaseChanged { phase: *phase })])
+        }
+        C::RecordStep(step) => record_step(op, step, ctx),
+        C::UpdatePlan(plan) => Ok(vec![E::PlanUpdated(PlanUpdated { plan: plan.clone() })]),
+        C::UpdateTodos(todos) => {
+            let mut ids = std::collections::BTreeSet::new();
+            if let Some(dup) = todos.iter().find(|t| !ids.insert(t.id.as_str())) {
+                return Err(DomainError::validation(
+                    "todos",
+                    format!("todo id '{}' appears twice", dup.id),
+                ));
+            }
+            Ok(vec![E::TodosUpdated(TodosUpdated { todos: todos.clone() })])
+        }
+        C::AskHuman(card) => {
+            card.check()?;
+            let deadline = card.timeout.as_ref().map(|t| later(ctx.now, t.after_secs));
+            Ok(vec![E::HumanAsked(HumanAsked { card: card.clone(), deadline, at: ctx.now })])
+        }
+        C::AwaitAsync { keys } => {
+            let pending: Vec<String> = keys
+                .iter()
+                .filter(|k| !op.received.contains(*k))
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            if keys.is_empty() || keys.iter().any(|k| k.trim().is_empty()) {
+                return Err(DomainError::validation("keys", "await at least one non-empty key"));
+            }
+            if pending.is_empty() {
+                // Everything already reported: nothing to wait for.
+                return Ok(Vec::new());
+            }
+            Ok(vec![E::AsyncWaitStarted(AsyncWaitStarted { keys: pending, at: ctx.now })])
+        }
+        C::Complete { result } => Ok(vec![E::Completed(OperationCompleted {
+            reason: CompletionReason::Done,
+            result: result.clone(),
+            at: ctx.now,
+        })]),
+        C::Fail(error) => {
+            if error.message.trim().is_empty() {
+                return Err(DomainError::validation("error.message", "must not be empty"));
+            }
+            Ok(vec![E::Failed(OperationFailed { error: error.clone(), at: ctx.now })])
+        }
+        _ => Err(DomainError::transition(AGGREGATE, op.status, "change")),
+    }
+}
+
+fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    let index = op.step_count + 1;
+    let mut events = vec![E::StepRecorded(StepRecorded {
+        step_index: index,
+        phase: step.phase,
+        tool_calls: step.tool_calls.clone(),
+        usage: step.usage,
+        at: ctx.now,
+    })];
+    let spec = op.spec.as_ref();
+    let cost = op.usage.plus(step.usage).cost_micros;
+    let cost_limit = spec.and_then(|s| s.cost_limit_micros);
+    let stop = if let (Some(cost), Some(limit)) = (cost, cost_limit)
+        && cost >= limit
+    {
+        Some(CompletionReason::CostLimit)
+    } else if spec.and_then(|s| s.max_steps).is_some_and(|max| index >= max) {
+        Some(CompletionReason::MaxSteps)
+    } else {
+        None
+    };
+    if let Some(reason) = stop {
+        events.push(E::Completed(OperationCompleted { reason, result: None, at: ctx.now }));
+    }
+    Ok(events)
+}
+
+fn waited_ms(since: DateTime<Utc>, now: DateTime<Utc>) -> u64 {
+    u64::try_from((now - since).num_milliseconds()).unwrap_or(0)
+}
+
+fn answer_card(
+    op: &Operation,
+    card_id: &str,
+    answer: &CardAnswer,
+    ctx: &Context,
+) -> Result<Vec<E>, DomainError> {
+    let pending = op
+        .pending_card
+        .as_ref()
+        .filter(|p| p.card.card_id == card_id)
+        .ok_or_else(|| DomainError::not_found("pending card", card_id))?;
+    pending.card.check_answer(answer)?;
+    Ok(vec![E::HumanAnswered(HumanAnswered {
+        card_id: card_id.to_string(),
+        answer: answer.clone(),
+        waited_ms: waited_ms(pending.asked_at, ctx.now),
+        at: ctx.now,
+    })])
+}
+
+fn timeout_card(op: &Operation, card_id: &str, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    let pending = op
+        .pending_card
+        .as_ref()
+        .filter(|p| p.card.card_id == card_id)
+        .ok_or_else(|| DomainError::not_found("pending card", card_id))?;
+    let (Some(timeout), Some(deadline)) = (&pending.card.timeout, pending.deadline) else {
+        return Err(DomainError::transition("card", "without a timeout", "time out"));
+    };
+    if ctx.now < deadline {
+        return Err(DomainError::NotDue {
+            what: format!("timeout of card {card_id}"),
+            due_at: deadline,
+        });
+    }
+    let mut events = vec![E::HumanWaitTimedOut(HumanWaitTimedOut {
+        card_id: card_id.to_string(),
+        on_timeout: timeout.on_timeout.clone(),
+        waited_ms: waited_ms(pending.asked_at, ctx.now),
+        at: ctx.now,
+    })];
+    match &timeout.on_timeout {
+        OnTimeout::UseDefault { .. } | OnTimeout::Continue => {}
+        OnTimeout::Fail => events.push(E::Failed(OperationFailed {
+            error: OperationError {
+                message: format!("nobody answered card {card_id} in time"),
+                error_type: Some("hitl_timeout".into()),
+                code: None,
+            },
+            at: ctx.now,
+        })),
+        OnTimeout::Cancel => events.push(E::Cancelled(OperationCancelled {
+            reason: Some(format!("card {card_id} timed out")),
+            cascade_from: None,
+            at: ctx.now,
+        })),
+    }
+    Ok(events)
+}
+
+fn receive(
+    op: &Operation,
+    key: &str,
+    success: bool,
+    result: Option<&str>,
+    ctx: &Context,
+) -> Result<Vec<E>, DomainError> {
+    if op.status == S::Idle {
+        return Err(DomainError::transition(AGGREGATE, op.status, "deliver a result to"));
+    }
+    if key.trim().is_empty() {
+        return Err(DomainError::validation("key", "must not be empty"));
+    }
+    if op.received.contains(key) {
+        // The same result delivered twice (a reactor re-run) changes nothing.
+        return Ok(Vec::new());
+    }
+    let (result, truncated, original_chars) = match result {
+        Some(text) => {
+            let (kept, cut) = cap_child_result(text);
+            let original = cut.then(|| text.chars().count() as u64);
+            (Some(kept), cut, original)
+        }
+        None => (None, false, None),
+    };
+    let mut events = vec![E::AsyncResultReceived(AsyncResultReceived {
+        key: key.to_string(),
+        success,
+        result,
+        truncated,
+        original_chars,
+    })];
+    let barrier_done =
+        op.status == S::WaitingForAsyncTool && op.awaiting.len() == 1 && op.awaiting.contains(key);
+    if barrier_done {
+        events.push(E::Resumed(OperationResumed { at: ctx.now }));
+    }
+    Ok(events)
+}

@@ -1,0 +1,336 @@
+//! The value types of an operation: status, phase, kind, completion reason, usage, lease,
+//! plan and todos, artifacts, review scores, errors.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Where an operation is in its life (upstream's 7 statuses plus `cancelled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationStatus {
+    /// Created, not yet claimed by a worker.
+    #[default]
+    Idle,
+    /// A worker is on it (or it was resumed and waits to be claimed again).
+    Running,
+    /// Paused on a human-in-the-loop card.
+    WaitingForHuman,
+    /// Paused until async tools or dispatched sub-agents report (a barrier).
+    WaitingForAsyncTool,
+    /// Finished normally (completion reason done, max_steps or cost_limit).
+    Done,
+    /// Finished with an error.
+    Error,
+    /// Stopped from outside or because its worker vanished (lease expiry).
+    Interrupted,
+    /// Cancelled by a user or by a cancel cascade.
+    Cancelled,
+}
+
+impl OperationStatus {
+    /// Every status.
+    pub const ALL: [OperationStatus; 8] = [
+        Self::Idle,
+        Self::Running,
+        Self::WaitingForHuman,
+        Self::WaitingForAsyncTool,
+        Self::Done,
+        Self::Error,
+        Self::Interrupted,
+        Self::Cancelled,
+    ];
+
+    /// Terminal: it will never change again.
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Error | Self::Interrupted | Self::Cancelled)
+    }
+
+    /// Paused on a human or on async work.
+    pub fn is_waiting(self) -> bool {
+        matches!(self, Self::WaitingForHuman | Self::WaitingForAsyncTool)
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::WaitingForHuman => "waiting_for_human",
+            Self::WaitingForAsyncTool => "waiting_for_async_tool",
+            Self::Done => "done",
+            Self::Error => "error",
+            Self::Interrupted => "interrupted",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for OperationStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the agent is doing inside a running operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Calling the model.
+    Thinking,
+    /// Running tools.
+    Acting,
+    /// Writing the answer.
+    Responding,
+    /// Wrapping up (composing the final reply, settling).
+    Finalizing,
+    /// Finished.
+    Done,
+}
+
+/// What kind of run it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationKind {
+    /// The main run of a conversation (one unfinished per conversation).
+    #[default]
+    Conversation,
+    /// A sub-agent spawned by another operation.
+    Subagent,
+    /// A long-running tool.
+    Tool,
+    /// A group chat's supervisor run.
+    Group,
+    /// A task's topic run.
+    Task,
+}
+
+/// Why an operation stopped (upstream's 7 plus `cancelled`). The two `waiting_*` reasons mark
+/// pauses, not ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletionReason {
+    /// Finished normally.
+    Done,
+    /// Failed.
+    Error,
+    /// Interrupted.
+    Interrupted,
+    /// Stopped by its step limit.
+    MaxSteps,
+    /// Stopped by its cost limit.
+    CostLimit,
+    /// Paused on a human (not an end).
+    WaitingForHuman,
+    /// Paused on async work (not an end).
+    WaitingForAsyncTool,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl CompletionReason {
+    /// A pause reported with the completion vocabulary; the run is not finished.
+    pub fn is_pause(self) -> bool {
+        matches!(self, Self::WaitingForHuman | Self::WaitingForAsyncTool)
+    }
+}
+
+/// The agent and config version an operation runs under, snapshotted at creation so a replay
+/// shows exactly which model and prompt a run used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRef {
+    /// The agent.
+    pub agent_id: String,
+    /// The agent's config version at creation.
+    pub config_version: u64,
+    /// Model at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Provider at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+/// Measured usage. Every field is `None` until something measured it: unknown is never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Completion tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// All tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// Cost in millionths of the currency unit (upstream stores numeric(20,6); integers keep
+    /// sums exact and JSON round trips lossless).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
+}
+
+fn add_measured(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.saturating_add(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+impl Usage {
+    /// The sum of two usages: a field stays `None` only if neither side measured it.
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: add_measured(self.input_tokens, other.input_tokens),
+            output_tokens: add_measured(self.output_tokens, other.output_tokens),
+            total_tokens: add_measured(self.total_tokens, other.total_tokens),
+            cost_micros: add_measured(self.cost_micros, other.cost_micros),
+        }
+    }
+
+    /// Nothing measured at all.
+    pub fn is_unmeasured(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// A tool call made in a step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The call id.
+    pub id: String,
+    /// Tool name (`identifier/apiName` or a plain name).
+    pub name: String,
+    /// Outcome, when known (`succeeded`, `failed`, `pending`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// A worker's lease on an operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    /// The worker holding it.
+    pub worker_id: String,
+    /// When it runs out unless renewed.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The status of a plan step or a todo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Completed,
+}
+
+/// One step of an agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStep {
+    /// What the step is.
+    pub text: String,
+    /// Its status.
+    pub status: ItemStatus,
+}
+
+/// An agent's plan, replaced whole by every update.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Optional explanation of the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+    /// The steps.
+    pub steps: Vec<PlanStep>,
+}
+
+/// One todo of an agent, replaced whole (as a list) by every update.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Todo {
+    /// Its id within the list.
+    pub id: String,
+    /// What to do.
+    pub text: String,
+    /// Its status.
+    pub status: ItemStatus,
+}
+
+/// An artifact a run produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// Its id.
+    pub artifact_id: String,
+    /// Title.
+    pub title: String,
+    /// Kind (`document`, `image`, `code`, …).
+    pub kind: String,
+    /// Size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// Where the content lives (a document id, an object-store key, a URL).
+    pub content_ref: String,
+}
+
+/// A review score on an operation or a task topic (upstream `review_scores` items).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewScore {
+    /// The rubric it was scored against.
+    pub rubric_id: String,
+    /// 0 to 100.
+    pub score: u8,
+    /// Whether it passed.
+    pub passed: bool,
+    /// The reviewer's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What went wrong, for a failed operation (upstream `error` jsonb).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationError {
+    /// Human-readable message.
+    pub message: String,
+    /// Error class (`provider_error`, `tool_error`, …).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// Machine code (`insufficient_budget`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// How an operation was interrupted (upstream `interruption` jsonb).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interruption {
+    /// Why.
+    pub reason: String,
+    /// Whether it could be resumed by a new run.
+    pub can_resume: bool,
+    /// When.
+    pub interrupted_at: DateTime<Utc>,
+}
+
+/// The largest child result (in characters) passed to a parent.
+pub const CHILD_RESULT_MAX_CHARS: usize = 32_000;
+
+/// Cap `text` at [`CHILD_RESULT_MAX_CHARS`] characters (never splitting a character); returns
+/// the kept text and whether anything was cut.
+pub fn cap_child_result(text: &str) -> (String, bool) {
+    match text.char_indices().nth(CHILD_RESULT_MAX_CHARS) {
+        Some((byte_index, _)) => (text[..byte_index].to_string(), true),
+        None => (text.to_string(), false),
+    }
+}
