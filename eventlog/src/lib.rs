@@ -24,6 +24,8 @@ pub mod sqlite;
 mod store;
 mod subscription;
 mod tail;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod validate;
 mod writer;
 

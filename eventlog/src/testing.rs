@@ -1,0 +1,224 @@
+//! Test support (feature `test-support`): a fresh log on a throwaway SQLite file or a fresh
+//! PostgreSQL database, plus raw SQL access for tests that tamper with tables.
+//!
+//! PostgreSQL tests take their server from `AGENTLOG_TEST_PG_URL`. Without it they are skipped
+//! with a message on stderr — except under `CI=true`, where a missing server fails the test.
+
+use std::{io::Write, path::PathBuf, str::FromStr, sync::Arc};
+
+use sqlx::{Connection, Executor, PgConnection, postgres::PgConnectOptions};
+use uuid::Uuid;
+
+use crate::{EventStore, PostgresEventStore, SqliteEventStore, StoreOptions};
+
+/// The PostgreSQL server URL for tests, or `None` (after saying so) when tests should skip.
+///
+/// # Panics
+/// Under `CI=true` when `AGENTLOG_TEST_PG_URL` is not set: CI must run the PostgreSQL tests.
+pub fn pg_url(test_name: &str) -> Option<String> {
+    match std::env::var("AGENTLOG_TEST_PG_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+                panic!("CI=true but AGENTLOG_TEST_PG_URL is not set: the PostgreSQL test `{test_name}` must run in CI");
+            }
+            // Written to the real stderr, past the test harness's capture, so it is seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test_name}: set AGENTLOG_TEST_PG_URL (e.g. `bash scripts/pg-test-server.sh start`) to run PostgreSQL tests"
+            );
+            None
+        }
+    }
+}
+
+/// A throwaway SQLite file, deleted (with its WAL) on drop.
+#[derive(Debug)]
+pub struct TempSqlite {
+    /// The database file.
+    pub path: PathBuf,
+}
+
+impl TempSqlite {
+    /// A fresh path in the temp directory.
+    pub fn new() -> Self {
+        let path = std::env::temp_dir().join(format!("agentlog-test-{}.db", Uuid::now_v7().simple()));
+        Self { path }
+    }
+
+    /// `sqlite:` URL of the file.
+    pub fn url(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+}
+
+impl Default for TempSqlite {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for TempSqlite {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.path.display()));
+        }
+    }
+}
+
+/// A fresh PostgreSQL database on the test server, dropped (forcefully) on drop.
+#[derive(Debug)]
+pub struct TempPostgres {
+    admin_url: String,
+    /// The database's name.
+    pub name: String,
+    /// URL of the fresh database.
+    pub url: String,
+}
+
+impl TempPostgres {
+    /// Create a fresh database on the server at `admin_url`.
+    pub async fn create(admin_url: &str) -> Result<Self, sqlx::Error> {
+        let name = format!("agentlog_t_{}", Uuid::now_v7().simple());
+        let mut admin = PgConnection::connect(admin_url).await?;
+        admin.execute(format!("CREATE DATABASE {name}").as_str()).await?;
+        admin.close().await?;
+        Ok(Self { admin_url: admin_url.to_string(), url: with_database(admin_url, &name), name })
+    }
+
+    /// Connect options for the fresh database.
+    pub fn connect_options(&self) -> Result<PgConnectOptions, sqlx::Error> {
+        PgConnectOptions::from_str(&self.url)
+    }
+}
+
+/// `url` with its database name replaced by `name`.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let host_start = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[host_start..].find('/') {
+        Some(slash) => &base[..host_start + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+impl Drop for TempPostgres {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        // Drop may run inside a runtime; do the async clean-up on a thread of its own.
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(async {
+                if let Ok(mut admin) = PgConnection::connect(&admin_url).await {
+                    let _ = admin.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str()).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// A store under test and a raw handle on its database.
+pub struct TestLog {
+    /// The store.
+    pub store: Arc<dyn EventStore>,
+    /// Raw SQL access to the same database.
+    pub raw: RawDb,
+    /// Keeps the SQLite file or PostgreSQL database alive.
+    pub guard: TestDbGuard,
+}
+
+/// Keeps a test database alive.
+#[derive(Debug)]
+pub enum TestDbGuard {
+    /// A SQLite file.
+    Sqlite(Arc<TempSqlite>),
+    /// A PostgreSQL database.
+    Postgres(Arc<TempPostgres>),
+}
+
+impl TestDbGuard {
+    /// The database URL.
+    pub fn url(&self) -> String {
+        match self {
+            Self::Sqlite(s) => s.url(),
+            Self::Postgres(p) => p.url.clone(),
+        }
+    }
+}
+
+/// Raw SQL access for tests.
+#[derive(Clone, Debug)]
+pub enum RawDb {
+    /// SQLite pool.
+    Sqlite(sqlx::SqlitePool),
+    /// PostgreSQL pool.
+    Postgres(sqlx::PgPool),
+}
+
+impl RawDb {
+    /// Run one statement; the error (e.g. a trigger's refusal) comes back as text.
+    pub async fn execute(&self, sql: &str) -> Result<u64, String> {
+        match self {
+            Self::Sqlite(p) => p.execute(sql).await.map(|r| r.rows_affected()).map_err(|e| e.to_string()),
+            Self::Postgres(p) => p.execute(sql).await.map(|r| r.rows_affected()).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// A single integer from `sql`.
+    pub async fn scalar_i64(&self, sql: &str) -> Result<i64, String> {
+        match self {
+            Self::Sqlite(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await.map_err(|e| e.to_string()),
+            Self::Postgres(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await.map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// A fresh SQLite-backed log.
+pub async fn sqlite_log(options: StoreOptions) -> TestLog {
+    let file = Arc::new(TempSqlite::new());
+    let store = SqliteEventStore::open(&file.url(), options).await.unwrap_or_else(|e| panic!("open SQLite log: {e}"));
+    let raw = RawDb::Sqlite(store.pool().clone());
+    TestLog { store: Arc::new(store), raw, guard: TestDbGuard::Sqlite(file) }
+}
+
+/// A fresh PostgreSQL-backed log, or `None` when PostgreSQL tests are skipped.
+pub async fn postgres_log(test_name: &str, options: StoreOptions) -> Option<TestLog> {
+    let url = pg_url(test_name)?;
+    let db = Arc::new(TempPostgres::create(&url).await.unwrap_or_else(|e| panic!("create test database: {e}")));
+    let store =
+        PostgresEventStore::connect(&db.url, options).await.unwrap_or_else(|e| panic!("open PostgreSQL log: {e}"));
+    let raw = RawDb::Postgres(store.pool().clone());
+    Some(TestLog { store: Arc::new(store), raw, guard: TestDbGuard::Postgres(db) })
+}
+
+/// Open a second store on the same database as `log` (another "instance").
+pub async fn reopen(guard: &TestDbGuard, options: StoreOptions) -> Arc<dyn EventStore> {
+    match guard {
+        TestDbGuard::Sqlite(f) => {
+            Arc::new(SqliteEventStore::open(&f.url(), options).await.unwrap_or_else(|e| panic!("reopen: {e}")))
+        }
+        TestDbGuard::Postgres(p) => {
+            Arc::new(PostgresEventStore::connect(&p.url, options).await.unwrap_or_else(|e| panic!("reopen: {e}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn database_name_is_replaced() {
+        use super::with_database;
+        assert_eq!(with_database("postgres://u@h:1/postgres", "x"), "postgres://u@h:1/x");
+        assert_eq!(with_database("postgres://u@h:1/postgres?sslmode=disable", "x"), "postgres://u@h:1/x?sslmode=disable");
+        assert_eq!(with_database("postgres://u@h:1", "x"), "postgres://u@h:1/x");
+    }
+}
