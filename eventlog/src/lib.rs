@@ -35,6 +35,6 @@ pub use filter::EventFilter;
 pub use open::open_store;
 pub use postgres::PostgresEventStore;
 pub use sqlite::SqliteEventStore;
-pub use store::{BackendKind, EventStore, StoreOptions};
+pub use store::{BackendKind, DatabasePool, EventStore, StoreOptions};
 pub use subscription::EventSubscription;
 pub use validate::{Limits, is_valid_event_type};

@@ -68,6 +68,10 @@ impl PostgresEventStore {
     pub fn pool(&self) -> &PgPool {
         &self.core.backend.pool
     }
+
+    fn database_pool(&self) -> crate::store::DatabasePool {
+        crate::store::DatabasePool::Postgres(self.core.backend.pool.clone())
+    }
 }
 
 /// The URL without its password, for error messages.

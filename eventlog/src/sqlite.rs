@@ -56,6 +56,10 @@ impl SqliteEventStore {
         &self.core.backend.pool
     }
 
+    fn database_pool(&self) -> crate::store::DatabasePool {
+        crate::store::DatabasePool::Sqlite(self.core.backend.pool.clone())
+    }
+
     /// Options to open more connections to the same file (with the same pragmas).
     pub fn connect_options(&self) -> &SqliteConnectOptions {
         &self.core.backend.connect

@@ -102,8 +102,20 @@ pub trait EventStore: Send + Sync {
     /// Which database this is.
     fn backend_kind(&self) -> BackendKind;
 
+    /// A pool on the log's database, for read models kept beside the log.
+    fn database(&self) -> DatabasePool;
+
     /// Stop taking appends, finish the queued ones and stop the background tasks.
     async fn close(&self);
+}
+
+/// A connection pool on the log's database.
+#[derive(Debug, Clone)]
+pub enum DatabasePool {
+    /// The SQLite file's reader pool (writes must `BEGIN IMMEDIATE`).
+    Sqlite(sqlx::SqlitePool),
+    /// The PostgreSQL pool.
+    Postgres(sqlx::PgPool),
 }
 
 /// Tunables shared by both stores.
@@ -272,6 +284,9 @@ macro_rules! impl_event_store {
             }
             fn backend_kind(&self) -> $crate::store::BackendKind {
                 $kind
+            }
+            fn database(&self) -> $crate::store::DatabasePool {
+                self.database_pool()
             }
             async fn close(&self) {
                 self.core.close().await

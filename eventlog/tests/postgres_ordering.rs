@@ -131,13 +131,13 @@ async fn two_instances_writing_concurrently_never_make_a_reader_skip_postgres() 
     let mut writers = Vec::new();
     for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b.clone()].into_iter().enumerate() {
         writers.push(tokio::spawn(async move {
-            for i in 0..300 {
+            for i in 0..100 {
                 store.append(&format!("inst{n}-{}", i % 5), ExpectedVersion::Any, vec![event(), event()]).await.unwrap();
             }
         }));
     }
     let mut got = Vec::new();
-    while got.len() < 8 * 300 * 2 {
+    while got.len() < 8 * 100 * 2 {
         let e = timeout(Duration::from_secs(30), sub.next()).await.expect("events keep arriving").unwrap().unwrap();
         got.push(e.position);
     }

@@ -1,0 +1,414 @@
+//! The read-model database: the same SQLite file or PostgreSQL database as the log, reached
+//! through one small portable layer so each projection writes its SQL once.
+//!
+//! Portable SQL here means: `$1, $2 …` placeholders (rewritten to `?1, ?2 …` for SQLite),
+//! `INSERT … ON CONFLICT (…) DO UPDATE SET col = excluded.col`, and only the column types
+//! `BIGINT`/`INTEGER`, `DOUBLE PRECISION`/`REAL` and `TEXT` (JSON is stored as TEXT, times as
+//! epoch microseconds).
+
+use std::borrow::Cow;
+
+use sqlx::{
+    Column, PgPool, Postgres, Row as _, Sqlite, SqlitePool, Transaction, TypeInfo, ValueRef,
+    postgres::PgRow, sqlite::SqliteRow,
+};
+
+use crate::error::ProjectionError;
+
+/// A value bound into or read out of portable SQL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    /// NULL.
+    Null,
+    /// An integer (also booleans, as 0/1, and times, as epoch microseconds).
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// Text (also JSON).
+    Text(String),
+}
+
+impl SqlValue {
+    /// As an integer, if it is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Self::Int(i) => Some(*i),
+            Self::Float(f) => Some(*f as i64),
+            _ => None,
+        }
+    }
+    /// As a float, if it is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Self::Int(i) => Some(*i as f64),
+            Self::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+    /// As text, if it is text.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl From<i64> for SqlValue {
+    fn from(v: i64) -> Self {
+        Self::Int(v)
+    }
+}
+impl From<i32> for SqlValue {
+    fn from(v: i32) -> Self {
+        Self::Int(v.into())
+    }
+}
+impl From<u32> for SqlValue {
+    fn from(v: u32) -> Self {
+        Self::Int(v.into())
+    }
+}
+impl From<bool> for SqlValue {
+    fn from(v: bool) -> Self {
+        Self::Int(v.into())
+    }
+}
+impl From<f64> for SqlValue {
+    fn from(v: f64) -> Self {
+        Self::Float(v)
+    }
+}
+impl From<String> for SqlValue {
+    fn from(v: String) -> Self {
+        Self::Text(v)
+    }
+}
+impl From<&str> for SqlValue {
+    fn from(v: &str) -> Self {
+        Self::Text(v.to_string())
+    }
+}
+impl From<&String> for SqlValue {
+    fn from(v: &String) -> Self {
+        Self::Text(v.clone())
+    }
+}
+impl<T: Into<SqlValue>> From<Option<T>> for SqlValue {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Self::Null, Into::into)
+    }
+}
+impl From<&serde_json::Value> for SqlValue {
+    fn from(v: &serde_json::Value) -> Self {
+        Self::Text(v.to_string())
+    }
+}
+
+/// A row read through the portable layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row(pub Vec<SqlValue>);
+
+impl Row {
+    /// Column `i`.
+    pub fn get(&self, i: usize) -> &SqlValue {
+        self.0.get(i).unwrap_or(&SqlValue::Null)
+    }
+    /// Column `i` as an integer (None when NULL or not a number).
+    pub fn i64(&self, i: usize) -> Option<i64> {
+        self.get(i).as_i64()
+    }
+    /// Column `i` as a float.
+    pub fn f64(&self, i: usize) -> Option<f64> {
+        self.get(i).as_f64()
+    }
+    /// Column `i` as text.
+    pub fn str(&self, i: usize) -> Option<&str> {
+        self.get(i).as_str()
+    }
+    /// Column `i` as JSON (None when NULL or not valid JSON).
+    pub fn json(&self, i: usize) -> Option<serde_json::Value> {
+        self.str(i).and_then(|s| serde_json::from_str(s).ok())
+    }
+}
+
+/// The read-model database.
+#[derive(Debug, Clone)]
+pub enum ReadDb {
+    /// SQLite (the log's file).
+    Sqlite(SqlitePool),
+    /// PostgreSQL (the log's database).
+    Postgres(PgPool),
+}
+
+impl From<agentlog_eventlog::DatabasePool> for ReadDb {
+    fn from(pool: agentlog_eventlog::DatabasePool) -> Self {
+        match pool {
+            agentlog_eventlog::DatabasePool::Sqlite(p) => Self::Sqlite(p),
+            agentlog_eventlog::DatabasePool::Postgres(p) => Self::Postgres(p),
+        }
+    }
+}
+
+/// A write transaction on the read-model database.
+pub enum ReadTx {
+    /// SQLite, begun IMMEDIATE (takes the write lock up front).
+    Sqlite(Transaction<'static, Sqlite>),
+    /// PostgreSQL.
+    Postgres(Transaction<'static, Postgres>),
+}
+
+/// Rewrite `$n` placeholders to SQLite's `?n`.
+fn for_sqlite(sql: &str) -> Cow<'_, str> {
+    if !sql.contains('$') {
+        return Cow::Borrowed(sql);
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn decode_sqlite(row: &SqliteRow) -> Row {
+    let mut out = Vec::with_capacity(row.columns().len());
+    for i in 0..row.columns().len() {
+        let kind = row.try_get_raw(i).map(|v| if v.is_null() { "NULL".to_string() } else { v.type_info().name().to_string() });
+        let value = match kind.as_deref() {
+            Ok("INTEGER") => row.try_get::<i64, _>(i).map(SqlValue::Int).unwrap_or(SqlValue::Null),
+            Ok("REAL") => row.try_get::<f64, _>(i).map(SqlValue::Float).unwrap_or(SqlValue::Null),
+            Ok("TEXT") => row.try_get::<String, _>(i).map(SqlValue::Text).unwrap_or(SqlValue::Null),
+            _ => SqlValue::Null,
+        };
+        out.push(value);
+    }
+    Row(out)
+}
+
+fn decode_pg(row: &PgRow) -> Row {
+    let mut out = Vec::with_capacity(row.columns().len());
+    for (i, col) in row.columns().iter().enumerate() {
+        let value = match col.type_info().name() {
+            "INT8" => row.try_get::<Option<i64>, _>(i).ok().flatten().map(SqlValue::Int),
+            "INT4" => row.try_get::<Option<i32>, _>(i).ok().flatten().map(|v| SqlValue::Int(v.into())),
+            "INT2" => row.try_get::<Option<i16>, _>(i).ok().flatten().map(|v| SqlValue::Int(v.into())),
+            "BOOL" => row.try_get::<Option<bool>, _>(i).ok().flatten().map(|v| SqlValue::Int(v.into())),
+            "FLOAT8" => row.try_get::<Option<f64>, _>(i).ok().flatten().map(SqlValue::Float),
+            "FLOAT4" => row.try_get::<Option<f32>, _>(i).ok().flatten().map(|v| SqlValue::Float(v.into())),
+            "NUMERIC" => row.try_get::<Option<f64>, _>(i).ok().flatten().map(SqlValue::Float),
+            "UUID" => row.try_get::<Option<uuid::Uuid>, _>(i).ok().flatten().map(|v| SqlValue::Text(v.to_string())),
+            "JSONB" | "JSON" => row
+                .try_get::<Option<sqlx::types::Json<serde_json::Value>>, _>(i)
+                .ok()
+                .flatten()
+                .map(|v| SqlValue::Text(v.0.to_string())),
+            _ => row.try_get::<Option<String>, _>(i).ok().flatten().map(SqlValue::Text),
+        };
+        out.push(value.unwrap_or(SqlValue::Null));
+    }
+    Row(out)
+}
+
+macro_rules! bind_all {
+    ($q:expr, $args:expr) => {{
+        let mut q = $q;
+        for a in $args {
+            q = match a {
+                SqlValue::Null => q.bind(None::<i64>),
+                SqlValue::Int(v) => q.bind(*v),
+                SqlValue::Float(v) => q.bind(*v),
+                SqlValue::Text(v) => q.bind(v.as_str()),
+            };
+        }
+        q
+    }};
+}
+
+impl ReadDb {
+    /// Begin a write transaction.
+    pub async fn begin(&self) -> Result<ReadTx, ProjectionError> {
+        Ok(match self {
+            Self::Sqlite(p) => ReadTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await.map_err(ProjectionError::db("beginning a transaction"))?),
+            Self::Postgres(p) => ReadTx::Postgres(p.begin().await.map_err(ProjectionError::db("beginning a transaction"))?),
+        })
+    }
+
+    /// Run a query outside any transaction and return its rows.
+    pub async fn fetch(&self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
+        Ok(match self {
+            Self::Sqlite(p) => {
+                let sql = for_sqlite(sql);
+                bind_all!(sqlx::query(&sql), args)
+                    .fetch_all(p)
+                    .await
+                    .map_err(ProjectionError::db("reading a read model"))?
+                    .iter()
+                    .map(decode_sqlite)
+                    .collect()
+            }
+            Self::Postgres(p) => bind_all!(sqlx::query(sql), args)
+                .fetch_all(p)
+                .await
+                .map_err(ProjectionError::db("reading a read model"))?
+                .iter()
+                .map(decode_pg)
+                .collect(),
+        })
+    }
+
+    /// Run a statement outside any transaction.
+    pub async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
+        Ok(match self {
+            Self::Sqlite(p) => {
+                let sql = for_sqlite(sql);
+                bind_all!(sqlx::query(&sql), args).execute(p).await.map_err(ProjectionError::db("writing a read model"))?.rows_affected()
+            }
+            Self::Postgres(p) => {
+                bind_all!(sqlx::query(sql), args).execute(p).await.map_err(ProjectionError::db("writing a read model"))?.rows_affected()
+            }
+        })
+    }
+
+    /// True for PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres(_))
+    }
+}
+
+/// Most bound parameters one statement may carry (SQLite's limit is 32,766).
+const MAX_PARAMS: usize = 30_000;
+
+impl ReadTx {
+    /// Run a statement.
+    pub async fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
+        Ok(match self {
+            Self::Sqlite(tx) => {
+                let sql = for_sqlite(sql);
+                bind_all!(sqlx::query(&sql), args)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ProjectionError::db("writing a read model"))?
+                    .rows_affected()
+            }
+            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args)
+                .execute(&mut **tx)
+                .await
+                .map_err(ProjectionError::db("writing a read model"))?
+                .rows_affected(),
+        })
+    }
+
+    /// Run a query and return its rows.
+    pub async fn fetch(&mut self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
+        Ok(match self {
+            Self::Sqlite(tx) => {
+                let sql = for_sqlite(sql);
+                bind_all!(sqlx::query(&sql), args)
+                    .fetch_all(&mut **tx)
+                    .await
+                    .map_err(ProjectionError::db("reading a read model"))?
+                    .iter()
+                    .map(decode_sqlite)
+                    .collect()
+            }
+            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args)
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(ProjectionError::db("reading a read model"))?
+                .iter()
+                .map(decode_pg)
+                .collect(),
+        })
+    }
+
+    /// Insert `rows` into `table`, replacing the non-key columns of rows whose `key` columns
+    /// already exist. One multi-row statement per chunk.
+    pub async fn upsert(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        key: &[&str],
+        rows: &[Vec<SqlValue>],
+    ) -> Result<(), ProjectionError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let updates: Vec<String> =
+            columns.iter().filter(|c| !key.contains(c)).map(|c| format!("{c} = excluded.{c}")).collect();
+        let conflict = if updates.is_empty() {
+            format!(" ON CONFLICT ({}) DO NOTHING", key.join(", "))
+        } else {
+            format!(" ON CONFLICT ({}) DO UPDATE SET {}", key.join(", "), updates.join(", "))
+        };
+        self.insert_rows(table, columns, rows, &conflict).await
+    }
+
+    /// Insert `rows` (multi-row statements), with an optional `ON CONFLICT …` tail.
+    pub async fn insert_rows(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        rows: &[Vec<SqlValue>],
+        tail: &str,
+    ) -> Result<(), ProjectionError> {
+        let per_chunk = (MAX_PARAMS / columns.len().max(1)).max(1);
+        for chunk in rows.chunks(per_chunk) {
+            let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
+            let mut n = 0;
+            for (r, row) in chunk.iter().enumerate() {
+                if row.len() != columns.len() {
+                    return Err(ProjectionError::Invalid(format!(
+                        "{table}: row has {} values for {} columns",
+                        row.len(),
+                        columns.len()
+                    )));
+                }
+                sql.push_str(if r == 0 { "(" } else { ", (" });
+                for c in 0..row.len() {
+                    n += 1;
+                    if c > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push('$');
+                    sql.push_str(&n.to_string());
+                }
+                sql.push(')');
+            }
+            sql.push_str(tail);
+            let args: Vec<SqlValue> = chunk.iter().flat_map(|r| r.iter().cloned()).collect();
+            self.execute(&sql, &args).await?;
+        }
+        Ok(())
+    }
+
+    /// Commit.
+    pub async fn commit(self) -> Result<(), ProjectionError> {
+        match self {
+            Self::Sqlite(tx) => tx.commit().await,
+            Self::Postgres(tx) => tx.commit().await,
+        }
+        .map_err(ProjectionError::db("committing read models"))
+    }
+
+    /// Roll back.
+    pub async fn rollback(self) -> Result<(), ProjectionError> {
+        match self {
+            Self::Sqlite(tx) => tx.rollback().await,
+            Self::Postgres(tx) => tx.rollback().await,
+        }
+        .map_err(ProjectionError::db("rolling back read models"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_are_rewritten_for_sqlite() {
+        assert_eq!(super::for_sqlite("SELECT $1, $12 FROM t WHERE a = '$x'"), "SELECT ?1, ?12 FROM t WHERE a = '$x'");
+    }
+}

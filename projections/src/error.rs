@@ -1,0 +1,56 @@
+//! Errors of the projections.
+
+/// What can go wrong while projecting or reading read models.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    /// The read-model database failed.
+    #[error("database error while {context}: {source}")]
+    Database {
+        /// What was being done.
+        context: &'static str,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The log failed.
+    #[error(transparent)]
+    Log(#[from] agentlog_eventlog::EventLogError),
+    /// A stored event could not be decoded into its domain type.
+    #[error("event {event_id} ({event_type}) at position {position} cannot be decoded: {reason}")]
+    Decode {
+        /// The event.
+        event_id: uuid::Uuid,
+        /// Its type.
+        event_type: String,
+        /// Its position.
+        position: i64,
+        /// Why.
+        reason: String,
+    },
+    /// A projection was asked for something inconsistent.
+    #[error("{0}")]
+    Invalid(String),
+    /// No projection has this name.
+    #[error("no projection named `{0}`")]
+    UnknownProjection(String),
+    /// Waiting for projections to reach a position took too long.
+    #[error("projections did not reach position {position} within {waited_ms} ms (at {reached})")]
+    Timeout {
+        /// The position waited for.
+        position: i64,
+        /// The lowest position reached.
+        reached: i64,
+        /// How long we waited.
+        waited_ms: u64,
+    },
+    /// The runner has stopped.
+    #[error("the projection runner has stopped")]
+    Stopped,
+}
+
+impl ProjectionError {
+    /// Wrap a driver error with what was being done.
+    pub(crate) fn db(context: &'static str) -> impl FnOnce(sqlx::Error) -> Self {
+        move |source| Self::Database { context, source }
+    }
+}

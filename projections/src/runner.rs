@@ -1,0 +1,366 @@
+//! The projector runner: tails the log from the projections' checkpoints, applies each batch to
+//! every projection together with its checkpoint in one transaction, then follows the log live.
+//!
+//! ```no_run
+//! # async fn demo(store: std::sync::Arc<dyn agentlog_eventlog::EventStore>, db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
+//! use agentlog_projections::{ProjectionRunner, RunnerOptions, all_projections};
+//! let runner = ProjectionRunner::new(store, db, all_projections(), RunnerOptions::default());
+//! runner.start().await?;
+//! runner.wait_for(42, std::time::Duration::from_secs(5)).await?; // read your writes
+//! # Ok(()) }
+//! ```
+//!
+//! One task reads the log once for all projections (a rebuild of everything reads it once, not
+//! once per projection). Each projection's writes sit in a savepoint: a projection whose `apply`
+//! fails is rolled back alone, marked failed (visible in [`ProjectionRunner::status`]) and
+//! skipped, while the others carry on. A database failure rolls the whole batch back; the runner
+//! waits and resumes from the committed checkpoints, so a crash never applies an event twice or
+//! skips one.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::{EventFilter, EventStore};
+use futures_util::{FutureExt, StreamExt};
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    db::{ReadDb, ReadTx, SqlValue},
+    error::ProjectionError,
+    projection::Projection,
+};
+
+/// Tunables of the runner.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Most events applied in one transaction (default 2,000).
+    pub batch_size: usize,
+    /// Wait after a database failure before resuming (default 500 ms).
+    pub retry_delay: Duration,
+}
+
+impl Default for RunnerOptions {
+    fn default() -> Self {
+        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500) }
+    }
+}
+
+/// Where one projection stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectionStatus {
+    /// Its name.
+    pub name: &'static str,
+    /// Its code version.
+    pub version: i32,
+    /// The last position applied.
+    pub position: i64,
+    /// Why it stopped, when it failed.
+    pub failed: Option<String>,
+}
+
+struct Inner {
+    store: Arc<dyn EventStore>,
+    db: ReadDb,
+    projections: Vec<Arc<dyn Projection>>,
+    options: RunnerOptions,
+    state: Mutex<Vec<ProjectionStatus>>,
+    progress: watch::Sender<i64>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Runs projections; cheap to clone.
+#[derive(Clone)]
+pub struct ProjectionRunner {
+    inner: Arc<Inner>,
+}
+
+impl ProjectionRunner {
+    /// A runner for `projections` over `store`, writing read models to `db`.
+    pub fn new(
+        store: Arc<dyn EventStore>,
+        db: ReadDb,
+        projections: Vec<Arc<dyn Projection>>,
+        options: RunnerOptions,
+    ) -> Self {
+        let state = projections
+            .iter()
+            .map(|p| ProjectionStatus { name: p.name(), version: p.version(), position: 0, failed: None })
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                db,
+                projections,
+                options,
+                state: Mutex::new(state),
+                progress: watch::Sender::new(0),
+                task: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The read-model database.
+    pub fn db(&self) -> &ReadDb {
+        &self.inner.db
+    }
+
+    /// The projections this runner keeps.
+    pub fn projections(&self) -> &[Arc<dyn Projection>] {
+        &self.inner.projections
+    }
+
+    /// Load checkpoints (rebuilding any projection whose version changed) and start following.
+    pub async fn start(&self) -> Result<(), ProjectionError> {
+        self.load_checkpoints().await?;
+        self.spawn();
+        Ok(())
+    }
+
+    /// Load checkpoints and apply everything up to the log's current head, without following.
+    /// Returns the head reached.
+    pub async fn catch_up(&self) -> Result<i64, ProjectionError> {
+        self.load_checkpoints().await?;
+        let head = self.inner.store.head_position().await?;
+        run_until(&self.inner, Some(head)).await?;
+        Ok(head)
+    }
+
+    /// Empty the named projection (all when `None`) and apply the log again from position 0.
+    /// A running follower is stopped first and restarted after the reset.
+    pub async fn rebuild(&self, name: Option<&str>) -> Result<(), ProjectionError> {
+        if let Some(n) = name
+            && !self.inner.projections.iter().any(|p| p.name() == n)
+        {
+            return Err(ProjectionError::UnknownProjection(n.to_string()));
+        }
+        let was_running = self.stop().await;
+        for p in &self.inner.projections {
+            if name.is_none_or(|n| n == p.name()) {
+                reset(&self.inner.db, p.as_ref()).await?;
+                let mut state = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(s) = state.iter_mut().find(|s| s.name == p.name()) {
+                    s.failed = None;
+                }
+            }
+        }
+        self.load_checkpoints().await?;
+        if was_running {
+            self.spawn();
+        }
+        Ok(())
+    }
+
+    /// Stop following. Returns whether it was running. A batch in flight is rolled back.
+    pub async fn stop(&self) -> bool {
+        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match task {
+            Some(t) => {
+                t.abort();
+                let _ = t.await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wait (at most `timeout`) until every healthy projection has applied `position`.
+    pub async fn wait_for(&self, position: i64, timeout: Duration) -> Result<(), ProjectionError> {
+        let mut rx = self.inner.progress.subscribe();
+        let waited = tokio::time::timeout(timeout, rx.wait_for(|p| *p >= position)).await;
+        match waited {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(ProjectionError::Stopped),
+            Err(_) => Err(ProjectionError::Timeout {
+                position,
+                reached: *self.inner.progress.borrow(),
+                waited_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+
+    /// The lowest position every healthy projection has applied.
+    pub fn position(&self) -> i64 {
+        *self.inner.progress.borrow()
+    }
+
+    /// A watch of [`position`](Self::position).
+    pub fn watch_position(&self) -> watch::Receiver<i64> {
+        self.inner.progress.subscribe()
+    }
+
+    /// Where each projection stands.
+    pub fn status(&self) -> Vec<ProjectionStatus> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn spawn(&self) {
+        let inner = Arc::clone(&self.inner);
+        let task = tokio::spawn(async move {
+            loop {
+                match run_until(&inner, None).await {
+                    Ok(()) => return,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "projection runner failed; resuming from checkpoints");
+                        tokio::time::sleep(inner.options.retry_delay).await;
+                        if let Err(e) = reload(&inner).await {
+                            tracing::warn!(error = %e, "reloading checkpoints failed");
+                        }
+                    }
+                }
+            }
+        });
+        *self.inner.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+    }
+
+    async fn load_checkpoints(&self) -> Result<(), ProjectionError> {
+        let db = &self.inner.db;
+        for p in &self.inner.projections {
+            let rows = db
+                .fetch("SELECT version, position FROM projection_checkpoints WHERE name = $1", &[p.name().into()])
+                .await?;
+            match rows.first().map(|r| (r.i64(0).unwrap_or(0), r.i64(1).unwrap_or(0))) {
+                Some((v, _)) if v != i64::from(p.version()) => {
+                    tracing::info!(projection = p.name(), from = v, to = p.version(), "projection version changed; rebuilding");
+                    reset(db, p.as_ref()).await?;
+                }
+                Some(_) => {}
+                None => reset(db, p.as_ref()).await?,
+            }
+        }
+        reload(&self.inner).await
+    }
+}
+
+/// Empty a projection's tables and set its checkpoint to 0 at its current version.
+async fn reset(db: &ReadDb, p: &dyn Projection) -> Result<(), ProjectionError> {
+    let mut tx = db.begin().await?;
+    for table in p.tables() {
+        tx.execute(&format!("DELETE FROM {table}"), &[]).await?;
+    }
+    write_checkpoint(&mut tx, p, 0).await?;
+    tx.commit().await
+}
+
+async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) -> Result<(), ProjectionError> {
+    tx.upsert(
+        "projection_checkpoints",
+        &["name", "version", "position", "updated_at"],
+        &["name"],
+        &[vec![
+            p.name().into(),
+            p.version().into(),
+            position.into(),
+            SqlValue::Int(chrono::Utc::now().timestamp_micros()),
+        ]],
+    )
+    .await
+}
+
+/// Re-read committed checkpoints into memory (after a start, a reset or a failed batch).
+async fn reload(inner: &Inner) -> Result<(), ProjectionError> {
+    let rows = inner.db.fetch("SELECT name, position FROM projection_checkpoints", &[]).await?;
+    let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+    for s in state.iter_mut() {
+        if let Some(r) = rows.iter().find(|r| r.str(0) == Some(s.name)) {
+            s.position = r.i64(1).unwrap_or(0);
+        }
+    }
+    publish(inner, &state);
+    Ok(())
+}
+
+fn publish(inner: &Inner, state: &[ProjectionStatus]) {
+    let min = state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min().unwrap_or(i64::MAX);
+    inner.progress.send_if_modified(|p| {
+        let changed = *p != min;
+        *p = min;
+        changed
+    });
+}
+
+/// Apply the log from the lowest checkpoint, until `until` (inclusive) or for ever.
+async fn run_until(inner: &Inner, until: Option<i64>) -> Result<(), ProjectionError> {
+    let from = {
+        let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min()
+    };
+    let Some(from) = from else { return Ok(()) };
+    if until.is_some_and(|u| from >= u) {
+        return Ok(());
+    }
+    let mut events = inner.store.subscribe(from, EventFilter::all());
+    loop {
+        let first = match events.next().await {
+            Some(e) => e?,
+            None => return Err(ProjectionError::Stopped),
+        };
+        let mut batch = vec![first];
+        while batch.len() < inner.options.batch_size
+            && until.is_none_or(|u| batch.last().is_some_and(|e| e.position < u))
+        {
+            match events.next().now_or_never() {
+                Some(Some(Ok(e))) => batch.push(e),
+                Some(Some(Err(e))) => return Err(e.into()),
+                _ => break,
+            }
+        }
+        if let Some(u) = until {
+            batch.retain(|e| e.position <= u);
+        }
+        let last = batch.last().map_or(from, |e| e.position);
+        apply_batch(inner, &batch).await?;
+        if until.is_some_and(|u| last >= u) {
+            return Ok(());
+        }
+    }
+}
+
+async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
+    let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
+    let positions: Vec<(i64, bool)> = {
+        let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.iter().map(|s| (s.position, s.failed.is_some())).collect()
+    };
+    let mut tx = inner.db.begin().await?;
+    let mut failures = Vec::new();
+    let mut advanced = Vec::new();
+    for (i, p) in inner.projections.iter().enumerate() {
+        let (checkpoint, failed) = positions[i];
+        if failed || checkpoint >= last {
+            continue;
+        }
+        let events: Vec<&RecordedEvent> =
+            batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
+        if !events.is_empty() {
+            tx.execute("SAVEPOINT projection", &[]).await?;
+            match p.apply(&mut tx, &events).await {
+                Ok(()) => {
+                    tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
+                }
+                Err(e) => {
+                    // If the savepoint cannot be rolled back the connection is gone: fail the batch.
+                    tx.execute("ROLLBACK TO SAVEPOINT projection", &[]).await?;
+                    tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
+                    tracing::error!(projection = p.name(), error = %e, "projection failed; it stops here until rebuilt");
+                    failures.push((i, e.to_string()));
+                    continue;
+                }
+            }
+        }
+        write_checkpoint(&mut tx, p.as_ref(), last).await?;
+        advanced.push(i);
+    }
+    tx.commit().await?;
+    let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+    for i in advanced {
+        state[i].position = last;
+    }
+    for (i, reason) in failures {
+        state[i].failed = Some(reason);
+    }
+    publish(inner, &state);
+    Ok(())
+}

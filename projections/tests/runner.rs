@@ -1,0 +1,175 @@
+//! The projector runner on both backends: catch-up, live follow, read-your-writes, rebuild,
+//! version bumps, restart from checkpoints, and a failing projection isolated from the rest.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicI32, Ordering},
+    },
+    time::Duration,
+};
+
+use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent, RecordedEvent};
+use agentlog_eventlog::{
+    ExpectedVersion, StoreOptions,
+    testing::{TestLog, postgres_log, sqlite_log},
+};
+use agentlog_projections::{
+    Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, chains::ChainsProjection,
+};
+use async_trait::async_trait;
+use serde_json::json;
+use uuid::Uuid;
+
+fn event(ty: &str) -> NewEvent {
+    let id = Uuid::now_v7();
+    NewEvent::new(id, ty, json!({"k": 1}), EventMetadata::source(id, Actor::user("u"), "u", "user:u"))
+}
+
+/// Counts events per type in a table of its own; refuses `test.poison`.
+struct Counter {
+    version: AtomicI32,
+}
+
+#[async_trait]
+impl Projection for Counter {
+    fn name(&self) -> &'static str {
+        "test_counter"
+    }
+    fn version(&self) -> i32 {
+        self.version.load(Ordering::SeqCst)
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["test_counter"]
+    }
+    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+        for e in events {
+            if e.event_type == "test.poison" {
+                return Err(ProjectionError::Invalid("poisoned".into()));
+            }
+            tx.execute(
+                "INSERT INTO test_counter (event_type, n) VALUES ($1, 1) ON CONFLICT (event_type) DO UPDATE SET n = test_counter.n + 1",
+                &[e.event_type.as_str().into()],
+            )
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+async fn setup(log: &TestLog) -> (ReadDb, Arc<Counter>) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE test_counter (event_type TEXT PRIMARY KEY, n BIGINT NOT NULL)", &[]).await.unwrap();
+    (db, Arc::new(Counter { version: AtomicI32::new(1) }))
+}
+
+fn runner(log: &TestLog, db: &ReadDb, counter: &Arc<Counter>) -> ProjectionRunner {
+    ProjectionRunner::new(
+        Arc::clone(&log.store),
+        db.clone(),
+        vec![Arc::new(ChainsProjection), Arc::clone(counter) as Arc<dyn Projection>],
+        RunnerOptions { batch_size: 64, retry_delay: Duration::from_millis(50) },
+    )
+}
+
+async fn count(db: &ReadDb, ty: &str) -> i64 {
+    db.fetch("SELECT n FROM test_counter WHERE event_type = $1", &[ty.into()]).await.unwrap().first().and_then(|r| r.i64(0)).unwrap_or(0)
+}
+
+async fn chains(db: &ReadDb) -> i64 {
+    db.fetch("SELECT COUNT(*) FROM chains", &[]).await.unwrap()[0].i64(0).unwrap()
+}
+
+async fn follows_the_log_and_reads_its_writes(log: TestLog) {
+    let (db, counter) = setup(&log).await;
+    for i in 0..300 {
+        log.store.append(&format!("s-{}", i % 7), ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
+    }
+    let r = runner(&log, &db, &counter);
+    r.start().await.unwrap();
+    let appended = log.store.append("s-x", ExpectedVersion::Any, vec![event("test.b"), event("test.a")]).await.unwrap();
+    r.wait_for(appended.last_position(), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 301);
+    assert_eq!(count(&db, "test.b").await, 1);
+    assert_eq!(chains(&db).await, 302);
+    assert!(r.status().iter().all(|s| s.position == appended.last_position() && s.failed.is_none()));
+    let err = r.wait_for(appended.last_position() + 10, Duration::from_millis(100)).await.unwrap_err();
+    assert!(matches!(err, ProjectionError::Timeout { .. }), "{err}");
+
+    // stop, append more, restart: resumes from the committed checkpoint, applies nothing twice
+    assert!(r.stop().await);
+    let more = log.store.append("s-y", ExpectedVersion::Any, (0..50).map(|_| event("test.a")).collect()).await.unwrap();
+    let r2 = runner(&log, &db, &counter);
+    r2.start().await.unwrap();
+    r2.wait_for(more.last_position(), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 351);
+    assert_eq!(chains(&db).await, 352);
+
+    // a rebuild from 0 gives the same tables
+    r2.rebuild(None).await.unwrap();
+    r2.wait_for(more.last_position(), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 351);
+    assert_eq!(chains(&db).await, 352);
+    let unknown = r2.rebuild(Some("nope")).await.unwrap_err();
+    assert!(matches!(unknown, ProjectionError::UnknownProjection(_)));
+    r2.stop().await;
+}
+
+async fn a_changed_version_rebuilds_at_start(log: TestLog) {
+    let (db, counter) = setup(&log).await;
+    log.store.append("s-1", ExpectedVersion::Any, (0..10).map(|_| event("test.a")).collect()).await.unwrap();
+    let r = runner(&log, &db, &counter);
+    assert_eq!(r.catch_up().await.unwrap(), log.store.head_position().await.unwrap());
+    assert_eq!(count(&db, "test.a").await, 10);
+    // tamper with the read model; a restart at the same version keeps it, a new version rebuilds
+    db.execute("UPDATE test_counter SET n = 999", &[]).await.unwrap();
+    runner(&log, &db, &counter).catch_up().await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 999);
+    counter.version.store(2, Ordering::SeqCst);
+    runner(&log, &db, &counter).catch_up().await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 10);
+}
+
+async fn a_failing_projection_stops_alone(log: TestLog) {
+    let (db, counter) = setup(&log).await;
+    log.store.append("s-1", ExpectedVersion::Any, vec![event("test.a"), event("test.poison"), event("test.a")]).await.unwrap();
+    let r = runner(&log, &db, &counter);
+    r.start().await.unwrap();
+    let head = log.store.head_position().await.unwrap();
+    // chains carries on; the counter is marked failed and its writes of that batch rolled back
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if chains(&db).await == 3 && r.status().iter().any(|s| s.failed.is_some()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("chains applied and counter failed");
+    let status = r.status();
+    let failed = status.iter().find(|s| s.name == "test_counter").unwrap();
+    assert!(failed.failed.as_deref().is_some_and(|f| f.contains("poisoned")));
+    assert_eq!(failed.position, 0);
+    assert_eq!(count(&db, "test.a").await, 0);
+    // read-your-writes waits only on healthy projections
+    r.wait_for(head, Duration::from_secs(5)).await.unwrap();
+    r.stop().await;
+}
+
+macro_rules! both {
+    ($($f:ident as $name:ident),*) => { paste::paste! { $(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn [<$name _sqlite>]() { $f(sqlite_log(StoreOptions::default()).await).await }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn [<$name _postgres>]() {
+            if let Some(log) = postgres_log(stringify!([<$name _postgres>]), StoreOptions::default()).await { $f(log).await }
+        }
+    )* } };
+}
+
+both!(
+    follows_the_log_and_reads_its_writes as runner_follows_log_and_reads_writes,
+    a_changed_version_rebuilds_at_start as runner_rebuilds_on_version_change,
+    a_failing_projection_stops_alone as runner_isolates_failing_projection
+);
