@@ -1,1 +1,2 @@
 //! agentlog projections
+pub mod conversation;
