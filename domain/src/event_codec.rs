@@ -101,6 +101,8 @@ macro_rules! domain_events {
         }
     ) => {
         $(#[$meta])*
+        // Events are plain values moved once into the log; boxing the big ones buys nothing.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         $vis enum $name {
             $( $(#[$vmeta])* $variant($payload), )+
