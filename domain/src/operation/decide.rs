@@ -71,7 +71,7 @@ fn decide_unfinished(
         C::AnswerCard { card_id, answer } => answer_card(op, card_id, answer, ctx),
         C::TimeoutCard { card_id } => timeout_card(op, card_id, ctx),
         C::ReceiveAsyncResult { key, success, result } => {
-            receive(op, key, *success, result.as_deref(), ctx)
+            receive(op, key, *success, result.as_deref())
         }
         C::RegisterChild { child_operation_id, background } => {
             if op.status == S::Idle {
@@ -181,6 +181,10 @@ fn claim(
     lease_secs: u32,
     ctx: &Context,
 ) -> Result<Vec<E>, DomainError> {
+    if op.status.is_waiting() {
+        // A pause needs no worker; the operation is claimed again once it resumes.
+        return Err(DomainError::transition(AGGREGATE, op.status, "claim"));
+    }
     if worker_id.trim().is_empty() {
         return Err(DomainError::validation("workerId", "must not be empty"));
     }
@@ -446,7 +450,6 @@ fn receive(
     key: &str,
     success: bool,
     result: Option<&str>,
-    ctx: &Context,
 ) -> Result<Vec<E>, DomainError> {
     if op.status == S::Idle {
         return Err(DomainError::transition(AGGREGATE, op.status, "deliver a result to"));
@@ -466,17 +469,14 @@ fn receive(
         }
         None => (None, false, None),
     };
-    let mut events = vec![E::AsyncResultReceived(AsyncResultReceived {
+    let resumes =
+        op.status == S::WaitingForAsyncTool && op.awaiting.len() == 1 && op.awaiting.contains(key);
+    Ok(vec![E::AsyncResultReceived(AsyncResultReceived {
         key: key.to_string(),
         success,
         result,
         truncated,
         original_chars,
-    })];
-    let barrier_done =
-        op.status == S::WaitingForAsyncTool && op.awaiting.len() == 1 && op.awaiting.contains(key);
-    if barrier_done {
-        events.push(E::Resumed(OperationResumed { at: ctx.now }));
-    }
-    Ok(events)
+        resumes,
+    })])
 }
