@@ -74,7 +74,11 @@ pub struct CronJobPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// Max executions (resets the remaining count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::event_codec::double_option"
+    )]
     pub max_executions: Option<Option<u32>>,
     /// Conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,7 +134,11 @@ pub struct CronUpdated {
     /// The pattern or time zone changed, so `lastExecutedAt` is reset.
     pub last_executed_reset: bool,
     /// The new remaining count when `maxExecutions` was given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::event_codec::double_option"
+    )]
     pub remaining_executions: Option<Option<u32>>,
 }
 
@@ -431,6 +439,11 @@ impl Aggregate for CronJob {
                 self.total_executions = e.total_executions;
                 self.remaining_executions = e.remaining_executions;
                 self.last_executed_at = Some(e.at);
+                // The last execution disables the job at once; `cron.auto_disabled` follows
+                // as the explicit fact for read models and notifications.
+                if e.remaining_executions == Some(0) {
+                    self.enabled = false;
+                }
             }
             E::ExecutionsReset(e) => {
                 self.enabled = true;
