@@ -314,6 +314,16 @@ fn assign_parents(
         let raw = node.get("parentId");
         let raw_id = raw.and_then(Value::as_str);
         node.raw_parent = raw_id.and_then(|p| by_id.get(p).copied());
+        if raw_id == Some(node.id) {
+            // A message naming itself as parent is a root; a compressed-group redirect of
+            // that id still applies, as upstream.
+            diags.push(Diagnostic::SelfParent {
+                id: node.id.to_owned(),
+            });
+            node.raw_parent = None;
+            node.parent = raw_id.and_then(|p| redirect.get(p).copied());
+            continue;
+        }
         node.parent = match raw {
             None | Some(Value::Null) => None,
             Some(v) if !truthy(Some(v)) => {
