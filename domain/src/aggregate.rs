@@ -89,6 +89,16 @@ pub trait Aggregate: Default + Clone + Debug + Serialize + DeserializeOwned {
         Scope::default()
     }
 
+    /// The scope key of an event that leaves the aggregate in this state: by default derived
+    /// from [`Aggregate::scope`], with `owner` as the user when the state knows none.
+    fn scope_key(&self, owner: &str) -> String {
+        let mut scope = self.scope();
+        if scope.user_id.is_none() && !owner.is_empty() {
+            scope.user_id = Some(owner.to_string());
+        }
+        scope.scope_key()
+    }
+
     /// Checks the invariants of the state; `Err` names the broken one. Used by property tests
     /// after every step and available to the handler as a debug check on snapshots.
     fn check_invariants(&self) -> Result<(), String> {

@@ -37,7 +37,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::aggregate::{Aggregate, DomainEvent};
+use crate::aggregate::{Aggregate, DomainEvent, StreamEvents};
 use crate::envelope::{Actor, Chain, EventMetadata, NewEvent, RecordedEvent};
 use crate::ids::{derived_id, id_timestamp_ms, nth_child_id};
 
@@ -196,16 +196,13 @@ impl Stamper<'_> {
         for event in events {
             current = current.evolve(event);
             let event_id = self.event_id(event);
-            let mut scope = current.scope();
-            if scope.user_id.is_none() {
-                scope.user_id = Some(self.ctx.user_id.clone());
-            }
+            let scope_key = current.scope_key(&self.ctx.user_id);
             let chain = self.chain_for(event_id);
             let metadata = EventMetadata {
                 causation_id: chain.parent_node_id,
                 chain,
                 correlation_id: self.ctx.correlation_id.clone(),
-                scope_key: scope.scope_key(),
+                scope_key,
                 actor: self.ctx.actor.clone(),
                 user_id: self.ctx.user_id.clone(),
             };
@@ -215,6 +212,11 @@ impl Stamper<'_> {
             );
         }
         out
+    }
+
+    /// Stamp one stream's part of a multi-stream decision; `state` is that stream's state.
+    pub fn write<A: Aggregate>(&mut self, state: &A, part: &StreamEvents<A::Event>) -> StreamWrite {
+        StreamWrite { stream_id: part.stream_id.clone(), events: self.stamp(state, &part.events) }
     }
 
     fn event_id<E: DomainEvent>(&mut self, event: &E) -> Uuid {
@@ -250,6 +252,16 @@ impl Stamper<'_> {
             },
         }
     }
+}
+
+/// Stamped events for one stream; the handler adds the expected version and appends all
+/// writes of a decision atomically (`append_multi`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamWrite {
+    /// The stream.
+    pub stream_id: String,
+    /// Its new events.
+    pub events: Vec<NewEvent>,
 }
 
 /// Stamp the events of a single-stream decision.

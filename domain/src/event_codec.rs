@@ -101,6 +101,8 @@ macro_rules! domain_events {
         }
     ) => {
         $(#[$meta])*
+        // Events are plain values moved once into the log; boxing the big ones buys nothing.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         $vis enum $name {
             $( $(#[$vmeta])* $variant($payload), )+
@@ -154,4 +156,29 @@ macro_rules! domain_events {
 /// The idempotency key of event enums whose ids all come from the command id.
 pub fn no_idempotency_key<E>(_event: &E) -> Option<String> {
     None
+}
+
+/// Serde for `Option<Option<T>>` fields that distinguish "not given" (field absent) from "set
+/// to nothing" (`null`), e.g. a patch that makes a limit unlimited. Use with
+/// `#[serde(default, skip_serializing_if = "Option::is_none", with = "crate::event_codec::double_option")]`.
+pub mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// `None` is skipped by `skip_serializing_if`; `Some(None)` is `null`; `Some(Some(v))` is `v`.
+    pub fn serialize<S: Serializer, T: Serialize>(
+        value: &Option<Option<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// A present field (even `null`) is `Some(..)`; an absent one falls back to `default`.
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+        d: D,
+    ) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
 }

@@ -2,6 +2,7 @@
 //! themselves, and LobeHub's conversation-flow parser.
 
 pub mod chains;
+pub mod conversation;
 pub mod db;
 pub mod error;
 pub mod projection;

@@ -1,6 +1,6 @@
 //! The operation's rules: which command may happen in which status, and what it records.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 
 use super::command::{CreateOperation, OperationCommand as C, StepReport};
 use super::event::*;
@@ -8,6 +8,7 @@ use super::hitl::{CardAnswer, OnTimeout};
 use super::model::{CompletionReason, OperationError, OperationStatus as S, cap_child_result};
 use super::{Operation, OperationEvent as E};
 use crate::context::Context;
+use crate::deadline::{after, millis_between};
 use crate::envelope::ActorKind;
 use crate::error::DomainError;
 
@@ -70,7 +71,7 @@ fn decide_unfinished(
         C::AnswerCard { card_id, answer } => answer_card(op, card_id, answer, ctx),
         C::TimeoutCard { card_id } => timeout_card(op, card_id, ctx),
         C::ReceiveAsyncResult { key, success, result } => {
-            receive(op, key, *success, result.as_deref(), ctx)
+            receive(op, key, *success, result.as_deref())
         }
         C::RegisterChild { child_operation_id, background } => {
             if op.status == S::Idle {
@@ -170,13 +171,7 @@ fn lease_until(now: DateTime<Utc>, lease_secs: u32) -> Result<DateTime<Utc>, Dom
             format!("must be between 1 and {MAX_LEASE_SECS}"),
         ));
     }
-    Ok(later(now, u64::from(lease_secs)))
-}
-
-/// `now` plus `secs`, saturating instead of overflowing (inputs are bounded by validation).
-fn later(now: DateTime<Utc>, secs: u64) -> DateTime<Utc> {
-    let secs = i64::try_from(secs).unwrap_or(i64::MAX).min(100 * 365 * 86_400);
-    now.checked_add_signed(Duration::seconds(secs)).unwrap_or(DateTime::<Utc>::MAX_UTC)
+    Ok(after(now, u64::from(lease_secs)))
 }
 
 fn claim(
@@ -186,6 +181,10 @@ fn claim(
     lease_secs: u32,
     ctx: &Context,
 ) -> Result<Vec<E>, DomainError> {
+    if op.status.is_waiting() {
+        // A pause needs no worker; the operation is claimed again once it resumes.
+        return Err(DomainError::transition(AGGREGATE, op.status, "claim"));
+    }
     if worker_id.trim().is_empty() {
         return Err(DomainError::validation("workerId", "must not be empty"));
     }
@@ -324,7 +323,7 @@ fn decide_running(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, Doma
         }
         C::AskHuman(card) => {
             card.check()?;
-            let deadline = card.timeout.as_ref().map(|t| later(ctx.now, t.after_secs));
+            let deadline = card.timeout.as_ref().map(|t| after(ctx.now, t.after_secs));
             Ok(vec![E::HumanAsked(HumanAsked { card: card.clone(), deadline, at: ctx.now })])
         }
         C::AwaitAsync { keys } => {
@@ -386,10 +385,6 @@ fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E
     Ok(events)
 }
 
-fn waited_ms(since: DateTime<Utc>, now: DateTime<Utc>) -> u64 {
-    u64::try_from((now - since).num_milliseconds()).unwrap_or(0)
-}
-
 fn answer_card(
     op: &Operation,
     card_id: &str,
@@ -405,7 +400,7 @@ fn answer_card(
     Ok(vec![E::HumanAnswered(HumanAnswered {
         card_id: card_id.to_string(),
         answer: answer.clone(),
-        waited_ms: waited_ms(pending.asked_at, ctx.now),
+        waited_ms: millis_between(pending.asked_at, ctx.now),
         at: ctx.now,
     })])
 }
@@ -428,7 +423,7 @@ fn timeout_card(op: &Operation, card_id: &str, ctx: &Context) -> Result<Vec<E>, 
     let mut events = vec![E::HumanWaitTimedOut(HumanWaitTimedOut {
         card_id: card_id.to_string(),
         on_timeout: timeout.on_timeout.clone(),
-        waited_ms: waited_ms(pending.asked_at, ctx.now),
+        waited_ms: millis_between(pending.asked_at, ctx.now),
         at: ctx.now,
     })];
     match &timeout.on_timeout {
@@ -455,7 +450,6 @@ fn receive(
     key: &str,
     success: bool,
     result: Option<&str>,
-    ctx: &Context,
 ) -> Result<Vec<E>, DomainError> {
     if op.status == S::Idle {
         return Err(DomainError::transition(AGGREGATE, op.status, "deliver a result to"));
@@ -475,17 +469,14 @@ fn receive(
         }
         None => (None, false, None),
     };
-    let mut events = vec![E::AsyncResultReceived(AsyncResultReceived {
+    let resumes =
+        op.status == S::WaitingForAsyncTool && op.awaiting.len() == 1 && op.awaiting.contains(key);
+    Ok(vec![E::AsyncResultReceived(AsyncResultReceived {
         key: key.to_string(),
         success,
         result,
         truncated,
         original_chars,
-    })];
-    let barrier_done =
-        op.status == S::WaitingForAsyncTool && op.awaiting.len() == 1 && op.awaiting.contains(key);
-    if barrier_done {
-        events.push(E::Resumed(OperationResumed { at: ctx.now }));
-    }
-    Ok(events)
+        resumes,
+    })])
 }

@@ -155,7 +155,8 @@ pub struct HumanAnswered {
 }
 
 /// `operation.human_wait_timed_out`: the card's timeout fired. With `use_default` or
-/// `continue` the operation resumes; with `fail` or `cancel` a terminal event follows.
+/// `continue` the operation resumes; with `fail` or `cancel` the terminal event that follows
+/// ends the wait.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HumanWaitTimedOut {
@@ -206,14 +207,10 @@ pub struct AsyncResultReceived {
     /// The length before cutting, in characters, when cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_chars: Option<u64>,
-}
-
-/// `operation.resumed`: the barrier is complete; waiting_for_async_tool → running.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OperationResumed {
-    /// When.
-    pub at: DateTime<Utc>,
+    /// This was the last awaited key: the barrier is complete and the operation resumes
+    /// (waiting_for_async_tool → running).
+    #[serde(default)]
+    pub resumes: bool,
 }
 
 /// `operation.completed`: status done (reason done, max_steps or cost_limit).
@@ -302,8 +299,6 @@ crate::domain_events! {
         ChildSpawned(ChildSpawned) = "operation.child_spawned" v 1,
         /// An async result arrived.
         AsyncResultReceived(AsyncResultReceived) = "operation.async_result_received" v 1,
-        /// Resumed after the barrier.
-        Resumed(OperationResumed) = "operation.resumed" v 1,
         /// Finished as done.
         Completed(OperationCompleted) = "operation.completed" v 1,
         /// Finished as error.

@@ -49,11 +49,11 @@ pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
             op.human_waiting_ms = Some(op.human_waiting_ms.unwrap_or(0) + e.waited_ms);
         }
         E::HumanWaitTimedOut(e) => {
-            op.pending_card = None;
             op.human_waiting_ms = Some(op.human_waiting_ms.unwrap_or(0) + e.waited_ms);
-            // Fail and cancel are followed by their terminal event; the other two resume.
+            // Fail and cancel are followed by their terminal event, which ends the wait.
             if matches!(e.on_timeout, OnTimeout::UseDefault { .. } | OnTimeout::Continue) {
                 op.status = S::Running;
+                op.pending_card = None;
             }
         }
         E::AsyncWaitStarted(e) => {
@@ -67,10 +67,10 @@ pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
         E::AsyncResultReceived(e) => {
             op.received.insert(e.key.clone());
             op.awaiting.remove(&e.key);
-        }
-        E::Resumed(_) => {
-            op.status = S::Running;
-            op.awaiting.clear();
+            if e.resumes {
+                op.status = S::Running;
+                op.awaiting.clear();
+            }
         }
         E::Completed(e) => finish(&mut op, S::Done, e.reason, e.at),
         E::Failed(e) => {

@@ -24,6 +24,11 @@ mod evolve;
 pub mod hitl;
 pub mod model;
 
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
@@ -33,8 +38,9 @@ pub use command::{CreateOperation, OperationCommand, StepReport};
 pub use event::OperationEvent;
 pub use hitl::{CardAnswer, CardKind, HitlCard, OnTimeout};
 pub use model::{
-    AgentRef, Artifact, CompletionReason, Interruption, Lease, OperationError, OperationKind,
-    OperationStatus, Phase, Plan, ReviewScore, Todo, ToolCall, Usage,
+    AgentRef, Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, Lease,
+    OperationError, OperationKind, OperationStatus, Phase, Plan, ReviewScore, Todo, ToolCall,
+    Usage, cap_child_result,
 };
 
 use crate::aggregate::{Aggregate, StreamKind};
@@ -189,7 +195,7 @@ impl Aggregate for Operation {
         if (status == OperationStatus::WaitingForHuman) != self.pending_card.is_some() {
             return Err("waiting_for_human exactly when a card is pending".into());
         }
-        if (status == OperationStatus::WaitingForAsyncTool) != !self.awaiting.is_empty() {
+        if (status == OperationStatus::WaitingForAsyncTool) == self.awaiting.is_empty() {
             return Err("waiting_for_async_tool exactly when keys are awaited".into());
         }
         if status.is_waiting() && self.lease.is_some() {

@@ -1,0 +1,114 @@
+//! Every event type of every aggregate, and decoding a stored event of any type — what the
+//! projections and replay tools use.
+//!
+//! ```
+//! use agentlog_domain::events::{all_event_types, decode_any, AnyEvent};
+//! assert!(all_event_types().iter().any(|(t, _)| *t == "operation.started"));
+//! let e = decode_any("brief.read", 1, &serde_json::json!({"at": "2026-01-01T00:00:00Z"})).unwrap();
+//! assert!(matches!(e, AnyEvent::Brief(_)));
+//! ```
+
+use serde_json::Value;
+
+use crate::agent::AgentEvent;
+use crate::aggregate::{DomainEvent, StreamKind};
+use crate::brief::BriefEvent;
+use crate::conversation::ConversationEvent;
+use crate::cron::CronEvent;
+use crate::error::DecodeError;
+use crate::group::GroupEvent;
+use crate::notification::NotificationEvent;
+use crate::operation::OperationEvent;
+use crate::signal::SourceEvent;
+use crate::task::TaskEvent;
+
+/// An event of any aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyEvent {
+    /// `operation.*`
+    Operation(OperationEvent),
+    /// `task.*`
+    Task(TaskEvent),
+    /// `conversation.*`
+    Conversation(ConversationEvent),
+    /// `brief.*`
+    Brief(BriefEvent),
+    /// `notification.*`
+    Notification(NotificationEvent),
+    /// `cron.*`
+    Cron(CronEvent),
+    /// `group.*`
+    Group(GroupEvent),
+    /// `agent.*`
+    Agent(AgentEvent),
+    /// `signal.*`
+    Source(SourceEvent),
+}
+
+/// The stream kind whose events have this event-type prefix.
+pub fn stream_kind_of(event_type: &str) -> Option<StreamKind> {
+    let prefix = event_type.split('.').next()?;
+    Some(match prefix {
+        "operation" => StreamKind::Operation,
+        "task" => StreamKind::Task,
+        "conversation" => StreamKind::Conversation,
+        "brief" => StreamKind::Brief,
+        "notification" => StreamKind::Notification,
+        "cron" => StreamKind::Cron,
+        "group" => StreamKind::Group,
+        "agent" => StreamKind::Agent,
+        "signal" => StreamKind::Source,
+        _ => return None,
+    })
+}
+
+/// Decode a stored event of any type (upcasting old schema versions).
+pub fn decode_any(
+    event_type: &str,
+    schema_version: i32,
+    payload: &Value,
+) -> Result<AnyEvent, DecodeError> {
+    let kind = stream_kind_of(event_type)
+        .ok_or_else(|| DecodeError::UnknownEventType { event_type: event_type.to_string() })?;
+    Ok(match kind {
+        StreamKind::Operation => {
+            AnyEvent::Operation(OperationEvent::decode(event_type, schema_version, payload)?)
+        }
+        StreamKind::Task => AnyEvent::Task(TaskEvent::decode(event_type, schema_version, payload)?),
+        StreamKind::Conversation => {
+            AnyEvent::Conversation(ConversationEvent::decode(event_type, schema_version, payload)?)
+        }
+        StreamKind::Brief => {
+            AnyEvent::Brief(BriefEvent::decode(event_type, schema_version, payload)?)
+        }
+        StreamKind::Notification => {
+            AnyEvent::Notification(NotificationEvent::decode(event_type, schema_version, payload)?)
+        }
+        StreamKind::Cron => AnyEvent::Cron(CronEvent::decode(event_type, schema_version, payload)?),
+        StreamKind::Group => {
+            AnyEvent::Group(GroupEvent::decode(event_type, schema_version, payload)?)
+        }
+        StreamKind::Agent => {
+            AnyEvent::Agent(AgentEvent::decode(event_type, schema_version, payload)?)
+        }
+        StreamKind::Source => {
+            AnyEvent::Source(SourceEvent::decode(event_type, schema_version, payload)?)
+        }
+    })
+}
+
+/// Every event type with its current schema version, grouped by aggregate.
+pub fn all_event_types() -> Vec<(&'static str, i32)> {
+    [
+        OperationEvent::event_types(),
+        TaskEvent::event_types(),
+        ConversationEvent::event_types(),
+        BriefEvent::event_types(),
+        NotificationEvent::event_types(),
+        CronEvent::event_types(),
+        GroupEvent::event_types(),
+        AgentEvent::event_types(),
+        SourceEvent::event_types(),
+    ]
+    .concat()
+}

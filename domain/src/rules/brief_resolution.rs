@@ -1,0 +1,82 @@
+//! Resolving a brief, and what approving a result brief does to its task.
+
+use super::stream_of;
+use crate::aggregate::{Aggregate, StreamEvents};
+use crate::brief::{APPROVE, Brief, BriefCommand, BriefEvent, BriefType};
+use crate::context::{Context, StreamWrite};
+use crate::error::DomainError;
+use crate::task::event::{StatusChanged, TopicCanceled};
+use crate::task::{Task, TaskEvent, TaskStatus};
+
+/// The events of a resolution, per stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BriefResolution {
+    /// `brief-<id>`: resolved.
+    pub brief: StreamEvents<BriefEvent>,
+    /// `task-<id>`: completed, when a result brief was approved.
+    pub task: Option<StreamEvents<TaskEvent>>,
+}
+
+impl BriefResolution {
+    /// Stamp both parts (the brief first).
+    pub fn stamp(&self, brief: &Brief, task: Option<&Task>, ctx: &Context) -> Vec<StreamWrite> {
+        let mut stamper = ctx.stamper();
+        let mut writes = vec![stamper.write(brief, &self.brief)];
+        if let (Some(part), Some(state)) = (&self.task, task) {
+            writes.push(stamper.write(state, part));
+        }
+        writes
+    }
+}
+
+/// Resolve `brief` with `action`. Approving a `result` brief completes its task (error
+/// cleared) unless the task is `scheduled` (an automated task parked for its next tick) or
+/// already finished; a decision brief never completes its task. The api's task lifecycle then
+/// starts the dependants that were waiting ([`crate::task_graph::cascade_on_completion`]).
+/// `task` is the brief's task, when it has one and it still exists.
+pub fn resolve_brief(
+    brief: &Brief,
+    task: Option<&Task>,
+    action: &str,
+    comment: Option<String>,
+    ctx: &Context,
+) -> Result<BriefResolution, DomainError> {
+    let events =
+        brief.decide(&BriefCommand::Resolve { action: action.to_string(), comment }, ctx)?;
+    let b = brief.brief.as_ref();
+    let completes = action == APPROVE && b.is_some_and(|b| b.brief_type == BriefType::Result);
+    let task_part = match (completes, b.and_then(|b| b.task_id.as_deref()), task) {
+        (true, Some(task_id), Some(task)) if task.exists() && task.id() == task_id => {
+            let finishable =
+                !matches!(task.status, TaskStatus::Scheduled) && !task.status.is_terminal();
+            finishable.then(|| {
+                // A run still going is canceled first, as any move out of running does.
+                let mut events: Vec<TaskEvent> = task
+                    .running_topics()
+                    .map(|t| {
+                        TaskEvent::TopicCanceled(TopicCanceled {
+                            topic_id: t.topic_id.clone(),
+                            operation_id: t.operation_id.clone(),
+                            reason: "task completed by an approved brief".into(),
+                            at: ctx.now,
+                        })
+                    })
+                    .collect();
+                events.push(TaskEvent::StatusChanged(StatusChanged {
+                    from: task.status,
+                    to: TaskStatus::Completed,
+                    error: None,
+                    reason: Some("brief_approved".into()),
+                    schedule_started_at: None,
+                    at: ctx.now,
+                }));
+                StreamEvents::new(stream_of::<Task>(task_id), events)
+            })
+        }
+        _ => None,
+    };
+    Ok(BriefResolution {
+        brief: StreamEvents::new(stream_of::<Brief>(brief.id()), events),
+        task: task_part,
+    })
+}

@@ -1,0 +1,25 @@
+//! Cross-aggregate rules: pure functions over several states that return events for several
+//! streams, appended atomically by the handler (`append_multi`).
+//!
+//! | rule | function |
+//! |---|---|
+//! | conversation busy, ≤ 3 background sub-agents, child registered on its parent | [`operation_start::start_operation`] |
+//! | a child's result reported to its parent | [`operation_start::child_result_for_parent`] |
+//! | cancel cascades to every unfinished descendant | [`cancel_cascade::cancel_cascade`] |
+//! | a task run creates its topic and its operation | [`task_run::start_task_run`] |
+//! | approving a result brief completes its task | [`brief_resolution::resolve_brief`] |
+//!
+//! The `blocks`-cycle check needs the other tasks' edges: it is
+//! [`crate::task_graph::BlocksGraph`], passed in the task's `AddDependency` command.
+
+pub mod brief_resolution;
+pub mod cancel_cascade;
+pub mod operation_start;
+pub mod task_run;
+
+use crate::aggregate::Aggregate;
+
+/// The stream id of aggregate `A`'s instance `id`.
+pub(crate) fn stream_of<A: Aggregate>(id: &str) -> String {
+    A::stream_id(id)
+}

@@ -1,0 +1,145 @@
+//! Starting an operation: one decision over the new operation, its conversation and its parent.
+//!
+//! - a conversation operation is refused with [`DomainError::ConversationBusy`] while the
+//!   conversation's current one has not finished;
+//! - a background sub-agent is refused with [`DomainError::LimitExceeded`] when the conversation
+//!   already has 3 unfinished ones;
+//! - a sub-agent is registered on its parent, which must exist and not have finished.
+//!
+//! The conversation only remembers *which* operations it tracks; whether they finished is read
+//! from the operations themselves (`tracked`), so ending an operation never has to write to its
+//! conversation, and a tracked operation found finished is released by the next start.
+
+use super::stream_of;
+use crate::aggregate::{Aggregate, StreamEvents};
+use crate::context::{Context, StreamWrite};
+use crate::conversation::{Conversation, ConversationCommand, ConversationEvent};
+use crate::error::DomainError;
+use crate::operation::{
+    CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
+};
+
+/// The events of a start, per stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartedOperation {
+    /// `operation-<id>`: created.
+    pub operation: StreamEvents<OperationEvent>,
+    /// `conversation-<topicId>`: the operation is tracked (conversation and background kinds).
+    pub conversation: Option<StreamEvents<ConversationEvent>>,
+    /// `operation-<parentId>`: the child is registered.
+    pub parent: Option<StreamEvents<OperationEvent>>,
+}
+
+impl StartedOperation {
+    /// Stamp every part (operation first: a source start makes `operation.created` the root).
+    pub fn stamp(
+        &self,
+        operation: &Operation,
+        conversation: Option<&Conversation>,
+        parent: Option<&Operation>,
+        ctx: &Context,
+    ) -> Vec<StreamWrite> {
+        let mut stamper = ctx.stamper();
+        let mut writes = vec![stamper.write(operation, &self.operation)];
+        if let (Some(part), Some(state)) = (&self.conversation, conversation) {
+            writes.push(stamper.write(state, part));
+        }
+        if let (Some(part), Some(state)) = (&self.parent, parent) {
+            writes.push(stamper.write(state, part));
+        }
+        writes
+    }
+}
+
+/// Does the conversation track this operation (and so enforce busy / background limits)?
+fn tracked_by_conversation(create: &CreateOperation) -> bool {
+    create.background
+        || (create.kind == OperationKind::Conversation && create.parent_operation_id.is_none())
+}
+
+/// Decide the start of an operation.
+///
+/// `existing` is the state of `operation-<id>` (empty for a new id); `conversation` must be
+/// given when `create.topic_id` is set, with `tracked` holding the states of every operation
+/// [`Conversation::tracked_operations`] names (one left out counts as unfinished); `parent`
+/// must be given when `create.parent_operation_id` is set.
+pub fn start_operation(
+    create: &CreateOperation,
+    existing: &Operation,
+    conversation: Option<&Conversation>,
+    tracked: &[Operation],
+    parent: Option<&Operation>,
+    ctx: &Context,
+) -> Result<StartedOperation, DomainError> {
+    let operation = existing.decide(&OperationCommand::Create(create.clone()), ctx)?;
+    let conversation_part = match &create.topic_id {
+        None => None,
+        Some(topic_id) => {
+            let conv = conversation
+                .filter(|c| c.exists() && &c.topic_id == topic_id)
+                .ok_or_else(|| DomainError::not_found("conversation", topic_id.clone()))?;
+            if tracked_by_conversation(create) {
+                let released: Vec<String> = conv
+                    .tracked_operations()
+                    .filter(|id| tracked.iter().any(|op| op.id() == *id && op.is_finished()))
+                    .map(str::to_string)
+                    .collect();
+                let events = conv.decide(
+                    &ConversationCommand::AttachOperation {
+                        operation_id: create.operation_id.clone(),
+                        kind: create.kind,
+                        background: create.background,
+                        released,
+                    },
+                    ctx,
+                )?;
+                Some(StreamEvents::new(stream_of::<Conversation>(topic_id), events))
+            } else {
+                None
+            }
+        }
+    };
+    let parent_part = match &create.parent_operation_id {
+        None => None,
+        Some(parent_id) => {
+            let parent = parent
+                .filter(|p| p.exists() && p.id() == parent_id)
+                .ok_or_else(|| DomainError::not_found("parent operation", parent_id.clone()))?;
+            let events = parent.decide(
+                &OperationCommand::RegisterChild {
+                    child_operation_id: create.operation_id.clone(),
+                    background: create.background,
+                },
+                ctx,
+            )?;
+            Some(StreamEvents::new(stream_of::<Operation>(parent_id), events))
+        }
+    };
+    Ok(StartedOperation {
+        operation: StreamEvents::new(stream_of::<Operation>(&create.operation_id), operation),
+        conversation: conversation_part,
+        parent: parent_part,
+    })
+}
+
+/// What a parent is told when its child finishes: the child's result, capped at 32,000
+/// characters by the parent's decision. `None` for an event that does not end the child.
+pub fn child_result_for_parent(
+    child: &Operation,
+    event: &OperationEvent,
+) -> Option<(String, OperationCommand)> {
+    let parent = child.parent_operation_id()?.to_string();
+    let (success, result) = match event {
+        OperationEvent::Completed(e) => (true, e.result.clone()),
+        OperationEvent::Failed(e) => (false, Some(e.error.message.clone())),
+        OperationEvent::Interrupted(e) => (false, Some(format!("interrupted: {}", e.reason))),
+        OperationEvent::Cancelled(e) => {
+            (false, e.reason.clone().or_else(|| Some("cancelled".into())))
+        }
+        _ => return None,
+    };
+    Some((
+        parent,
+        OperationCommand::ReceiveAsyncResult { key: child.id().to_string(), success, result },
+    ))
+}

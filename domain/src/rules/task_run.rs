@@ -1,0 +1,51 @@
+//! Starting a task run: the task's topic and the run's operation, in one decision.
+
+use super::stream_of;
+use crate::aggregate::{Aggregate, StreamEvents};
+use crate::context::{Context, StreamWrite};
+use crate::error::DomainError;
+use crate::operation::{
+    CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
+};
+use crate::task::{RunTask, Task, TaskCommand, TaskEvent};
+
+/// The events of a task run's start, per stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRunStart {
+    /// `task-<id>`: timeouts, inbox fallback, running, model snapshot, topic started.
+    pub task: StreamEvents<TaskEvent>,
+    /// `operation-<id>`: the run's operation (kind task), created.
+    pub operation: StreamEvents<OperationEvent>,
+}
+
+impl TaskRunStart {
+    /// Stamp both parts (task first: a source run makes its first task event the root).
+    pub fn stamp(&self, task: &Task, operation: &Operation, ctx: &Context) -> Vec<StreamWrite> {
+        let mut stamper = ctx.stamper();
+        vec![stamper.write(task, &self.task), stamper.write(operation, &self.operation)]
+    }
+}
+
+/// Decide a run of `task`: the task's rules (see [`crate::task`]) and a new operation of kind
+/// `task` for the run, under the agent `run.agent` (the assignee or the inbox agent).
+pub fn start_task_run(
+    task: &Task,
+    existing_operation: &Operation,
+    run: &RunTask,
+    max_steps: Option<u32>,
+    ctx: &Context,
+) -> Result<TaskRunStart, DomainError> {
+    let task_events = task.decide(&TaskCommand::Run(run.clone()), ctx)?;
+    let mut create =
+        CreateOperation::new(run.operation_id.clone(), OperationKind::Task, run.agent.clone());
+    create.task_id = Some(task.id().to_string());
+    create.topic_id = Some(run.topic_id.clone());
+    create.trigger = Some(format!("task:{}", run.trigger.as_str()));
+    create.instruction = Some(task.instruction.clone());
+    create.max_steps = max_steps;
+    let operation_events = existing_operation.decide(&OperationCommand::Create(create), ctx)?;
+    Ok(TaskRunStart {
+        task: StreamEvents::new(stream_of::<Task>(task.id()), task_events),
+        operation: StreamEvents::new(stream_of::<Operation>(&run.operation_id), operation_events),
+    })
+}

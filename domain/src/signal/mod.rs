@@ -1,0 +1,14 @@
+//! The agent-signal bus's pure parts: source types, the source stream (source → signals →
+//! actions, all events on `source-<sourceId>`), and the policies that turn events into commands.
+//!
+//! Registries (which handlers run for which type) live in the api crate; here is only what can
+//! be decided without I/O.
+
+pub mod policy;
+pub mod source;
+pub mod source_types;
+
+pub use source::{ActionStatus, Source, SourceCommand, SourceEvent};
+pub use source_types::{
+    AGENT_SIGNAL_SOURCE_TYPES, CLIENT_SOURCE_TYPES, is_client_source_type, is_source_type,
+};

@@ -1,0 +1,193 @@
+//! Signal policies: pure functions from a recorded fact to the commands it calls for. The api's
+//! signal bus runs them for every new event and issues the commands with
+//! [`Context::reacting_to`](crate::context::Context::reacting_to), so the commands carry the
+//! fact's chain and their ids are derived from it (running a policy twice writes once).
+//!
+//! | fact | policy | commands |
+//! |---|---|---|
+//! | `operation.failed` of a top-level, non-task run | [`on_operation_failed`] | urgent error brief |
+//! | `task.topic_failed` | [`on_topic_failed`] | urgent error brief |
+//! | `task.topic_completed` whose brief decision says emit | [`on_topic_completed`] | result brief (normal) |
+//! | `brief.created` | [`on_brief_created`] | notification, dedupeKey `brief:<id>` |
+//! | `operation.human_asked` | [`on_human_asked`] | decision notification |
+//! | `agent.execution.completed` source | [`is_run_finished`] | nothing for a pause |
+//!
+//! An operation failure reaches the user as a brief and, one hop later in the same chain, as
+//! the brief's notification. Task runs and sub-agents get no operation-failure brief: the task
+//! lifecycle reports a task run, and a sub-agent's failure goes to its parent.
+
+use serde_json::{Value, json};
+
+use crate::brief::{BriefCreated, BriefPriority, BriefType, CreateBrief};
+use crate::ids::derived_id;
+use crate::notification::CreateNotification;
+use crate::operation::event::{HumanAsked, OperationFailed};
+use crate::operation::{Operation, OperationKind};
+use crate::signal::source::SourceReceived;
+use crate::task::Task;
+use crate::task::event::{TopicCompleted, TopicFailed};
+
+/// A command a policy calls for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reaction {
+    /// Create a brief (stream `brief-<briefId>`).
+    CreateBrief(CreateBrief),
+    /// Create a notification (stream `notification-<userId>`).
+    CreateNotification(CreateNotification),
+}
+
+/// Policy ids, used to derive the reacting command ids.
+pub mod ids {
+    /// Operation failure → error brief.
+    pub const OPERATION_FAILED: &str = "policy.operation-failed-brief";
+    /// Topic failure → error brief.
+    pub const TOPIC_FAILED: &str = "policy.topic-failed-brief";
+    /// Topic completion → result brief.
+    pub const TOPIC_COMPLETED: &str = "policy.topic-completed-brief";
+    /// Brief → notification.
+    pub const BRIEF_NOTIFICATION: &str = "policy.brief-notification";
+    /// Human asked → notification.
+    pub const HUMAN_ASKED: &str = "policy.human-asked-notification";
+}
+
+/// A brief id derived from what caused it, so the same cause never makes two briefs.
+pub fn brief_id_for(cause: &str, key: &str) -> String {
+    derived_id("brief", &format!("{cause}:{key}"), 0).to_string()
+}
+
+fn error_brief(
+    brief_id: String,
+    title: String,
+    summary: String,
+    code: Option<String>,
+) -> CreateBrief {
+    let mut brief = CreateBrief::new(brief_id, BriefType::Error, title, summary);
+    brief.priority = BriefPriority::Urgent;
+    brief.error_code = code;
+    brief
+}
+
+/// `operation.failed` → an urgent error brief, for top-level runs that are not task runs.
+pub fn on_operation_failed(op: &Operation, failed: &OperationFailed) -> Vec<Reaction> {
+    let Some(spec) = &op.spec else { return Vec::new() };
+    if spec.kind == OperationKind::Task || spec.parent_operation_id.is_some() {
+        return Vec::new();
+    }
+    let mut brief = error_brief(
+        brief_id_for("operation-failed", &spec.operation_id),
+        "A run failed".into(),
+        failed.error.message.clone(),
+        failed.error.code.clone(),
+    );
+    brief.operation_id = Some(spec.operation_id.clone());
+    brief.topic_id = spec.topic_id.clone();
+    brief.agent_id = Some(spec.agent.agent_id.clone());
+    brief.trigger = Some("agent".into());
+    vec![Reaction::CreateBrief(brief)]
+}
+
+/// `task.topic_failed` → an urgent error brief (retry + feedback, or upgrade + feedback for a
+/// billing error). The copy names the task, not internal ids.
+pub fn on_topic_failed(task: &Task, failed: &TopicFailed) -> Vec<Reaction> {
+    let name = task
+        .name
+        .clone()
+        .unwrap_or_else(|| task.spec.as_ref().map_or_else(String::new, |s| s.identifier.clone()));
+    let mut brief = error_brief(
+        brief_id_for("topic-failed", &format!("{}:{}", failed.topic_id, failed.operation_id)),
+        format!("{name} failed"),
+        failed.error.clone(),
+        failed.error_code.clone(),
+    );
+    brief.task_id = Some(task.id().to_string());
+    brief.topic_id = Some(failed.topic_id.clone());
+    brief.operation_id = Some(failed.operation_id.clone());
+    brief.agent_id = task.assignee_agent_id.clone();
+    brief.trigger = Some("task".into());
+    vec![Reaction::CreateBrief(brief)]
+}
+
+/// `task.topic_completed` → a result brief (normal, no actions) when its brief decision says so.
+pub fn on_topic_completed(task: &Task, completed: &TopicCompleted) -> Vec<Reaction> {
+    let emit = completed.handoff.brief_decision.as_ref().is_some_and(|d| d.emit);
+    if !emit {
+        return Vec::new();
+    }
+    let handoff = &completed.handoff;
+    let title = handoff
+        .title
+        .clone()
+        .or_else(|| task.name.clone())
+        .unwrap_or_else(|| "A run finished".into());
+    let summary = handoff
+        .summary
+        .clone()
+        .or_else(|| handoff.content.clone())
+        .unwrap_or_else(|| "The run finished.".into());
+    let mut brief = CreateBrief::new(
+        brief_id_for("topic-completed", &completed.topic_id),
+        BriefType::Result,
+        title,
+        summary,
+    );
+    brief.priority = BriefPriority::Normal;
+    brief.task_id = Some(task.id().to_string());
+    brief.topic_id = Some(completed.topic_id.clone());
+    brief.operation_id = Some(completed.operation_id.clone());
+    brief.agent_id = task.assignee_agent_id.clone();
+    brief.trigger = Some("task".into());
+    vec![Reaction::CreateBrief(brief)]
+}
+
+/// `brief.created` → a notification for its owner, deduplicated on `brief:<id>`.
+pub fn on_brief_created(created: &BriefCreated) -> Vec<Reaction> {
+    let b = &created.brief;
+    vec![Reaction::CreateNotification(CreateNotification {
+        user_id: created.user_id.clone(),
+        category: "brief".into(),
+        notification_type: format!("brief_{}", b.brief_type.as_str()),
+        title: b.title.clone(),
+        body: b.summary.clone(),
+        dedupe_key: Some(format!("brief:{}", b.brief_id)),
+        action_url: Some(format!("/briefs/{}", b.brief_id)),
+        metadata: Some(
+            json!({ "briefId": b.brief_id, "priority": b.priority, "taskId": b.task_id }),
+        ),
+    })]
+}
+
+/// `operation.human_asked` → a decision notification for the operation's owner.
+pub fn on_human_asked(op: &Operation, asked: &HumanAsked) -> Vec<Reaction> {
+    if op.user_id.is_empty() {
+        return Vec::new();
+    }
+    vec![Reaction::CreateNotification(CreateNotification {
+        user_id: op.user_id.clone(),
+        category: "hitl".into(),
+        notification_type: "decision_required".into(),
+        title: asked.card.title.clone(),
+        body: asked
+            .card
+            .body
+            .clone()
+            .unwrap_or_else(|| "An agent is waiting for your answer.".into()),
+        dedupe_key: Some(format!("hitl:{}:{}", op.id(), asked.card.card_id)),
+        action_url: Some(format!("/operations/{}", op.id())),
+        metadata: Some(
+            json!({ "operationId": op.id(), "cardId": asked.card.card_id, "deadline": asked.deadline }),
+        ),
+    })]
+}
+
+/// Does an `agent.execution.completed` source mean the run really finished? Upstream reuses
+/// it for pauses (`reason` `waiting_for_human` / `waiting_for_async_tool`), which are not ends.
+pub fn is_run_finished(source: &SourceReceived) -> bool {
+    match source.source_type.as_str() {
+        "agent.execution.completed" => !matches!(
+            source.payload.get("reason").and_then(Value::as_str),
+            Some("waiting_for_human" | "waiting_for_async_tool")
+        ),
+        "agent.execution.failed" => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,460 @@
+//! MessageCollector: assistant chains (assistant → tools → assistant …), their tool results,
+//! signal callbacks and task completions — in both the flat-list and the context-tree form.
+//!
+//! Every walk here is a loop: a chain is as long as an agent run, and upstream's recursion
+//! overflowed the JS stack on long ones.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::branch::{View, non_tool, resolve_flat};
+use super::context_tree::{ContextNode, MessageNode, SignalCallbacksNode};
+use super::indexing::Index;
+use super::js::{Key, cmp_time, to_number};
+use super::message::{Role, Signal};
+
+/// A set of messages already placed (upstream's `processedIds`) or visited.
+pub(crate) trait Marks {
+    /// Is `i` in the set?
+    fn has(&self, i: u32) -> bool;
+    /// Put `i` in the set.
+    fn mark(&mut self, i: u32);
+}
+
+impl Marks for HashSet<u32> {
+    fn has(&self, i: u32) -> bool {
+        self.contains(&i)
+    }
+    fn mark(&mut self, i: u32) {
+        self.insert(i);
+    }
+}
+
+/// One source tool's signal callbacks (flat form).
+pub(crate) struct SignalBlock {
+    pub tool: u32,
+    pub callbacks: Vec<u32>,
+}
+
+/// `collectToolMessages`: each call's result — by `result_msg_id` first, else the first tool
+/// message under this assistant answering the call id. Deduplicated, call order.
+pub(crate) fn tool_messages(ix: &Index<'_>, a: u32) -> Vec<u32> {
+    let node = ix.node(a);
+    let mut out: Vec<u32> = Vec::new();
+    let mut seen: HashSet<u32> = HashSet::new();
+    for call in &node.tools {
+        if let Some(t) = call.result_tool {
+            if seen.insert(t) {
+                out.push(t);
+            }
+            continue;
+        }
+        let found = ix.raw_children(a).iter().copied().find(|&m| {
+            let mn = ix.node(m);
+            mn.role == Role::Tool && mn.tool_call_id.strict_eq(&call.id)
+        });
+        if let Some(f) = found
+            && seen.insert(f)
+        {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// A tool whose result fans out (council broadcast or async tasks) ends a linear chain.
+fn fans_out(ix: &Index<'_>, tool: u32) -> bool {
+    ix.node(tool).agent_council
+        || ix
+            .raw_children(tool)
+            .iter()
+            .any(|&c| ix.node(c).role == Role::Task)
+}
+
+/// `findFlatChainContinuation`: the next same-agent assistant step, hung off the step itself
+/// (new form) or off one of its tool results (old form). Marks every unselected candidate.
+pub(crate) fn continuation<M: Marks>(
+    ix: &Index<'_>,
+    view: View<'_>,
+    current: u32,
+    tools: &[u32],
+    marks: &mut M,
+    group_agent: &Key<'_>,
+) -> Option<u32> {
+    let mut parents: Vec<u32> = Vec::with_capacity(tools.len() + 1);
+    let mut fan_out = false;
+    for &t in tools {
+        if fans_out(ix, t) {
+            fan_out = true;
+            continue;
+        }
+        if !parents.contains(&t) {
+            parents.push(t);
+        }
+    }
+    if !fan_out && !parents.contains(&current) {
+        parents.push(current);
+    }
+    let mut candidates: Vec<u32> = parents
+        .iter()
+        .flat_map(|&p| ix.raw_children(p).iter().copied())
+        .filter(|&m| {
+            let n = ix.node(m);
+            n.role == Role::Assistant
+                && !marks.has(m)
+                && n.agent.strict_eq(group_agent)
+                && n.signal.is_none()
+        })
+        .collect();
+    // Upstream filters the whole input array (input order), then sorts stably by time.
+    candidates.sort_unstable();
+    candidates.dedup();
+    candidates.sort_by(|&a, &b| by_time_then_position(ix, a, b));
+
+    let active = resolve_active_continuation(ix, view, &candidates, Some(current))
+        .filter(|a| candidates.contains(a));
+    for &c in &candidates {
+        if Some(c) != active {
+            marks.mark(c);
+        }
+    }
+    active
+}
+
+fn by_time_then_position(ix: &Index<'_>, a: u32, b: u32) -> Ordering {
+    cmp_time(ix.node(a).created, ix.node(b).created).then(a.cmp(&b))
+}
+
+/// `resolveActiveContinuationId`: first pick the active direct child of the step (candidates
+/// under different tool results compete), then resolve regenerated siblings under one parent.
+pub(crate) fn resolve_active_continuation(
+    ix: &Index<'_>,
+    view: View<'_>,
+    sorted: &[u32],
+    owner: Option<u32>,
+) -> Option<u32> {
+    let mut candidates: Vec<u32> = sorted.to_vec();
+    let &first = candidates.first()?;
+    let _ = first;
+    if let Some(o) = owner
+        && candidates.len() > 1
+    {
+        let direct = view.kids(ix, o);
+        let direct_set: HashSet<u32> = direct.iter().copied().collect();
+        let mut branch_ids: HashSet<u32> = HashSet::new();
+        for &c in &candidates {
+            let rp = ix.node(c).raw_parent;
+            let b = if rp == Some(o) { Some(c) } else { rp };
+            if let Some(b) = b
+                && direct_set.contains(&b)
+            {
+                branch_ids.insert(b);
+            }
+        }
+        if branch_ids.len() > 1 {
+            let ordered: Vec<u32> = direct
+                .iter()
+                .copied()
+                .filter(|d| branch_ids.contains(d))
+                .collect();
+            let index_space = non_tool(ix, direct);
+            let active = resolve_flat(ix, view, o, &ordered, &index_space)?;
+            candidates.retain(|&c| c == active || ix.node(c).raw_parent == Some(active));
+            if candidates.is_empty() {
+                return None;
+            }
+        }
+    }
+    let earliest = candidates[0];
+    let Some(parent) = ix.node(earliest).raw_parent else {
+        return Some(earliest);
+    };
+    let eligible: HashSet<u32> = candidates.iter().copied().collect();
+    let direct_siblings = view.kids(ix, parent);
+    let siblings: Vec<u32> = direct_siblings
+        .iter()
+        .copied()
+        .filter(|s| eligible.contains(s))
+        .collect();
+    if siblings.len() <= 1 {
+        return Some(earliest);
+    }
+    let index_space = non_tool(ix, direct_siblings);
+    resolve_flat(ix, view, parent, &siblings, &index_space)
+}
+
+/// `collectAssistantChain`: the steps of one run and all their tool results. Marks the steps
+/// (and unselected continuations) in `marks`.
+pub(crate) fn assistant_chain<M: Marks>(
+    ix: &Index<'_>,
+    view: View<'_>,
+    start: u32,
+    marks: &mut M,
+) -> (Vec<u32>, Vec<u32>) {
+    let mut chain: Vec<u32> = Vec::new();
+    let mut tools: Vec<u32> = Vec::new();
+    let mut current = Some(start);
+    while let Some(a) = current.take() {
+        if marks.has(a) {
+            break;
+        }
+        marks.mark(a);
+        chain.push(a);
+        let group_agent = ix.node(chain[0]).agent;
+        let step_tools = tool_messages(ix, a);
+        tools.extend_from_slice(&step_tools);
+        let Some(mut next) = continuation(ix, view, a, &step_tools, marks, &group_agent) else {
+            break;
+        };
+        // Toolless continuations are prose steps of the same run: keep walking until the
+        // next tool-using step (which starts the next round) or the end.
+        loop {
+            if ix.node(next).has_tools {
+                current = Some(next);
+                break;
+            }
+            chain.push(next);
+            marks.mark(next);
+            match continuation(ix, view, next, &[], marks, &group_agent) {
+                Some(n) => next = n,
+                None => break,
+            }
+        }
+    }
+    (chain, tools)
+}
+
+/// `isToolChainHead`: a toolless assistant answering a user whose same-agent continuation
+/// path reaches a tool-using step opens the group itself (memoised).
+pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
+    if let Some(v) = ix.head_memo(a) {
+        return v;
+    }
+    let node = ix.node(a);
+    let result = node.role == Role::Assistant
+        && !node.has_tools
+        && node
+            .raw_parent
+            .is_some_and(|p| ix.node(p).role == Role::User)
+        && {
+            let agent = node.agent;
+            let mut visited: HashSet<u32> = HashSet::from([a]);
+            let mut current = a;
+            loop {
+                match continuation(ix, View::BASE, current, &[], &mut visited, &agent) {
+                    None => break false,
+                    Some(next) if ix.node(next).has_tools => break true,
+                    Some(next) => {
+                        visited.insert(next);
+                        current = next;
+                    }
+                }
+            }
+        };
+    ix.set_head_memo(a, result);
+    result
+}
+
+/// Sequence order of callbacks; a missing sequence sorts last.
+fn by_sequence(ix: &Index<'_>, a: u32, b: u32) -> Ordering {
+    let key = |i: u32| {
+        let seq = ix.node(i).signal.and_then(|s| s.sequence);
+        let f = match seq {
+            None | Some(Value::Null) => f64::INFINITY,
+            Some(v) => to_number(Some(v)),
+        };
+        if f.is_nan() { f64::INFINITY } else { f }
+    };
+    key(a).total_cmp(&key(b))
+}
+
+fn signal_of<'a>(ix: &Index<'a>, i: u32) -> Option<Signal<'a>> {
+    ix.node(i).signal
+}
+
+/// `collectFlatSignalCallbacks`: one block per chain tool that has callback children.
+pub(crate) fn flat_signal_callbacks(ix: &Index<'_>, tools: &[u32]) -> Vec<SignalBlock> {
+    let mut blocks = Vec::new();
+    for &t in tools {
+        let mut callbacks: Vec<u32> = ix
+            .raw_children(t)
+            .iter()
+            .copied()
+            .filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback()))
+            .collect();
+        if callbacks.is_empty() {
+            continue;
+        }
+        callbacks.sort_by(|&a, &b| by_sequence(ix, a, b));
+        blocks.push(SignalBlock { tool: t, callbacks });
+    }
+    blocks
+}
+
+/// `collectFlatTaskCompletions`: task-completion turns under chain tools, by time.
+pub(crate) fn flat_task_completions(ix: &Index<'_>, tools: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = tools
+        .iter()
+        .flat_map(|&t| ix.raw_children(t).iter().copied())
+        .filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_task_completion()))
+        .collect();
+    out.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
+    out
+}
+
+/// `findChainContinuationNode` (tree variant): candidates from tool results' tree children
+/// first, then the step's own non-tool children; stable by time.
+fn tree_continuation(ix: &Index<'_>, node: u32, agent: &Key<'_>) -> Option<u32> {
+    let kids = ix.tree_children(node);
+    let mut candidates: Vec<u32> = Vec::new();
+    let mut fan_out = false;
+    for &t in kids {
+        if ix.node(t).role != Role::Tool {
+            continue;
+        }
+        let has_task = ix
+            .tree_children(t)
+            .iter()
+            .any(|&c| ix.node(c).role == Role::Task);
+        if ix.node(t).agent_council || has_task {
+            fan_out = true;
+            continue;
+        }
+        candidates.extend_from_slice(ix.tree_children(t));
+    }
+    if !fan_out {
+        candidates.extend(
+            kids.iter()
+                .copied()
+                .filter(|&c| ix.node(c).role != Role::Tool),
+        );
+    }
+    candidates.retain(|&c| {
+        let n = ix.node(c);
+        n.role == Role::Assistant && n.agent.strict_eq(agent) && n.signal.is_none()
+    });
+    candidates.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
+    let active = resolve_active_continuation(ix, View::BASE, &candidates, Some(node))?;
+    candidates.contains(&active).then_some(active)
+}
+
+/// `collectAssistantGroupMessages`: one message node per chain step, with its tool children.
+pub(crate) fn tree_group_steps(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
+    let agent = ix.node(head).agent;
+    let mut out = Vec::new();
+    let mut current = Some(head);
+    while let Some(step) = current {
+        let tools: Vec<String> = ix
+            .tree_children(step)
+            .iter()
+            .filter(|&&c| ix.node(c).role == Role::Tool)
+            .map(|&c| ix.node(c).id.to_owned())
+            .collect();
+        out.push(ContextNode::Message(MessageNode {
+            id: ix.node(step).id.to_owned(),
+            tools: (!tools.is_empty()).then_some(tools),
+        }));
+        current = tree_continuation(ix, step, &agent);
+    }
+    out
+}
+
+/// Visit every tool result on the group's main chain in upstream's walk order: a step's tool
+/// children in order, descending into each tool's first same-agent non-signal follower before
+/// the next sibling tool. Explicit stack.
+fn for_each_main_chain_tool(ix: &Index<'_>, head: u32, mut visit: impl FnMut(u32)) {
+    let agent = ix.node(head).agent;
+    let mut visited: HashSet<u32> = HashSet::from([head]);
+    let mut stack: Vec<(u32, usize)> = vec![(head, 0)];
+    while let Some(top) = stack.last_mut() {
+        let kids = ix.tree_children(top.0);
+        if top.1 >= kids.len() {
+            stack.pop();
+            continue;
+        }
+        let child = kids[top.1];
+        top.1 += 1;
+        if ix.node(child).role != Role::Tool {
+            continue;
+        }
+        visit(child);
+        let follower = ix.tree_children(child).iter().copied().find(|&f| {
+            let n = ix.node(f);
+            n.role == Role::Assistant && n.agent.strict_eq(&agent) && n.signal.is_none()
+        });
+        if let Some(f) = follower
+            && visited.insert(f)
+        {
+            stack.push((f, 0));
+        }
+    }
+}
+
+/// `collectSignalCallbacks` (tree variant): one node per source tool, at the group's end.
+pub(crate) fn tree_signal_callbacks(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
+    let mut blocks = Vec::new();
+    for_each_main_chain_tool(ix, head, |tool| {
+        let mut callbacks: Vec<u32> = ix
+            .tree_children(tool)
+            .iter()
+            .copied()
+            .filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback()))
+            .collect();
+        if callbacks.is_empty() {
+            return;
+        }
+        callbacks.sort_by(|&a, &b| by_sequence(ix, a, b));
+        let first = signal_of(ix, callbacks[0]);
+        let tool_id = ix.node(tool).id;
+        blocks.push(ContextNode::SignalCallbacks(SignalCallbacksNode {
+            callbacks: callbacks
+                .iter()
+                .map(|&c| ContextNode::Message(MessageNode::plain(ix.node(c).id)))
+                .collect(),
+            id: format!("signalCallbacks-{tool_id}"),
+            source_tool_call_id: first.and_then(|s| s.source_tool_call_id).cloned(),
+            source_tool_message_id: tool_id.to_owned(),
+            source_tool_name: first.and_then(|s| s.source_tool_name).cloned(),
+        }));
+    });
+    blocks
+}
+
+/// `collectTaskCompletions` (tree variant): same-agent task-completion turns under chain tools.
+pub(crate) fn tree_task_completions(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
+    let agent = ix.node(head).agent;
+    let mut out = Vec::new();
+    for_each_main_chain_tool(ix, head, |tool| {
+        for &c in ix.tree_children(tool) {
+            let n = ix.node(c);
+            if n.agent.strict_eq(&agent) && n.signal.is_some_and(|s| s.is_task_completion()) {
+                out.push(ContextNode::Message(MessageNode::plain(n.id)));
+            }
+        }
+    });
+    out
+}
+
+/// `findNextAfterTools`: where the context tree continues after a group.
+pub(crate) fn next_after_tools(ix: &Index<'_>, head: u32) -> Option<u32> {
+    let agent = ix.node(head).agent;
+    let mut last = head;
+    while let Some(n) = tree_continuation(ix, last, &agent) {
+        last = n;
+    }
+    let kids = ix.tree_children(last);
+    let index_space = non_tool(ix, kids);
+    let active = resolve_flat(ix, View::BASE, last, kids, &index_space)?;
+    let next = kids.iter().copied().find(|&k| k == active)?;
+    let nn = ix.node(next);
+    if nn.role != Role::Tool || nn.agent_council {
+        return Some(next);
+    }
+    let tk = ix.tree_children(next);
+    if tk.iter().any(|&c| ix.node(c).role == Role::Task) {
+        return Some(next);
+    }
+    tk.first().copied()
+}
