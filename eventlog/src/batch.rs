@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use agentlog_domain::envelope::EventMetadata;
 use uuid::Uuid;
 
 use crate::{
@@ -31,7 +32,42 @@ pub(crate) struct StoredEvent {
     pub position: i64,
     pub stream_id: String,
     pub stream_version: i64,
-    pub content_hash: Vec<u8>,
+    pub event_type: String,
+    pub schema_version: i32,
+    pub payload: serde_json::Value,
+    pub metadata: Option<EventMetadata>,
+}
+
+impl StoredEvent {
+    /// What differs between this stored event and `e` (None when they are the same event).
+    fn difference(&self, e: &PreparedEvent) -> Option<&'static str> {
+        let n = &e.event;
+        if self.event_type != n.event_type {
+            Some("event type differs")
+        } else if self.schema_version != n.schema_version {
+            Some("schema version differs")
+        } else if self.payload != n.payload {
+            Some("payload differs")
+        } else if self.metadata.as_ref() != Some(&n.metadata) {
+            Some("metadata differs")
+        } else {
+            None
+        }
+    }
+}
+
+/// What differs between two events of one batch with the same id.
+fn batch_difference(a: &PreparedEvent, b: &PreparedEvent) -> Option<&'static str> {
+    let (a, b) = (&a.event, &b.event);
+    if a.event_type != b.event_type || a.schema_version != b.schema_version {
+        Some("event type or schema version differs")
+    } else if a.payload != b.payload {
+        Some("payload differs")
+    } else if a.metadata != b.metadata {
+        Some("metadata differs")
+    } else {
+        None
+    }
 }
 
 /// A row to insert.
@@ -81,8 +117,8 @@ pub(crate) fn plan<'a>(
 ) -> Plan<'a> {
     let mut rows = Vec::new();
     let mut verdicts = Vec::with_capacity(batch.len());
-    // ids accepted earlier in this batch: id -> (stream, hash)
-    let mut in_batch: HashMap<Uuid, (&str, &[u8; 16])> = HashMap::new();
+    // ids accepted earlier in this batch: id -> (stream, event)
+    let mut in_batch: HashMap<Uuid, (&str, &PreparedEvent)> = HashMap::new();
     for append in batch {
         let verdict = judge(append, stored, &in_batch, &versions);
         if let Verdict::Accepted = verdict {
@@ -91,7 +127,7 @@ pub(crate) fn plan<'a>(
                 for e in &part.events {
                     v += 1;
                     rows.push(NewRow { stream_id: &part.stream_id, stream_version: v, event: e });
-                    in_batch.insert(e.event.event_id, (&part.stream_id, &e.content_hash));
+                    in_batch.insert(e.event.event_id, (&part.stream_id, e));
                 }
                 versions.insert(part.stream_id.clone(), v);
             }
@@ -104,7 +140,7 @@ pub(crate) fn plan<'a>(
 fn judge(
     append: &PreparedAppend,
     stored: &HashMap<Uuid, StoredEvent>,
-    in_batch: &HashMap<Uuid, (&str, &[u8; 16])>,
+    in_batch: &HashMap<Uuid, (&str, &PreparedEvent)>,
     versions: &HashMap<String, i64>,
 ) -> Verdict {
     let (mut known, mut fresh) = (0usize, 0usize);
@@ -112,22 +148,22 @@ fn judge(
         for e in &part.events {
             let id = e.event.event_id;
             let seen = match stored.get(&id) {
-                Some(s) => Some((s.stream_id.as_str(), s.content_hash.as_slice())),
-                None => in_batch.get(&id).map(|(s, h)| (*s, h.as_slice())),
+                Some(s) => Some((s.stream_id.as_str(), s.difference(e))),
+                None => in_batch.get(&id).map(|(s, earlier)| (*s, batch_difference(earlier, e))),
             };
             match seen {
                 None => fresh += 1,
-                Some((stream, hash)) => {
+                Some((stream, difference)) => {
                     if stream != part.stream_id {
                         return Verdict::Refused(EventLogError::IdempotencyConflict {
                             event_id: id,
                             detail: format!("stored in stream `{stream}`, re-appended to `{}`", part.stream_id),
                         });
                     }
-                    if hash != e.content_hash.as_slice() {
+                    if let Some(difference) = difference {
                         return Verdict::Refused(EventLogError::IdempotencyConflict {
                             event_id: id,
-                            detail: "type, payload or metadata differ".into(),
+                            detail: difference.into(),
                         });
                     }
                     known += 1;

@@ -15,6 +15,7 @@
 mod append;
 mod backend;
 mod batch;
+mod command;
 mod error;
 mod filter;
 pub mod migrate;
@@ -29,6 +30,7 @@ pub mod testing;
 mod validate;
 mod writer;
 
+pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
 pub use append::{AppendResult, ExpectedVersion, StreamAppend};
 pub use error::{EventLogError, ValidationError};
 pub use filter::EventFilter;

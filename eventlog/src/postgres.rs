@@ -36,6 +36,9 @@ use crate::{
 
 /// The advisory lock key every appending transaction holds until it commits ("agentlog" ≈ 0x74_61_62).
 pub const APPEND_LOCK: i64 = 7_461_626;
+/// Starts every appending transaction: see the module doc for why the lock is taken first.
+const BEGIN_AND_LOCK: &str = "BEGIN; SELECT pg_advisory_xact_lock(7461626)";
+
 /// The LISTEN/NOTIFY channel.
 pub const NOTIFY_CHANNEL: &str = "agentlog_events";
 
@@ -119,41 +122,40 @@ async fn commit_in_transaction(
     batch: &[&PreparedAppend],
     now: DateTime<Utc>,
 ) -> Result<BatchAnswers, EventLogError> {
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(APPEND_LOCK)
-        .execute(&mut *conn)
-        .await
-        .map_err(EventLogError::db("taking the append lock"))?;
     let ids = batch::event_ids(batch);
     let mut stored = HashMap::new();
+    let mut versions = HashMap::new();
+    // One round trip for both lookups; the lock was taken by the BEGIN statement before it.
     let rows = sqlx::query(
-        "SELECT event_id, position, stream_id, stream_version, content_hash FROM events WHERE event_id = ANY($1)",
+        "SELECT 0, stream_id, MAX(stream_version), NULL::uuid, NULL::int8, NULL::text, NULL::int4, NULL::jsonb, \
+         NULL::jsonb FROM events WHERE stream_id = ANY($1) GROUP BY stream_id \
+         UNION ALL SELECT 1, stream_id, stream_version, event_id, position, event_type, schema_version, payload, \
+         metadata FROM events WHERE event_id = ANY($2)",
     )
+    .bind(batch::stream_ids(batch))
     .bind(&ids)
     .fetch_all(&mut *conn)
     .await
-    .map_err(EventLogError::db("looking up event ids"))?;
+    .map_err(EventLogError::db("reading stream versions and event ids"))?;
     for row in rows {
+        let kind: i32 = row.try_get(0).map_err(EventLogError::db("decoding a lookup row"))?;
+        let stream_id: String = row.try_get(1).map_err(EventLogError::db("decoding a stream id"))?;
+        let version: i64 = row.try_get(2).map_err(EventLogError::db("decoding a stream version"))?;
+        if kind == 0 {
+            versions.insert(stream_id, version);
+            continue;
+        }
         stored.insert(
-            row.try_get::<Uuid, _>(0).map_err(EventLogError::db("decoding an event id"))?,
+            row.try_get::<Uuid, _>(3).map_err(EventLogError::db("decoding an event id"))?,
             StoredEvent {
-                position: row.try_get(1).map_err(EventLogError::db("decoding a position"))?,
-                stream_id: row.try_get(2).map_err(EventLogError::db("decoding a stream id"))?,
-                stream_version: row.try_get(3).map_err(EventLogError::db("decoding a stream version"))?,
-                content_hash: row.try_get(4).map_err(EventLogError::db("decoding a content hash"))?,
+                position: row.try_get(4).map_err(EventLogError::db("decoding a position"))?,
+                stream_id,
+                stream_version: version,
+                event_type: row.try_get(5).map_err(EventLogError::db("decoding an event type"))?,
+                schema_version: row.try_get(6).map_err(EventLogError::db("decoding a schema version"))?,
+                payload: row.try_get::<Json<serde_json::Value>, _>(7).map(|j| j.0).unwrap_or(serde_json::Value::Null),
+                metadata: row.try_get::<Json<_>, _>(8).map(|j| j.0).ok(),
             },
-        );
-    }
-    let mut versions = HashMap::new();
-    let rows = sqlx::query("SELECT stream_id, MAX(stream_version) FROM events WHERE stream_id = ANY($1) GROUP BY stream_id")
-        .bind(batch::stream_ids(batch))
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(EventLogError::db("reading stream versions"))?;
-    for row in rows {
-        versions.insert(
-            row.try_get::<String, _>(0).map_err(EventLogError::db("decoding a stream id"))?,
-            row.try_get::<i64, _>(1).map_err(EventLogError::db("decoding a stream version"))?,
         );
     }
     let plan = batch::plan(batch, &stored, versions);
@@ -162,14 +164,8 @@ async fn commit_in_transaction(
         let n = plan.rows.len();
         let (mut event_ids, mut streams, mut versions, mut types, mut schemas) =
             (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-        let (mut payloads, mut metas, mut roots, mut parents, mut users, mut hashes) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
+        let (mut payloads, mut metas, mut roots, mut parents, mut users) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         for row in &plan.rows {
             let e = &row.event.event;
             event_ids.push(e.event_id);
@@ -182,17 +178,16 @@ async fn commit_in_transaction(
             roots.push(e.metadata.chain.root_source_id);
             parents.push(e.metadata.chain.parent_node_id);
             users.push(e.metadata.user_id.as_str());
-            hashes.push(&row.event.content_hash[..]);
         }
         let inserted = sqlx::query(
             "INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, payload, \
-             metadata, root_source_id, parent_node_id, user_id, content_hash, recorded_at) \
+             metadata, root_source_id, parent_node_id, user_id, recorded_at) \
              SELECT t.event_id, t.stream_id, t.stream_version, t.event_type, t.schema_version, t.payload::jsonb, \
-             t.metadata::jsonb, t.root_source_id, t.parent_node_id, t.user_id, t.content_hash, $12 \
+             t.metadata::jsonb, t.root_source_id, t.parent_node_id, t.user_id, $11 \
              FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[], \
-             $8::uuid[], $9::uuid[], $10::text[], $11::bytea[]) WITH ORDINALITY \
+             $8::uuid[], $9::uuid[], $10::text[]) WITH ORDINALITY \
              AS t(event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
-             root_source_id, parent_node_id, user_id, content_hash, ord) \
+             root_source_id, parent_node_id, user_id, ord) \
              ORDER BY t.ord RETURNING event_id, position, stream_id, stream_version",
         )
         .bind(&event_ids)
@@ -205,7 +200,6 @@ async fn commit_in_transaction(
         .bind(&roots)
         .bind(&parents)
         .bind(&users)
-        .bind(&hashes)
         .bind(now)
         .fetch_all(&mut *conn)
         .await
@@ -251,7 +245,11 @@ impl Backend for PgBackend {
         batch: &[&PreparedAppend],
         now: DateTime<Utc>,
     ) -> Result<BatchAnswers, EventLogError> {
-        conn.execute("BEGIN").await.map_err(EventLogError::db("starting an append transaction"))?;
+        // BEGIN and the append lock in one round trip (a simple-query batch).
+        // A query without arguments goes over the simple protocol, which allows two statements.
+        conn.execute(BEGIN_AND_LOCK)
+            .await
+            .map_err(EventLogError::db("starting an append transaction"))?;
         match commit_in_transaction(conn, batch, now).await {
             Ok(answers) => match conn.execute("COMMIT").await {
                 Ok(_) => Ok(answers),
@@ -392,6 +390,11 @@ async fn run_listener(pool: PgPool, wake: Arc<Notify>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_begin_statement_takes_the_append_lock() {
+        assert!(super::BEGIN_AND_LOCK.contains(&super::APPEND_LOCK.to_string()));
+    }
+
     #[test]
     fn redact_hides_the_password_only() {
         assert_eq!(super::redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");

@@ -21,9 +21,9 @@ use crate::{
 };
 
 /// SQLite allows 32,766 bound parameters per statement; stay well below.
-const IDS_PER_QUERY: usize = 2_000;
-/// 13 columns per event row.
-const ROWS_PER_INSERT: usize = 1_000;
+const IDS_PER_QUERY: usize = 10_000;
+/// 12 columns per event row.
+const ROWS_PER_INSERT: usize = 2_000;
 
 /// The SQLite-backed event store.
 pub struct SqliteEventStore {
@@ -95,9 +95,12 @@ pub(crate) fn decode_row(row: &SqliteRow) -> Result<RecordedEvent, EventLogError
     let get_str = |i: usize| -> Result<String, EventLogError> {
         row.try_get::<String, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
     };
-    let event_id = Uuid::parse_str(&get_str(1)?).map_err(|e| corrupt(format!("event_id: {e}")))?;
-    let payload = serde_json::from_str(&get_str(6)?).map_err(|e| corrupt(format!("payload: {e}")))?;
-    let metadata = serde_json::from_str(&get_str(7)?).map_err(|e| corrupt(format!("metadata: {e}")))?;
+    let get_ref = |i: usize| -> Result<&str, EventLogError> {
+        row.try_get::<&str, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
+    };
+    let event_id = Uuid::parse_str(get_ref(1)?).map_err(|e| corrupt(format!("event_id: {e}")))?;
+    let payload = serde_json::from_str(get_ref(6)?).map_err(|e| corrupt(format!("payload: {e}")))?;
+    let metadata = serde_json::from_str(get_ref(7)?).map_err(|e| corrupt(format!("metadata: {e}")))?;
     let micros: i64 = row.try_get(8).map_err(|e| corrupt(format!("recorded_at: {e}")))?;
     let recorded_at: DateTime<Utc> =
         DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("recorded_at {micros} out of range")))?;
@@ -114,59 +117,79 @@ pub(crate) fn decode_row(row: &SqliteRow) -> Result<RecordedEvent, EventLogError
     })
 }
 
-async fn load_stored(
+/// What the database holds that a batch needs: stored events with the batch's ids, the current
+/// versions of its streams, and the last position handed out. One statement per chunk.
+async fn load_state(
     conn: &mut SqliteConnection,
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, StoredEvent>, EventLogError> {
-    let mut stored = HashMap::new();
-    for chunk in ids.chunks(IDS_PER_QUERY) {
-        let mut q = QueryBuilder::<Sqlite>::new(
-            "SELECT event_id, position, stream_id, stream_version, content_hash FROM events WHERE event_id IN (",
-        );
-        let mut list = q.separated(", ");
-        for id in chunk {
-            list.push_bind(id.to_string());
-        }
-        q.push(")");
-        for row in q.build().fetch_all(&mut *conn).await.map_err(EventLogError::db("looking up event ids"))? {
-            let id: String = row.try_get(0).map_err(EventLogError::db("decoding an event id"))?;
-            let Ok(id) = Uuid::parse_str(&id) else { continue };
-            stored.insert(
-                id,
-                StoredEvent {
-                    position: row.try_get(1).map_err(EventLogError::db("decoding a position"))?,
-                    stream_id: row.try_get(2).map_err(EventLogError::db("decoding a stream id"))?,
-                    stream_version: row.try_get(3).map_err(EventLogError::db("decoding a stream version"))?,
-                    content_hash: row.try_get(4).map_err(EventLogError::db("decoding a content hash"))?,
-                },
-            );
-        }
-    }
-    Ok(stored)
-}
-
-async fn load_versions(
-    conn: &mut SqliteConnection,
     streams: &[String],
-) -> Result<HashMap<String, i64>, EventLogError> {
+) -> Result<(HashMap<Uuid, StoredEvent>, HashMap<String, i64>, i64), EventLogError> {
+    let mut stored = HashMap::new();
     let mut versions = HashMap::with_capacity(streams.len());
-    for chunk in streams.chunks(IDS_PER_QUERY) {
+    let mut last = 0;
+    let chunks = ids.len().div_ceil(IDS_PER_QUERY).max(streams.len().div_ceil(IDS_PER_QUERY)).max(1);
+    for k in 0..chunks {
+        let id_chunk = ids.chunks(IDS_PER_QUERY).nth(k).unwrap_or(&[]);
+        let stream_chunk = streams.chunks(IDS_PER_QUERY).nth(k).unwrap_or(&[]);
         let mut q = QueryBuilder::<Sqlite>::new(
-            "SELECT stream_id, MAX(stream_version) FROM events WHERE stream_id IN (",
+            "SELECT 2, NULL, COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), \
+             (SELECT MAX(position) FROM events), 0), NULL, NULL, NULL, NULL, NULL, NULL",
         );
-        let mut list = q.separated(", ");
-        for s in chunk {
-            list.push_bind(s.as_str());
-        }
-        q.push(") GROUP BY stream_id");
-        for row in q.build().fetch_all(&mut *conn).await.map_err(EventLogError::db("reading stream versions"))? {
-            versions.insert(
-                row.try_get(0).map_err(EventLogError::db("decoding a stream id"))?,
-                row.try_get(1).map_err(EventLogError::db("decoding a stream version"))?,
+        if !stream_chunk.is_empty() {
+            q.push(
+                " UNION ALL SELECT 0, stream_id, MAX(stream_version), NULL, NULL, NULL, NULL, NULL, NULL \
+                 FROM events WHERE stream_id IN (",
             );
+            let mut list = q.separated(", ");
+            for s in stream_chunk {
+                list.push_bind(s.as_str());
+            }
+            q.push(") GROUP BY stream_id");
+        }
+        if !id_chunk.is_empty() {
+            q.push(
+                " UNION ALL SELECT 1, stream_id, stream_version, event_id, position, event_type, schema_version, \
+                 payload, metadata FROM events WHERE event_id IN (",
+            );
+            let mut list = q.separated(", ");
+            for id in id_chunk {
+                list.push_bind(id.to_string());
+            }
+            q.push(")");
+        }
+        let rows = q.build().fetch_all(&mut *conn).await.map_err(EventLogError::db("reading stream versions and event ids"))?;
+        for row in rows {
+            let kind: i64 = row.try_get(0).map_err(EventLogError::db("decoding a lookup row"))?;
+            match kind {
+                2 => last = row.try_get(2).map_err(EventLogError::db("decoding the log head"))?,
+                0 => {
+                    versions.insert(
+                        row.try_get(1).map_err(EventLogError::db("decoding a stream id"))?,
+                        row.try_get(2).map_err(EventLogError::db("decoding a stream version"))?,
+                    );
+                }
+                _ => {
+                    let id: String = row.try_get(3).map_err(EventLogError::db("decoding an event id"))?;
+                    let Ok(id) = Uuid::parse_str(&id) else { continue };
+                    let payload: String = row.try_get(7).map_err(EventLogError::db("decoding a payload"))?;
+                    let metadata: String = row.try_get(8).map_err(EventLogError::db("decoding metadata"))?;
+                    stored.insert(
+                        id,
+                        StoredEvent {
+                            stream_id: row.try_get(1).map_err(EventLogError::db("decoding a stream id"))?,
+                            stream_version: row.try_get(2).map_err(EventLogError::db("decoding a stream version"))?,
+                            position: row.try_get(4).map_err(EventLogError::db("decoding a position"))?,
+                            event_type: row.try_get(5).map_err(EventLogError::db("decoding an event type"))?,
+                            schema_version: row.try_get(6).map_err(EventLogError::db("decoding a schema version"))?,
+                            payload: serde_json::from_str(&payload).unwrap_or(serde_json::Value::Null),
+                            metadata: serde_json::from_str(&metadata).ok(),
+                        },
+                    );
+                }
+            }
         }
     }
-    Ok(versions)
+    Ok((stored, versions, last))
 }
 
 async fn commit_in_transaction(
@@ -174,23 +197,16 @@ async fn commit_in_transaction(
     batch: &[&PreparedAppend],
     now: DateTime<Utc>,
 ) -> Result<BatchAnswers, EventLogError> {
-    let stored = load_stored(conn, &batch::event_ids(batch)).await?;
-    let versions = load_versions(conn, &batch::stream_ids(batch)).await?;
+    let (stored, versions, last) = load_state(conn, &batch::event_ids(batch), &batch::stream_ids(batch)).await?;
     let plan = batch::plan(batch, &stored, versions);
     let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
     if !plan.rows.is_empty() {
-        let last: i64 = sqlx::query_scalar(
-            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), (SELECT MAX(position) FROM events), 0)",
-        )
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(EventLogError::db("reading the log head"))?;
         let recorded_at = now.timestamp_micros();
         let mut next = last;
         for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
             let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, \
-                 payload, metadata, root_source_id, parent_node_id, user_id, content_hash, recorded_at) ",
+                 payload, metadata, root_source_id, parent_node_id, user_id, recorded_at) ",
             );
             q.push_values(chunk, |mut b, row| {
                 next += 1;
@@ -207,7 +223,6 @@ async fn commit_in_transaction(
                     .push_bind(e.metadata.chain.root_source_id.to_string())
                     .push_bind(e.metadata.chain.parent_node_id.map(|p| p.to_string()))
                     .push_bind(e.metadata.user_id.as_str())
-                    .push_bind(&row.event.content_hash[..])
                     .push_bind(recorded_at);
             });
             q.build().execute(&mut *conn).await.map_err(EventLogError::db("inserting events"))?;

@@ -30,7 +30,6 @@ pub(crate) struct PreparedEvent {
     pub event: NewEvent,
     pub payload_json: String,
     pub metadata_json: String,
-    pub content_hash: [u8; 16],
 }
 
 /// Is `t` dotted lower-case: at least two segments of `[a-z][a-z0-9_]*`?
@@ -82,6 +81,13 @@ fn contains_nul(v: &Value) -> bool {
     false
 }
 
+fn metadata_has_nul(m: &agentlog_domain::envelope::EventMetadata) -> bool {
+    [Some(&m.chain.chain_id), m.correlation_id.as_ref(), Some(&m.scope_key), Some(&m.actor.id), Some(&m.user_id)]
+        .into_iter()
+        .flatten()
+        .any(|s| s.contains('\0'))
+}
+
 fn check_stream_id(stream_id: &str, limits: &Limits) -> Result<(), ValidationError> {
     if stream_id.is_empty() {
         return Err(ValidationError::EmptyStreamId);
@@ -97,21 +103,6 @@ fn check_stream_id(stream_id: &str, limits: &Limits) -> Result<(), ValidationErr
         });
     }
     Ok(())
-}
-
-/// The content hash that makes "same id, same content" checkable without re-reading payloads.
-fn content_hash(stream_id: &str, e: &NewEvent, payload: &str, metadata: &str) -> [u8; 16] {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for part in [stream_id.as_bytes(), e.event_type.as_bytes(), payload.as_bytes(), metadata.as_bytes()] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part);
-    }
-    h.update(e.schema_version.to_le_bytes());
-    let digest = h.finalize();
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&digest[..16]);
-    out
 }
 
 /// Validate one stream's append and serialize its events.
@@ -144,8 +135,7 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
         if !e.payload.is_object() {
             return Err(ValidationError::PayloadNotObject { event_id: e.event_id, got: json_kind(&e.payload) });
         }
-        let metadata_value = serde_json::to_value(&e.metadata).unwrap_or_default();
-        if contains_nul(&e.payload) || contains_nul(&metadata_value) {
+        if contains_nul(&e.payload) || metadata_has_nul(&e.metadata) {
             return Err(ValidationError::NulInJson { event_id: e.event_id });
         }
         if e.metadata.user_id.is_empty() {
@@ -160,9 +150,8 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
                 limit: limits.max_payload_bytes,
             });
         }
-        let metadata_json = metadata_value.to_string();
-        let content_hash = content_hash(&append.stream_id, e, &payload_json, &metadata_json);
-        out.push(PreparedEvent { event: e.clone(), payload_json, metadata_json, content_hash });
+        let metadata_json = serde_json::to_string(&e.metadata).unwrap_or_default();
+        out.push(PreparedEvent { event: e.clone(), payload_json, metadata_json });
     }
     Ok(out)
 }

@@ -27,8 +27,8 @@ async fn raw_insert(conn: &mut PgConnection, stream: &str) -> i64 {
     let e = event();
     sqlx::query_scalar(
         "INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
-         root_source_id, parent_node_id, user_id, content_hash, recorded_at) \
-         VALUES ($1, $2, 1, 'test.happened', 1, '{}'::jsonb, $3::jsonb, $1, NULL, 'u', '\\x00'::bytea, now()) RETURNING position",
+         root_source_id, parent_node_id, user_id, recorded_at) \
+         VALUES ($1, $2, 1, 'test.happened', 1, '{}'::jsonb, $3::jsonb, $1, NULL, 'u', now()) RETURNING position",
     )
     .bind(e.event_id)
     .bind(stream)

@@ -16,7 +16,6 @@ CREATE TABLE events (
     root_source_id UUID        NOT NULL,
     parent_node_id UUID,
     user_id        TEXT        NOT NULL,
-    content_hash   BYTEA       NOT NULL,
     recorded_at    TIMESTAMPTZ NOT NULL,
     UNIQUE (stream_id, stream_version)
 );

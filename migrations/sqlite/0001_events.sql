@@ -12,7 +12,6 @@ CREATE TABLE events (
     root_source_id TEXT    NOT NULL,
     parent_node_id TEXT,
     user_id        TEXT    NOT NULL,
-    content_hash   BLOB    NOT NULL,
     recorded_at    INTEGER NOT NULL, -- microseconds since the Unix epoch, UTC
     UNIQUE (stream_id, stream_version)
 );

@@ -1,0 +1,316 @@
+//! Command handling: load an aggregate's stream, decide, append with the expected version, and
+//! retry (bounded) when another writer got there first.
+//!
+//! ```no_run
+//! # async fn demo(store: std::sync::Arc<dyn agentlog_eventlog::EventStore>, ctx: agentlog_domain::context::Context) -> Result<(), agentlog_eventlog::CommandError> {
+//! use agentlog_domain::brief::{Brief, BriefCommand, BriefType, CreateBrief};
+//! use agentlog_eventlog::CommandHandler;
+//! let handler = CommandHandler::new(store);
+//! let cmd = BriefCommand::Create(CreateBrief::new("b1", BriefType::Insight, "Title", "Summary"));
+//! let outcome = handler.execute::<Brief>("b1", &cmd, &ctx).await?;
+//! println!("brief at version {}", outcome.version);
+//! # Ok(()) }
+//! ```
+//!
+//! Long streams are not re-read on every command: every [`SNAPSHOT_EVERY`] events the handler
+//! stores the folded state in `snapshots` and later loads start from it. Snapshots are a cache:
+//! one that is missing, stale or does not decode is ignored.
+//!
+//! A retry decides again with the same [`Context`] — same command id, so same event ids. If an
+//! earlier attempt did commit (its answer was lost), the stream already holds the command's first
+//! event id and the handler answers with what was stored instead of deciding twice.
+
+use std::sync::Arc;
+
+use agentlog_domain::{
+    aggregate::{Aggregate, DomainEvent},
+    context::{Context, StreamWrite, stamp},
+    envelope::RecordedEvent,
+    error::DomainError,
+};
+use sqlx::Row;
+
+use crate::{
+    append::{AppendResult, ExpectedVersion, StreamAppend},
+    error::EventLogError,
+    store::{DatabasePool, EventStore},
+};
+
+/// Fold this many events past the last snapshot before taking a new one.
+pub const SNAPSHOT_EVERY: i64 = 64;
+/// Attempts a command gets when it keeps meeting concurrent writers.
+pub const DEFAULT_ATTEMPTS: u32 = 8;
+
+/// Why a command did not go through.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The domain refused it.
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// The log refused or failed.
+    #[error(transparent)]
+    Log(#[from] EventLogError),
+    /// A stored event could not be decoded into its aggregate's events.
+    #[error("stream `{stream_id}` holds an event that cannot be decoded at version {version}: {reason}")]
+    Decode {
+        /// The stream.
+        stream_id: String,
+        /// The event's stream version.
+        version: i64,
+        /// Why.
+        reason: String,
+    },
+    /// Every attempt met a concurrent writer.
+    #[error("gave up on stream `{stream_id}` after {attempts} concurrent-write conflicts")]
+    Contended {
+        /// The stream.
+        stream_id: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+}
+
+/// An aggregate as loaded from its stream.
+#[derive(Debug, Clone)]
+pub struct Loaded<A> {
+    /// The folded state.
+    pub state: A,
+    /// Its stream version (0 = the stream does not exist).
+    pub version: i64,
+    /// The stream.
+    pub stream_id: String,
+}
+
+/// What a command did.
+#[derive(Debug, Clone)]
+pub struct CommandOutcome<A> {
+    /// The state after the command.
+    pub state: A,
+    /// The stream version after the command.
+    pub version: i64,
+    /// Where the events landed (empty when the command decided nothing).
+    pub appended: Vec<AppendResult>,
+    /// True when an earlier attempt of this very command had already been applied.
+    pub replayed: bool,
+}
+
+impl<A> CommandOutcome<A> {
+    /// The position of the last event the command appended (0 when none).
+    pub fn last_position(&self) -> i64 {
+        self.appended.iter().map(AppendResult::last_position).max().unwrap_or(0)
+    }
+}
+
+/// Runs commands against the log.
+#[derive(Clone)]
+pub struct CommandHandler {
+    store: Arc<dyn EventStore>,
+    attempts: u32,
+}
+
+impl CommandHandler {
+    /// A handler over `store`.
+    pub fn new(store: Arc<dyn EventStore>) -> Self {
+        Self { store, attempts: DEFAULT_ATTEMPTS }
+    }
+
+    /// The same handler with another retry bound.
+    pub fn with_attempts(mut self, attempts: u32) -> Self {
+        self.attempts = attempts.max(1);
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn EventStore> {
+        &self.store
+    }
+
+    /// Load aggregate `A`'s instance `id`.
+    pub async fn load<A: Aggregate>(&self, id: &str) -> Result<Loaded<A>, CommandError> {
+        let stream_id = A::stream_id(id);
+        let (state, version, _) = self.fold::<A>(&stream_id, None).await?;
+        Ok(Loaded { state, version, stream_id })
+    }
+
+    /// Fold a stream, from a snapshot when there is one; also reports whether `watch_id` is
+    /// among the events folded after the snapshot.
+    async fn fold<A: Aggregate>(
+        &self,
+        stream_id: &str,
+        watch_id: Option<uuid::Uuid>,
+    ) -> Result<(A, i64, bool), CommandError> {
+        let (mut state, mut version) = match read_snapshot::<A>(&self.store.database(), stream_id).await {
+            Some((s, v)) => (s, v),
+            None => (A::default(), 0),
+        };
+        let mut seen = false;
+        loop {
+            let page = self.store.read_stream(stream_id, version + 1, 1_000).await?;
+            let Some(last) = page.last().map(|e| e.stream_version) else { break };
+            for e in &page {
+                seen |= watch_id == Some(e.event_id);
+                state = state.evolve(&decode::<A>(stream_id, e)?);
+            }
+            version = last;
+            if page.len() < 1_000 {
+                break;
+            }
+        }
+        Ok((state, version, seen))
+    }
+
+    /// Decide `command` on aggregate `A`'s instance `id` and append what it decided.
+    pub async fn execute<A: Aggregate>(
+        &self,
+        id: &str,
+        command: &A::Command,
+        ctx: &Context,
+    ) -> Result<CommandOutcome<A>, CommandError> {
+        let stream_id = A::stream_id(id);
+        let first_id = ctx.first_event_id();
+        for _ in 0..self.attempts {
+            let (state, version, already) = self.fold::<A>(&stream_id, Some(first_id)).await?;
+            if already {
+                return Ok(CommandOutcome { state, version, appended: Vec::new(), replayed: true });
+            }
+            let events = state.decide(command, ctx)?;
+            if events.is_empty() {
+                return Ok(CommandOutcome { state, version, appended: Vec::new(), replayed: false });
+            }
+            let stamped = stamp(&state, &events, ctx);
+            match self.store.append(&stream_id, ExpectedVersion::from_version(version), stamped).await {
+                Ok(result) => {
+                    let new_state = events.iter().fold(state, |s, e| s.evolve(e));
+                    let new_version = result.stream_version;
+                    self.maybe_snapshot(&stream_id, &new_state, version, new_version).await;
+                    return Ok(CommandOutcome {
+                        state: new_state,
+                        version: new_version,
+                        replayed: result.duplicate,
+                        appended: vec![result],
+                    });
+                }
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CommandError::Contended { stream_id, attempts: self.attempts })
+    }
+
+    /// Run a decision that writes several streams atomically. `decide` is called with this
+    /// handler (to load what it needs) and returns the writes with the version each stream was
+    /// loaded at; on a conflict it is called again, up to the retry bound.
+    pub async fn execute_multi<F>(&self, mut decide: F) -> Result<Vec<AppendResult>, CommandError>
+    where
+        F: AsyncFnMut(&CommandHandler) -> Result<Vec<(StreamWrite, i64)>, CommandError>,
+    {
+        let mut last_stream = String::new();
+        for _ in 0..self.attempts {
+            let writes = decide(self).await?;
+            let writes: Vec<(StreamWrite, i64)> = writes.into_iter().filter(|(w, _)| !w.events.is_empty()).collect();
+            if writes.is_empty() {
+                return Ok(Vec::new());
+            }
+            last_stream = writes[0].0.stream_id.clone();
+            let appends = writes
+                .into_iter()
+                .map(|(w, v)| StreamAppend::new(w.stream_id, ExpectedVersion::from_version(v), w.events))
+                .collect();
+            match self.store.append_multi(appends).await {
+                Ok(results) => return Ok(results),
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CommandError::Contended { stream_id: last_stream, attempts: self.attempts })
+    }
+
+    async fn maybe_snapshot<A: Aggregate>(&self, stream_id: &str, state: &A, before: i64, after: i64) {
+        if after / SNAPSHOT_EVERY == before / SNAPSHOT_EVERY {
+            return;
+        }
+        if let Err(e) = write_snapshot(&self.store.database(), stream_id, &snapshot_kind::<A>(), state, after).await {
+            tracing::debug!(stream_id, error = %e, "snapshot not written (it is only a cache)");
+        }
+    }
+}
+
+/// Decode a recorded event into aggregate `A`'s event type.
+pub fn decode<A: Aggregate>(stream_id: &str, e: &RecordedEvent) -> Result<A::Event, CommandError> {
+    A::Event::decode(&e.event_type, e.schema_version, &e.payload).map_err(|err| CommandError::Decode {
+        stream_id: stream_id.to_string(),
+        version: e.stream_version,
+        reason: err.to_string(),
+    })
+}
+
+/// Fold a stream's recorded events into aggregate state, stopping after `at_position` if given.
+pub fn fold_recorded<A: Aggregate>(
+    events: &[RecordedEvent],
+    at_position: Option<i64>,
+) -> Result<(A, i64), CommandError> {
+    let mut state = A::default();
+    let mut version = 0;
+    for e in events {
+        if at_position.is_some_and(|p| e.position > p) {
+            break;
+        }
+        state = state.evolve(&decode::<A>(&e.stream_id, e)?);
+        version = e.stream_version;
+    }
+    Ok((state, version))
+}
+
+/// Snapshots are tagged with the aggregate and the code version that wrote them: a snapshot
+/// written by other code is ignored, because its `evolve` may have folded differently.
+fn snapshot_kind<A: Aggregate>() -> String {
+    format!("{}@{}", A::KIND.prefix(), env!("CARGO_PKG_VERSION"))
+}
+
+async fn read_snapshot<A: Aggregate>(db: &DatabasePool, stream_id: &str) -> Option<(A, i64)> {
+    let row = match db {
+        DatabasePool::Sqlite(p) => sqlx::query("SELECT version, state FROM snapshots WHERE stream_id = ? AND kind = ?")
+            .bind(stream_id)
+            .bind(snapshot_kind::<A>())
+            .fetch_optional(p)
+            .await
+            .ok()
+            .flatten()
+            .map(|r| (r.try_get::<i64, _>(0), r.try_get::<String, _>(1))),
+        DatabasePool::Postgres(p) => sqlx::query("SELECT version, state FROM snapshots WHERE stream_id = $1 AND kind = $2")
+            .bind(stream_id)
+            .bind(snapshot_kind::<A>())
+            .fetch_optional(p)
+            .await
+            .ok()
+            .flatten()
+            .map(|r| (r.try_get::<i64, _>(0), r.try_get::<String, _>(1))),
+    }?;
+    let (Ok(version), Ok(state)) = row else { return None };
+    serde_json::from_str::<A>(&state).ok().map(|s| (s, version))
+}
+
+async fn write_snapshot<A: Aggregate>(
+    db: &DatabasePool,
+    stream_id: &str,
+    kind: &str,
+    state: &A,
+    version: i64,
+) -> Result<(), sqlx::Error> {
+    let json = serde_json::to_string(state).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+    let now = chrono::Utc::now().timestamp_micros();
+    // Only move a snapshot forward: a slower writer must not replace a newer one.
+    let sql = "INSERT INTO snapshots (stream_id, kind, version, state, taken_at) VALUES ($1, $2, $3, $4, $5) \
+               ON CONFLICT (stream_id) DO UPDATE SET kind = excluded.kind, version = excluded.version, \
+               state = excluded.state, taken_at = excluded.taken_at WHERE excluded.version > snapshots.version";
+    match db {
+        DatabasePool::Sqlite(p) => {
+            let sql = sql.replace('$', "?");
+            sqlx::query(&sql).bind(stream_id).bind(kind).bind(version).bind(json).bind(now).execute(p).await?;
+        }
+        DatabasePool::Postgres(p) => {
+            sqlx::query(sql).bind(stream_id).bind(kind).bind(version).bind(json).bind(now).execute(p).await?;
+        }
+    }
+    Ok(())
+}

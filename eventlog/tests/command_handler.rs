@@ -1,0 +1,160 @@
+//! The command handler on both backends: decide and append, bounded retries on conflict,
+//! replayed commands, snapshots, and multi-stream decisions.
+
+use std::sync::Arc;
+
+use agentlog_domain::{
+    aggregate::Aggregate,
+    brief::{Brief, BriefCommand, BriefType, CreateBrief},
+    context::Context,
+    envelope::Actor,
+    error::DomainError,
+    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage},
+};
+use agentlog_eventlog::{
+    CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded,
+    testing::{TestLog, postgres_log, sqlite_log},
+};
+use chrono::Utc;
+use uuid::Uuid;
+
+fn ctx() -> Context {
+    Context::new(Utc::now(), Uuid::now_v7(), Actor::user("u1"), "u1")
+}
+
+fn agent() -> AgentRef {
+    AgentRef { agent_id: "agent-1".into(), config_version: 1, model: Some("m".into()), provider: Some("p".into()) }
+}
+
+fn step(tokens: u64) -> OperationCommand {
+    OperationCommand::RecordStep(StepReport {
+        phase: Phase::Acting,
+        tool_calls: Vec::new(),
+        usage: Usage { input_tokens: Some(tokens), ..Usage::default() },
+    })
+}
+
+async fn decide_append_and_refuse(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    let create = BriefCommand::Create(CreateBrief::new("b1", BriefType::Insight, "Title", "Summary"));
+    let out = h.execute::<Brief>("b1", &create, &ctx()).await.unwrap();
+    assert_eq!(out.version, 1);
+    assert!(out.last_position() > 0);
+    // the domain's refusal comes back typed, and nothing is written
+    let again = h.execute::<Brief>("b1", &create, &ctx()).await.unwrap_err();
+    assert!(matches!(again, CommandError::Domain(DomainError::AlreadyExists { .. })), "{again}");
+    let resolve = BriefCommand::Resolve { action: "acknowledge".into(), comment: None };
+    h.execute::<Brief>("b1", &resolve, &ctx()).await.unwrap();
+    let twice = h.execute::<Brief>("b1", &resolve, &ctx()).await.unwrap_err();
+    assert!(matches!(twice, CommandError::Domain(DomainError::AlreadyResolved { .. })), "{twice}");
+    let loaded = h.load::<Brief>("b1").await.unwrap();
+    assert_eq!(loaded.version, 2);
+    assert_eq!(log.store.stream_version("brief-b1").await.unwrap(), 2);
+}
+
+async fn a_retried_command_is_applied_once(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    let c = ctx();
+    let create = BriefCommand::Create(CreateBrief::new("b2", BriefType::Decision, "T", "S"));
+    let first = h.execute::<Brief>("b2", &create, &c).await.unwrap();
+    // the same command (same context, as a client retry after a lost answer) is not refused
+    // and not applied twice
+    let retry = h.execute::<Brief>("b2", &create, &c).await.unwrap();
+    assert!(retry.replayed);
+    assert_eq!(retry.version, first.version);
+    assert_eq!(log.store.stream_version("brief-b2").await.unwrap(), 1);
+}
+
+async fn concurrent_commands_retry_until_they_land(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store)).with_attempts(64);
+    let mut create = CreateOperation::new("op1", OperationKind::Task, agent());
+    create.max_steps = None;
+    h.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
+    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx()).await.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let h = h.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                h.execute::<Operation>("op1", &step(10), &ctx()).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let loaded = h.load::<Operation>("op1").await.unwrap();
+    let events = log.store.read_stream("operation-op1", 1, 10_000).await.unwrap();
+    let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
+    assert_eq!(version, loaded.version);
+    assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
+    assert_eq!(events.len() as i64, loaded.version);
+    assert!(events.windows(2).all(|w| w[1].stream_version == w[0].stream_version + 1));
+}
+
+async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    h.execute::<Operation>("long", &OperationCommand::Create(CreateOperation::new("long", OperationKind::Task, agent())), &ctx())
+        .await
+        .unwrap();
+    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx()).await.unwrap();
+    for i in 0..(SNAPSHOT_EVERY * 2 + 5) {
+        h.execute::<Operation>("long", &step(i as u64), &ctx()).await.unwrap();
+    }
+    let snap = log.raw.scalar_i64("SELECT version FROM snapshots WHERE stream_id = 'operation-long'").await.unwrap();
+    assert!(snap >= SNAPSHOT_EVERY * 2, "snapshot at {snap}");
+    let loaded = h.load::<Operation>("long").await.unwrap();
+    let events = log.store.read_stream("operation-long", 1, 10_000).await.unwrap();
+    let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
+    assert_eq!(version, loaded.version);
+    assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
+    // a corrupt snapshot is ignored, not trusted
+    log.raw.execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation-long'").await.unwrap();
+    let reloaded = h.load::<Operation>("long").await.unwrap();
+    assert_eq!(serde_json::to_value(&reloaded.state).unwrap(), serde_json::to_value(&folded).unwrap());
+}
+
+async fn a_multi_stream_decision_is_atomic(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    let c = ctx();
+    let results = h
+        .execute_multi(async |h: &CommandHandler| {
+            let a = h.load::<Brief>("m1").await?;
+            let b = h.load::<Brief>("m2").await?;
+            let mut stamper = c.stamper();
+            let ea = a.state.decide(&BriefCommand::Create(CreateBrief::new("m1", BriefType::Result, "A", "S")), &c)?;
+            let eb = b.state.decide(&BriefCommand::Create(CreateBrief::new("m2", BriefType::Result, "B", "S")), &c)?;
+            Ok(vec![
+                (stamper.write(&a.state, &agentlog_domain::aggregate::StreamEvents::new(a.stream_id.clone(), ea)), a.version),
+                (stamper.write(&b.state, &agentlog_domain::aggregate::StreamEvents::new(b.stream_id.clone(), eb)), b.version),
+            ])
+        })
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 2);
+    let store: &dyn EventStore = &*log.store;
+    let a = store.read_stream("brief-m1", 1, 10).await.unwrap();
+    let b = store.read_stream("brief-m2", 1, 10).await.unwrap();
+    // one decision, one chain: the second stream's event points at the first
+    assert_eq!(b[0].metadata.chain.root_source_id, a[0].event_id);
+    assert_eq!(b[0].metadata.chain.parent_node_id, Some(a[0].event_id));
+}
+
+macro_rules! both {
+    ($($f:ident as $name:ident),*) => { paste::paste! { $(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn [<$name _sqlite>]() { $f(sqlite_log(StoreOptions::default()).await).await }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn [<$name _postgres>]() {
+            if let Some(log) = postgres_log(stringify!([<$name _postgres>]), StoreOptions::default()).await { $f(log).await }
+        }
+    )* } };
+}
+
+both!(
+    decide_append_and_refuse as command_decides_appends_and_refuses,
+    a_retried_command_is_applied_once as command_retry_is_applied_once,
+    concurrent_commands_retry_until_they_land as command_conflicts_are_retried,
+    snapshots_shortcut_long_streams_and_match_a_full_fold as command_snapshots_match_full_fold,
+    a_multi_stream_decision_is_atomic as command_multi_stream_is_atomic
+);
