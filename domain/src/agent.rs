@@ -276,10 +276,9 @@ impl Aggregate for Agent {
                     user_id: ctx.user_id.clone(),
                 })])
             }
-            (true, AgentCommand::Register(register)) => Err(DomainError::AlreadyExists {
-                aggregate: "agent",
-                id: register.agent_id.clone(),
-            }),
+            (true, AgentCommand::Register(_)) => {
+                Err(DomainError::AlreadyExists { aggregate: "agent", id: self.agent_id.clone() })
+            }
             (false, _) => Err(DomainError::not_found("agent", self.agent_id.clone())),
             (true, _) if self.archived => {
                 Err(DomainError::transition("agent", "archived", "change"))

@@ -268,3 +268,7 @@ pub struct StreamWrite {
 pub fn stamp<A: Aggregate>(state: &A, events: &[A::Event], ctx: &Context) -> Vec<NewEvent> {
     ctx.stamper().stamp(state, events)
 }
+
+#[cfg(test)]
+#[path = "context_tests.rs"]
+mod tests;

@@ -17,8 +17,9 @@ use chrono::{DateTime, Utc};
 /// A command refused by a `decide` function.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DomainError {
-    /// The aggregate (or an item inside it) does not exist.
-    #[error("{aggregate} {id} does not exist")]
+    /// The aggregate (or an item inside it) does not exist. `id` is empty when the refusing
+    /// state did not know it (a stream with no events); [`DomainError::with_id`] fills it in.
+    #[error("{} does not exist", named(.aggregate, .id))]
     NotFound {
         /// What kind of thing was looked for (`operation`, `task`, `card`, …).
         aggregate: &'static str,
@@ -158,6 +159,10 @@ pub enum DomainError {
     },
 }
 
+fn named(aggregate: &str, id: &str) -> String {
+    if id.is_empty() { aggregate.to_string() } else { format!("{aggregate} {id}") }
+}
+
 /// The API's error classes (`extensions.code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
@@ -219,6 +224,17 @@ impl DomainError {
         Self::InvalidTransition { aggregate, from: from.to_string(), command }
     }
 
+    /// Fill in the id of a [`DomainError::NotFound`] that did not know it (the handler knows
+    /// which stream it loaded).
+    pub fn with_id(self, stream_instance_id: &str) -> Self {
+        match self {
+            Self::NotFound { aggregate, id } if id.is_empty() => {
+                Self::NotFound { aggregate, id: stream_instance_id.to_string() }
+            }
+            other => other,
+        }
+    }
+
     /// `aggregate` `id` does not exist.
     pub fn not_found(aggregate: &'static str, id: impl Into<String>) -> Self {
         Self::NotFound { aggregate, id: id.into() }
@@ -273,6 +289,9 @@ mod tests {
             DomainError::LimitExceeded { limit: "background sub-agents per conversation", max: 3 };
         assert_eq!(limit.code().as_str(), "LIMIT");
         assert_eq!(limit.to_string(), "background sub-agents per conversation: at most 3 allowed");
+        let missing = DomainError::not_found("operation", "");
+        assert_eq!(missing.to_string(), "operation does not exist");
+        assert_eq!(missing.with_id("op1").to_string(), "operation op1 does not exist");
         let t = DomainError::transition("operation", "done", "claim");
         assert_eq!(t.to_string(), "cannot claim this operation: it is done");
     }

@@ -1,6 +1,6 @@
 //! How typed events become stored JSON and back, including schema evolution.
 //!
-//! Each aggregate declares its event enum with [`domain_events!`]: one variant per event type,
+//! Each aggregate declares its event enum with [`domain_events!`](crate::domain_events): one variant per event type,
 //! each wrapping a payload struct, with its dotted event type and current schema version. The
 //! macro writes the [`DomainEvent`](crate::aggregate::DomainEvent) impl.
 //!

@@ -112,3 +112,7 @@ pub fn all_event_types() -> Vec<(&'static str, i32)> {
     ]
     .concat()
 }
+
+#[cfg(test)]
+#[path = "events_tests.rs"]
+mod tests;

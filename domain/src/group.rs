@@ -4,7 +4,7 @@
 //!
 //! Each orchestration run (keyed by the supervisor's operation id) is recorded here step by
 //! step: `group.orchestration_advanced` carries the executor result, the instruction the
-//! [`supervisor`](crate::supervisor) decided and the supervisor state after it. A finished
+//! [`supervisor`](crate::supervisor::decide) decided and the supervisor state after it. A finished
 //! orchestration is dropped from the state, which keeps only the runs in progress.
 
 use std::collections::BTreeMap;

@@ -13,6 +13,8 @@
 //!   orchestration), [`task_graph`] (cycles, subtask layers), [`task::tick`] (scheduler ticks),
 //!   [`signal::policy`] (fact → commands).
 
+#![warn(missing_docs)]
+
 #[macro_use]
 pub mod event_codec;
 

@@ -25,11 +25,6 @@ pub fn command_id(n: i64) -> Uuid {
     derived_id("test-command", &n.to_string(), at(n).timestamp_millis())
 }
 
-/// A source context for user `u1` at `t0 + secs`.
-pub fn ctx(secs: i64) -> Context {
-    Context::new(at(secs), command_id(secs), Actor::user("u1"), "u1")
-}
-
 /// A source context for the system actor at `t0 + secs`.
 pub fn system_ctx(secs: i64) -> Context {
     Context::new(at(secs), command_id(secs), Actor::system("test"), "u1")
@@ -38,11 +33,6 @@ pub fn system_ctx(secs: i64) -> Context {
 /// A source context for worker `worker` at `t0 + secs`.
 pub fn worker_ctx(worker: &str, secs: i64) -> Context {
     Context::new(at(secs), command_id(secs), Actor::worker(worker), "u1")
-}
-
-/// Fold events over the empty state.
-pub fn given<A: Aggregate>(events: &[A::Event]) -> A {
-    A::fold(events.iter())
 }
 
 /// Decide and apply; panics with the refusal if refused. Checks invariants after each event.

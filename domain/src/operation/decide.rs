@@ -26,10 +26,9 @@ pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, D
     };
     let id = spec.operation_id.as_str();
     match cmd {
-        C::Create(create) => Err(DomainError::AlreadyExists {
-            aggregate: AGGREGATE,
-            id: create.operation_id.clone(),
-        }),
+        C::Create(_) => {
+            Err(DomainError::AlreadyExists { aggregate: AGGREGATE, id: id.to_string() })
+        }
         // Reviews usually happen after the run; they do not change its status.
         C::RecordScore(score) => {
             check_score(score.score)?;

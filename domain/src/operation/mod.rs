@@ -28,6 +28,8 @@ pub mod model;
 mod proptests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hitl;
 
 use std::collections::{BTreeMap, BTreeSet};
 

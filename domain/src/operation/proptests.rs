@@ -137,8 +137,8 @@ proptest! {
     ) {
         let times: Vec<(i64, Actor)> = steps.iter().map(|(_, dt, a)| (*dt, a.clone())).collect();
         let contexts = timeline(&times);
-        let sequence: Vec<(OperationCommand, crate::context::Context)> =
-            steps.into_iter().map(|(c, _, _)| c).zip(contexts).collect();
+        let mut sequence = vec![(OperationCommand::Create(create("op1")), crate::testing::system_ctx(0))];
+        sequence.extend(steps.into_iter().map(|(c, _, _)| c).zip(contexts));
         let (op, _) = exercise::<Operation>(&sequence);
         // ends exactly once: a finished operation has exactly one completion reason and time
         if op.is_finished() {

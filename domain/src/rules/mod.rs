@@ -23,3 +23,6 @@ use crate::aggregate::Aggregate;
 pub(crate) fn stream_of<A: Aggregate>(id: &str) -> String {
     A::stream_id(id)
 }
+
+#[cfg(test)]
+mod tests;

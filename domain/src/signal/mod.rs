@@ -12,3 +12,6 @@ pub use source::{ActionStatus, Source, SourceCommand, SourceEvent};
 pub use source_types::{
     AGENT_SIGNAL_SOURCE_TYPES, CLIENT_SOURCE_TYPES, is_client_source_type, is_source_type,
 };
+
+#[cfg(test)]
+mod tests;
