@@ -36,7 +36,12 @@ fn event(i: usize) -> NewEvent {
         "toolCalls": [{"name": "search", "ok": true}], "usage": {"inputTokens": 1200, "outputTokens": 310},
         "note": "x".repeat(40)
     });
-    NewEvent::new(id, "operation.step_reported", payload, EventMetadata::source(id, Actor::worker("w-1"), "user-1", "user:user-1"))
+    NewEvent::new(
+        id,
+        "operation.step_reported",
+        payload,
+        EventMetadata::source(id, Actor::worker("w-1"), "user-1", "user:user-1"),
+    )
 }
 
 fn stream_of(i: usize) -> String {
@@ -251,7 +256,9 @@ async fn raw_read_all(raw: &Raw) -> (usize, Duration) {
             loop {
                 let rows = sqlx::query("SELECT position, event_id, stream_id, stream_version, event_type, payload, metadata, recorded_at FROM events WHERE position > ? ORDER BY position LIMIT 1000")
                     .bind(after).fetch_all(&mut c).await.unwrap();
-                if rows.is_empty() { break; }
+                if rows.is_empty() {
+                    break;
+                }
                 for r in &rows {
                     after = r.get(0);
                     let _id = Uuid::parse_str(r.get::<&str, _>(1)).unwrap();
@@ -266,7 +273,9 @@ async fn raw_read_all(raw: &Raw) -> (usize, Duration) {
             loop {
                 let rows = sqlx::query("SELECT position, event_id, stream_id, stream_version, event_type, payload, metadata, recorded_at FROM events WHERE position > $1 ORDER BY position LIMIT 1000")
                     .bind(after).fetch_all(&mut c).await.unwrap();
-                if rows.is_empty() { break; }
+                if rows.is_empty() {
+                    break;
+                }
                 for r in &rows {
                     after = r.get(0);
                     let _id: Uuid = r.get(1);
@@ -293,11 +302,19 @@ async fn raw_latency(raw: &Raw, n: usize) -> Vec<Duration> {
                 let mut c = SqliteConnection::connect(&url).await.unwrap();
                 let (mut after, mut lat) = (0i64, Vec::new());
                 while lat.len() < n {
-                    let ps: Vec<i64> = sqlx::query_scalar("SELECT position FROM events WHERE position > ? ORDER BY position LIMIT 1000").bind(after).fetch_all(&mut c).await.unwrap();
+                    let ps: Vec<i64> = sqlx::query_scalar(
+                        "SELECT position FROM events WHERE position > ? ORDER BY position LIMIT 1000",
+                    )
+                    .bind(after)
+                    .fetch_all(&mut c)
+                    .await
+                    .unwrap();
                     let now = Instant::now();
                     for p in ps {
                         after = p;
-                        if let Some(t) = sent_r.lock().unwrap().get(&p) { lat.push(now - *t); }
+                        if let Some(t) = sent_r.lock().unwrap().get(&p) {
+                            lat.push(now - *t);
+                        }
                     }
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -321,11 +338,19 @@ async fn raw_latency(raw: &Raw, n: usize) -> Vec<Duration> {
                 let mut c = PgConnection::connect(&url).await.unwrap();
                 let (mut after, mut lat) = (0i64, Vec::new());
                 while lat.len() < n {
-                    let ps: Vec<i64> = sqlx::query_scalar("SELECT position FROM events WHERE position > $1 ORDER BY position LIMIT 1000").bind(after).fetch_all(&mut c).await.unwrap();
+                    let ps: Vec<i64> = sqlx::query_scalar(
+                        "SELECT position FROM events WHERE position > $1 ORDER BY position LIMIT 1000",
+                    )
+                    .bind(after)
+                    .fetch_all(&mut c)
+                    .await
+                    .unwrap();
                     let now = Instant::now();
                     for p in ps {
                         after = p;
-                        if let Some(t) = sent_r.lock().unwrap().get(&p) { lat.push(now - *t); }
+                        if let Some(t) = sent_r.lock().unwrap().get(&p) {
+                            lat.push(now - *t);
+                        }
                     }
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -441,13 +466,25 @@ async fn run(pg_url: Option<&str>, out: &mut Vec<Row_>) {
     let (store, _g) = open(pg_url).await;
     let lib = lib_append(&store, single, 1).await;
     let raw = raw_append(&Raw::fresh(pg_url).await, single, 1).await;
-    out.push(Row_ { name: "append, 1 event per transaction, 1 writer".into(), backend, lib: rate(single, lib), raw: rate(single, raw), unit: "events/s" });
+    out.push(Row_ {
+        name: "append, 1 event per transaction, 1 writer".into(),
+        backend,
+        lib: rate(single, lib),
+        raw: rate(single, raw),
+        unit: "events/s",
+    });
 
     for per in [100, 1000] {
         let (store, _g) = open(pg_url).await;
         let lib = lib_append(&store, batched, per).await;
         let raw = raw_append(&Raw::fresh(pg_url).await, batched, per).await;
-        out.push(Row_ { name: format!("append, batches of {per}"), backend, lib: rate(batched, lib), raw: rate(batched, raw), unit: "events/s" });
+        out.push(Row_ {
+            name: format!("append, batches of {per}"),
+            backend,
+            lib: rate(batched, lib),
+            raw: rate(batched, raw),
+            unit: "events/s",
+        });
     }
 
     let (store, _g) = open(pg_url).await;
@@ -455,9 +492,21 @@ async fn run(pg_url: Option<&str>, out: &mut Vec<Row_>) {
     let raw_raw = Raw::fresh(pg_url).await;
     let raw = raw_concurrent(&raw_raw, 8, per_writer).await;
     let n = 8 * per_writer;
-    out.push(Row_ { name: "append, 8 concurrent writers, 1 event each (raw: 8 connections, 1 commit per event)".into(), backend, lib: rate(n, lib), raw: rate(n, raw), unit: "events/s" });
+    out.push(Row_ {
+        name: "append, 8 concurrent writers, 1 event each (raw: 8 connections, 1 commit per event)".into(),
+        backend,
+        lib: rate(n, lib),
+        raw: rate(n, raw),
+        unit: "events/s",
+    });
     let raw_single = raw_append(&Raw::fresh(pg_url).await, single, 1).await;
-    out.push(Row_ { name: "append, 8 concurrent writers vs raw 1 writer 1 commit per event".into(), backend, lib: rate(n, lib), raw: rate(single, raw_single), unit: "events/s" });
+    out.push(Row_ {
+        name: "append, 8 concurrent writers vs raw 1 writer 1 commit per event".into(),
+        backend,
+        lib: rate(n, lib),
+        raw: rate(single, raw_single),
+        unit: "events/s",
+    });
 
     // read-all over the 100k-event log of the batch-of-1000 run
     let (store, _g) = open(pg_url).await;
@@ -466,14 +515,32 @@ async fn run(pg_url: Option<&str>, out: &mut Vec<Row_>) {
     let raw_db = Raw::fresh(pg_url).await;
     raw_append(&raw_db, batched, 1000).await;
     let (n_raw, raw) = raw_read_all(&raw_db).await;
-    out.push(Row_ { name: "read all, pages of 1,000, decoded".into(), backend, lib: rate(n_lib, lib), raw: rate(n_raw, raw), unit: "events/s" });
+    out.push(Row_ {
+        name: "read all, pages of 1,000, decoded".into(),
+        backend,
+        lib: rate(n_lib, lib),
+        raw: rate(n_raw, raw),
+        unit: "events/s",
+    });
 
     let lat_n = scale(1_000);
     let (store, _g) = open(pg_url).await;
     let lib = lib_latency(&store, lat_n).await;
     let raw = raw_latency(&Raw::fresh(pg_url).await, lat_n).await;
-    out.push(Row_ { name: "append-to-delivery latency p50 (raw: 1 ms polling reader)".into(), backend, lib: pct(lib.clone(), 0.5), raw: pct(raw.clone(), 0.5), unit: "ms" });
-    out.push(Row_ { name: "append-to-delivery latency p99 (raw: 1 ms polling reader)".into(), backend, lib: pct(lib, 0.99), raw: pct(raw, 0.99), unit: "ms" });
+    out.push(Row_ {
+        name: "append-to-delivery latency p50 (raw: 1 ms polling reader)".into(),
+        backend,
+        lib: pct(lib.clone(), 0.5),
+        raw: pct(raw.clone(), 0.5),
+        unit: "ms",
+    });
+    out.push(Row_ {
+        name: "append-to-delivery latency p99 (raw: 1 ms polling reader)".into(),
+        backend,
+        lib: pct(lib, 0.99),
+        raw: pct(raw, 0.99),
+        unit: "ms",
+    });
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -489,6 +556,15 @@ async fn main() {
     println!("| backend | scenario | agentlog | raw sqlx | ratio |");
     println!("|---|---|---:|---:|---:|");
     for r in rows {
-        println!("| {} | {} | {:.1} {} | {:.1} {} | {:.2} |", r.backend, r.name, r.lib, r.unit, r.raw, r.unit, r.lib / r.raw);
+        println!(
+            "| {} | {} | {:.1} {} | {:.1} {} | {:.2} |",
+            r.backend,
+            r.name,
+            r.lib,
+            r.unit,
+            r.raw,
+            r.unit,
+            r.lib / r.raw
+        );
     }
 }

@@ -222,12 +222,11 @@ pub(crate) fn answers(
                     let mut positions = Vec::with_capacity(part.events.len());
                     let mut stream_version = 0;
                     for e in &part.events {
-                        let (pos, ver) = located.get(&e.event.event_id).copied().ok_or_else(|| {
-                            EventLogError::Corrupt {
+                        let (pos, ver) =
+                            located.get(&e.event.event_id).copied().ok_or_else(|| EventLogError::Corrupt {
                                 position: 0,
                                 reason: format!("event {} vanished during its append", e.event.event_id),
-                            }
-                        })?;
+                            })?;
                         positions.push(pos);
                         stream_version = ver;
                     }

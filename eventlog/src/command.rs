@@ -277,14 +277,16 @@ async fn read_snapshot<A: Aggregate>(db: &DatabasePool, stream_id: &str) -> Opti
             .ok()
             .flatten()
             .map(|r| (r.try_get::<i64, _>(0), r.try_get::<String, _>(1))),
-        DatabasePool::Postgres(p) => sqlx::query("SELECT version, state FROM snapshots WHERE stream_id = $1 AND kind = $2")
-            .bind(stream_id)
-            .bind(snapshot_kind::<A>())
-            .fetch_optional(p)
-            .await
-            .ok()
-            .flatten()
-            .map(|r| (r.try_get::<i64, _>(0), r.try_get::<String, _>(1))),
+        DatabasePool::Postgres(p) => {
+            sqlx::query("SELECT version, state FROM snapshots WHERE stream_id = $1 AND kind = $2")
+                .bind(stream_id)
+                .bind(snapshot_kind::<A>())
+                .fetch_optional(p)
+                .await
+                .ok()
+                .flatten()
+                .map(|r| (r.try_get::<i64, _>(0), r.try_get::<String, _>(1)))
+        }
     }?;
     let (Ok(version), Ok(state)) = row else { return None };
     serde_json::from_str::<A>(&state).ok().map(|s| (s, version))

@@ -30,8 +30,8 @@ pub mod testing;
 mod validate;
 mod writer;
 
-pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
 pub use append::{AppendResult, ExpectedVersion, StreamAppend};
+pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
 pub use error::{EventLogError, ValidationError};
 pub use filter::EventFilter;
 pub use open::open_store;

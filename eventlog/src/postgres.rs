@@ -162,10 +162,20 @@ async fn commit_in_transaction(
     let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
     if !plan.rows.is_empty() {
         let n = plan.rows.len();
-        let (mut event_ids, mut streams, mut versions, mut types, mut schemas) =
-            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-        let (mut payloads, mut metas, mut roots, mut parents, mut users) =
-            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut event_ids, mut streams, mut versions, mut types, mut schemas) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let (mut payloads, mut metas, mut roots, mut parents, mut users) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
         for row in &plan.rows {
             let e = &row.event.event;
             event_ids.push(e.event_id);
@@ -247,9 +257,7 @@ impl Backend for PgBackend {
     ) -> Result<BatchAnswers, EventLogError> {
         // BEGIN and the append lock in one round trip (a simple-query batch).
         // A query without arguments goes over the simple protocol, which allows two statements.
-        conn.execute(BEGIN_AND_LOCK)
-            .await
-            .map_err(EventLogError::db("starting an append transaction"))?;
+        conn.execute(BEGIN_AND_LOCK).await.map_err(EventLogError::db("starting an append transaction"))?;
         match commit_in_transaction(conn, batch, now).await {
             Ok(answers) => match conn.execute("COMMIT").await {
                 Ok(_) => Ok(answers),
@@ -342,11 +350,8 @@ impl Backend for PgBackend {
 async fn run_notifier(pool: PgPool, mut committed: watch::Receiver<i64>) {
     while committed.changed().await.is_ok() {
         let head = *committed.borrow_and_update();
-        if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(NOTIFY_CHANNEL)
-            .bind(head.to_string())
-            .execute(&pool)
-            .await
+        if let Err(e) =
+            sqlx::query("SELECT pg_notify($1, $2)").bind(NOTIFY_CHANNEL).bind(head.to_string()).execute(&pool).await
         {
             tracing::debug!(error = %e, "NOTIFY failed; other instances will find the events by polling");
         }

@@ -157,7 +157,11 @@ async fn load_state(
             }
             q.push(")");
         }
-        let rows = q.build().fetch_all(&mut *conn).await.map_err(EventLogError::db("reading stream versions and event ids"))?;
+        let rows = q
+            .build()
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(EventLogError::db("reading stream versions and event ids"))?;
         for row in rows {
             let kind: i64 = row.try_get(0).map_err(EventLogError::db("decoding a lookup row"))?;
             match kind {

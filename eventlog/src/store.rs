@@ -175,12 +175,8 @@ impl<B: Backend> LogCore<B> {
         let tail = Arc::new(Tail::new(head, options.ring_capacity));
         let (committed_tx, committed_rx) = watch::channel(head);
         let (queue_tx, queue_rx) = mpsc::channel(options.queue_depth.max(1));
-        let writer_task = tokio::spawn(run_writer(
-            Arc::clone(&backend),
-            queue_rx,
-            committed_tx,
-            options.max_batch_events.max(1),
-        ));
+        let writer_task =
+            tokio::spawn(run_writer(Arc::clone(&backend), queue_rx, committed_tx, options.max_batch_events.max(1)));
         let mut background = backend.spawn_fan_out(committed_rx.clone(), Arc::clone(&tail.wake));
         background.push(tokio::spawn(run_tailer(
             Arc::clone(&backend),

@@ -82,7 +82,11 @@ pub(crate) struct Tail {
 
 impl Tail {
     pub(crate) fn new(head: i64, capacity: usize) -> Self {
-        Self { ring: RwLock::new(Ring::new(head, capacity)), head: watch::Sender::new(head), wake: Arc::new(Notify::new()) }
+        Self {
+            ring: RwLock::new(Ring::new(head, capacity)),
+            head: watch::Sender::new(head),
+            wake: Arc::new(Notify::new()),
+        }
     }
 }
 

@@ -218,7 +218,10 @@ mod tests {
     fn database_name_is_replaced() {
         use super::with_database;
         assert_eq!(with_database("postgres://u@h:1/postgres", "x"), "postgres://u@h:1/x");
-        assert_eq!(with_database("postgres://u@h:1/postgres?sslmode=disable", "x"), "postgres://u@h:1/x?sslmode=disable");
+        assert_eq!(
+            with_database("postgres://u@h:1/postgres?sslmode=disable", "x"),
+            "postgres://u@h:1/x?sslmode=disable"
+        );
         assert_eq!(with_database("postgres://u@h:1", "x"), "postgres://u@h:1/x");
     }
 }

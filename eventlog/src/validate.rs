@@ -112,10 +112,7 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
         return Err(ValidationError::NoEvents);
     }
     if append.events.len() > limits.max_events_per_append {
-        return Err(ValidationError::TooManyEvents {
-            max: limits.max_events_per_append,
-            got: append.events.len(),
-        });
+        return Err(ValidationError::TooManyEvents { max: limits.max_events_per_append, got: append.events.len() });
     }
     let mut seen = HashSet::with_capacity(append.events.len());
     let mut out = Vec::with_capacity(append.events.len());
@@ -191,8 +188,20 @@ mod tests {
         for ok in ["operation.started", "task.topic_completed", "signal.emitted", "a.b.c", "x1.y2"] {
             assert!(is_valid_event_type(ok), "{ok}");
         }
-        for bad in ["", "operation", "Operation.started", "operation.Started", "operation..started",
-            ".started", "operation.", "op-eration.started", "1op.started", "op.1started", "op.started ", "op.stärted"] {
+        for bad in [
+            "",
+            "operation",
+            "Operation.started",
+            "operation.Started",
+            "operation..started",
+            ".started",
+            "operation.",
+            "op-eration.started",
+            "1op.started",
+            "op.1started",
+            "op.started ",
+            "op.stärted",
+        ] {
             assert!(!is_valid_event_type(bad), "{bad:?}");
         }
     }

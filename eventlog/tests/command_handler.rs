@@ -70,7 +70,9 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
     let mut create = CreateOperation::new("op1", OperationKind::Task, agent());
     create.max_steps = None;
     h.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
-    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx()).await.unwrap();
+    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx())
+        .await
+        .unwrap();
     let mut tasks = Vec::new();
     for _ in 0..6 {
         let h = h.clone();
@@ -94,10 +96,16 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
 
 async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
-    h.execute::<Operation>("long", &OperationCommand::Create(CreateOperation::new("long", OperationKind::Task, agent())), &ctx())
+    h.execute::<Operation>(
+        "long",
+        &OperationCommand::Create(CreateOperation::new("long", OperationKind::Task, agent())),
+        &ctx(),
+    )
+    .await
+    .unwrap();
+    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx())
         .await
         .unwrap();
-    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx()).await.unwrap();
     for i in 0..(SNAPSHOT_EVERY * 2 + 5) {
         h.execute::<Operation>("long", &step(i as u64), &ctx()).await.unwrap();
     }
@@ -109,7 +117,10 @@ async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     assert_eq!(version, loaded.version);
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
     // a corrupt snapshot is ignored, not trusted
-    log.raw.execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation-long'").await.unwrap();
+    log.raw
+        .execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation-long'")
+        .await
+        .unwrap();
     let reloaded = h.load::<Operation>("long").await.unwrap();
     assert_eq!(serde_json::to_value(&reloaded.state).unwrap(), serde_json::to_value(&folded).unwrap());
 }
@@ -125,8 +136,14 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
             let ea = a.state.decide(&BriefCommand::Create(CreateBrief::new("m1", BriefType::Result, "A", "S")), &c)?;
             let eb = b.state.decide(&BriefCommand::Create(CreateBrief::new("m2", BriefType::Result, "B", "S")), &c)?;
             Ok(vec![
-                (stamper.write(&a.state, &agentlog_domain::aggregate::StreamEvents::new(a.stream_id.clone(), ea)), a.version),
-                (stamper.write(&b.state, &agentlog_domain::aggregate::StreamEvents::new(b.stream_id.clone(), eb)), b.version),
+                (
+                    stamper.write(&a.state, &agentlog_domain::aggregate::StreamEvents::new(a.stream_id.clone(), ea)),
+                    a.version,
+                ),
+                (
+                    stamper.write(&b.state, &agentlog_domain::aggregate::StreamEvents::new(b.stream_id.clone(), eb)),
+                    b.version,
+                ),
             ])
         })
         .await

@@ -41,7 +41,8 @@ async fn raw_insert(conn: &mut PgConnection, stream: &str) -> i64 {
 async fn setup(test: &str) -> Option<(TempPostgres, Arc<dyn EventStore>)> {
     let url = pg_url(test)?;
     let db = TempPostgres::create(&url).await.unwrap();
-    let store: Arc<dyn EventStore> = Arc::new(PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap());
+    let store: Arc<dyn EventStore> =
+        Arc::new(PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap());
     Some((db, store))
 }
 
@@ -84,7 +85,8 @@ async fn a_held_append_makes_readers_wait_not_skip_postgres() {
     }
     assert_eq!(got[0], held_position, "the held event is delivered first, not skipped");
     assert!(got.windows(2).all(|w| w[0] < w[1]));
-    let all: Vec<i64> = store.read_all(start, &EventFilter::all(), 100).await.unwrap().iter().map(|e| e.position).collect();
+    let all: Vec<i64> =
+        store.read_all(start, &EventFilter::all(), 100).await.unwrap().iter().map(|e| e.position).collect();
     assert_eq!(got, all);
     store.close().await;
 }
@@ -124,15 +126,23 @@ async fn without_the_lock_a_position_reader_would_skip_postgres() {
 /// strictly increasing positions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_writing_concurrently_never_make_a_reader_skip_postgres() {
-    let Some((db, a)) = setup("two_instances_writing_concurrently_never_make_a_reader_skip_postgres").await else { return };
+    let Some((db, a)) = setup("two_instances_writing_concurrently_never_make_a_reader_skip_postgres").await else {
+        return;
+    };
     let b: Arc<dyn EventStore> = Arc::new(PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap());
-    let reader: Arc<dyn EventStore> = Arc::new(PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap());
+    let reader: Arc<dyn EventStore> =
+        Arc::new(PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap());
     let mut sub = reader.subscribe(0, EventFilter::all());
     let mut writers = Vec::new();
-    for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b.clone()].into_iter().enumerate() {
+    for (n, store) in
+        [a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b.clone()].into_iter().enumerate()
+    {
         writers.push(tokio::spawn(async move {
             for i in 0..100 {
-                store.append(&format!("inst{n}-{}", i % 5), ExpectedVersion::Any, vec![event(), event()]).await.unwrap();
+                store
+                    .append(&format!("inst{n}-{}", i % 5), ExpectedVersion::Any, vec![event(), event()])
+                    .await
+                    .unwrap();
             }
         }));
     }
@@ -145,7 +155,8 @@ async fn two_instances_writing_concurrently_never_make_a_reader_skip_postgres() 
         w.await.unwrap();
     }
     assert!(got.windows(2).all(|w| w[0] < w[1]));
-    let all: Vec<i64> = reader.read_all(0, &EventFilter::all(), 100_000).await.unwrap().iter().map(|e| e.position).collect();
+    let all: Vec<i64> =
+        reader.read_all(0, &EventFilter::all(), 100_000).await.unwrap().iter().map(|e| e.position).collect();
     assert_eq!(got, all);
     for s in [a, b, reader] {
         s.close().await;
@@ -156,7 +167,8 @@ async fn two_instances_writing_concurrently_never_make_a_reader_skip_postgres() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn polling_alone_finds_another_instances_appends_postgres() {
     let Some((db, a)) = setup("polling_alone_finds_another_instances_appends_postgres").await else { return };
-    let options = StoreOptions { listen_notify: false, poll_interval: Duration::from_millis(200), ..StoreOptions::default() };
+    let options =
+        StoreOptions { listen_notify: false, poll_interval: Duration::from_millis(200), ..StoreOptions::default() };
     let b: Arc<dyn EventStore> = Arc::new(PostgresEventStore::connect(&db.url, options).await.unwrap());
     let mut sub = b.subscribe(0, EventFilter::all());
     let appended = a.append("poll-1", ExpectedVersion::NoStream, vec![event()]).await.unwrap();

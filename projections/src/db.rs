@@ -9,8 +9,8 @@
 use std::borrow::Cow;
 
 use sqlx::{
-    Column, PgPool, Postgres, Row as _, Sqlite, SqlitePool, Transaction, TypeInfo, ValueRef,
-    postgres::PgRow, sqlite::SqliteRow,
+    Column, PgPool, Postgres, Row as _, Sqlite, SqlitePool, Transaction, TypeInfo, ValueRef, postgres::PgRow,
+    sqlite::SqliteRow,
 };
 
 use crate::error::ProjectionError;
@@ -178,7 +178,8 @@ fn for_sqlite(sql: &str) -> Cow<'_, str> {
 fn decode_sqlite(row: &SqliteRow) -> Row {
     let mut out = Vec::with_capacity(row.columns().len());
     for i in 0..row.columns().len() {
-        let kind = row.try_get_raw(i).map(|v| if v.is_null() { "NULL".to_string() } else { v.type_info().name().to_string() });
+        let kind =
+            row.try_get_raw(i).map(|v| if v.is_null() { "NULL".to_string() } else { v.type_info().name().to_string() });
         let value = match kind.as_deref() {
             Ok("INTEGER") => row.try_get::<i64, _>(i).map(SqlValue::Int).unwrap_or(SqlValue::Null),
             Ok("REAL") => row.try_get::<f64, _>(i).map(SqlValue::Float).unwrap_or(SqlValue::Null),
@@ -233,8 +234,12 @@ impl ReadDb {
     /// Begin a write transaction.
     pub async fn begin(&self) -> Result<ReadTx, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(p) => ReadTx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await.map_err(ProjectionError::db("beginning a transaction"))?),
-            Self::Postgres(p) => ReadTx::Postgres(p.begin().await.map_err(ProjectionError::db("beginning a transaction"))?),
+            Self::Sqlite(p) => ReadTx::Sqlite(
+                p.begin_with("BEGIN IMMEDIATE").await.map_err(ProjectionError::db("beginning a transaction"))?,
+            ),
+            Self::Postgres(p) => {
+                ReadTx::Postgres(p.begin().await.map_err(ProjectionError::db("beginning a transaction"))?)
+            }
         })
     }
 
@@ -266,11 +271,17 @@ impl ReadDb {
         Ok(match self {
             Self::Sqlite(p) => {
                 let sql = for_sqlite(sql);
-                bind_all!(sqlx::query(&sql), args).execute(p).await.map_err(ProjectionError::db("writing a read model"))?.rows_affected()
+                bind_all!(sqlx::query(&sql), args)
+                    .execute(p)
+                    .await
+                    .map_err(ProjectionError::db("writing a read model"))?
+                    .rows_affected()
             }
-            Self::Postgres(p) => {
-                bind_all!(sqlx::query(sql), args).execute(p).await.map_err(ProjectionError::db("writing a read model"))?.rows_affected()
-            }
+            Self::Postgres(p) => bind_all!(sqlx::query(sql), args)
+                .execute(p)
+                .await
+                .map_err(ProjectionError::db("writing a read model"))?
+                .rows_affected(),
         })
     }
 

@@ -223,7 +223,12 @@ impl ProjectionRunner {
                 .await?;
             match rows.first().map(|r| (r.i64(0).unwrap_or(0), r.i64(1).unwrap_or(0))) {
                 Some((v, _)) if v != i64::from(p.version()) => {
-                    tracing::info!(projection = p.name(), from = v, to = p.version(), "projection version changed; rebuilding");
+                    tracing::info!(
+                        projection = p.name(),
+                        from = v,
+                        to = p.version(),
+                        "projection version changed; rebuilding"
+                    );
                     reset(db, p.as_ref()).await?;
                 }
                 Some(_) => {}

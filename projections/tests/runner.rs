@@ -73,7 +73,12 @@ fn runner(log: &TestLog, db: &ReadDb, counter: &Arc<Counter>) -> ProjectionRunne
 }
 
 async fn count(db: &ReadDb, ty: &str) -> i64 {
-    db.fetch("SELECT n FROM test_counter WHERE event_type = $1", &[ty.into()]).await.unwrap().first().and_then(|r| r.i64(0)).unwrap_or(0)
+    db.fetch("SELECT n FROM test_counter WHERE event_type = $1", &[ty.into()])
+        .await
+        .unwrap()
+        .first()
+        .and_then(|r| r.i64(0))
+        .unwrap_or(0)
 }
 
 async fn chains(db: &ReadDb) -> i64 {
@@ -132,7 +137,10 @@ async fn a_changed_version_rebuilds_at_start(log: TestLog) {
 
 async fn a_failing_projection_stops_alone(log: TestLog) {
     let (db, counter) = setup(&log).await;
-    log.store.append("s-1", ExpectedVersion::Any, vec![event("test.a"), event("test.poison"), event("test.a")]).await.unwrap();
+    log.store
+        .append("s-1", ExpectedVersion::Any, vec![event("test.a"), event("test.poison"), event("test.a")])
+        .await
+        .unwrap();
     let r = runner(&log, &db, &counter);
     r.start().await.unwrap();
     let head = log.store.head_position().await.unwrap();

@@ -79,7 +79,8 @@ async fn concurrent_writers_on_one_stream_never_share_a_version(log: TestLog) {
         total += t.await.unwrap();
     }
     assert_eq!(total, 200);
-    let versions: Vec<i64> = store.read_stream("hot-1", 1, 1000).await.unwrap().iter().map(|e| e.stream_version).collect();
+    let versions: Vec<i64> =
+        store.read_stream("hot-1", 1, 1000).await.unwrap().iter().map(|e| e.stream_version).collect();
     assert_eq!(versions, (1..=200).collect::<Vec<_>>());
 }
 
@@ -105,7 +106,10 @@ async fn a_failed_batch_leaves_no_trace(log: TestLog) {
         ])
         .await
         .unwrap_err();
-    assert!(matches!(err, EventLogError::Conflict { ref stream_id, actual: 1, .. } if stream_id == "other-1"), "{err:?}");
+    assert!(
+        matches!(err, EventLogError::Conflict { ref stream_id, actual: 1, .. } if stream_id == "other-1"),
+        "{err:?}"
+    );
     assert_eq!(all_events(s).await, before);
 
     // a batch whose last event is invalid is refused before it reaches the database
@@ -146,7 +150,10 @@ async fn reappending_the_same_ids_is_idempotent(log: TestLog) {
     let mut changed = batch.clone();
     changed[1].payload = json!({"tampered": true});
     let err = s.append("idem-1", ExpectedVersion::Any, changed).await.unwrap_err();
-    assert!(matches!(err, EventLogError::IdempotencyConflict { event_id, .. } if event_id == batch[1].event_id), "{err:?}");
+    assert!(
+        matches!(err, EventLogError::IdempotencyConflict { event_id, .. } if event_id == batch[1].event_id),
+        "{err:?}"
+    );
     // the same id in another stream is an error too
     let err = s.append("idem-2", ExpectedVersion::Any, vec![batch[0].clone()]).await.unwrap_err();
     assert!(matches!(err, EventLogError::IdempotencyConflict { .. }), "{err:?}");
@@ -187,34 +194,58 @@ async fn bad_input_is_refused_and_writes_nothing(log: TestLog) {
     let head = s.head_position().await.unwrap();
 
     assert_eq!(refuse(s.append("", ExpectedVersion::Any, events(1)).await), ValidationError::EmptyStreamId);
-    assert!(matches!(refuse(s.append("has space", ExpectedVersion::Any, events(1)).await), ValidationError::InvalidStreamId { .. }));
-    assert!(matches!(refuse(s.append(&"x".repeat(300), ExpectedVersion::Any, events(1)).await), ValidationError::InvalidStreamId { .. }));
+    assert!(matches!(
+        refuse(s.append("has space", ExpectedVersion::Any, events(1)).await),
+        ValidationError::InvalidStreamId { .. }
+    ));
+    assert!(matches!(
+        refuse(s.append(&"x".repeat(300), ExpectedVersion::Any, events(1)).await),
+        ValidationError::InvalidStreamId { .. }
+    ));
     assert_eq!(refuse(s.append("ok-1", ExpectedVersion::Any, vec![]).await), ValidationError::NoEvents);
     for bad_type in ["started", "Operation.Started", "operation started", "operation.", "op-x.y"] {
         let mut e = events(1);
         e[0].event_type = bad_type.into();
-        assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, e).await), ValidationError::InvalidEventType(_)), "{bad_type}");
+        assert!(
+            matches!(refuse(s.append("ok-1", ExpectedVersion::Any, e).await), ValidationError::InvalidEventType(_)),
+            "{bad_type}"
+        );
     }
     for not_object in [json!([1, 2]), json!("text"), json!(null), json!(3)] {
         let mut e = events(1);
         e[0].payload = not_object;
-        assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, e).await), ValidationError::PayloadNotObject { .. }));
+        assert!(matches!(
+            refuse(s.append("ok-1", ExpectedVersion::Any, e).await),
+            ValidationError::PayloadNotObject { .. }
+        ));
     }
     let mut big = events(1);
     big[0].payload = json!({"blob": "x".repeat(2 * 1024 * 1024)});
-    assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, big).await), ValidationError::PayloadTooLarge { limit: 1048576, .. }));
+    assert!(matches!(
+        refuse(s.append("ok-1", ExpectedVersion::Any, big).await),
+        ValidationError::PayloadTooLarge { limit: 1048576, .. }
+    ));
     let mut nul = events(1);
     nul[0].payload = json!({"text": "a\u{0}b"});
     assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, nul).await), ValidationError::NulInJson { .. }));
     let mut twice = events(2);
     twice[1].event_id = twice[0].event_id;
-    assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, twice).await), ValidationError::DuplicateEventId(_)));
+    assert!(matches!(
+        refuse(s.append("ok-1", ExpectedVersion::Any, twice).await),
+        ValidationError::DuplicateEventId(_)
+    ));
     let mut nobody = events(1);
     nobody[0].metadata.user_id = String::new();
-    assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, nobody).await), ValidationError::EmptyUserId { .. }));
+    assert!(matches!(
+        refuse(s.append("ok-1", ExpectedVersion::Any, nobody).await),
+        ValidationError::EmptyUserId { .. }
+    ));
     let mut old = events(1);
     old[0].schema_version = 0;
-    assert!(matches!(refuse(s.append("ok-1", ExpectedVersion::Any, old).await), ValidationError::InvalidSchemaVersion { .. }));
+    assert!(matches!(
+        refuse(s.append("ok-1", ExpectedVersion::Any, old).await),
+        ValidationError::InvalidSchemaVersion { .. }
+    ));
     let dup_stream = s
         .append_multi(vec![
             StreamAppend::new("ok-2", ExpectedVersion::Any, events(1)),
@@ -243,9 +274,11 @@ async fn events_round_trip_exactly(log: TestLog) {
     let source = event("source.received", "u7");
     let child = crate::support::caused(&source, "signal.emitted");
     let mut wide = event("test.happened", "u7");
-    wide.payload = json!({"unicode": "héllo ✓ 你好", "nested": {"a": [1, 2.5, -3, true, null]}, "big": 9007199254740993_u64});
+    wide.payload =
+        json!({"unicode": "héllo ✓ 你好", "nested": {"a": [1, 2.5, -3, true, null]}, "big": 9007199254740993_u64});
     wide.metadata = wide.metadata.clone().with_correlation("req-9");
-    let appended = s.append("rt-1", ExpectedVersion::NoStream, vec![source.clone(), child.clone(), wide.clone()]).await.unwrap();
+    let appended =
+        s.append("rt-1", ExpectedVersion::NoStream, vec![source.clone(), child.clone(), wide.clone()]).await.unwrap();
     let back = s.read_stream("rt-1", 1, 10).await.unwrap();
     assert_eq!(back.len(), 3);
     for ((got, sent), pos) in back.iter().zip([&source, &child, &wide]).zip(&appended.positions) {

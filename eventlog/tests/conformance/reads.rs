@@ -31,30 +31,44 @@ async fn read_the_log_with_filters(log: TestLog) {
     s.append("source-1", ExpectedVersion::NoStream, vec![source.clone()]).await.unwrap();
     s.append("operation-1", ExpectedVersion::NoStream, vec![event("operation.started", "bob")]).await.unwrap();
     s.append("signal-1", ExpectedVersion::NoStream, vec![signal.clone(), action.clone()]).await.unwrap();
-    s.append("operation-2", ExpectedVersion::NoStream, vec![event("operation.started", "alice"), event("operation.completed", "alice")]).await.unwrap();
+    s.append(
+        "operation-2",
+        ExpectedVersion::NoStream,
+        vec![event("operation.started", "alice"), event("operation.completed", "alice")],
+    )
+    .await
+    .unwrap();
     // prefix characters that are wildcards in LIKE must match literally, and case matters
     s.append("op_x-1", ExpectedVersion::NoStream, vec![event("test.happened", "carol")]).await.unwrap();
     s.append("OPERATION-3", ExpectedVersion::NoStream, vec![event("test.happened", "carol")]).await.unwrap();
 
     let types = |f: &EventFilter| {
         let f = f.clone();
-        async move { s.read_all(0, &f, 100).await.unwrap().into_iter().map(|e| (e.stream_id, e.event_type)).collect::<Vec<_>>() }
+        async move {
+            s.read_all(0, &f, 100).await.unwrap().into_iter().map(|e| (e.stream_id, e.event_type)).collect::<Vec<_>>()
+        }
     };
     let all = s.read_all(0, &EventFilter::all(), 100).await.unwrap();
     assert_eq!(all.len(), 8);
     assert!(all.windows(2).all(|w| w[0].position < w[1].position));
 
-    assert_eq!(types(&EventFilter::types(["operation.started"])).await, vec![
-        ("operation-1".to_string(), "operation.started".to_string()),
-        ("operation-2".to_string(), "operation.started".to_string()),
-    ]);
+    assert_eq!(
+        types(&EventFilter::types(["operation.started"])).await,
+        vec![
+            ("operation-1".to_string(), "operation.started".to_string()),
+            ("operation-2".to_string(), "operation.started".to_string()),
+        ]
+    );
     assert_eq!(types(&EventFilter::types(["operation.completed", "signal.emitted"])).await.len(), 2);
     let prefixed = types(&EventFilter::all().with_stream_prefix("operation-")).await;
     assert_eq!(prefixed.len(), 3, "{prefixed:?}");
     assert_eq!(types(&EventFilter::all().with_stream_prefix("op_")).await.len(), 1);
     assert_eq!(types(&EventFilter::all().with_stream_prefix("op%")).await.len(), 0);
     let chain = s.read_all(0, &EventFilter::all().with_root_source(source.event_id), 100).await.unwrap();
-    assert_eq!(chain.iter().map(|e| e.event_id).collect::<Vec<_>>(), vec![source.event_id, signal.event_id, action.event_id]);
+    assert_eq!(
+        chain.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        vec![source.event_id, signal.event_id, action.event_id]
+    );
     assert_eq!(chain[2].metadata.chain.parent_node_id, Some(signal.event_id));
     let alice = s.read_all(0, &EventFilter::all().with_user("alice"), 100).await.unwrap();
     assert_eq!(alice.len(), 5);
@@ -65,7 +79,10 @@ async fn read_the_log_with_filters(log: TestLog) {
     // from a position, with a limit
     let after = all[2].position;
     let page = s.read_all(after, &EventFilter::all(), 3).await.unwrap();
-    assert_eq!(page.iter().map(|e| e.position).collect::<Vec<_>>(), all[3..6].iter().map(|e| e.position).collect::<Vec<_>>());
+    assert_eq!(
+        page.iter().map(|e| e.position).collect::<Vec<_>>(),
+        all[3..6].iter().map(|e| e.position).collect::<Vec<_>>()
+    );
     assert!(s.read_all(all[7].position, &EventFilter::all(), 10).await.unwrap().is_empty());
     assert_eq!(s.head_position().await.unwrap(), all[7].position);
 }

@@ -8,7 +8,10 @@ use agentlog_eventlog::{EventFilter, EventStore, EventSubscription, ExpectedVers
 use futures_util::StreamExt;
 use tokio::time::timeout;
 
-use crate::{on_both_backends, support::{all_events, events}};
+use crate::{
+    on_both_backends,
+    support::{all_events, events},
+};
 
 const WRITERS: usize = 8;
 const PER_WRITER: usize = 1_250;

@@ -8,22 +8,34 @@ use uuid::Uuid;
 /// A fresh event of `event_type` owned by `user`, as its own source.
 pub fn event(event_type: &str, user: &str) -> NewEvent {
     let id = Uuid::now_v7();
-    NewEvent::new(id, event_type, json!({"n": 1, "text": "hello"}), EventMetadata::source(id, Actor::user(user), user, format!("user:{user}")))
+    NewEvent::new(
+        id,
+        event_type,
+        json!({"n": 1, "text": "hello"}),
+        EventMetadata::source(id, Actor::user(user), user, format!("user:{user}")),
+    )
 }
 
 /// `n` events of type `test.happened` for user `u1`.
 pub fn events(n: usize) -> Vec<NewEvent> {
-    (0..n).map(|i| {
-        let mut e = event("test.happened", "u1");
-        e.payload = json!({"i": i});
-        e
-    }).collect()
+    (0..n)
+        .map(|i| {
+            let mut e = event("test.happened", "u1");
+            e.payload = json!({"i": i});
+            e
+        })
+        .collect()
 }
 
 /// An event caused by `parent` (same chain).
 pub fn caused(parent: &NewEvent, event_type: &str) -> NewEvent {
     let id = Uuid::now_v7();
-    NewEvent::new(id, event_type, json!({"because": parent.event_id}), parent.metadata.caused_by(parent.event_id, Actor::system("test")))
+    NewEvent::new(
+        id,
+        event_type,
+        json!({"because": parent.event_id}),
+        parent.metadata.caused_by(parent.event_id, Actor::system("test")),
+    )
 }
 
 /// Everything in the log.

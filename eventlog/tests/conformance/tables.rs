@@ -2,7 +2,10 @@
 
 use agentlog_eventlog::{ExpectedVersion, StoreOptions, testing::TestLog};
 
-use crate::{on_both_backends, support::{all_events, events}};
+use crate::{
+    on_both_backends,
+    support::{all_events, events},
+};
 
 async fn the_events_table_refuses_update_and_delete(log: TestLog) {
     let s = &*log.store;
