@@ -115,9 +115,7 @@ impl Tokens {
                 &[hash(secret).into()],
             )
             .await?;
-        Ok(rows.first().and_then(|r| {
-            Some(Caller { user_id: r.str(0)?.to_string(), admin: r.str(1) == Some("admin") })
-        }))
+        Ok(rows.first().and_then(|r| Some(Caller { user_id: r.str(0)?.to_string(), admin: r.str(1) == Some("admin") })))
     }
 
     /// Revoke a token by id.
@@ -147,7 +145,8 @@ impl Tokens {
         }
         let token = self.create("admin", Role::Admin, "bootstrap").await?;
         let path = dir.join("agentlog-admin-token");
-        write_secret(&path, &token.secret).map_err(|e| ApiError::Internal(format!("writing {}: {e}", path.display())))?;
+        write_secret(&path, &token.secret)
+            .map_err(|e| ApiError::Internal(format!("writing {}: {e}", path.display())))?;
         Ok(Some(path))
     }
 }

@@ -7,9 +7,10 @@ use async_graphql::{
     Data,
     http::{ALL_WEBSOCKET_PROTOCOLS, GraphiQLSource},
 };
-use async_graphql_axum::{GraphQLProtocol, GraphQLRequest, GraphQLResponse, GraphQLWebSocket};
+use async_graphql_axum::{GraphQLProtocol, GraphQLResponse, GraphQLWebSocket};
 use axum::{
     Router,
+    body::Bytes,
     extract::{DefaultBodyLimit, State, WebSocketUpgrade},
     http::{HeaderMap, StatusCode, header},
     response::{Html, IntoResponse, Response},
@@ -57,10 +58,35 @@ async fn caller_from(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
     }
 }
 
-async fn graphql_post(State(http): State<Http>, headers: HeaderMap, request: GraphQLRequest) -> GraphQLResponse {
+/// A refused request body, answered in GraphQL's error shape so clients show it like any other.
+fn refused(status: StatusCode, message: String) -> Response {
+    let body = serde_json::json!({"errors": [{"message": message, "extensions": {"code": "BAD_REQUEST"}}]});
+    (status, axum::Json(body)).into_response()
+}
+
+// The body is read as bytes first (not through async-graphql's extractor) so that an oversized
+// body is a 413 and malformed JSON a 400 with a message, before anything else happens.
+async fn graphql_post(
+    State(http): State<Http>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
     Metrics::inc(&http.state.metrics.http_requests);
     Metrics::inc(&http.state.metrics.graphql_requests);
-    let mut request = request.into_inner();
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            Metrics::inc(&http.state.metrics.graphql_errors);
+            return refused(e.status(), format!("request body refused: {}", e.body_text()));
+        }
+    };
+    let mut request: async_graphql::Request = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            Metrics::inc(&http.state.metrics.graphql_errors);
+            return refused(StatusCode::BAD_REQUEST, format!("request body is not a GraphQL JSON request: {e}"));
+        }
+    };
     let operation = request.operation_name.clone().unwrap_or_else(|| "anonymous".into());
     if let Some(caller) = caller_from(&http.state, &headers).await {
         request = request.data(caller);
@@ -70,7 +96,7 @@ async fn graphql_post(State(http): State<Http>, headers: HeaderMap, request: Gra
     if response.is_err() {
         Metrics::inc(&http.state.metrics.graphql_errors);
     }
-    response.into()
+    GraphQLResponse::from(response).into_response()
 }
 
 async fn graphql_get(
@@ -85,35 +111,34 @@ async fn graphql_get(
             let from_header = caller_from(&http.state, &headers).await;
             let state = http.state.clone();
             let schema = http.schema.clone();
-            upgrade
-                .protocols(ALL_WEBSOCKET_PROTOCOLS)
-                .on_upgrade(move |socket| async move {
-                    GraphQLWebSocket::new(socket, schema, protocol)
-                        .on_connection_init(move |payload| async move {
-                            let mut data = Data::default();
-                            // The token may come in the upgrade request or in connection_init.
-                            let token = payload
-                                .get("authorization")
-                                .or_else(|| payload.get("Authorization"))
-                                .and_then(|v| v.as_str())
-                                .and_then(bearer)
-                                .map(str::to_string)
-                                .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
-                            let caller = match token {
-                                Some(t) => state.tokens.authenticate(&t).await.ok().flatten(),
-                                None => from_header,
-                            };
-                            if let Some(c) = caller {
-                                data.insert(c);
-                            }
-                            Ok(data)
-                        })
-                        .keepalive_timeout(Duration::from_secs(30))
-                        .serve()
-                        .await
-                })
+            upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
+                GraphQLWebSocket::new(socket, schema, protocol)
+                    .on_connection_init(move |payload| async move {
+                        let mut data = Data::default();
+                        // The token may come in the upgrade request or in connection_init.
+                        let token = payload
+                            .get("authorization")
+                            .or_else(|| payload.get("Authorization"))
+                            .and_then(|v| v.as_str())
+                            .and_then(bearer)
+                            .map(str::to_string)
+                            .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
+                        let caller = match token {
+                            Some(t) => state.tokens.authenticate(&t).await.ok().flatten(),
+                            None => from_header,
+                        };
+                        if let Some(c) = caller {
+                            data.insert(c);
+                        }
+                        Ok(data)
+                    })
+                    .keepalive_timeout(Duration::from_secs(30))
+                    .serve()
+                    .await
+            })
         }
-        _ => Html(GraphiQLSource::build().endpoint("/graphql").subscription_endpoint("/graphql").finish()).into_response(),
+        _ => Html(GraphiQLSource::build().endpoint("/graphql").subscription_endpoint("/graphql").finish())
+            .into_response(),
     }
 }
 

@@ -44,16 +44,61 @@ impl Metrics {
         let mut line = |name: &str, kind: &str, help: &str, value: String| {
             out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
         };
-        line("agentlog_http_requests_total", "counter", "HTTP requests answered.", self.http_requests.load(Ordering::Relaxed).to_string());
-        line("agentlog_graphql_requests_total", "counter", "GraphQL operations executed.", self.graphql_requests.load(Ordering::Relaxed).to_string());
-        line("agentlog_graphql_errors_total", "counter", "GraphQL operations answered with errors.", self.graphql_errors.load(Ordering::Relaxed).to_string());
-        line("agentlog_appends_total", "counter", "Appends made by commands.", self.appends.load(Ordering::Relaxed).to_string());
-        line("agentlog_conflicts_total", "counter", "Commands that met a concurrent writer.", self.conflicts.load(Ordering::Relaxed).to_string());
-        line("agentlog_subscribers", "gauge", "Open GraphQL subscriptions.", self.subscribers.load(Ordering::Relaxed).to_string());
-        line("agentlog_log_head_position", "gauge", "Highest committed position of the log.", g.head_position.to_string());
-        line("agentlog_projection_position", "gauge", "Lowest position applied by every healthy projection.", g.projection_position.to_string());
+        line(
+            "agentlog_http_requests_total",
+            "counter",
+            "HTTP requests answered.",
+            self.http_requests.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_graphql_requests_total",
+            "counter",
+            "GraphQL operations executed.",
+            self.graphql_requests.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_graphql_errors_total",
+            "counter",
+            "GraphQL operations answered with errors.",
+            self.graphql_errors.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_appends_total",
+            "counter",
+            "Appends made by commands.",
+            self.appends.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_conflicts_total",
+            "counter",
+            "Commands that met a concurrent writer.",
+            self.conflicts.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_subscribers",
+            "gauge",
+            "Open GraphQL subscriptions.",
+            self.subscribers.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_log_head_position",
+            "gauge",
+            "Highest committed position of the log.",
+            g.head_position.to_string(),
+        );
+        line(
+            "agentlog_projection_position",
+            "gauge",
+            "Lowest position applied by every healthy projection.",
+            g.projection_position.to_string(),
+        );
         line("agentlog_projection_lag_events", "gauge", "Events committed but not yet projected.", lag.to_string());
-        line("agentlog_projections_failed", "gauge", "Projections stopped by an error.", g.failed_projections.to_string());
+        line(
+            "agentlog_projections_failed",
+            "gauge",
+            "Projections stopped by an error.",
+            g.failed_projections.to_string(),
+        );
         out
     }
 }

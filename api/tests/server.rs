@@ -22,7 +22,13 @@ async fn health_ready_and_metrics(db: Db) {
     assert_eq!(status, 200, "{body}");
     let (status, body) = s.get("/metrics").await;
     assert_eq!(status, 200);
-    for name in ["agentlog_http_requests_total", "agentlog_appends_total", "agentlog_conflicts_total", "agentlog_projection_lag_events", "agentlog_subscribers"] {
+    for name in [
+        "agentlog_http_requests_total",
+        "agentlog_appends_total",
+        "agentlog_conflicts_total",
+        "agentlog_projection_lag_events",
+        "agentlog_subscribers",
+    ] {
         assert!(body.contains(name), "{name} missing from {body}");
     }
     let (status, page) = s.get("/graphql").await;
@@ -51,8 +57,6 @@ async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     let r = s.gql(Some(&token), "{ nope }", json!({})).await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
-    let deep = format!("{{ operation(id: \"a\") {}{} }}", "{ history { metadata } ".repeat(1), "}");
-    let _ = s.gql(Some(&token), &deep, json!({})).await;
     let mut nested = String::from("{ __schema { types { fields { type ");
     for _ in 0..20 {
         nested.push_str("{ ofType ");
@@ -67,11 +71,25 @@ async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
     let (status, _) = s.raw(Some(&token), vec![b' '; 3 * 1024 * 1024], "application/json").await;
     assert_eq!(status, 413, "oversized body refused");
     // bad values inside a valid request: refused with VALIDATION, nothing written
-    let r = s.gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "a"}})).await;
+    let r = s
+        .gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "a"}}))
+        .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
-    let r = s.gql(Some(&token), START, json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "a", "maxSteps": -1}})).await;
+    let r = s
+        .gql(
+            Some(&token),
+            START,
+            json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "a", "maxSteps": -1}}),
+        )
+        .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
-    let r = s.gql(Some(&token), "mutation { askHuman(id: \"nope\", card: {kind: \"choice\"}) { position } }", json!({})).await;
+    let r = s
+        .gql(
+            Some(&token),
+            "mutation { askHuman(id: \"nope\", card: {cardId: \"c\", title: \"t\", kind: \"confirm\"}) { position } }",
+            json!({}),
+        )
+        .await;
     assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
     let r = s.gql(Some(&token), "{ events(first: 100000) { edges { cursor } } }", json!({})).await;
     assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
@@ -97,7 +115,13 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     assert_eq!(d["reportStep"]["operation"]["inputTokens"], 120);
     assert_eq!(d["reportStep"]["operation"]["costMicros"], Value::Null);
     let card = json!({"cardId": "c1", "title": "Ship it?", "kind": "confirm"});
-    let d = s.data(Some(&alice), "mutation($c: JSON!) { askHuman(id: \"op-a\", card: $c) { operation { status pendingCard } } }", json!({"c": card})).await;
+    let d = s
+        .data(
+            Some(&alice),
+            "mutation($c: JSON!) { askHuman(id: \"op-a\", card: $c) { operation { status pendingCard } } }",
+            json!({"c": card}),
+        )
+        .await;
     assert_eq!(d["askHuman"]["operation"]["status"], "waiting_for_human");
     // an answer of the wrong kind is refused
     let r = s.gql(Some(&alice), "mutation { answerCard(id: \"op-a\", cardId: \"c1\", answer: {kind: \"input\", text: \"x\"}) { position } }", json!({})).await;
@@ -107,24 +131,39 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     let d = s.data(Some(&alice), "mutation { completeOperation(id: \"op-a\", result: \"shipped\") { operation { status completionReason } } }", json!({})).await;
     assert_eq!(d["completeOperation"]["operation"]["status"], "done");
     // it ends exactly once
-    let r = s.gql(Some(&alice), "mutation { failOperation(id: \"op-a\", message: \"late\") { position } }", json!({})).await;
+    let r = s
+        .gql(Some(&alice), "mutation { failOperation(id: \"op-a\", message: \"late\") { position } }", json!({}))
+        .await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
 
     // history and state as of a position
     let q = "query($p: Int!) { operation(id: \"op-a\") { status history { eventType streamVersion } stateAt(position: $p) { status stepCount inputTokens } } }";
     let d = s.data(Some(&alice), q, json!({"p": step_position})).await;
-    let types: Vec<&str> = d["operation"]["history"].as_array().unwrap().iter().map(|e| e["eventType"].as_str().unwrap()).collect();
+    let types: Vec<&str> =
+        d["operation"]["history"].as_array().unwrap().iter().map(|e| e["eventType"].as_str().unwrap()).collect();
     assert_eq!(types.first(), Some(&"operation.created"));
     assert!(types.contains(&"operation.human_answered") && types.last() == Some(&"operation.completed"), "{types:?}");
     assert_eq!(d["operation"]["stateAt"]["status"], "running");
     assert_eq!(d["operation"]["stateAt"]["stepCount"], 2);
 
     // the chain of the claim: one source and what it caused
-    let all = s.data(Some(&alice), "{ events(first: 100) { edges { node { eventType rootSourceId parentNodeId userId } } } }", json!({})).await;
+    let all = s
+        .data(
+            Some(&alice),
+            "{ events(first: 100) { edges { node { eventType rootSourceId parentNodeId userId } } } }",
+            json!({}),
+        )
+        .await;
     let nodes: Vec<&Value> = all["events"]["edges"].as_array().unwrap().iter().map(|e| &e["node"]).collect();
     assert!(nodes.iter().all(|n| n["userId"] == "alice"));
     let root = nodes[0]["rootSourceId"].as_str().unwrap().to_string();
-    let chain = s.data(Some(&alice), "query($r: UUID!) { chain(rootSourceId: $r) { eventType parentNodeId } }", json!({"r": root})).await;
+    let chain = s
+        .data(
+            Some(&alice),
+            "query($r: UUID!) { chain(rootSourceId: $r) { eventType parentNodeId } }",
+            json!({"r": root}),
+        )
+        .await;
     assert!(!chain["chain"].as_array().unwrap().is_empty());
 
     // bob sees none of it
@@ -151,9 +190,17 @@ async fn cancel_cascades_to_every_unfinished_descendant(db: Db) {
     s.data(Some(&t), CLAIM, json!({"id": "root"})).await;
     let spawn = "mutation($p: String!, $id: String!) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"a\"}) { operation { parentOperationId } } }";
     s.data(Some(&t), spawn, json!({"p": "root", "id": "child"})).await;
+    s.data(Some(&t), CLAIM, json!({"id": "child"})).await;
     s.data(Some(&t), spawn, json!({"p": "child", "id": "grandchild"})).await;
+    s.data(Some(&t), CLAIM, json!({"id": "grandchild"})).await;
     s.data(Some(&t), spawn, json!({"p": "grandchild", "id": "great"})).await;
-    let d = s.data(Some(&t), "mutation { cancelOperation(id: \"root\", reason: \"stop\") { operation { status } } }", json!({})).await;
+    let d = s
+        .data(
+            Some(&t),
+            "mutation { cancelOperation(id: \"root\", reason: \"stop\") { operation { status } } }",
+            json!({}),
+        )
+        .await;
     assert_eq!(d["cancelOperation"]["operation"]["status"], "cancelled");
     for id in ["child", "grandchild", "great"] {
         let d = s.data(Some(&t), "query($id: String!) { operation(id: $id) { status } }", json!({"id": id})).await;
@@ -179,7 +226,16 @@ async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
             let client = reqwest::Client::new();
             for i in 0..120 {
                 let body = json!({"query": STEP, "variables": {"id": "burst", "n": i}});
-                let r: Value = client.post(format!("{base}/graphql")).bearer_auth(&t).json(&body).send().await.unwrap().json().await.unwrap();
+                let r: Value = client
+                    .post(format!("{base}/graphql"))
+                    .bearer_auth(&t)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
                 assert!(r.get("errors").is_none(), "{r}");
             }
         })
@@ -193,8 +249,19 @@ async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
     let mut ws = Ws::connect(&s, &t, protocol).await;
     ws.subscribe("2", sub, json!({"from": seen.last().copied()})).await;
     writer.await.unwrap();
-    let expected = s.data(Some(&t), "{ events(first: 500, filter: {streamPrefix: \"operation-burst\"}) { edges { node { position } } } }", json!({})).await;
-    let expected: Vec<i64> = expected["events"]["edges"].as_array().unwrap().iter().map(|e| e["node"]["position"].as_i64().unwrap()).collect();
+    let expected = s
+        .data(
+            Some(&t),
+            "{ events(first: 500, filter: {streamPrefix: \"operation-burst\"}) { edges { node { position } } } }",
+            json!({}),
+        )
+        .await;
+    let expected: Vec<i64> = expected["events"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["node"]["position"].as_i64().unwrap())
+        .collect();
     while seen.len() < expected.len() {
         let p = ws.next_data().await;
         seen.push(p["data"]["events"]["position"].as_i64().unwrap());

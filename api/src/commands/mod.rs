@@ -4,11 +4,7 @@
 
 pub mod operations;
 
-use agentlog_domain::{
-    context::Context,
-    envelope::Actor,
-    ids::derived_id,
-};
+use agentlog_domain::{context::Context, envelope::Actor, ids::derived_id};
 use chrono::Utc;
 use uuid::Uuid;
 

@@ -64,7 +64,11 @@ impl Commands<'_> {
                     && c.state.exists()
                     && !caller.may_see(&c.state.user_id)
                 {
-                    return Err(agentlog_domain::error::DomainError::not_found("conversation", c.state.topic_id.clone()).into());
+                    return Err(agentlog_domain::error::DomainError::not_found(
+                        "conversation",
+                        c.state.topic_id.clone(),
+                    )
+                    .into());
                 }
                 let mut tracked = Vec::new();
                 if let Some(c) = &conversation {

@@ -90,7 +90,9 @@ pub fn log_filter(ctx: &Context<'_>, input: Option<EventFilterInput>) -> Result<
     filter.root_source_id = input.root_source_id;
     filter.user_id = match (who.admin, input.user_id) {
         (true, u) => u,
-        (false, Some(u)) if u != who.user_id => return Err(ApiError::Forbidden("you may only read your own events".into())),
+        (false, Some(u)) if u != who.user_id => {
+            return Err(ApiError::Forbidden("you may only read your own events".into()));
+        }
         (false, _) => Some(who.user_id.clone()),
     };
     Ok(filter)
@@ -128,7 +130,8 @@ impl EventsQuery {
     /// Every event of one causal chain, in log order: the source, the signals and actions it
     /// caused, the state changes and the notifications.
     async fn chain(&self, ctx: &Context<'_>, root_source_id: Uuid, first: Option<i32>) -> GqlResult<Vec<Event>> {
-        let filter = log_filter(ctx, Some(EventFilterInput { root_source_id: Some(root_source_id), ..Default::default() }))?;
+        let filter =
+            log_filter(ctx, Some(EventFilterInput { root_source_id: Some(root_source_id), ..Default::default() }))?;
         let first = page_size(ctx, first.or(Some(500)))?;
         let events = app(ctx).store.read_all(0, &filter, first).await.map_err(ApiError::from)?;
         Ok(events.iter().map(Event::from).collect())

@@ -139,8 +139,7 @@ impl Operation {
     /// Every event of this operation's stream, oldest first.
     async fn history(&self, ctx: &Context<'_>, first: Option<i32>) -> GqlResult<Vec<Event>> {
         let first = page_size(ctx, first.or(Some(500)))?;
-        let events =
-            app(ctx).store.read_stream(&operation_stream(&self.id), 1, first).await.map_err(ApiError::from)?;
+        let events = app(ctx).store.read_stream(&operation_stream(&self.id), 1, first).await.map_err(ApiError::from)?;
         Ok(events.iter().map(Event::from).collect())
     }
 
@@ -345,7 +344,8 @@ impl OperationsMutation {
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let create = input.into_create()?;
-        let out = Commands::new(app(ctx), who).start_operation(create, owner_id.as_deref(), request_id.as_deref()).await?;
+        let out =
+            Commands::new(app(ctx), who).start_operation(create, owner_id.as_deref(), request_id.as_deref()).await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
@@ -426,25 +426,45 @@ impl OperationsMutation {
     }
 
     /// Replace the agent's plan (`{explanation?, steps: [{text, status}]}`).
-    async fn update_plan(&self, ctx: &Context<'_>, id: String, plan: Json<serde_json::Value>) -> GqlResult<OperationPayload> {
+    async fn update_plan(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        plan: Json<serde_json::Value>,
+    ) -> GqlResult<OperationPayload> {
         let plan: Plan = decode("plan", plan)?;
         run(ctx, &id, OperationCommand::UpdatePlan(plan), None, None).await
     }
 
     /// Replace the agent's todo list (`[{id, text, status}]`).
-    async fn update_todos(&self, ctx: &Context<'_>, id: String, todos: Json<serde_json::Value>) -> GqlResult<OperationPayload> {
+    async fn update_todos(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        todos: Json<serde_json::Value>,
+    ) -> GqlResult<OperationPayload> {
         let todos: Vec<Todo> = decode("todos", todos)?;
         run(ctx, &id, OperationCommand::UpdateTodos(todos), None, None).await
     }
 
     /// Record an artifact (`{artifactId, title, kind, sizeBytes?, contentRef}`).
-    async fn record_artifact(&self, ctx: &Context<'_>, id: String, artifact: Json<serde_json::Value>) -> GqlResult<OperationPayload> {
+    async fn record_artifact(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        artifact: Json<serde_json::Value>,
+    ) -> GqlResult<OperationPayload> {
         let artifact: Artifact = decode("artifact", artifact)?;
         run(ctx, &id, OperationCommand::RecordArtifact(artifact), None, None).await
     }
 
     /// Record a review score (`{rubricId, score, passed, reason?}`).
-    async fn record_score(&self, ctx: &Context<'_>, id: String, score: Json<serde_json::Value>) -> GqlResult<OperationPayload> {
+    async fn record_score(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        score: Json<serde_json::Value>,
+    ) -> GqlResult<OperationPayload> {
         let score: ReviewScore = decode("score", score)?;
         run(ctx, &id, OperationCommand::RecordScore(score), None, None).await
     }

@@ -100,7 +100,8 @@ impl Server {
 
     /// POST a GraphQL request with an optional bearer token.
     pub async fn gql(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
-        let mut req = self.client.post(format!("{}/graphql", self.base)).json(&json!({"query": query, "variables": variables}));
+        let mut req =
+            self.client.post(format!("{}/graphql", self.base)).json(&json!({"query": query, "variables": variables}));
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -109,7 +110,10 @@ impl Server {
 
     /// POST raw bytes to /graphql and return (status, body).
     pub async fn raw(&self, token: Option<&str>, body: Vec<u8>, content_type: &str) -> (u16, String) {
-        let mut req = self.client.post(format!("{}/graphql", self.base)).header("content-type", content_type).body(body);
+        // A connection of its own: the server may close it after refusing the body, and a pooled
+        // connection closed that way would fail the next, unrelated request.
+        let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("client");
+        let mut req = client.post(format!("{}/graphql", self.base)).header("content-type", content_type).body(body);
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -143,8 +147,7 @@ impl Server {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
-        let db = std::mem::replace(&mut self.db, Db::sqlite());
-        db
+        std::mem::replace(&mut self.db, Db::sqlite())
     }
 
     /// SIGKILL.
