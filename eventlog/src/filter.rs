@@ -59,7 +59,7 @@ impl EventFilter {
 
     /// Does `event` pass? (The same rule the SQL filters apply.)
     pub fn matches(&self, event: &RecordedEvent) -> bool {
-        (self.event_types.is_empty() || self.event_types.iter().any(|t| *t == event.event_type))
+        (self.event_types.is_empty() || self.event_types.contains(&event.event_type))
             && self.stream_prefix.as_deref().is_none_or(|p| event.stream_id.starts_with(p))
             && self.root_source_id.is_none_or(|r| event.metadata.chain.root_source_id == r)
             && self.user_id.as_deref().is_none_or(|u| event.metadata.user_id == u)

@@ -1,12 +1,22 @@
 //! agentlog's read models: a projector runner that folds the log into tables, the read models
 //! themselves, and LobeHub's conversation-flow parser.
 
+pub mod briefs;
 pub mod chains;
+mod columns;
 pub mod conversation;
+pub mod conversations;
+pub mod cron_jobs;
 pub mod db;
+mod decoding;
 pub mod error;
+pub mod notifications;
+pub mod page;
 pub mod projection;
 pub mod runner;
+mod select;
+mod staging;
+pub mod tasks;
 
 use std::sync::Arc;
 
@@ -17,5 +27,12 @@ pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {
-    vec![Arc::new(chains::ChainsProjection)]
+    vec![
+        Arc::new(chains::ChainsProjection),
+        Arc::new(tasks::TasksProjection),
+        Arc::new(briefs::BriefsProjection),
+        Arc::new(notifications::NotificationsProjection),
+        Arc::new(cron_jobs::CronJobsProjection),
+        Arc::new(conversations::ConversationsProjection),
+    ]
 }
