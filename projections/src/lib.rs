@@ -1,11 +1,20 @@
 //! agentlog's read models: a projector runner that folds the log into tables, the read models
 //! themselves, and LobeHub's conversation-flow parser.
 
+pub mod agents;
+pub mod analytics;
 pub mod chains;
+pub mod checksum;
+mod conditions;
 pub mod conversation;
 pub mod db;
 pub mod error;
+mod fold;
+pub mod groups;
+pub mod operations;
+pub mod page;
 pub mod projection;
+mod read;
 pub mod runner;
 
 use std::sync::Arc;
@@ -17,5 +26,11 @@ pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {
-    vec![Arc::new(chains::ChainsProjection)]
+    vec![
+        Arc::new(chains::ChainsProjection),
+        Arc::new(operations::OperationsProjection),
+        Arc::new(agents::AgentsProjection),
+        Arc::new(groups::GroupsProjection),
+        Arc::new(analytics::AnalyticsProjection),
+    ]
 }
