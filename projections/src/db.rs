@@ -215,12 +215,38 @@ fn decode_pg(row: &PgRow) -> Row {
     Row(out)
 }
 
+/// A NULL whose type PostgreSQL infers from where it is used (parameter type 0, unspecified).
+///
+/// sqlx caches a prepared statement by its SQL text alone, with the parameter types of its first
+/// use: a NULL bound as a typed `None` would fix that column's parameter type for every later
+/// use of the statement, and a later non-NULL value of the column's real type would then be
+/// refused ("incorrect binary data format").
+struct UntypedNull;
+
+impl sqlx::Type<Postgres> for UntypedNull {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        sqlx::postgres::PgTypeInfo::with_oid(sqlx::postgres::types::Oid(0))
+    }
+}
+
+impl sqlx::Encode<'_, Postgres> for UntypedNull {
+    fn encode_by_ref(
+        &self,
+        _buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        Ok(sqlx::encode::IsNull::Yes)
+    }
+}
+
 macro_rules! bind_all {
-    ($q:expr, $args:expr) => {{
+    ($q:expr, $args:expr) => {
+        bind_all!($q, $args, None::<i64>)
+    };
+    ($q:expr, $args:expr, $null:expr) => {{
         let mut q = $q;
         for a in $args {
             q = match a {
-                SqlValue::Null => q.bind(None::<i64>),
+                SqlValue::Null => q.bind($null),
                 SqlValue::Int(v) => q.bind(*v),
                 SqlValue::Float(v) => q.bind(*v),
                 SqlValue::Text(v) => q.bind(v.as_str()),
@@ -256,7 +282,7 @@ impl ReadDb {
                     .map(decode_sqlite)
                     .collect()
             }
-            Self::Postgres(p) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(p) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(p)
                 .await
                 .map_err(ProjectionError::db("reading a read model"))?
@@ -277,7 +303,7 @@ impl ReadDb {
                     .map_err(ProjectionError::db("writing a read model"))?
                     .rows_affected()
             }
-            Self::Postgres(p) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(p) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(p)
                 .await
                 .map_err(ProjectionError::db("writing a read model"))?
@@ -306,7 +332,7 @@ impl ReadTx {
                     .map_err(ProjectionError::db("writing a read model"))?
                     .rows_affected()
             }
-            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(&mut **tx)
                 .await
                 .map_err(ProjectionError::db("writing a read model"))?
@@ -327,7 +353,7 @@ impl ReadTx {
                     .map(decode_sqlite)
                     .collect()
             }
-            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(&mut **tx)
                 .await
                 .map_err(ProjectionError::db("reading a read model"))?

@@ -1,22 +1,25 @@
 //! Pages of read-model lists with keyset cursors (Relay-style: `first`, `after`, `endCursor`,
-//! `hasNextPage`).
+//! `hasNextPage`), shared by every query.
 //!
-//! A cursor is opaque to callers: the hex of the sort key of the last row of a page. Keyset
-//! pagination stays fast on any page (an index seek, never an `OFFSET` scan) and stable while
-//! rows are added.
+//! A cursor is `<sort key>:<id>` — the sort key (an integer: a time in epoch µs, a sequence
+//! number, a version) and the id of the last item of the page. Callers treat it as opaque; the
+//! queries continue strictly after it, with an index seek (never an `OFFSET` scan), so pages
+//! stay fast and stable while rows are added.
 //!
 //! ```
 //! use agentlog_projections::page::{Cursor, PageRequest};
-//! let cursor = Cursor::new(1_700_000_000, "t-1").encode();
+//! let cursor = Cursor::new(1_700_000_000, "t-1").to_string();
 //! let request = PageRequest::first(20).after(Some(cursor));
 //! assert_eq!(request.cursor().unwrap().unwrap().id, "t-1");
 //! ```
+
+use std::fmt;
 
 use serde::Serialize;
 
 use crate::error::ProjectionError;
 
-/// Most rows one page may hold; larger requests are clamped.
+/// Most rows one page may hold; larger requests are cut to it.
 pub const MAX_PAGE_SIZE: usize = 500;
 
 /// One page of a list.
@@ -25,13 +28,22 @@ pub const MAX_PAGE_SIZE: usize = 500;
 pub struct Page<T> {
     /// The rows, in list order.
     pub items: Vec<T>,
-    /// The cursor of the last row (pass it as `after` for the next page).
+    /// The cursor of the last row (pass it as `after` for the next page; `None` when empty).
     pub end_cursor: Option<String>,
     /// More rows follow.
     pub has_next_page: bool,
 }
 
 impl<T> Page<T> {
+    /// Build a page from up to `first + 1` fetched rows (the extra one only tells that more
+    /// follow), with `cursor_of` giving each row's cursor.
+    pub fn from_fetched(mut items: Vec<T>, first: usize, cursor_of: impl Fn(&T) -> Cursor) -> Self {
+        let has_next_page = items.len() > first;
+        items.truncate(first);
+        let end_cursor = items.last().map(|item| cursor_of(item).to_string());
+        Self { items, end_cursor, has_next_page }
+    }
+
     /// An empty page.
     pub fn empty() -> Self {
         Self { items: Vec::new(), end_cursor: None, has_next_page: false }
@@ -67,51 +79,54 @@ impl PageRequest {
 
     /// The page size to use.
     pub fn limit(&self) -> usize {
-        self.first.clamp(1, MAX_PAGE_SIZE)
+        clamp_page_size(self.first)
     }
 
     /// The decoded `after` cursor.
     pub fn cursor(&self) -> Result<Option<Cursor>, ProjectionError> {
-        self.after.as_deref().map(Cursor::decode).transpose()
+        Cursor::parse_opt(self.after.as_deref())
     }
 }
 
-/// A keyset position: the sort value and the row id that breaks ties.
+/// A position in a list ordered by `(sort_key, id)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
-    /// The sort column's value (a time in microseconds, a sequence number …).
-    pub sort: i64,
-    /// The row's id.
+    /// The sort key of the row.
+    pub sort_key: i64,
+    /// The id of the row (breaks ties).
     pub id: String,
 }
 
 impl Cursor {
-    /// A cursor at (`sort`, `id`).
-    pub fn new(sort: i64, id: impl Into<String>) -> Self {
-        Self { sort, id: id.into() }
+    /// The cursor at (`sort_key`, `id`).
+    pub fn new(sort_key: i64, id: impl Into<String>) -> Self {
+        Self { sort_key, id: id.into() }
     }
 
-    /// The opaque text form.
-    pub fn encode(&self) -> String {
-        let plain = format!("{}:{}", self.sort, self.id);
-        plain.bytes().map(|b| format!("{b:02x}")).collect()
+    /// Read a cursor a previous page handed out.
+    pub fn parse(text: &str) -> Result<Self, ProjectionError> {
+        let invalid = || ProjectionError::Invalid(format!("`{text}` is not a cursor this list handed out"));
+        let (key, id) = text.split_once(':').ok_or_else(invalid)?;
+        let sort_key = key.parse::<i64>().map_err(|_| invalid())?;
+        Ok(Self { sort_key, id: id.to_string() })
     }
 
-    /// Read the opaque text form.
-    pub fn decode(text: &str) -> Result<Self, ProjectionError> {
-        let bad = || ProjectionError::Invalid(format!("`{text}` is not a cursor of this list"));
-        if !text.len().is_multiple_of(2) || text.len() > 2048 {
-            return Err(bad());
-        }
-        let bytes: Vec<u8> = (0..text.len())
-            .step_by(2)
-            .map(|i| text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-            .collect::<Option<_>>()
-            .ok_or_else(bad)?;
-        let plain = String::from_utf8(bytes).map_err(|_| bad())?;
-        let (sort, id) = plain.split_once(':').ok_or_else(bad)?;
-        Ok(Self { sort: sort.parse().map_err(|_| bad())?, id: id.to_string() })
+    /// Read an optional cursor.
+    pub fn parse_opt(text: Option<&str>) -> Result<Option<Self>, ProjectionError> {
+        text.map(Self::parse).transpose()
     }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.sort_key, self.id)
+    }
+}
+
+/// The page size to fetch for a request of `first` rows: at least 1, at most
+/// [`MAX_PAGE_SIZE`].
+pub fn clamp_page_size(first: usize) -> usize {
+    first.clamp(1, MAX_PAGE_SIZE)
 }
 
 #[cfg(test)]
@@ -121,11 +136,21 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_refuse_garbage() {
         for c in [Cursor::new(0, "a"), Cursor::new(-5, "x:y:z"), Cursor::new(i64::MAX, "ünï")] {
-            assert_eq!(Cursor::decode(&c.encode()).unwrap(), c);
+            assert_eq!(Cursor::parse(&c.to_string()).unwrap(), c);
         }
-        for bad in ["", "zz", "abc", "3a", "6162"] {
-            assert!(Cursor::decode(bad).is_err(), "{bad}");
+        for bad in ["", "nope", "x:1", ":a"] {
+            assert!(Cursor::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_page_knows_whether_more_follow() {
+        let page = Page::from_fetched(vec![1, 2, 3], 2, |i| Cursor::new(*i, "x"));
+        assert_eq!(page.items, vec![1, 2]);
+        assert!(page.has_next_page);
+        assert_eq!(page.end_cursor.as_deref(), Some("2:x"));
+        let last = Page::from_fetched(vec![1], 2, |i| Cursor::new(*i, "x"));
+        assert!(!last.has_next_page);
     }
 
     #[test]

@@ -104,16 +104,14 @@ impl Select {
             Order::Desc => ("<", "DESC"),
         };
         if let Some(c) = request.cursor()? {
-            let s = self.bind(c.sort);
+            let s = self.bind(c.sort_key);
             let i = self.bind(c.id);
             self.condition(format!("({sort} {cmp} {s} OR ({sort} = {s} AND {id} {cmp} {i}))"));
         }
         let limit = request.limit();
         let tail = format!(" ORDER BY {sort} {dir}, {id} {dir} LIMIT {}", limit + 1);
         let rows = db.fetch(&self.sql(&tail), &self.args).await?;
-        let has_next_page = rows.len() > limit;
-        let items = rows.iter().take(limit).map(read).collect::<Result<Vec<T>, _>>()?;
-        let end_cursor = items.last().map(|t| cursor_of(t).encode());
-        Ok(Page { items, end_cursor, has_next_page })
+        let items = rows.iter().take(limit + 1).map(read).collect::<Result<Vec<T>, _>>()?;
+        Ok(Page::from_fetched(items, limit, cursor_of))
     }
 }

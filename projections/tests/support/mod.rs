@@ -63,7 +63,16 @@ impl Harness {
 
     /// Apply everything appended so far.
     pub async fn sync(&self) {
-        self.runner.catch_up().await.unwrap();
+        let head = self.runner.catch_up().await.unwrap();
+        for s in self.runner.status() {
+            assert!(
+                s.failed.is_none() && s.position == head,
+                "projection {} at {} of {head}: {:?}",
+                s.name,
+                s.position,
+                s.failed
+            );
+        }
     }
 
     /// Empty every read model and apply the log again.
