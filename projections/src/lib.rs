@@ -25,6 +25,7 @@ pub mod runner;
 mod select;
 mod staging;
 pub mod tasks;
+pub mod workload;
 
 use std::sync::Arc;
 

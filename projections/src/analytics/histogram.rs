@@ -135,7 +135,11 @@ mod tests {
         let mut b = DurationHistogram::default();
         let mut all = DurationHistogram::default();
         for v in 0..3_000u64 {
-            if v % 3 == 0 { a.record(v * 7) } else { b.record(v * 7) }
+            if v % 3 == 0 {
+                a.record(v * 7)
+            } else {
+                b.record(v * 7)
+            }
             all.record(v * 7);
         }
         a.merge(&b);

@@ -244,7 +244,8 @@ impl Cell {
             self.histogram.record(u64::try_from(d).unwrap_or(0));
         }
         *self.reasons.entry(reason.to_string()).or_insert(0) += 1;
-        self.updated_position = position;
+        // A batch counts its runs grouped by operation, not in log order: keep the latest.
+        self.updated_position = self.updated_position.max(position);
     }
 
     fn row(&self, key: &str) -> Result<Vec<SqlValue>, ProjectionError> {

@@ -227,9 +227,9 @@ pub async fn query(db: &ReadDb, q: &AnalyticsQuery, owner: Option<&str>) -> Resu
     let mut buckets: BTreeMap<BucketKey, Accumulator> = BTreeMap::new();
     let mut total = Accumulator::default();
     for r in db.fetch(&sql, w.args()).await? {
-        let histogram: DurationHistogram = r.json_as(14).ok_or_else(|| {
-            ProjectionError::Invalid("analytics_rollups: a duration histogram is unreadable".into())
-        })?;
+        let histogram: DurationHistogram = r
+            .json_as(14)
+            .ok_or_else(|| ProjectionError::Invalid("analytics_rollups: a duration histogram is unreadable".into()))?;
         let row = Accumulator {
             runs: r.int_or_zero(5),
             tokens: [r.i64(6), r.i64(7), r.i64(8), r.i64(9)],

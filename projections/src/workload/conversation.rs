@@ -63,13 +63,13 @@ pub(crate) struct ConversationStory {
 
 impl ConversationStory {
     /// A session of `user` with `agent`.
-    pub(crate) fn new(gen: &mut Gen, user: &str, agent: AgentRef) -> Self {
+    pub(crate) fn new(g: &mut Gen, user: &str, agent: AgentRef) -> Self {
         Self {
             user: user.to_string(),
             agent,
-            topic_id: gen.id("topic"),
+            topic_id: g.id("topic"),
             step: Step::Open,
-            turns_left: gen.rng.range(1, 4) as u32,
+            turns_left: g.rng.range(1, 4) as u32,
             tip: None,
             question: None,
             tool_caller: None,
@@ -81,8 +81,8 @@ impl ConversationStory {
         }
     }
 
-    fn message(&self, gen: &mut Gen, role: &str, parent: Option<String>) -> ChatMessage {
-        let r = &mut gen.rng;
+    fn message(&self, g: &mut Gen, role: &str, parent: Option<String>) -> ChatMessage {
+        let r = &mut g.rng;
         let content = if role == "user" { r.words(3, 30) } else { r.words(10, 120) };
         ChatMessage {
             message_id: String::new(),
@@ -103,19 +103,19 @@ impl ConversationStory {
         }
     }
 
-    fn append(&self, world: &World, gen: &mut Gen, mut message: ChatMessage, actor: Actor) -> Result<Poll, DomainError> {
-        message.message_id = gen.id("msg");
+    fn append(&self, world: &World, g: &mut Gen, mut message: ChatMessage, actor: Actor) -> Result<Poll, DomainError> {
+        message.message_id = g.id("msg");
         if message.role == "user" {
-            message.request_id = Some(gen.id("req"));
+            message.request_id = Some(g.id("req"));
         }
-        let ctx = gen.ctx(actor, &self.user, None);
+        let ctx = g.ctx(actor, &self.user, None);
         let events =
             world.conversations.get(&self.topic_id).decide(&ConversationCommand::AppendMessage(message), &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Conversation(self.topic_id.clone(), events))))
     }
 
-    fn command(&self, world: &World, gen: &mut Gen, cmd: ConversationCommand) -> Result<Poll, DomainError> {
-        let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+    fn command(&self, world: &World, g: &mut Gen, cmd: ConversationCommand) -> Result<Poll, DomainError> {
+        let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
         let events = world.conversations.get(&self.topic_id).decide(&cmd, &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Conversation(self.topic_id.clone(), events))))
     }
@@ -130,9 +130,9 @@ impl ConversationStory {
     }
 
     /// After a turn: maybe one extra, then the next turn or the end.
-    fn after_turn(&mut self, gen: &mut Gen) {
+    fn after_turn(&mut self, g: &mut Gen) {
         self.turns_left = self.turns_left.saturating_sub(1);
-        let r = &mut gen.rng;
+        let r = &mut g.rng;
         self.step = match r.weighted(&[55, 10, 4, 12, 9]) {
             1 => Step::Extra(Extra::Edit),
             2 => Step::Extra(Extra::Delete),
@@ -149,60 +149,60 @@ impl ConversationStory {
 }
 
 impl Story for ConversationStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         match self.step {
             Step::Open => {
-                let title = Some(gen.rng.words(2, 6));
+                let title = Some(g.rng.words(2, 6));
                 let cmd = ConversationCommand::Create {
                     topic_id: self.topic_id.clone(),
                     title,
                     agent_id: Some(self.agent.agent_id.clone()),
                     group_id: None,
                 };
-                self.command(world, gen, cmd)
+                self.command(world, g, cmd)
             }
             Step::UserMessage => {
-                let message = self.message(gen, "user", self.tip.clone());
-                self.append(world, gen, message, Actor::user(self.user.clone()))
+                let message = self.message(g, "user", self.tip.clone());
+                self.append(world, g, message, Actor::user(self.user.clone()))
             }
             Step::Run => {
                 let Some(run) = self.run.as_mut() else {
                     self.step = Step::Answer;
-                    return self.poll(world, gen);
+                    return self.poll(world, g);
                 };
-                match run.poll(world, gen)? {
+                match run.poll(world, g)? {
                     Poll::Done => {
                         let completed = run.terminal().is_some_and(|t| t.event_type == "operation.completed");
                         self.run = None;
                         if completed {
-                            self.step = if gen.rng.chance(35) { Step::ToolCall } else { Step::Answer };
-                            self.poll(world, gen)
+                            self.step = if g.rng.chance(35) { Step::ToolCall } else { Step::Answer };
+                            self.poll(world, g)
                         } else {
-                            self.after_turn(gen);
-                            self.poll(world, gen)
+                            self.after_turn(g);
+                            self.poll(world, g)
                         }
                     }
                     other => Ok(other),
                 }
             }
             Step::ToolCall => {
-                let mut message = self.message(gen, "assistant", self.question.clone());
+                let mut message = self.message(g, "assistant", self.question.clone());
                 message.operation_id = self.ops.last().cloned();
                 message.tools = Some(vec![json!({
-                    "id": gen.id("call"), "identifier": "web-search", "apiName": "search",
-                    "arguments": json!({"query": gen.rng.words(2, 5)}).to_string(), "type": "default"
+                    "id": g.id("call"), "identifier": "web-search", "apiName": "search",
+                    "arguments": json!({"query": g.rng.words(2, 5)}).to_string(), "type": "default"
                 })]);
-                self.append(world, gen, message, self.assistant_worker())
+                self.append(world, g, message, self.assistant_worker())
             }
             Step::ToolResult => {
-                let mut message = self.message(gen, "tool", self.tool_caller.clone());
-                message.tool_call_id = Some(gen.id("call"));
+                let mut message = self.message(g, "tool", self.tool_caller.clone());
+                message.tool_call_id = Some(g.id("call"));
                 message.operation_id = self.ops.last().cloned();
-                self.append(world, gen, message, self.assistant_worker())
+                self.append(world, g, message, self.assistant_worker())
             }
             Step::Answer => {
                 let parent = self.tool_message.clone().or_else(|| self.question.clone());
-                let mut message = self.message(gen, "assistant", parent);
+                let mut message = self.message(g, "assistant", parent);
                 message.operation_id = self.ops.last().cloned();
                 message.model = self.agent.model.clone();
                 message.provider = self.agent.provider.clone();
@@ -213,75 +213,76 @@ impl Story for ConversationStory {
                             "totalOutputTokens": op.usage.output_tokens,
                             "totalTokens": op.usage.total_tokens,
                         },
-                        "performance": {"duration": gen.rng.range(300, 20_000)}
+                        "performance": {"duration": g.rng.range(300, 20_000)}
                     }));
                 }
-                self.append(world, gen, message, self.assistant_worker())
+                self.append(world, g, message, self.assistant_worker())
             }
             Step::Extra(extra) => {
                 let live = self.live_messages(world);
                 match extra {
                     Extra::Edit | Extra::Delete if live.is_empty() => {
                         self.next_turn();
-                        self.poll(world, gen)
+                        self.poll(world, g)
                     }
                     Extra::Edit => {
-                        let Some(id) = gen.rng.pick(&live).map(|s| s.to_string()) else { return Ok(Poll::Wait) };
+                        let Some(id) = g.rng.pick(&live).map(|s| s.to_string()) else { return Ok(Poll::Wait) };
                         let cmd = ConversationCommand::EditMessage {
                             message_id: id,
-                            content: Some(gen.rng.words(3, 40)),
+                            content: Some(g.rng.words(3, 40)),
                             metadata: None,
                             extra: Map::new(),
                         };
-                        self.command(world, gen, cmd)
+                        self.command(world, g, cmd)
                     }
                     Extra::Delete => {
                         let Some(id) = live.last().map(|s| s.to_string()) else { return Ok(Poll::Wait) };
-                        self.command(world, gen, ConversationCommand::DeleteMessage { message_id: id })
+                        self.command(world, g, ConversationCommand::DeleteMessage { message_id: id })
                     }
                     Extra::Regenerate => {
-                        let Some(question) = self.question.clone().filter(|q| live.iter().any(|l| *l == q)) else {
+                        let Some(question) = self.question.clone().filter(|q| live.contains(&q)) else {
                             self.next_turn();
-                            return self.poll(world, gen);
+                            return self.poll(world, g);
                         };
-                        let mut message = self.message(gen, "assistant", Some(question));
+                        let mut message = self.message(g, "assistant", Some(question));
                         message.model = self.agent.model.clone();
-                        self.append(world, gen, message, self.assistant_worker())
+                        self.append(world, g, message, self.assistant_worker())
                     }
                     Extra::SwitchBranch => {
                         let Some(question) = self.question.clone() else {
                             self.next_turn();
-                            return self.poll(world, gen);
+                            return self.poll(world, g);
                         };
                         let conversation = world.conversations.get(&self.topic_id);
                         let branches = conversation.messages.get(&question).map_or(0, |m| m.non_tool_children);
-                        let index = gen.rng.range(0, u64::from(branches.saturating_sub(1))) as u32;
-                        let cmd = ConversationCommand::SwitchBranch { message_id: question, active_branch_index: index };
-                        self.command(world, gen, cmd)
+                        let index = g.rng.range(0, u64::from(branches.saturating_sub(1))) as u32;
+                        let cmd =
+                            ConversationCommand::SwitchBranch { message_id: question, active_branch_index: index };
+                        self.command(world, g, cmd)
                     }
                     Extra::OpenThread => {
                         let Some(source) = live.last().map(|s| s.to_string()) else {
                             self.next_turn();
-                            return self.poll(world, gen);
+                            return self.poll(world, g);
                         };
                         let kinds = [ThreadKind::Continuation, ThreadKind::Standalone, ThreadKind::Isolation];
                         let cmd = ConversationCommand::CreateThread {
-                            thread_id: gen.id("thread"),
+                            thread_id: g.id("thread"),
                             source_message_id: source,
-                            kind: kinds[gen.rng.below(3)],
-                            title: Some(gen.rng.words(2, 5)),
+                            kind: kinds[g.rng.below(3)],
+                            title: Some(g.rng.words(2, 5)),
                         };
-                        self.command(world, gen, cmd)
+                        self.command(world, g, cmd)
                     }
                     Extra::ThreadMessage => {
                         let Some(thread) = self.thread.clone() else {
                             self.next_turn();
-                            return self.poll(world, gen);
+                            return self.poll(world, g);
                         };
                         let source = world.conversations.get(&self.topic_id).threads.get(&thread).cloned();
-                        let mut message = self.message(gen, "user", source);
+                        let mut message = self.message(g, "user", source);
                         message.thread_id = Some(thread);
-                        self.append(world, gen, message, Actor::user(self.user.clone()))
+                        self.append(world, g, message, Actor::user(self.user.clone()))
                     }
                 }
             }
@@ -289,7 +290,7 @@ impl Story for ConversationStory {
         }
     }
 
-    fn applied(&mut self, appends: &[StreamAppend], world: &World, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
+    fn applied(&mut self, appends: &[StreamAppend], world: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
         let conversation_events = stream_events(appends, &Conversation::stream_id(&self.topic_id));
         let appended = conversation_events
             .iter()
@@ -305,9 +306,9 @@ impl Story for ConversationStory {
                 self.tip = appended;
                 self.tool_caller = None;
                 self.tool_message = None;
-                let plan = RunPlan::draw(gen, false);
+                let plan = RunPlan::draw(g, false);
                 let run = RunMachine::new(
-                    gen,
+                    g,
                     &self.user,
                     self.agent.clone(),
                     RunStart::Conversation { topic_id: self.topic_id.clone() },
@@ -319,7 +320,7 @@ impl Story for ConversationStory {
             }
             Step::Run => {
                 if let Some(run) = self.run.as_mut() {
-                    run.applied(appends, world, gen, spawned);
+                    run.applied(appends, world, g, spawned);
                 }
             }
             Step::ToolCall => {
@@ -332,7 +333,7 @@ impl Story for ConversationStory {
             }
             Step::Answer => {
                 self.tip = appended;
-                self.after_turn(gen);
+                self.after_turn(g);
             }
             Step::Extra(Extra::Regenerate) => {
                 self.tip = appended;

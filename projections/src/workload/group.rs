@@ -45,10 +45,16 @@ pub(crate) struct GroupStory {
 
 impl GroupStory {
     /// A group of `user` with `members` (agent ids) run by `supervisor`.
-    pub(crate) fn new(gen: &mut Gen, user: &str, supervisor: AgentRef, members: Vec<String>, spare: Option<String>) -> Self {
+    pub(crate) fn new(
+        g: &mut Gen,
+        user: &str,
+        supervisor: AgentRef,
+        members: Vec<String>,
+        spare: Option<String>,
+    ) -> Self {
         Self {
             user: user.to_string(),
-            group_id: gen.id("group"),
+            group_id: g.id("group"),
             members,
             spare,
             supervisor,
@@ -57,33 +63,33 @@ impl GroupStory {
         }
     }
 
-    fn decision(&self, world: &World, gen: &mut Gen, cmd: GroupCommand) -> Result<Poll, DomainError> {
-        let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+    fn decision(&self, world: &World, g: &mut Gen, cmd: GroupCommand) -> Result<Poll, DomainError> {
+        let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
         let events = world.groups.get(&self.group_id).decide(&cmd, &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Group(self.group_id.clone(), events))))
     }
 
-    fn orchestrate(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn orchestrate(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         let Some((op_id, round)) = self.orchestration.clone() else {
             self.step = Step::RemoveMember;
-            return self.poll(world, gen);
+            return self.poll(world, g);
         };
         let running = world.groups.get(&self.group_id).orchestrations.contains_key(&op_id);
-        let ctx = gen.ctx(Actor::system("group-orchestration"), &self.user, None);
+        let ctx = g.ctx(Actor::system("group-orchestration"), &self.user, None);
         let cmd = if round == 0 {
             GroupCommand::StartOrchestration { operation_id: op_id }
         } else if !running {
             self.orchestration = None;
-            return self.poll(world, gen);
+            return self.poll(world, g);
         } else if round % 2 == 1 {
-            let finish = round >= 5 || gen.rng.chance(20);
-            let speaker = gen.rng.pick(&self.members).cloned();
+            let finish = round >= 5 || g.rng.chance(20);
+            let speaker = g.rng.pick(&self.members).cloned();
             let mut params = Map::new();
             if let Some(agent) = speaker {
                 params.insert("agentId".into(), json!(agent));
-                params.insert("instruction".into(), json!(gen.rng.words(3, 10)));
+                params.insert("instruction".into(), json!(g.rng.words(3, 10)));
             }
-            let decision = if finish { "finish" } else { ["speak", "broadcast"][gen.rng.below(2)] };
+            let decision = if finish { "finish" } else { ["speak", "broadcast"][g.rng.below(2)] };
             GroupCommand::AdvanceOrchestration {
                 operation_id: op_id,
                 result: ExecutorResult::SupervisorDecided {
@@ -92,10 +98,10 @@ impl GroupStory {
             }
         } else {
             let payload = ActionPayload {
-                agent_id: gen.rng.pick(&self.members).cloned(),
+                agent_id: g.rng.pick(&self.members).cloned(),
                 completed: Some(true),
                 success: Some(true),
-                result: Some(json!(gen.rng.words(4, 20))),
+                result: Some(json!(g.rng.words(4, 20))),
                 ..ActionPayload::default()
             };
             GroupCommand::AdvanceOrchestration { operation_id: op_id, result: ExecutorResult::AgentSpoke { payload } }
@@ -106,7 +112,7 @@ impl GroupStory {
 }
 
 impl Story for GroupStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         match self.step {
             Step::Create => {
                 let mut members: Vec<GroupMember> = self
@@ -127,73 +133,74 @@ impl Story for GroupStory {
                     order: members.len() as i32,
                 });
                 let config = GroupConfig {
-                    system_prompt: Some(gen.rng.words(5, 30)),
-                    opening_message: gen.rng.chance(50).then(|| gen.rng.words(3, 12)),
+                    system_prompt: Some(g.rng.words(5, 30)),
+                    opening_message: g.rng.chance(50).then(|| g.rng.words(3, 12)),
                     opening_questions: Vec::new(),
-                    allow_dm: Some(gen.rng.chance(50)),
-                    max_rounds: gen.rng.range(3, 10) as u32,
+                    allow_dm: Some(g.rng.chance(50)),
+                    max_rounds: g.rng.range(3, 10) as u32,
                 };
-                let cmd = GroupCommand::Create { group_id: self.group_id.clone(), title: gen.rng.words(1, 4), config, members };
-                self.decision(world, gen, cmd)
+                let cmd =
+                    GroupCommand::Create { group_id: self.group_id.clone(), title: g.rng.words(1, 4), config, members };
+                self.decision(world, g, cmd)
             }
             Step::Configure => {
                 let mut config = world.groups.get(&self.group_id).config.clone();
-                config.max_rounds = gen.rng.range(3, 12) as u32;
-                config.system_prompt = Some(gen.rng.words(5, 30));
-                self.decision(world, gen, GroupCommand::UpdateConfig(config))
+                config.max_rounds = g.rng.range(3, 12) as u32;
+                config.system_prompt = Some(g.rng.words(5, 30));
+                self.decision(world, g, GroupCommand::UpdateConfig(config))
             }
             Step::AddMember => match self.spare.clone() {
                 Some(agent_id) if !world.groups.get(&self.group_id).members.contains_key(&agent_id) => {
                     let cmd =
                         GroupCommand::AddMember { agent_id, role: MemberRole::Participant, enabled: true, order: None };
-                    self.decision(world, gen, cmd)
+                    self.decision(world, g, cmd)
                 }
                 _ => {
                     self.step = Step::UpdateMember;
-                    self.poll(world, gen)
+                    self.poll(world, g)
                 }
             },
             Step::UpdateMember => {
                 let Some(agent_id) = self.members.first().cloned() else {
                     self.step = Step::Delete;
-                    return self.poll(world, gen);
+                    return self.poll(world, g);
                 };
                 let cmd = GroupCommand::UpdateMember {
                     agent_id,
                     role: None,
-                    enabled: Some(gen.rng.chance(70)),
-                    order: Some(gen.rng.range(0, 9) as i32),
+                    enabled: Some(g.rng.chance(70)),
+                    order: Some(g.rng.range(0, 9) as i32),
                 };
-                self.decision(world, gen, cmd)
+                self.decision(world, g, cmd)
             }
-            Step::Orchestrate => self.orchestrate(world, gen),
+            Step::Orchestrate => self.orchestrate(world, g),
             Step::RemoveMember => match self.spare.clone() {
                 Some(agent_id) if world.groups.get(&self.group_id).members.contains_key(&agent_id) => {
-                    self.decision(world, gen, GroupCommand::RemoveMember { agent_id })
+                    self.decision(world, g, GroupCommand::RemoveMember { agent_id })
                 }
                 _ => {
                     self.step = Step::Delete;
-                    self.poll(world, gen)
+                    self.poll(world, g)
                 }
             },
             Step::Delete => {
-                if gen.rng.chance(70) {
+                if g.rng.chance(70) {
                     self.step = Step::Done;
                     return Ok(Poll::Done);
                 }
-                self.decision(world, gen, GroupCommand::Delete)
+                self.decision(world, g, GroupCommand::Delete)
             }
             Step::Done => Ok(Poll::Done),
         }
     }
 
-    fn applied(&mut self, _: &[StreamAppend], _: &World, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
+    fn applied(&mut self, _: &[StreamAppend], _: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
         self.step = match self.step {
             Step::Create => Step::Configure,
             Step::Configure => Step::AddMember,
             Step::AddMember => Step::UpdateMember,
             Step::UpdateMember => {
-                self.start_orchestration(gen, spawned);
+                self.start_orchestration(g, spawned);
                 Step::Orchestrate
             }
             Step::Orchestrate => {
@@ -214,10 +221,10 @@ impl Story for GroupStory {
 
 impl GroupStory {
     /// The supervisor's run (a story of its own) and a fresh orchestration for it.
-    fn start_orchestration(&mut self, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
-        let plan = RunPlan::draw(gen, true);
+    fn start_orchestration(&mut self, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
+        let plan = RunPlan::draw(g, true);
         let run = RunMachine::new(
-            gen,
+            g,
             &self.user,
             self.supervisor.clone(),
             RunStart::Group { group_id: self.group_id.clone() },

@@ -38,11 +38,11 @@ impl BootStory {
 }
 
 impl Story for BootStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         if self.done {
             return Ok(Poll::Done);
         }
-        let ctx = gen.ctx(Actor::system("boot"), "system", None);
+        let ctx = g.ctx(Actor::system("boot"), "system", None);
         let mut parts = Vec::new();
         for register in builtin_agents() {
             let id = register.agent_id.clone();
@@ -68,23 +68,23 @@ pub(crate) struct AgentStory {
 
 impl AgentStory {
     /// A new agent of `user`.
-    pub(crate) fn new(gen: &mut Gen, user: &str) -> Self {
-        let r = &mut gen.rng;
+    pub(crate) fn new(g: &mut Gen, user: &str) -> Self {
+        let r = &mut g.rng;
         let updates_left = r.range(0, 3) as u32;
         let archive = r.chance(8);
-        Self { user: user.to_string(), agent_id: gen.id("agent"), updates_left, archive, registered: false }
+        Self { user: user.to_string(), agent_id: g.id("agent"), updates_left, archive, registered: false }
     }
 
-    fn decision(&self, world: &World, gen: &mut Gen, cmd: AgentCommand) -> Result<Poll, DomainError> {
-        let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+    fn decision(&self, world: &World, g: &mut Gen, cmd: AgentCommand) -> Result<Poll, DomainError> {
+        let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
         let events = world.agents.get(&self.agent_id).decide(&cmd, &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Agent(self.agent_id.clone(), events))))
     }
 }
 
 impl Story for AgentStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
-        let r = &mut gen.rng;
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
+        let r = &mut g.rng;
         if !self.registered {
             let (model, provider) = MODELS[r.below(MODELS.len())];
             let kind = if r.chance(10) {
@@ -106,7 +106,7 @@ impl Story for AgentStory {
                 kind,
             };
             let register = RegisterAgent { agent_id: self.agent_id.clone(), config, builtin: false };
-            return self.decision(world, gen, AgentCommand::Register(register));
+            return self.decision(world, g, AgentCommand::Register(register));
         }
         // Reconfigure now and then, not every round.
         if self.updates_left > 0 {
@@ -121,13 +121,13 @@ impl Story for AgentStory {
                 title: r.chance(20).then(|| r.words(1, 3)),
                 ..AgentConfigPatch::default()
             };
-            return self.decision(world, gen, AgentCommand::UpdateConfig(patch));
+            return self.decision(world, g, AgentCommand::UpdateConfig(patch));
         }
         if self.archive && !world.agents.get(&self.agent_id).archived {
             if !r.chance(3) {
                 return Ok(Poll::Wait);
             }
-            return self.decision(world, gen, AgentCommand::Archive);
+            return self.decision(world, g, AgentCommand::Archive);
         }
         Ok(Poll::Done)
     }
@@ -144,13 +144,13 @@ impl Story for AgentStory {
 }
 
 /// The agent a story should run: one of the user's own live agents, or a built-in.
-pub(crate) fn pick_agent(world: &World, gen: &mut Gen, user: &str) -> Option<Agent> {
+pub(crate) fn pick_agent(world: &World, g: &mut Gen, user: &str) -> Option<Agent> {
     let own: Vec<&String> = world.user_agents.get(user).into_iter().flatten().collect();
-    let id = if !own.is_empty() && gen.rng.chance(80) {
-        gen.rng.pick(&own).map(|s| s.to_string())
+    let id = if !own.is_empty() && g.rng.chance(80) {
+        g.rng.pick(&own).map(|s| s.to_string())
     } else {
         let builtins = ["inbox", "task-agent", "page-agent", "agent-builder"];
-        gen.rng.pick(&builtins).map(|s| s.to_string())
+        g.rng.pick(&builtins).map(|s| s.to_string())
     }?;
     let agent = world.agents.get(&id);
     (agent.exists() && !agent.archived).then(|| agent.clone())

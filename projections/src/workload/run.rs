@@ -12,8 +12,8 @@ use agentlog_domain::{
     error::DomainError,
     notification::{CreateNotification, NotificationCommand},
     operation::{
-        AgentRef, Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError,
-        OperationEvent, OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
+        AgentRef, Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError, OperationEvent,
+        OperationKind, Phase, Plan, PlanStep, StepReport, Todo, ToolCall, Usage,
         hitl::{CardAnswer, CardKind, ChoiceOption, FieldKind, FormField, HitlCard, OnTimeout},
     },
     rules::{cancel_cascade::cancel_cascade, operation_start, task_run::start_task_run},
@@ -43,11 +43,8 @@ pub(crate) enum RunStart {
         /// The conversation.
         topic_id: String,
     },
-    /// A sub-agent of `parent_id` (created by the parent's run, so the child starts claimed).
-    Child {
-        /// The parent.
-        parent_id: String,
-    },
+    /// A sub-agent (created by its parent's run, so the child starts at the claim).
+    Child,
     /// A task's topic run.
     Task {
         /// The task.
@@ -161,8 +158,8 @@ pub(crate) struct RunMachine {
 
 impl RunPlan {
     /// Draw a plan; `nested` plans (children) get no children and no card of their own.
-    pub(crate) fn draw(gen: &mut Gen, nested: bool) -> Self {
-        let r = &mut gen.rng;
+    pub(crate) fn draw(g: &mut Gen, nested: bool) -> Self {
+        let r = &mut g.rng;
         let steps = r.range(2, 8) as u32;
         let ending = match r.weighted(&[72, 8, 4, 4, 3, 5, 4]) {
             0 => Ending::Complete,
@@ -182,15 +179,15 @@ impl RunPlan {
             cancel_while_waiting: children > 0 && r.chance(15),
             measured: r.chance(90),
         }
-        .with_card(gen, nested)
+        .with_card(g, nested)
     }
 
-    fn with_card(mut self, gen: &mut Gen, nested: bool) -> Self {
-        if nested || !gen.rng.chance(15) {
+    fn with_card(mut self, g: &mut Gen, nested: bool) -> Self {
+        if nested || !g.rng.chance(15) {
             return self;
         }
-        let card_id = gen.id("card");
-        let r = &mut gen.rng;
+        let card_id = g.id("card");
+        let r = &mut g.rng;
         let (kind, answer) = match r.below(4) {
             0 => (
                 CardKind::Choice {
@@ -199,10 +196,9 @@ impl RunPlan {
                 },
                 CardAnswer::Choice { values: vec![if r.chance(70) { "yes" } else { "no" }.into()] },
             ),
-            1 => (
-                CardKind::Input { required: true, max_length: Some(400) },
-                CardAnswer::Input { text: r.words(2, 12) },
-            ),
+            1 => {
+                (CardKind::Input { required: true, max_length: Some(400) }, CardAnswer::Input { text: r.words(2, 12) })
+            }
             2 => (CardKind::Confirm, CardAnswer::Confirm { confirmed: r.chance(80) }),
             _ => (
                 CardKind::Form {
@@ -261,14 +257,14 @@ fn decode_op(event: &NewEvent) -> Option<OperationEvent> {
 
 impl RunMachine {
     /// A run of `agent` for `user`, started by `start`.
-    pub(crate) fn new(gen: &mut Gen, user: &str, agent: AgentRef, start: RunStart, plan: RunPlan) -> Self {
-        let phase = if matches!(start, RunStart::Child { .. }) { Phase_::Claim } else { Phase_::Start };
-        let op_id = gen.id("op");
-        Self::with_id(gen, op_id, user, agent, start, plan, phase)
+    pub(crate) fn new(g: &mut Gen, user: &str, agent: AgentRef, start: RunStart, plan: RunPlan) -> Self {
+        let phase = if matches!(start, RunStart::Child) { Phase_::Claim } else { Phase_::Start };
+        let op_id = g.id("op");
+        Self::with_id(g, op_id, user, agent, start, plan, phase)
     }
 
     fn with_id(
-        gen: &mut Gen,
+        g: &mut Gen,
         op_id: String,
         user: &str,
         agent: AgentRef,
@@ -276,7 +272,7 @@ impl RunMachine {
         plan: RunPlan,
         phase: Phase_,
     ) -> Self {
-        let worker = format!("worker-{}", gen.rng.below(8));
+        let worker = format!("worker-{}", g.rng.below(8));
         Self {
             op_id,
             user: user.to_string(),
@@ -300,27 +296,27 @@ impl RunMachine {
         self
     }
 
-    /// Has the machine finished (reactions included)?
-    pub(crate) fn is_done(&self) -> bool {
-        self.phase == Phase_::Done
-    }
-
     /// The run's terminal event, if it ended (through this machine).
     pub(crate) fn terminal(&self) -> Option<&NewEvent> {
         self.terminal.as_ref()
     }
 
-    fn worker_ctx(&self, gen: &mut Gen) -> agentlog_domain::context::Context {
-        gen.ctx(Actor::worker(self.worker.clone()), &self.user, None)
+    fn worker_ctx(&self, g: &mut Gen) -> agentlog_domain::context::Context {
+        g.ctx(Actor::worker(self.worker.clone()), &self.user, None)
     }
 
-    fn op_decision(&self, world: &World, cmd: OperationCommand, ctx: agentlog_domain::context::Context) -> Result<Poll, DomainError> {
+    fn op_decision(
+        &self,
+        world: &World,
+        cmd: OperationCommand,
+        ctx: agentlog_domain::context::Context,
+    ) -> Result<Poll, DomainError> {
         let events = world.ops.get(&self.op_id).decide(&cmd, &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Operation(self.op_id.clone(), events))))
     }
 
     /// The next decision of this run.
-    pub(crate) fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    pub(crate) fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         let op = world.ops.get(&self.op_id);
         let live = matches!(
             self.phase,
@@ -337,62 +333,66 @@ impl RunMachine {
             self.phase = Phase_::Done;
         }
         match self.phase {
-            Phase_::Start => self.poll_start(world, gen),
+            Phase_::Start => self.poll_start(world, g),
             Phase_::Claim => {
-                let ctx = self.worker_ctx(gen);
-                self.op_decision(world, OperationCommand::Claim { worker_id: self.worker.clone(), lease_secs: LEASE_SECS }, ctx)
+                let ctx = self.worker_ctx(g);
+                self.op_decision(
+                    world,
+                    OperationCommand::Claim { worker_id: self.worker.clone(), lease_secs: LEASE_SECS },
+                    ctx,
+                )
             }
-            Phase_::Work => self.poll_work(world, gen),
+            Phase_::Work => self.poll_work(world, g),
             Phase_::NotifyHuman => {
                 let Some(asked_event) = find(&self.last, "operation.human_asked") else {
-                    self.phase = Phase_::WaitHuman { asked_round: gen.round() };
+                    self.phase = Phase_::WaitHuman { asked_round: g.round() };
                     return Ok(Poll::Wait);
                 };
                 let Some(OperationEvent::HumanAsked(asked)) = decode_op(asked_event) else {
-                    self.phase = Phase_::WaitHuman { asked_round: gen.round() };
+                    self.phase = Phase_::WaitHuman { asked_round: g.round() };
                     return Ok(Poll::Wait);
                 };
                 let reactions = policy::on_human_asked(op, &asked);
                 let cause = caused_by(asked_event);
-                self.reaction_decision(world, gen, reactions, cause)
+                self.reaction_decision(world, g, reactions, cause)
             }
-            Phase_::WaitHuman { asked_round } => self.poll_human(world, gen, asked_round),
-            Phase_::Spawn { .. } => match self.renewal(world, gen) {
+            Phase_::WaitHuman { asked_round } => self.poll_human(world, g, asked_round),
+            Phase_::Spawn { .. } => match self.renewal(world, g) {
                 Some(renewal) => renewal,
-                None => self.poll_spawn(world, gen),
+                None => self.poll_spawn(world, g),
             },
             Phase_::Await => {
-                if let Some(renewal) = self.renewal(world, gen) {
+                if let Some(renewal) = self.renewal(world, g) {
                     return renewal;
                 }
-                let ctx = self.worker_ctx(gen);
+                let ctx = self.worker_ctx(g);
                 self.op_decision(world, OperationCommand::AwaitAsync { keys: self.children.clone() }, ctx)
             }
             Phase_::WaitChildren { since_round } => {
-                if self.plan.cancel_while_waiting && gen.round() > since_round {
-                    return self.poll_cancel(world, gen);
+                if self.plan.cancel_while_waiting && g.round() > since_round {
+                    return self.poll_cancel(world, g);
                 }
                 if op.status == agentlog_domain::operation::OperationStatus::Running {
                     // The barrier is complete: a worker claims it again.
                     self.phase = Phase_::Claim;
-                    return self.poll(world, gen);
+                    return self.poll(world, g);
                 }
                 Ok(Poll::Wait)
             }
             Phase_::Expire => {
                 let Some(lease) = &op.lease else { return Ok(Poll::Wait) };
-                if gen.now() <= lease.expires_at {
+                if g.now() <= lease.expires_at {
                     return Ok(Poll::Wait);
                 }
-                let ctx = gen.ctx(Actor::system("lease-reaper"), &self.user, None);
+                let ctx = g.ctx(Actor::system("lease-reaper"), &self.user, None);
                 self.op_decision(world, OperationCommand::ExpireLease, ctx)
             }
-            Phase_::FollowUp(f) => self.poll_follow_up(world, gen, f),
+            Phase_::FollowUp(f) => self.poll_follow_up(world, g, f),
             Phase_::Done => Ok(Poll::Done),
         }
     }
 
-    fn poll_start(&self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll_start(&self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         let mut create = CreateOperation::new(self.op_id.clone(), OperationKind::Conversation, self.agent.clone());
         match self.plan.ending {
             Ending::MaxSteps => create.max_steps = Some(self.plan.steps),
@@ -402,7 +402,7 @@ impl RunMachine {
         let empty = Operation::default();
         match &self.start {
             RunStart::Task { task_id, topic_id, trigger } => {
-                let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+                let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
                 let task = world.tasks.get(task_id);
                 let run = RunTask {
                     topic_id: topic_id.clone(),
@@ -410,7 +410,7 @@ impl RunMachine {
                     trigger: *trigger,
                     continue_topic: false,
                     agent: self.agent.clone(),
-                    extra_prompt: gen.rng.chance(20).then(|| gen.rng.words(3, 10)),
+                    extra_prompt: g.rng.chance(20).then(|| g.rng.words(3, 10)),
                 };
                 let max_steps = create.max_steps;
                 let start = start_task_run(task, &empty, &run, max_steps, &ctx)?;
@@ -425,7 +425,7 @@ impl RunMachine {
                 let conversation = world.conversations.get(topic_id);
                 let tracked: Vec<Operation> =
                     conversation.tracked_operations().map(|id| world.ops.get(id).clone()).collect();
-                let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+                let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
                 let started =
                     operation_start::start_operation(&create, &empty, Some(conversation), &tracked, None, &ctx)?;
                 let mut parts = vec![Part::operation(started.operation)];
@@ -434,8 +434,8 @@ impl RunMachine {
             }
             RunStart::Plain { trigger } => {
                 create.trigger = Some((*trigger).to_string());
-                create.instruction = Some(gen.rng.words(4, 12));
-                let ctx = gen.ctx(Actor::system("scheduler"), &self.user, self.start_cause.clone());
+                create.instruction = Some(g.rng.words(4, 12));
+                let ctx = g.ctx(Actor::system("scheduler"), &self.user, self.start_cause.clone());
                 let started = operation_start::start_operation(&create, &empty, None, &[], None, &ctx)?;
                 Ok(Poll::Decide(Decision { ctx, parts: vec![Part::operation(started.operation)] }))
             }
@@ -443,51 +443,51 @@ impl RunMachine {
                 create.kind = OperationKind::Group;
                 create.group_id = Some(group_id.clone());
                 create.trigger = Some("group".into());
-                let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+                let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
                 let started = operation_start::start_operation(&create, &empty, None, &[], None, &ctx)?;
                 Ok(Poll::Decide(Decision { ctx, parts: vec![Part::operation(started.operation)] }))
             }
-            RunStart::Child { .. } => Ok(Poll::Wait),
+            RunStart::Child => Ok(Poll::Wait),
         }
     }
 
     /// Renew a lease about to run out (or, for a run planned to lose its lease, stop working and
     /// wait for the reaper).
-    fn renewal(&mut self, world: &World, gen: &mut Gen) -> Option<Result<Poll, DomainError>> {
+    fn renewal(&mut self, world: &World, g: &mut Gen) -> Option<Result<Poll, DomainError>> {
         let op = world.ops.get(&self.op_id);
         let lease = op.lease.as_ref()?;
-        if lease.expires_at - gen.now() >= Duration::seconds(RENEW_BEFORE_SECS) {
+        if lease.expires_at - g.now() >= Duration::seconds(RENEW_BEFORE_SECS) {
             return None;
         }
         if self.plan.ending == Ending::LeaseExpiry {
             self.phase = Phase_::Expire;
             return Some(Ok(Poll::Wait));
         }
-        let ctx = self.worker_ctx(gen);
+        let ctx = self.worker_ctx(g);
         let cmd = OperationCommand::RenewLease { worker_id: self.worker.clone(), lease_secs: LEASE_SECS };
         Some(self.op_decision(world, cmd, ctx))
     }
 
-    fn poll_work(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
-        if let Some(renewal) = self.renewal(world, gen) {
+    fn poll_work(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
+        if let Some(renewal) = self.renewal(world, g) {
             return renewal;
         }
         if let Some(h) = &self.plan.hitl
             && !self.hitl_done
             && self.steps_done >= h.at_step
         {
-            let ctx = self.worker_ctx(gen);
+            let ctx = self.worker_ctx(g);
             return self.op_decision(world, OperationCommand::AskHuman(h.card.clone()), ctx);
         }
         if self.plan.children > 0 && self.children.is_empty() && self.steps_done >= 1 {
             self.phase = Phase_::Spawn { left: self.plan.children };
-            return self.poll(world, gen);
+            return self.poll(world, g);
         }
         if self.steps_done >= self.plan.steps {
-            return self.poll_end(world, gen);
+            return self.poll_end(world, g);
         }
-        let ctx = self.worker_ctx(gen);
-        let r = &mut gen.rng;
+        let ctx = self.worker_ctx(g);
+        let r = &mut g.rng;
         let cmd = match r.weighted(&[70, 8, 6, 5, 5]) {
             1 => {
                 let phases = [Phase::Thinking, Phase::Acting, Phase::Responding, Phase::Finalizing];
@@ -496,9 +496,13 @@ impl RunMachine {
             2 => OperationCommand::UpdatePlan(Plan {
                 explanation: r.chance(50).then(|| r.words(4, 12)),
                 steps: (0..r.range(1, 5))
-                    .map(|i| agentlog_domain::operation::PlanStep {
+                    .map(|i| PlanStep {
                         text: r.words(2, 6),
-                        status: if i < u64::from(self.steps_done) { ItemStatus::Completed } else { ItemStatus::Pending },
+                        status: if i < u64::from(self.steps_done) {
+                            ItemStatus::Completed
+                        } else {
+                            ItemStatus::Pending
+                        },
                     })
                     .collect(),
             }),
@@ -518,13 +522,13 @@ impl RunMachine {
                 size_bytes: r.chance(80).then(|| r.range(100, 2_000_000)),
                 content_ref: format!("s3://artifacts/{}", r.next_u64()),
             }),
-            _ => OperationCommand::RecordStep(self.step_report(gen)),
+            _ => OperationCommand::RecordStep(self.step_report(g)),
         };
         self.op_decision(world, cmd, ctx)
     }
 
-    fn step_report(&self, gen: &mut Gen) -> StepReport {
-        let r = &mut gen.rng;
+    fn step_report(&self, g: &mut Gen) -> StepReport {
+        let r = &mut g.rng;
         let index = self.steps_done + 1;
         let calls = if r.chance(60) { r.range(1, 3) } else { 0 };
         let tools = ["web-search/search", "code/run", "files/read", "calendar/list", "lobe-memory/recall"];
@@ -551,16 +555,16 @@ impl RunMachine {
         StepReport { phase, tool_calls, usage }
     }
 
-    fn poll_end(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll_end(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         match self.plan.ending {
             Ending::Complete | Ending::MaxSteps | Ending::CostLimit => {
-                let ctx = self.worker_ctx(gen);
-                let result = Some(gen.rng.words(5, 40));
+                let ctx = self.worker_ctx(g);
+                let result = Some(g.rng.words(5, 40));
                 self.op_decision(world, OperationCommand::Complete { result }, ctx)
             }
             Ending::Fail => {
-                let ctx = self.worker_ctx(gen);
-                let r = &mut gen.rng;
+                let ctx = self.worker_ctx(g);
+                let r = &mut g.rng;
                 let (kind, code) = [
                     ("provider_error", Some("rate_limited")),
                     ("tool_error", None),
@@ -575,19 +579,19 @@ impl RunMachine {
                 self.op_decision(world, OperationCommand::Fail(error), ctx)
             }
             Ending::Interrupt => {
-                let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
-                let cmd = OperationCommand::Interrupt { reason: "user_stopped".into(), can_resume: gen.rng.chance(50) };
+                let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
+                let cmd = OperationCommand::Interrupt { reason: "user_stopped".into(), can_resume: g.rng.chance(50) };
                 self.op_decision(world, cmd, ctx)
             }
-            Ending::Cancel => self.poll_cancel(world, gen),
+            Ending::Cancel => self.poll_cancel(world, g),
             Ending::LeaseExpiry => {
                 self.phase = Phase_::Expire;
-                self.poll(world, gen)
+                self.poll(world, g)
             }
         }
     }
 
-    fn poll_cancel(&self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll_cancel(&self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         let root = world.ops.get(&self.op_id);
         let mut descendants = Vec::new();
         let mut queue: Vec<String> = root.child_ids().map(str::to_string).collect();
@@ -596,39 +600,39 @@ impl RunMachine {
             queue.extend(op.child_ids().map(str::to_string));
             descendants.push(op.clone());
         }
-        let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+        let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
         let parts = cancel_cascade(root, &descendants, Some("cancelled by the user".into()), &ctx)?;
         Ok(Poll::Decide(Decision { ctx, parts: parts.into_iter().map(Part::operation).collect() }))
     }
 
-    fn poll_human(&self, world: &World, gen: &mut Gen, asked_round: u64) -> Result<Poll, DomainError> {
+    fn poll_human(&self, world: &World, g: &mut Gen, asked_round: u64) -> Result<Poll, DomainError> {
         let op = world.ops.get(&self.op_id);
         let (Some(h), Some(pending)) = (&self.plan.hitl, &op.pending_card) else { return Ok(Poll::Wait) };
         match &h.resolution {
             CardPlan::Answer(answer, after_rounds) => {
-                if gen.round() < asked_round + after_rounds {
+                if g.round() < asked_round + after_rounds {
                     return Ok(Poll::Wait);
                 }
-                let ctx = gen.ctx(Actor::user(self.user.clone()), &self.user, None);
+                let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
                 let cmd = OperationCommand::AnswerCard { card_id: h.card.card_id.clone(), answer: answer.clone() };
                 self.op_decision(world, cmd, ctx)
             }
             CardPlan::Timeout => {
-                if pending.deadline.is_none_or(|d| gen.now() < d) {
+                if pending.deadline.is_none_or(|d| g.now() < d) {
                     return Ok(Poll::Wait);
                 }
-                let ctx = gen.ctx(Actor::system("scheduler"), &self.user, None);
+                let ctx = g.ctx(Actor::system("scheduler"), &self.user, None);
                 self.op_decision(world, OperationCommand::TimeoutCard { card_id: h.card.card_id.clone() }, ctx)
             }
         }
     }
 
-    fn poll_spawn(&self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn poll_spawn(&self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         let parent = world.ops.get(&self.op_id);
-        let child_id = gen.id("op");
+        let child_id = g.id("op");
         let mut create = CreateOperation::new(child_id, OperationKind::Subagent, self.agent.clone());
         create.parent_operation_id = Some(self.op_id.clone());
-        create.instruction = Some(gen.rng.words(4, 14));
+        create.instruction = Some(g.rng.words(4, 14));
         create.trigger = Some("subagent".into());
         let topic = parent.topic_id().map(str::to_string);
         let conversation = topic.as_deref().map(|t| world.conversations.get(t));
@@ -637,7 +641,7 @@ impl RunMachine {
                 && c.background_operations.iter().filter(|id| !world.ops.get(id).is_finished()).count()
                     < agentlog_domain::conversation::MAX_BACKGROUND_SUBAGENTS
         });
-        if background_room && gen.rng.chance(40) {
+        if background_room && g.rng.chance(40) {
             create.background = true;
         }
         if create.background {
@@ -648,9 +652,15 @@ impl RunMachine {
             _ => Vec::new(),
         };
         let conversation = if create.background { conversation } else { None };
-        let ctx = self.worker_ctx(gen);
-        let started =
-            operation_start::start_operation(&create, &Operation::default(), conversation, &tracked, Some(parent), &ctx)?;
+        let ctx = self.worker_ctx(g);
+        let started = operation_start::start_operation(
+            &create,
+            &Operation::default(),
+            conversation,
+            &tracked,
+            Some(parent),
+            &ctx,
+        )?;
         let mut parts = vec![Part::operation(started.operation)];
         parts.extend(started.conversation.map(Part::conversation));
         parts.extend(started.parent.map(Part::operation));
@@ -660,15 +670,15 @@ impl RunMachine {
     fn reaction_decision(
         &self,
         world: &World,
-        gen: &mut Gen,
+        g: &mut Gen,
         reactions: Vec<Reaction>,
         cause: agentlog_domain::context::Cause,
     ) -> Result<Poll, DomainError> {
         let Some(reaction) = reactions.into_iter().next() else { return Ok(Poll::Wait) };
-        reaction_poll(world, gen, &self.user, reaction, cause)
+        reaction_poll(world, g, &self.user, reaction, cause)
     }
 
-    fn poll_follow_up(&mut self, world: &World, gen: &mut Gen, f: FollowUp) -> Result<Poll, DomainError> {
+    fn poll_follow_up(&mut self, world: &World, g: &mut Gen, f: FollowUp) -> Result<Poll, DomainError> {
         let Some(terminal) = self.terminal.clone() else {
             self.phase = Phase_::Done;
             return Ok(Poll::Done);
@@ -676,21 +686,21 @@ impl RunMachine {
         match f {
             FollowUp::ChildResult => {
                 let child = world.ops.get(&self.op_id);
-                let Some(event) = decode_op(&terminal) else { return self.skip_follow_up(world, gen) };
+                let Some(event) = decode_op(&terminal) else { return self.skip_follow_up(world, g) };
                 let Some((parent_id, cmd)) = operation_start::child_result_for_parent(child, &event) else {
-                    return self.skip_follow_up(world, gen);
+                    return self.skip_follow_up(world, g);
                 };
                 let parent = world.ops.get(&parent_id);
                 if parent.is_finished() || !parent.exists() {
-                    return self.skip_follow_up(world, gen);
+                    return self.skip_follow_up(world, g);
                 }
-                let ctx = gen.ctx(Actor::system("child-result"), &self.user, Some(caused_by(&terminal)));
+                let ctx = g.ctx(Actor::system("child-result"), &self.user, Some(caused_by(&terminal)));
                 let events = parent.decide(&cmd, &ctx)?;
                 Ok(Poll::Decide(Decision::one(ctx, Part::Operation(parent_id, events))))
             }
             FollowUp::CompleteTopic => {
                 let RunStart::Task { task_id, topic_id, trigger } = &self.start else {
-                    return self.skip_follow_up(world, gen);
+                    return self.skip_follow_up(world, g);
                 };
                 let end = match decode_op(&terminal) {
                     Some(OperationEvent::Completed(_)) => TopicEnd::Done,
@@ -698,7 +708,7 @@ impl RunMachine {
                     Some(OperationEvent::Cancelled(_)) => TopicEnd::Other { detail: "cancelled".into() },
                     _ => TopicEnd::Other { detail: "interrupted".into() },
                 };
-                let r = &mut gen.rng;
+                let r = &mut g.rng;
                 let handoff = (end == TopicEnd::Done).then(|| Handoff {
                     title: Some(r.words(2, 6)),
                     summary: Some(r.words(8, 30)),
@@ -717,7 +727,7 @@ impl RunMachine {
                     human_waiting: false,
                     brief_judgement: Some(r.chance(50)),
                 };
-                let ctx = gen.ctx(Actor::system("task-lifecycle"), &self.user, Some(caused_by(&terminal)));
+                let ctx = g.ctx(Actor::system("task-lifecycle"), &self.user, Some(caused_by(&terminal)));
                 let events = world.tasks.get(task_id).decide(&TaskCommand::CompleteTopic(outcome), &ctx)?;
                 Ok(Poll::Decide(Decision::one(ctx, Part::Task(task_id.clone(), events))))
             }
@@ -727,7 +737,9 @@ impl RunMachine {
                         let task = world.tasks.get(task_id);
                         if let Some(e) = find(&self.last, "task.topic_completed") {
                             match TaskEvent::decode(&e.event_type, e.schema_version, &e.payload) {
-                                Ok(TaskEvent::TopicCompleted(c)) => (policy::on_topic_completed(task, &c), caused_by(e)),
+                                Ok(TaskEvent::TopicCompleted(c)) => {
+                                    (policy::on_topic_completed(task, &c), caused_by(e))
+                                }
                                 _ => (Vec::new(), caused_by(e)),
                             }
                         } else if let Some(e) = find(&self.last, "task.topic_failed") {
@@ -736,43 +748,43 @@ impl RunMachine {
                                 _ => (Vec::new(), caused_by(e)),
                             }
                         } else {
-                            return self.skip_follow_up(world, gen);
+                            return self.skip_follow_up(world, g);
                         }
                     }
                     _ => match decode_op(&terminal) {
                         Some(OperationEvent::Failed(failed)) => {
                             (policy::on_operation_failed(world.ops.get(&self.op_id), &failed), caused_by(&terminal))
                         }
-                        _ => return self.skip_follow_up(world, gen),
+                        _ => return self.skip_follow_up(world, g),
                     },
                 };
                 if reactions.is_empty() {
-                    return self.skip_follow_up(world, gen);
+                    return self.skip_follow_up(world, g);
                 }
-                self.reaction_decision(world, gen, reactions, cause)
+                self.reaction_decision(world, g, reactions, cause)
             }
             FollowUp::BriefNotification => {
-                let Some(created) = find(&self.last, "brief.created") else { return self.skip_follow_up(world, gen) };
+                let Some(created) = find(&self.last, "brief.created") else { return self.skip_follow_up(world, g) };
                 let Ok(BriefEvent::Created(c)) =
                     BriefEvent::decode(&created.event_type, created.schema_version, &created.payload)
                 else {
-                    return self.skip_follow_up(world, gen);
+                    return self.skip_follow_up(world, g);
                 };
                 let cause = caused_by(created);
-                self.reaction_decision(world, gen, policy::on_brief_created(&c), cause)
+                self.reaction_decision(world, g, policy::on_brief_created(&c), cause)
             }
         }
     }
 
     /// Move past a follow-up that has nothing to do, and poll the next one.
-    fn skip_follow_up(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
+    fn skip_follow_up(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
         self.phase = self.after_follow_up();
-        self.poll(world, gen)
+        self.poll(world, g)
     }
 
     fn first_follow_up(&self) -> Phase_ {
         match self.start {
-            RunStart::Child { .. } => Phase_::FollowUp(FollowUp::ChildResult),
+            RunStart::Child => Phase_::FollowUp(FollowUp::ChildResult),
             RunStart::Task { .. } => Phase_::FollowUp(FollowUp::CompleteTopic),
             _ => Phase_::FollowUp(FollowUp::Brief),
         }
@@ -791,7 +803,7 @@ impl RunMachine {
         &mut self,
         appends: &[StreamAppend],
         world: &World,
-        gen: &mut Gen,
+        g: &mut Gen,
         spawned: &mut Vec<Box<dyn Story>>,
     ) {
         let events = all_events(appends);
@@ -807,7 +819,8 @@ impl RunMachine {
         let renewed_only = own.len() == 1 && own[0].event_type == "operation.lease_renewed";
         let events = &events;
         match self.phase {
-            Phase_::Start | Phase_::Claim => self.phase = Phase_::Work,
+            Phase_::Start => self.phase = Phase_::Claim,
+            Phase_::Claim => self.phase = Phase_::Work,
             Phase_::Work => {
                 if find(events, "operation.step_recorded").is_some() {
                     self.steps_done += 1;
@@ -817,7 +830,7 @@ impl RunMachine {
                     self.phase = Phase_::NotifyHuman;
                 }
             }
-            Phase_::NotifyHuman => self.phase = Phase_::WaitHuman { asked_round: gen.round() },
+            Phase_::NotifyHuman => self.phase = Phase_::WaitHuman { asked_round: g.round() },
             Phase_::WaitHuman { .. } => self.phase = Phase_::Claim,
             _ if renewed_only => {}
             Phase_::Spawn { left } => {
@@ -827,13 +840,13 @@ impl RunMachine {
                 }) && let Some(child_id) = created.payload.get("operationId").and_then(|v| v.as_str())
                 {
                     self.children.push(child_id.to_string());
-                    let plan = RunPlan::draw(gen, true);
+                    let plan = RunPlan::draw(g, true);
                     let child = RunMachine::with_id(
-                        gen,
+                        g,
                         child_id.to_string(),
                         &self.user,
                         self.agent.clone(),
-                        RunStart::Child { parent_id: self.op_id.clone() },
+                        RunStart::Child,
                         plan,
                         Phase_::Claim,
                     );
@@ -843,7 +856,7 @@ impl RunMachine {
             }
             Phase_::Await => {
                 let waiting = world.ops.get(&self.op_id).status.is_waiting();
-                self.phase = if waiting { Phase_::WaitChildren { since_round: gen.round() } } else { Phase_::Work };
+                self.phase = if waiting { Phase_::WaitChildren { since_round: g.round() } } else { Phase_::Work };
             }
             Phase_::WaitChildren { .. } | Phase_::Expire => {}
             Phase_::FollowUp(_) => self.phase = self.after_follow_up(),
@@ -856,20 +869,20 @@ impl RunMachine {
 /// The decision a policy's reaction calls for, caused by `cause`.
 pub(crate) fn reaction_poll(
     world: &World,
-    gen: &mut Gen,
+    g: &mut Gen,
     user: &str,
     reaction: Reaction,
     cause: agentlog_domain::context::Cause,
 ) -> Result<Poll, DomainError> {
     match reaction {
         Reaction::CreateBrief(brief) => {
-            let ctx = gen.ctx(Actor::system("signal-bus"), user, Some(cause));
+            let ctx = g.ctx(Actor::system("signal-bus"), user, Some(cause));
             let id = brief.brief_id.clone();
             let events = world.briefs.get(&id).decide(&BriefCommand::Create(brief), &ctx)?;
             Ok(Poll::Decide(Decision::one(ctx, Part::Brief(id, events))))
         }
         Reaction::CreateNotification(n) => {
-            let ctx = gen.ctx(Actor::system("signal-bus"), &n.user_id.clone(), Some(cause));
+            let ctx = g.ctx(Actor::system("signal-bus"), &n.user_id.clone(), Some(cause));
             notification_poll(world, ctx, n)
         }
     }
@@ -904,16 +917,16 @@ pub(crate) struct RunStory {
 }
 
 impl Story for RunStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
-        self.run.poll(world, gen)
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
+        self.run.poll(world, g)
     }
-    fn applied(&mut self, appends: &[StreamAppend], world: &World, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
-        self.run.applied(appends, world, gen, spawned);
+    fn applied(&mut self, appends: &[StreamAppend], world: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
+        self.run.applied(appends, world, g, spawned);
     }
 
     fn forget(&self, world: &mut World) {
         // A sub-agent is forgotten with its root (its parent may still cascade over it).
-        if !matches!(self.run.start, RunStart::Child { .. }) {
+        if !matches!(self.run.start, RunStart::Child) {
             world.forget_operation_tree(&self.run.op_id);
         }
     }

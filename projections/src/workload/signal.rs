@@ -44,11 +44,11 @@ pub(crate) struct SignalStory {
 
 impl SignalStory {
     /// A source about `agent`'s work for `user`.
-    pub(crate) fn new(gen: &mut Gen, user: &str, agent: AgentRef) -> Self {
+    pub(crate) fn new(g: &mut Gen, user: &str, agent: AgentRef) -> Self {
         Self {
             user: user.to_string(),
             agent,
-            source_id: gen.id("src"),
+            source_id: g.id("src"),
             step: Step::Receive,
             trigger: None,
             signal_id: None,
@@ -56,17 +56,17 @@ impl SignalStory {
         }
     }
 
-    fn decision(&self, world: &World, gen: &mut Gen, actor: Actor, cmd: SourceCommand) -> Result<Poll, DomainError> {
+    fn decision(&self, world: &World, g: &mut Gen, actor: Actor, cmd: SourceCommand) -> Result<Poll, DomainError> {
         let cause = self.trigger.as_ref().map(caused_by);
-        let ctx = gen.ctx(actor, &self.user, cause);
+        let ctx = g.ctx(actor, &self.user, cause);
         let events = world.sources.get(&self.source_id).decide(&cmd, &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Source(self.source_id.clone(), events))))
     }
 }
 
 impl Story for SignalStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
-        let r = &mut gen.rng;
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
+        let r = &mut g.rng;
         match self.step {
             Step::Receive => {
                 let source_type = AGENT_SIGNAL_SOURCE_TYPES[r.below(AGENT_SIGNAL_SOURCE_TYPES.len())];
@@ -81,9 +81,9 @@ impl Story for SignalStory {
                     source_type: source_type.into(),
                     payload,
                     scope_key: None,
-                    timestamp_ms: gen.now().timestamp_millis(),
+                    timestamp_ms: g.now().timestamp_millis(),
                 };
-                self.decision(world, gen, Actor::system("producer"), cmd)
+                self.decision(world, g, Actor::system("producer"), cmd)
             }
             Step::Emit => {
                 let signal_type = ["signal.tool.outcome", "signal.user.intent", "signal.run.finished"][r.below(3)];
@@ -92,21 +92,20 @@ impl Story for SignalStory {
                     policy_id: format!("policy.{}", r.words(1, 1)),
                     payload: json!({"score": r.range(0, 100)}),
                 };
-                self.decision(world, gen, Actor::system("signal-bus"), cmd)
+                self.decision(world, g, Actor::system("signal-bus"), cmd)
             }
             Step::Dispatch => {
                 let Some(signal_id) = self.signal_id.clone() else {
                     self.step = Step::Done;
                     return Ok(Poll::Done);
                 };
-                let action_type =
-                    ["action.user-memory.handle", "action.notify.user", "action.task.create"][r.below(3)];
+                let action_type = ["action.user-memory.handle", "action.notify.user", "action.task.create"][r.below(3)];
                 let cmd = SourceCommand::DispatchAction {
                     signal_id,
                     action_type: action_type.into(),
                     payload: json!({"note": r.words(2, 8)}),
                 };
-                self.decision(world, gen, Actor::system("signal-bus"), cmd)
+                self.decision(world, g, Actor::system("signal-bus"), cmd)
             }
             Step::Complete { attempt } => {
                 let Some(action_id) = self.action_id.clone() else {
@@ -136,26 +135,27 @@ impl Story for SignalStory {
                     detail: r.chance(40).then(|| r.words(2, 8)),
                     error,
                 };
-                self.decision(world, gen, Actor::system("action-executor"), cmd)
+                self.decision(world, g, Actor::system("action-executor"), cmd)
             }
             Step::Done => Ok(Poll::Done),
         }
     }
 
-    fn applied(&mut self, appends: &[StreamAppend], _: &World, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
+    fn applied(&mut self, appends: &[StreamAppend], _: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
         let events = stream_events(appends, &Source::stream_id(&self.source_id));
         self.step = match self.step {
             Step::Receive => {
                 self.trigger = find(events, "signal.source_received").cloned();
                 if let Some(source) = &self.trigger
-                    && gen.rng.chance(20)
+                    && g.rng.chance(20)
                 {
-                    let plan = RunPlan::draw(gen, true);
-                    let run = RunMachine::new(gen, &self.user, self.agent.clone(), RunStart::Plain { trigger: "signal" }, plan)
-                        .caused_by(caused_by(source));
+                    let plan = RunPlan::draw(g, true);
+                    let run =
+                        RunMachine::new(g, &self.user, self.agent.clone(), RunStart::Plain { trigger: "signal" }, plan)
+                            .caused_by(caused_by(source));
                     spawned.push(Box::new(RunStory { run }));
                 }
-                if gen.rng.chance(70) { Step::Emit } else { Step::Done }
+                if g.rng.chance(70) { Step::Emit } else { Step::Done }
             }
             Step::Emit => {
                 self.trigger = find(events, "signal.emitted").cloned();

@@ -29,10 +29,10 @@ pub(crate) enum Poll {
 /// the same round is dropped and proposed again next round).
 pub(crate) trait Story: Send {
     /// The next decision.
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError>;
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError>;
     /// The decision of the last poll was applied; `appends` hold its stamped events per
     /// stream. Stories it starts go into `spawned`.
-    fn applied(&mut self, appends: &[StreamAppend], world: &World, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>);
+    fn applied(&mut self, appends: &[StreamAppend], world: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>);
     /// The story is over: stop tracking the instances only it wrote to (keeps memory flat).
     fn forget(&self, _world: &mut World) {}
 }
@@ -80,7 +80,8 @@ impl Gen {
         let now = self.now();
         self.in_round += 1;
         self.commands += 1;
-        let command_id = derived_id("workload-command", &format!("{}:{}", self.seed, self.commands), now.timestamp_millis());
+        let command_id =
+            derived_id("workload-command", &format!("{}:{}", self.seed, self.commands), now.timestamp_millis());
         let mut ctx = Context::new(now, command_id, actor, user);
         if let Some(cause) = cause {
             ctx.cause = cause;

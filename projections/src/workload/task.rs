@@ -49,13 +49,13 @@ pub(crate) struct TaskStory {
 
 impl TaskStory {
     /// A task of `user`, assigned to `assignee` (the inbox agent runs it when `None`).
-    pub(crate) fn new(gen: &mut Gen, user: &str, assignee: Option<String>) -> Self {
-        let r = &mut gen.rng;
+    pub(crate) fn new(g: &mut Gen, user: &str, assignee: Option<String>) -> Self {
+        let r = &mut g.rng;
         let deps_left = if r.chance(40) { r.range(1, 2) as u32 } else { 0 };
         let runs_left = r.range(1, 3) as u32;
         Self {
             user: user.to_string(),
-            task_id: gen.id("task"),
+            task_id: g.id("task"),
             assignee,
             step: Step::Create,
             deps_left,
@@ -66,8 +66,8 @@ impl TaskStory {
         }
     }
 
-    fn decision(&self, world: &World, gen: &mut Gen, actor: Actor, cmd: TaskCommand) -> Result<Poll, DomainError> {
-        let ctx = gen.ctx(actor, &self.user, None);
+    fn decision(&self, world: &World, g: &mut Gen, actor: Actor, cmd: TaskCommand) -> Result<Poll, DomainError> {
+        let ctx = g.ctx(actor, &self.user, None);
         let events = world.tasks.get(&self.task_id).decide(&cmd, &ctx)?;
         Ok(Poll::Decide(Decision::one(ctx, Part::Task(self.task_id.clone(), events))))
     }
@@ -111,8 +111,8 @@ impl TaskStory {
 }
 
 impl Story for TaskStory {
-    fn poll(&mut self, world: &World, gen: &mut Gen) -> Result<Poll, DomainError> {
-        let r = &mut gen.rng;
+    fn poll(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
+        let r = &mut g.rng;
         match self.step {
             Step::Create => {
                 let mut create =
@@ -129,8 +129,11 @@ impl Story for TaskStory {
                 }
                 if r.chance(20) {
                     create.automation_mode = Some(AutomationMode::Schedule);
-                    create.schedule =
-                        ScheduleConfig { pattern: Some("0 * * * *".into()), timezone: "UTC".into(), max_executions: None };
+                    create.schedule = ScheduleConfig {
+                        pattern: Some("0 * * * *".into()),
+                        timezone: "UTC".into(),
+                        max_executions: None,
+                    };
                     create.max_topics = Some(r.range(2, 5) as u32);
                 }
                 create.config = TaskConfig {
@@ -139,7 +142,7 @@ impl Story for TaskStory {
                     pause_after_topic: r.chance(70).then_some(true),
                     review_enabled: r.chance(20),
                 };
-                self.decision(world, gen, self.user_actor(), TaskCommand::Create(create))
+                self.decision(world, g, self.user_actor(), TaskCommand::Create(create))
             }
             Step::Depend => {
                 let task = world.tasks.get(&self.task_id);
@@ -153,17 +156,17 @@ impl Story for TaskStory {
                 let Some(upstream) = r.pick(&candidates).map(|s| s.to_string()) else {
                     self.deps_left = 0;
                     self.advance();
-                    return self.poll(world, gen);
+                    return self.poll(world, g);
                 };
                 // Dependencies only point at older tasks, so `blocks` edges never close a cycle.
                 let kind = if r.chance(60) { DependencyKind::Blocks } else { DependencyKind::Relates };
                 let cmd = TaskCommand::AddDependency { depends_on_id: upstream, kind, graph: BlocksGraph::default() };
-                self.decision(world, gen, self.user_actor(), cmd)
+                self.decision(world, g, self.user_actor(), cmd)
             }
             Step::Pin => {
                 let pinned_by = [PinnedBy::User, PinnedBy::Agent, PinnedBy::System][r.below(3)];
-                let cmd = TaskCommand::PinDocument { document_id: gen.id("doc"), pinned_by };
-                self.decision(world, gen, self.user_actor(), cmd)
+                let cmd = TaskCommand::PinDocument { document_id: g.id("doc"), pinned_by };
+                self.decision(world, g, self.user_actor(), cmd)
             }
             Step::Comment => {
                 let author = if r.chance(60) {
@@ -172,13 +175,13 @@ impl Story for TaskStory {
                     CommentAuthor::Agent(self.assignee.clone().unwrap_or_else(|| INBOX_AGENT_ID.into()))
                 };
                 let cmd = TaskCommand::AddComment {
-                    comment_id: gen.id("comment"),
+                    comment_id: g.id("comment"),
                     author,
-                    content: gen.rng.words(3, 30),
+                    content: g.rng.words(3, 30),
                     brief_id: None,
                     topic_id: self.last_topic.clone(),
                 };
-                self.decision(world, gen, self.user_actor(), cmd)
+                self.decision(world, g, self.user_actor(), cmd)
             }
             Step::Edit => {
                 let patch = TaskPatch {
@@ -187,7 +190,7 @@ impl Story for TaskStory {
                     description: r.chance(50).then(|| r.words(5, 20)),
                     priority: Some(r.range(0, 4) as u8),
                 };
-                self.decision(world, gen, self.user_actor(), TaskCommand::Update(patch))
+                self.decision(world, g, self.user_actor(), TaskCommand::Update(patch))
             }
             Step::Run => {
                 if self.run.is_none() {
@@ -195,7 +198,7 @@ impl Story for TaskStory {
                     if task.status == TaskStatus::Canceled {
                         self.runs_left = 0;
                         self.step = Step::End;
-                        return self.poll(world, gen);
+                        return self.poll(world, g);
                     }
                     if task.running_topics().next().is_some() {
                         return Ok(Poll::Wait);
@@ -203,28 +206,29 @@ impl Story for TaskStory {
                     if task.max_topics.is_some_and(|max| task.total_topics >= max) {
                         self.runs_left = 0;
                         self.step = Step::End;
-                        return self.poll(world, gen);
+                        return self.poll(world, g);
                     }
                     let agent = self.run_agent(world)?;
-                    let trigger = if task.automation_mode.is_some() { RunTrigger::Schedule } else { RunTrigger::Manual };
-                    let plan = RunPlan::draw(gen, false);
-                    let topic_id = gen.id("topic");
+                    let trigger =
+                        if task.automation_mode.is_some() { RunTrigger::Schedule } else { RunTrigger::Manual };
+                    let plan = RunPlan::draw(g, false);
+                    let topic_id = g.id("topic");
                     let start = RunStart::Task { task_id: self.task_id.clone(), topic_id: topic_id.clone(), trigger };
-                    let machine = RunMachine::new(gen, &self.user, agent, start, plan);
+                    let machine = RunMachine::new(g, &self.user, agent, start, plan);
                     self.ops.push(machine.op_id.clone());
                     self.last_topic = Some(topic_id);
                     self.run = Some(machine);
                 }
                 let Some(run) = self.run.as_mut() else { return Ok(Poll::Wait) };
-                match run.poll(world, gen)? {
+                match run.poll(world, g)? {
                     Poll::Done => {
                         self.run = None;
                         self.runs_left = self.runs_left.saturating_sub(1);
-                        self.step = if gen.rng.chance(30) { Step::Review } else { Step::Run };
+                        self.step = if g.rng.chance(30) { Step::Review } else { Step::Run };
                         if self.step == Step::Run && self.runs_left == 0 {
                             self.step = Step::End;
                         }
-                        self.poll(world, gen)
+                        self.poll(world, g)
                     }
                     other => Ok(other),
                 }
@@ -232,7 +236,7 @@ impl Story for TaskStory {
             Step::Review => {
                 let Some(topic_id) = self.last_topic.clone() else {
                     self.advance();
-                    return self.poll(world, gen);
+                    return self.poll(world, g);
                 };
                 let scores: Vec<ReviewScore> = (0..r.range(1, 3))
                     .map(|i| {
@@ -247,7 +251,7 @@ impl Story for TaskStory {
                     .collect();
                 let score = (scores.iter().map(|s| u32::from(s.score)).sum::<u32>() / scores.len().max(1) as u32) as u8;
                 let cmd = TaskCommand::ReviewTopic { topic_id, score, passed: score >= 60, scores };
-                self.decision(world, gen, Actor::agent("verify-agent"), cmd)
+                self.decision(world, g, Actor::agent("verify-agent"), cmd)
             }
             Step::End => {
                 let status = world.tasks.get(&self.task_id).status;
@@ -263,17 +267,17 @@ impl Story for TaskStory {
                     self.step = Step::Done;
                     return Ok(Poll::Done);
                 }
-                self.decision(world, gen, self.user_actor(), TaskCommand::ChangeStatus { to, error: None })
+                self.decision(world, g, self.user_actor(), TaskCommand::ChangeStatus { to, error: None })
             }
             Step::Done => Ok(Poll::Done),
         }
     }
 
-    fn applied(&mut self, appends: &[StreamAppend], world: &World, gen: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
+    fn applied(&mut self, appends: &[StreamAppend], world: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
         match self.step {
             Step::Run => {
                 if let Some(run) = self.run.as_mut() {
-                    run.applied(appends, world, gen, spawned);
+                    run.applied(appends, world, g, spawned);
                 }
             }
             Step::Depend => {
