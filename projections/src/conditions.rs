@@ -89,9 +89,8 @@ impl Conditions {
             let key = self.bind(c.sort_key);
             let key_again = self.bind(c.sort_key);
             let id = self.bind(c.id.as_str());
-            self.clauses.push(format!(
-                "({sort_column} {op} {key} OR ({sort_column} = {key_again} AND {id_column} {op} {id}))"
-            ));
+            self.clauses
+                .push(format!("({sort_column} {op} {key} OR ({sort_column} = {key_again} AND {id_column} {op} {id}))"));
         }
     }
 

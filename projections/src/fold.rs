@@ -32,17 +32,14 @@ pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, Project
 
 /// The instance id of a stream `<prefix>-<id>`.
 pub(crate) fn instance_id<'a>(event: &'a RecordedEvent, prefix: &str) -> Result<&'a str, ProjectionError> {
-    event
-        .stream_id
-        .strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix('-'))
-        .filter(|id| !id.is_empty())
-        .ok_or_else(|| ProjectionError::Decode {
+    event.stream_id.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('-')).filter(|id| !id.is_empty()).ok_or_else(
+        || ProjectionError::Decode {
             event_id: event.event_id,
             event_type: event.event_type.clone(),
             position: event.position,
             reason: format!("stream `{}` is not a `{prefix}-<id>` stream", event.stream_id),
-        })
+        },
+    )
 }
 
 /// Load the `state` column of the rows of `table` whose `key_column` is one of `ids`.
@@ -54,7 +51,8 @@ pub(crate) async fn load_states<S: DeserializeOwned>(
 ) -> Result<HashMap<String, S>, ProjectionError> {
     let mut out = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(IDS_PER_QUERY) {
-        let sql = format!("SELECT {key_column}, state FROM {table} WHERE {key_column} IN ({})", placeholders(chunk.len()));
+        let sql =
+            format!("SELECT {key_column}, state FROM {table} WHERE {key_column} IN ({})", placeholders(chunk.len()));
         let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
         for row in tx.fetch(&sql, &args).await? {
             let (Some(id), Some(text)) = (row.str(0), row.str(1)) else {
@@ -88,7 +86,8 @@ pub(crate) fn placeholders_from(first: usize, n: usize) -> String {
 
 /// Serialize to JSON text (for a TEXT column).
 pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, ProjectionError> {
-    serde_json::to_string(value).map_err(|e| ProjectionError::Invalid(format!("cannot serialize a read-model value: {e}")))
+    serde_json::to_string(value)
+        .map_err(|e| ProjectionError::Invalid(format!("cannot serialize a read-model value: {e}")))
 }
 
 /// Serialize to JSON text, NULL when absent.

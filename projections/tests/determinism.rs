@@ -78,28 +78,40 @@ async fn live_with_kills_equals_rebuild(log: TestLog, fresh: TestLog) {
     let workload = Workload::generate(&WorkloadConfig { min_events: 5_000, ..WorkloadConfig::default() }).unwrap();
     assert!(workload.stats.events >= 5_000 && workload.stats.refused.is_empty());
     let db = ReadDb::from(log.store.database());
-    let n = workload.rounds.len();
+    // four rounds per append: a realistic log, loaded in a reasonable time by a debug build
+    let batches = workload.batches(4);
+    let n = batches.len();
+    let append = |range: std::ops::Range<usize>| {
+        let store = Arc::clone(&log.store);
+        let batches = batches[range].to_vec();
+        async move {
+            for batch in batches {
+                store.append_multi(batch).await.unwrap();
+            }
+            store.head_position().await.unwrap()
+        }
+    };
     let (a, b, c) = (n / 4, n / 2, 3 * n / 4);
 
     // 1. live: the runner follows while the first quarter is appended
-    let live = runner(&log, &db, all_projections(), 256);
+    let live = runner(&log, &db, all_projections(), 500);
     live.start().await.unwrap();
-    let head = workload.append_rounds(log.store.as_ref(), 0..a).await.unwrap();
+    let head = append(0..a).await;
     live.wait_for(head, WAIT).await.unwrap();
 
     // 2. killed between batches (caught up), more appended while it is down, restarted
     assert!(live.stop().await);
-    let head = workload.append_rounds(log.store.as_ref(), a..b).await.unwrap();
-    let restarted = runner(&log, &db, all_projections(), 128);
+    let head = append(a..b).await;
+    let restarted = runner(&log, &db, all_projections(), 300);
     restarted.start().await.unwrap();
-    let head2 = workload.append_rounds(log.store.as_ref(), b..c).await.unwrap();
+    let head2 = append(b..c).await;
     restarted.wait_for(head2, WAIT).await.unwrap();
     assert!(head2 > head);
     restarted.stop().await;
 
     // 3. killed inside a batch: the last projection hangs on its third batch with the batch's
     //    transaction open (the others' writes in it); the runner is aborted there
-    let head = workload.append_rounds(log.store.as_ref(), c..n).await.unwrap();
+    let head = append(c..n).await;
     let tripped = Arc::new(Notify::new());
     let mut projections = all_projections();
     let last = projections.pop().unwrap();
