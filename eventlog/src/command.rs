@@ -197,16 +197,17 @@ impl CommandHandler {
         Err(CommandError::Contended { stream_id, attempts: self.attempts })
     }
 
-    /// Run a decision that writes several streams atomically. `decide` is called with this
-    /// handler (to load what it needs) and returns the writes with the version each stream was
-    /// loaded at; on a conflict it is called again, up to the retry bound.
-    pub async fn execute_multi<F>(&self, mut decide: F) -> Result<Vec<AppendResult>, CommandError>
+    /// Run a decision that writes several streams atomically. `decide` loads what it needs
+    /// (through this handler) and returns the writes with the version each stream was loaded
+    /// at; on a conflict it is called again, up to the retry bound.
+    pub async fn execute_multi<F, Fut>(&self, mut decide: F) -> Result<Vec<AppendResult>, CommandError>
     where
-        F: AsyncFnMut(&CommandHandler) -> Result<Vec<(StreamWrite, i64)>, CommandError>,
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<(StreamWrite, i64)>, CommandError>>,
     {
         let mut last_stream = String::new();
         for _ in 0..self.attempts {
-            let writes = decide(self).await?;
+            let writes = decide().await?;
             let writes: Vec<(StreamWrite, i64)> = writes.into_iter().filter(|(w, _)| !w.events.is_empty()).collect();
             if writes.is_empty() {
                 return Ok(Vec::new());

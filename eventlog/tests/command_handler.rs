@@ -129,7 +129,7 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
     let c = ctx();
     let results = h
-        .execute_multi(async |h: &CommandHandler| {
+        .execute_multi(|| async {
             let a = h.load::<Brief>("m1").await?;
             let b = h.load::<Brief>("m2").await?;
             let mut stamper = c.stamper();

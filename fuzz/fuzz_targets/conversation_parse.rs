@@ -11,8 +11,6 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(result) = conversation::parse_document(&doc) {
         let mut out = Vec::new();
-        result
-            .write_json(&mut out)
-            .expect("writing to memory cannot fail");
+        result.write_json(&mut out).expect("writing to memory cannot fail");
     }
 });

@@ -15,13 +15,8 @@ fn data_dir() -> PathBuf {
 fn fixture(rel: &str) -> Value {
     let dir = data_dir();
     let overlay = dir.join("extra-a4cc9bbe/fixtures").join(rel);
-    let path = if overlay.exists() {
-        overlay
-    } else {
-        dir.join("fixtures").join(rel)
-    };
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let path = if overlay.exists() { overlay } else { dir.join("fixtures").join(rel) };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
@@ -58,9 +53,7 @@ fn first_difference(path: &str, got: &Value, want: &Value) -> Option<String> {
                     }
                 }
             }
-            g.keys()
-                .find(|k| !w.contains_key(*k))
-                .map(|k| format!("{path}.{k}: unexpected key, got {}", g[k]))
+            g.keys().find(|k| !w.contains_key(*k)).map(|k| format!("{path}.{k}: unexpected key, got {}", g[k]))
         }
         (Value::Array(g), Value::Array(w)) => {
             for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
@@ -70,9 +63,7 @@ fn first_difference(path: &str, got: &Value, want: &Value) -> Option<String> {
             }
             (g.len() != w.len()).then(|| format!("{path}: length {} , want {}", g.len(), w.len()))
         }
-        (Value::Number(g), Value::Number(w)) => {
-            (!same_number(g, w)).then(|| format!("{path}: got {got}, want {want}"))
-        }
+        (Value::Number(g), Value::Number(w)) => (!same_number(g, w)).then(|| format!("{path}: got {got}, want {want}")),
         _ => (got != want).then(|| format!("{path}: got {got}, want {want}")),
     }
 }
@@ -142,19 +133,11 @@ pairs! {
 }
 
 fn roles(result: &ParseResult) -> Vec<&str> {
-    result
-        .flat_list
-        .iter()
-        .map(|m| m["role"].as_str().unwrap_or(""))
-        .collect()
+    result.flat_list.iter().map(|m| m["role"].as_str().unwrap_or("")).collect()
 }
 
 fn ids(result: &ParseResult) -> Vec<&str> {
-    result
-        .flat_list
-        .iter()
-        .map(|m| m["id"].as_str().unwrap_or(""))
-        .collect()
+    result.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 
 /// Every message has a parent outside the input (a thread view): the flat list is the four
@@ -163,12 +146,7 @@ fn ids(result: &ParseResult) -> Vec<&str> {
 fn edge_orphan_thread_root() {
     let input = fixture("inputs/edgeCases/orphan-thread-root.json");
     let result = parse_fixture("edgeCases/orphan-thread-root.json");
-    let input_ids: Vec<&str> = input
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let input_ids: Vec<&str> = input.as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(input_ids.len(), 4);
     assert_eq!(ids(&result), input_ids);
     assert!(result.context_tree.is_empty());
@@ -181,9 +159,7 @@ fn edge_task_completion_signal() {
     let result = parse_fixture("edgeCases/task-completion-signal.json");
     assert_eq!(roles(&result), ["user", "assistantGroup"]);
     let group = &result.flat_list[1];
-    let completions = group["taskCompletions"]
-        .as_array()
-        .expect("taskCompletions");
+    let completions = group["taskCompletions"].as_array().expect("taskCompletions");
     assert_eq!(completions.len(), 1);
 }
 
@@ -191,10 +167,7 @@ fn edge_task_completion_signal() {
 #[test]
 fn edge_tasks_with_assistant_group_sibling() {
     let result = parse_fixture("edgeCases/tasks-with-assistant-group-sibling.json");
-    assert_eq!(
-        roles(&result),
-        ["user", "assistantGroup", "tasks", "assistantGroup"]
-    );
+    assert_eq!(roles(&result), ["user", "assistantGroup", "tasks", "assistantGroup"]);
 }
 
 /// A supervisor summary parented to a task renders as a `supervisor` row with empty content
@@ -202,12 +175,7 @@ fn edge_tasks_with_assistant_group_sibling() {
 #[test]
 fn edge_task_child_supervisor_summary() {
     let result = parse_fixture("edgeCases/task-child-supervisor-summary.json");
-    let summary = result
-        .flat_list
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "supervisor")
-        .expect("a supervisor row");
+    let summary = result.flat_list.iter().rev().find(|m| m["role"] == "supervisor").expect("a supervisor row");
     assert_eq!(summary["content"], "");
     assert_eq!(summary["children"].as_array().map(Vec::len), Some(1));
 }

@@ -12,8 +12,7 @@ fn chain(n: usize) -> Vec<Value> {
     (0..n)
         .map(|i| {
             let role = if i % 2 == 0 { "user" } else { "assistant" };
-            let mut m =
-                json!({"id": format!("m{i}"), "role": role, "content": "x", "createdAt": i});
+            let mut m = json!({"id": format!("m{i}"), "role": role, "content": "x", "createdAt": i});
             if i > 0 {
                 m["parentId"] = json!(format!("m{}", i - 1));
             }
@@ -44,18 +43,13 @@ fn a_100000_deep_tool_chain_is_one_group() {
         messages.push(json!({"id": a, "role": "assistant", "content": "", "parentId": parent,
             "tools": [{"id": format!("c{i}"), "apiName": "x", "identifier": "p", "arguments": "{}", "type": "default"}],
             "createdAt": 2 * i + 1}));
-        messages.push(
-            json!({"id": t, "role": "tool", "content": "r", "parentId": a,
-            "tool_call_id": format!("c{i}"), "createdAt": 2 * i + 2}),
-        );
+        messages.push(json!({"id": t, "role": "tool", "content": "r", "parentId": a,
+            "tool_call_id": format!("c{i}"), "createdAt": 2 * i + 2}));
         parent = t;
     }
     let r = conversation::parse(&messages, None);
     assert_eq!(r.flat_list.len(), 2);
-    assert_eq!(
-        r.flat_list[1]["children"].as_array().map(Vec::len),
-        Some(50_000)
-    );
+    assert_eq!(r.flat_list[1]["children"].as_array().map(Vec::len), Some(50_000));
 }
 
 /// Every level has two answers, the first continuing: branches nest 20,000 deep.
@@ -70,8 +64,12 @@ fn deeply_nested_branches_parse_write_and_drop() {
             m["parentId"] = json!(p);
         }
         messages.push(m);
-        messages.push(json!({"id": format!("a{i}"), "role": "assistant", "content": "1", "parentId": u, "createdAt": 3 * i + 1}));
-        messages.push(json!({"id": format!("b{i}"), "role": "assistant", "content": "2", "parentId": u, "createdAt": 3 * i + 2}));
+        messages.push(
+            json!({"id": format!("a{i}"), "role": "assistant", "content": "1", "parentId": u, "createdAt": 3 * i + 1}),
+        );
+        messages.push(
+            json!({"id": format!("b{i}"), "role": "assistant", "content": "2", "parentId": u, "createdAt": 3 * i + 2}),
+        );
         parent = Some(format!("a{i}"));
     }
     let r = conversation::parse(&messages, None);
@@ -100,11 +98,7 @@ fn ids_in(v: &Value, into: &mut HashSet<String>) {
 }
 
 fn check_invariants(messages: &[Value], r: &ParseResult) {
-    let reported: HashSet<&str> = r
-        .diagnostics
-        .iter()
-        .filter_map(Diagnostic::message_id)
-        .collect();
+    let reported: HashSet<&str> = r.diagnostics.iter().filter_map(Diagnostic::message_id).collect();
     let cycle_members: HashSet<&str> = r
         .diagnostics
         .iter()
@@ -127,10 +121,7 @@ fn check_invariants(messages: &[Value], r: &ParseResult) {
     for m in messages {
         let Some(id) = m["id"].as_str() else { continue };
         // Every message is kept in messageMap (duplicates: the last copy, reported).
-        assert!(
-            r.message_map.contains_key(id),
-            "{id} missing from messageMap"
-        );
+        assert!(r.message_map.contains_key(id), "{id} missing from messageMap");
         let parent = m.get("parentId").and_then(Value::as_str);
         if parent == Some(id) {
             assert!(reported.contains(id), "self-parent {id} not reported");
@@ -152,15 +143,8 @@ fn check_invariants(messages: &[Value], r: &ParseResult) {
 }
 
 fn arb_message(n: usize) -> impl Strategy<Value = Value> {
-    let roles = prop::sample::select(vec![
-        "user",
-        "assistant",
-        "tool",
-        "task",
-        "taskCallback",
-        "compressedGroup",
-        "system",
-    ]);
+    let roles =
+        prop::sample::select(vec!["user", "assistant", "tool", "task", "taskCallback", "compressedGroup", "system"]);
     (
         0..n,
         roles,
@@ -172,72 +156,70 @@ fn arb_message(n: usize) -> impl Strategy<Value = Value> {
         0..16u8,
         prop::option::of(0..4i64),
     )
-        .prop_map(
-            move |(id, role, parent, thread, agent, created, tools, flags, abi)| {
-                let mut m = json!({
-                    "id": format!("m{id}"),
-                    "role": role,
-                    "content": format!("c{id}"),
-                    "createdAt": created,
-                    "updatedAt": created,
-                });
-                if let Some(p) = parent {
-                    // Indices past n point nowhere.
-                    m["parentId"] = json!(format!("m{p}"));
-                }
-                if let Some(t) = thread {
-                    m["threadId"] = json!(format!("th{t}"));
-                }
-                if let Some(a) = agent {
-                    m["agentId"] = json!(format!("agent{a}"));
-                }
-                if !tools.is_empty() {
-                    m["tools"] = Value::Array(
-                        tools
-                            .iter()
-                            .map(|(t, explicit)| {
-                                let mut call = json!({"id": format!("call{t}")});
-                                if *explicit {
-                                    call["result_msg_id"] = json!(format!("m{t}"));
-                                }
-                                call
-                            })
-                            .collect(),
-                    );
-                }
-                if role == "tool" {
-                    m["tool_call_id"] = json!(format!("call{}", id % 3));
-                }
-                if role == "compressedGroup" {
-                    m["lastMessageId"] = json!(format!("m{}", (id + 1) % n.max(1)));
-                }
-                let mut meta = serde_json::Map::new();
-                if flags & 1 != 0 {
-                    meta.insert("agentCouncil".into(), json!(true));
-                }
-                if flags & 2 != 0 {
-                    meta.insert("compare".into(), json!(true));
-                    meta.insert("activeColumn".into(), json!(true));
-                }
-                if flags & 4 != 0 {
-                    meta.insert("isSupervisor".into(), json!(true));
-                }
-                if flags & 8 != 0 {
-                    let kind = ["tool-stdout", "task-completion", "tool-callback"][id % 3];
-                    meta.insert("signal".into(), json!({"type": kind, "sequence": id}));
-                }
-                if let Some(i) = abi {
-                    meta.insert("activeBranchIndex".into(), json!(i));
-                }
-                if !meta.is_empty() {
-                    m["metadata"] = Value::Object(meta);
-                }
-                if id % 5 == 0 {
-                    m["groupId"] = json!("g0");
-                }
-                m
-            },
-        )
+        .prop_map(move |(id, role, parent, thread, agent, created, tools, flags, abi)| {
+            let mut m = json!({
+                "id": format!("m{id}"),
+                "role": role,
+                "content": format!("c{id}"),
+                "createdAt": created,
+                "updatedAt": created,
+            });
+            if let Some(p) = parent {
+                // Indices past n point nowhere.
+                m["parentId"] = json!(format!("m{p}"));
+            }
+            if let Some(t) = thread {
+                m["threadId"] = json!(format!("th{t}"));
+            }
+            if let Some(a) = agent {
+                m["agentId"] = json!(format!("agent{a}"));
+            }
+            if !tools.is_empty() {
+                m["tools"] = Value::Array(
+                    tools
+                        .iter()
+                        .map(|(t, explicit)| {
+                            let mut call = json!({"id": format!("call{t}")});
+                            if *explicit {
+                                call["result_msg_id"] = json!(format!("m{t}"));
+                            }
+                            call
+                        })
+                        .collect(),
+                );
+            }
+            if role == "tool" {
+                m["tool_call_id"] = json!(format!("call{}", id % 3));
+            }
+            if role == "compressedGroup" {
+                m["lastMessageId"] = json!(format!("m{}", (id + 1) % n.max(1)));
+            }
+            let mut meta = serde_json::Map::new();
+            if flags & 1 != 0 {
+                meta.insert("agentCouncil".into(), json!(true));
+            }
+            if flags & 2 != 0 {
+                meta.insert("compare".into(), json!(true));
+                meta.insert("activeColumn".into(), json!(true));
+            }
+            if flags & 4 != 0 {
+                meta.insert("isSupervisor".into(), json!(true));
+            }
+            if flags & 8 != 0 {
+                let kind = ["tool-stdout", "task-completion", "tool-callback"][id % 3];
+                meta.insert("signal".into(), json!({"type": kind, "sequence": id}));
+            }
+            if let Some(i) = abi {
+                meta.insert("activeBranchIndex".into(), json!(i));
+            }
+            if !meta.is_empty() {
+                m["metadata"] = Value::Object(meta);
+            }
+            if id % 5 == 0 {
+                m["groupId"] = json!("g0");
+            }
+            m
+        })
 }
 
 proptest! {

@@ -21,10 +21,7 @@ pub struct Args {
 /// Read the document from stdin, parse it, write the result to stdout.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut input = Vec::new();
-    io::stdin()
-        .lock()
-        .read_to_end(&mut input)
-        .context("reading stdin")?;
+    io::stdin().lock().read_to_end(&mut input).context("reading stdin")?;
     let doc: serde_json::Value = match serde_json::from_slice(&input) {
         Ok(doc) => doc,
         Err(err) => {
@@ -50,11 +47,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         let stderr = io::stderr();
         let mut err = stderr.lock();
         if !args.diagnostics_json {
-            writeln!(
-                err,
-                "warning: {} input problem(s) repaired while parsing:",
-                result.diagnostics.len()
-            )?;
+            writeln!(err, "warning: {} input problem(s) repaired while parsing:", result.diagnostics.len())?;
         }
         for d in &result.diagnostics {
             let line = serde_json::to_string(d).context("encoding a diagnostic")?;

@@ -15,34 +15,23 @@ fn run(stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn agentlog-replay");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
+    child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
     child.wait_with_output().expect("wait")
 }
 
 fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../projections/tests/data/lobehub-conversation-flow/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../projections/tests/data/lobehub-conversation-flow/fixtures")
 }
 
 #[test]
 fn parses_a_fixture_like_upstream() {
     let input = std::fs::read(fixture_dir().join("inputs/branch/nested.json")).expect("fixture");
     let out = run(&input);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     let got: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
-    let want: Value = serde_json::from_slice(
-        &std::fs::read(fixture_dir().join("outputs/branch/nested.json")).expect("golden"),
-    )
-    .expect("golden JSON");
+    let want: Value =
+        serde_json::from_slice(&std::fs::read(fixture_dir().join("outputs/branch/nested.json")).expect("golden"))
+            .expect("golden JSON");
     assert_eq!(got, want);
     assert!(out.stderr.is_empty());
 }
@@ -61,10 +50,7 @@ fn accepts_the_object_form_and_warns_about_diagnostics() {
     let got: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     assert_eq!(got["flatList"][1]["role"], "compare");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("warning") && stderr.contains("missingParent"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("warning") && stderr.contains("missingParent"), "{stderr}");
 }
 
 #[test]

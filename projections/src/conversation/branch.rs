@@ -39,10 +39,7 @@ impl<'r> View<'r> {
 
 /// `getMetadataBranchIds`: tool results are inline parts of a turn, never branches.
 pub(crate) fn non_tool(ix: &Index<'_>, ids: &[u32]) -> Vec<u32> {
-    ids.iter()
-        .copied()
-        .filter(|&c| ix.node(c).role != Role::Tool)
-        .collect()
+    ids.iter().copied().filter(|&c| ix.node(c).role != Role::Tool).collect()
 }
 
 /// The explicit-index rule alone: `Some(decision)` when `activeBranchIndex` decides.
@@ -52,11 +49,7 @@ pub(crate) fn explicit_index(abi: Option<f64>, index_space: &[u32]) -> Option<Op
     let i = abi.filter(|i| *i >= 0.0)?;
     let len = index_space.len() as f64;
     if i < len {
-        return Some(if i.fract() == 0.0 {
-            Some(index_space[i as usize])
-        } else {
-            None
-        });
+        return Some(if i.fract() == 0.0 { Some(index_space[i as usize]) } else { None });
     }
     if i == len {
         return Some(None);
@@ -79,11 +72,7 @@ pub(crate) fn resolve(
     if let Some(latest) = latest_user_branch(ix, candidates) {
         return Some(latest);
     }
-    candidates
-        .iter()
-        .copied()
-        .find(|&c| has_children(c))
-        .or_else(|| candidates.first().copied())
+    candidates.iter().copied().find(|&c| has_children(c)).or_else(|| candidates.first().copied())
 }
 
 /// Flat variant over a view: children counted in the current `childrenMap`.
@@ -94,17 +83,13 @@ pub(crate) fn resolve_flat(
     candidates: &[u32],
     index_space: &[u32],
 ) -> Option<u32> {
-    resolve(ix, owner, candidates, index_space, |c| {
-        !view.kids(ix, c).is_empty()
-    })
+    resolve(ix, owner, candidates, index_space, |c| !view.kids(ix, c).is_empty())
 }
 
 /// `getActiveBranchId` (tree variant): index space = candidates, children counted in the
 /// main-line tree (thread replies do not count).
 pub(crate) fn resolve_tree(ix: &Index<'_>, owner: u32, candidates: &[u32]) -> Option<u32> {
-    resolve(ix, owner, candidates, candidates, |c| {
-        !ix.tree_children(c).is_empty()
-    })
+    resolve(ix, owner, candidates, candidates, |c| !ix.tree_children(c).is_empty())
 }
 
 /// Rule 2: the first candidate whose subtree holds the strictly newest user turn.

@@ -66,11 +66,7 @@ pub(crate) fn tool_messages(ix: &Index<'_>, a: u32) -> Vec<u32> {
 
 /// A tool whose result fans out (council broadcast or async tasks) ends a linear chain.
 fn fans_out(ix: &Index<'_>, tool: u32) -> bool {
-    ix.node(tool).agent_council
-        || ix
-            .raw_children(tool)
-            .iter()
-            .any(|&c| ix.node(c).role == Role::Task)
+    ix.node(tool).agent_council || ix.raw_children(tool).iter().any(|&c| ix.node(c).role == Role::Task)
 }
 
 /// `findFlatChainContinuation`: the next same-agent assistant step, hung off the step itself
@@ -102,10 +98,7 @@ pub(crate) fn continuation<M: Marks>(
         .flat_map(|&p| ix.raw_children(p).iter().copied())
         .filter(|&m| {
             let n = ix.node(m);
-            n.role == Role::Assistant
-                && !marks.has(m)
-                && n.agent.strict_eq(group_agent)
-                && n.signal.is_none()
+            n.role == Role::Assistant && !marks.has(m) && n.agent.strict_eq(group_agent) && n.signal.is_none()
         })
         .collect();
     // Upstream filters the whole input array (input order), then sorts stably by time.
@@ -113,8 +106,7 @@ pub(crate) fn continuation<M: Marks>(
     candidates.dedup();
     candidates.sort_by(|&a, &b| by_time_then_position(ix, a, b));
 
-    let active = resolve_active_continuation(ix, view, &candidates, Some(current))
-        .filter(|a| candidates.contains(a));
+    let active = resolve_active_continuation(ix, view, &candidates, Some(current)).filter(|a| candidates.contains(a));
     for &c in &candidates {
         if Some(c) != active {
             marks.mark(c);
@@ -135,9 +127,10 @@ pub(crate) fn resolve_active_continuation(
     sorted: &[u32],
     owner: Option<u32>,
 ) -> Option<u32> {
+    if sorted.is_empty() {
+        return None;
+    }
     let mut candidates: Vec<u32> = sorted.to_vec();
-    let &first = candidates.first()?;
-    let _ = first;
     if let Some(o) = owner
         && candidates.len() > 1
     {
@@ -154,11 +147,7 @@ pub(crate) fn resolve_active_continuation(
             }
         }
         if branch_ids.len() > 1 {
-            let ordered: Vec<u32> = direct
-                .iter()
-                .copied()
-                .filter(|d| branch_ids.contains(d))
-                .collect();
+            let ordered: Vec<u32> = direct.iter().copied().filter(|d| branch_ids.contains(d)).collect();
             let index_space = non_tool(ix, direct);
             let active = resolve_flat(ix, view, o, &ordered, &index_space)?;
             candidates.retain(|&c| c == active || ix.node(c).raw_parent == Some(active));
@@ -173,11 +162,7 @@ pub(crate) fn resolve_active_continuation(
     };
     let eligible: HashSet<u32> = candidates.iter().copied().collect();
     let direct_siblings = view.kids(ix, parent);
-    let siblings: Vec<u32> = direct_siblings
-        .iter()
-        .copied()
-        .filter(|s| eligible.contains(s))
-        .collect();
+    let siblings: Vec<u32> = direct_siblings.iter().copied().filter(|s| eligible.contains(s)).collect();
     if siblings.len() <= 1 {
         return Some(earliest);
     }
@@ -235,9 +220,7 @@ pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
     let node = ix.node(a);
     let result = node.role == Role::Assistant
         && !node.has_tools
-        && node
-            .raw_parent
-            .is_some_and(|p| ix.node(p).role == Role::User)
+        && node.raw_parent.is_some_and(|p| ix.node(p).role == Role::User)
         && {
             let agent = node.agent;
             let mut visited: HashSet<u32> = HashSet::from([a]);
@@ -278,12 +261,8 @@ fn signal_of<'a>(ix: &Index<'a>, i: u32) -> Option<Signal<'a>> {
 pub(crate) fn flat_signal_callbacks(ix: &Index<'_>, tools: &[u32]) -> Vec<SignalBlock> {
     let mut blocks = Vec::new();
     for &t in tools {
-        let mut callbacks: Vec<u32> = ix
-            .raw_children(t)
-            .iter()
-            .copied()
-            .filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback()))
-            .collect();
+        let mut callbacks: Vec<u32> =
+            ix.raw_children(t).iter().copied().filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback())).collect();
         if callbacks.is_empty() {
             continue;
         }
@@ -314,10 +293,7 @@ fn tree_continuation(ix: &Index<'_>, node: u32, agent: &Key<'_>) -> Option<u32> 
         if ix.node(t).role != Role::Tool {
             continue;
         }
-        let has_task = ix
-            .tree_children(t)
-            .iter()
-            .any(|&c| ix.node(c).role == Role::Task);
+        let has_task = ix.tree_children(t).iter().any(|&c| ix.node(c).role == Role::Task);
         if ix.node(t).agent_council || has_task {
             fan_out = true;
             continue;
@@ -325,11 +301,7 @@ fn tree_continuation(ix: &Index<'_>, node: u32, agent: &Key<'_>) -> Option<u32> 
         candidates.extend_from_slice(ix.tree_children(t));
     }
     if !fan_out {
-        candidates.extend(
-            kids.iter()
-                .copied()
-                .filter(|&c| ix.node(c).role != Role::Tool),
-        );
+        candidates.extend(kids.iter().copied().filter(|&c| ix.node(c).role != Role::Tool));
     }
     candidates.retain(|&c| {
         let n = ix.node(c);
@@ -409,10 +381,7 @@ pub(crate) fn tree_signal_callbacks(ix: &Index<'_>, head: u32) -> Vec<ContextNod
         let first = signal_of(ix, callbacks[0]);
         let tool_id = ix.node(tool).id;
         blocks.push(ContextNode::SignalCallbacks(SignalCallbacksNode {
-            callbacks: callbacks
-                .iter()
-                .map(|&c| ContextNode::Message(MessageNode::plain(ix.node(c).id)))
-                .collect(),
+            callbacks: callbacks.iter().map(|&c| ContextNode::Message(MessageNode::plain(ix.node(c).id))).collect(),
             id: format!("signalCallbacks-{tool_id}"),
             source_tool_call_id: first.and_then(|s| s.source_tool_call_id).cloned(),
             source_tool_message_id: tool_id.to_owned(),

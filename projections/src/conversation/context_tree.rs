@@ -13,8 +13,7 @@ use serde_json::Value;
 
 use super::branch::{non_tool, resolve_tree};
 use super::collector::{
-    is_tool_chain_head, next_after_tools, tree_group_steps, tree_signal_callbacks,
-    tree_task_completions,
+    is_tool_chain_head, next_after_tools, tree_group_steps, tree_signal_callbacks, tree_task_completions,
 };
 use super::indexing::Index;
 use super::message::Role;
@@ -59,10 +58,7 @@ pub struct MessageNode {
 impl MessageNode {
     /// A message node without tools.
     pub fn plain(id: &str) -> MessageNode {
-        MessageNode {
-            id: id.to_owned(),
-            tools: None,
-        }
+        MessageNode { id: id.to_owned(), tools: None }
     }
 }
 
@@ -161,17 +157,8 @@ pub struct SignalCallbacksNode {
 }
 
 enum Work {
-    Visit {
-        node: u32,
-        arr: usize,
-    },
-    FinishBranch {
-        msg: u32,
-        arr: usize,
-        first: usize,
-        count: usize,
-        active: usize,
-    },
+    Visit { node: u32, arr: usize },
+    FinishBranch { msg: u32, arr: usize, first: usize, count: usize, active: usize },
 }
 
 fn message(ix: &Index<'_>, i: u32) -> ContextNode {
@@ -180,61 +167,35 @@ fn message(ix: &Index<'_>, i: u32) -> ContextNode {
 
 fn is_assistant_group(ix: &Index<'_>, i: u32) -> bool {
     ix.node(i).role == Role::Assistant
-        && (ix
-            .tree_children(i)
-            .iter()
-            .any(|&c| ix.node(c).role == Role::Tool)
-            || is_tool_chain_head(ix, i))
+        && (ix.tree_children(i).iter().any(|&c| ix.node(c).role == Role::Tool) || is_tool_chain_head(ix, i))
 }
 
 fn assistant_group(ix: &Index<'_>, i: u32) -> ContextNode {
     let mut children = tree_group_steps(ix, i);
     children.extend(tree_signal_callbacks(ix, i));
     children.extend(tree_task_completions(ix, i));
-    ContextNode::AssistantGroup(AssistantGroupNode {
-        id: ix.node(i).id.to_owned(),
-        children,
-    })
+    ContextNode::AssistantGroup(AssistantGroupNode { id: ix.node(i).id.to_owned(), children })
 }
 
 fn group_or_message(ix: &Index<'_>, i: u32) -> ContextNode {
-    if is_assistant_group(ix, i) {
-        assistant_group(ix, i)
-    } else {
-        message(ix, i)
-    }
+    if is_assistant_group(ix, i) { assistant_group(ix, i) } else { message(ix, i) }
 }
 
 fn joined_ids(ix: &Index<'_>, ids: &[u32]) -> String {
-    ids.iter()
-        .map(|&i| ix.node(i).id)
-        .collect::<Vec<_>>()
-        .join("-")
+    ids.iter().map(|&i| ix.node(i).id).collect::<Vec<_>>().join("-")
 }
 
 /// Build the context tree from the main-line roots.
 pub(crate) fn build(ix: &Index<'_>) -> Vec<ContextNode> {
     let mut arrays: Vec<Vec<ContextNode>> = vec![Vec::new()];
     let mut counter: usize = 0;
-    let mut work: Vec<Work> = ix
-        .tree_roots
-        .iter()
-        .rev()
-        .map(|&node| Work::Visit { node, arr: 0 })
-        .collect();
+    let mut work: Vec<Work> = ix.tree_roots.iter().rev().map(|&node| Work::Visit { node, arr: 0 }).collect();
 
     while let Some(item) = work.pop() {
         match item {
-            Work::FinishBranch {
-                msg,
-                arr,
-                first,
-                count,
-                active,
-            } => {
-                let branches: Vec<Vec<ContextNode>> = (first..first + count)
-                    .map(|a| std::mem::take(&mut arrays[a]))
-                    .collect();
+            Work::FinishBranch { msg, arr, first, count, active } => {
+                let branches: Vec<Vec<ContextNode>> =
+                    (first..first + count).map(|a| std::mem::take(&mut arrays[a])).collect();
                 let id = format!("branch-{}-{counter}", ix.node(msg).id);
                 counter += 1;
                 arrays[arr].push(ContextNode::Branch(BranchNode {
@@ -292,11 +253,7 @@ fn visit(
 
         // 2. Compare from a messageGroups entry.
         if let Some(group) = ix.compare_group(m) {
-            let members: &[u32] = ix
-                .group_members
-                .get(group.id)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
+            let members: &[u32] = ix.group_members.get(group.id).map(Vec::as_slice).unwrap_or_default();
             let active = members.iter().copied().find(|&x| ix.node(x).active_column);
             let id = format!("compare-{}-{}", group.id, *counter);
             *counter += 1;
@@ -325,38 +282,22 @@ fn visit(
                 members: kids.iter().map(|&c| group_or_message(ix, c)).collect(),
             }));
             // Continue from every member: the supervisor's reply hangs off one of them.
-            let next: Vec<u32> = kids
-                .iter()
-                .filter_map(|&c| ix.tree_children(c).first().copied())
-                .collect();
+            let next: Vec<u32> = kids.iter().filter_map(|&c| ix.tree_children(c).first().copied()).collect();
             work.extend(next.into_iter().rev().map(|node| Work::Visit { node, arr }));
             return;
         }
 
         // 3b. Several tasks under one message.
-        let tasks: Vec<u32> = kids
-            .iter()
-            .copied()
-            .filter(|&c| ix.node(c).role == Role::Task)
-            .collect();
+        let tasks: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role == Role::Task).collect();
         if kids.len() >= 2 && tasks.len() > 1 {
             arrays[arr].push(ContextNode::Tasks(TasksNode {
                 id: format!("tasks-{}-{}", node.id, joined_ids(ix, &tasks)),
                 message_id: node.id.to_owned(),
                 children: tasks.iter().map(|&t| message(ix, t)).collect(),
             }));
-            let mut next: Vec<u32> = kids
-                .iter()
-                .copied()
-                .filter(|&c| ix.node(c).role != Role::Task)
-                .collect();
+            let mut next: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role != Role::Task).collect();
             for &t in &tasks {
-                next.extend(
-                    ix.tree_children(t)
-                        .iter()
-                        .copied()
-                        .filter(|&g| ix.node(g).role != Role::Task),
-                );
+                next.extend(ix.tree_children(t).iter().copied().filter(|&g| ix.node(g).role != Role::Task));
             }
             work.extend(next.into_iter().rev().map(|node| Work::Visit { node, arr }));
             return;
@@ -378,23 +319,8 @@ fn visit(
                 .unwrap_or(branch_kids.len());
             let first = arrays.len();
             arrays.extend((0..branch_kids.len()).map(|_| Vec::new()));
-            work.push(Work::FinishBranch {
-                msg: m,
-                arr,
-                first,
-                count: branch_kids.len(),
-                active,
-            });
-            work.extend(
-                branch_kids
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .map(|(k, &node)| Work::Visit {
-                        node,
-                        arr: first + k,
-                    }),
-            );
+            work.push(Work::FinishBranch { msg: m, arr, first, count: branch_kids.len(), active });
+            work.extend(branch_kids.iter().enumerate().rev().map(|(k, &node)| Work::Visit { node, arr: first + k }));
             return;
         }
 
@@ -431,11 +357,7 @@ pub fn write_json<W: Write>(w: &mut W, nodes: &[ContextNode]) -> io::Result<()> 
                         serde_json::to_writer(&mut *w, &b.id)?;
                         w.write_all(b",\"parentMessageId\":")?;
                         serde_json::to_writer(&mut *w, &b.parent_message_id)?;
-                        write!(
-                            w,
-                            ",\"activeBranchIndex\":{},\"branches\":[",
-                            b.active_branch_index
-                        )?;
+                        write!(w, ",\"activeBranchIndex\":{},\"branches\":[", b.active_branch_index)?;
                         stack.push(Op::Close(b"]}"));
                         stack.push(Op::Branches(&b.branches, 0));
                     }

@@ -9,11 +9,7 @@ use serde_json::Value;
 
 /// One problem in the input and how the parser dealt with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(
-    tag = "kind",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Diagnostic {
     /// An array entry that is not an object with a string `id`; it is skipped.
     InvalidMessage {

@@ -14,10 +14,7 @@ use super::usage::is_usage_key;
 /// `role: 'assistant'` + `metadata.isSupervisor` → `role: 'supervisor'`.
 fn supervisor_role(m: &mut Map<String, Value>) {
     let is_assistant = m.get("role").and_then(Value::as_str) == Some("assistant");
-    let flag = m
-        .get("metadata")
-        .and_then(Value::as_object)
-        .and_then(|md| md.get("isSupervisor"));
+    let flag = m.get("metadata").and_then(Value::as_object).and_then(|md| md.get("isSupervisor"));
     if is_assistant && truthy(flag) {
         m.insert("role".to_owned(), Value::String("supervisor".to_owned()));
     }
@@ -43,10 +40,7 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Row>) -> Vec<Value> {
         }
     }
 
-    let visible: HashSet<&str> = rows
-        .iter()
-        .filter_map(|r| r.value.get("id").and_then(Value::as_str))
-        .collect();
+    let visible: HashSet<&str> = rows.iter().filter_map(|r| r.value.get("id").and_then(Value::as_str)).collect();
     let mut hidden: Vec<u32> = (0..ix.nodes.len() as u32)
         .filter(|&i| {
             let n = ix.node(i);
@@ -74,11 +68,7 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Row>) -> Vec<Value> {
         .into_iter()
         .map(|h| {
             let t = ix.node(h).created;
-            let pos = if t.is_nan() {
-                rows.len()
-            } else {
-                prefix_max.partition_point(|&pm| pm <= t)
-            };
+            let pos = if t.is_nan() { rows.len() } else { prefix_max.partition_point(|&pm| pm <= t) };
             (pos, h)
         })
         .collect();
@@ -110,11 +100,9 @@ pub(crate) fn message_map(ix: &Index<'_>) -> Map<String, Value> {
         let still_assistant = m.get("role").and_then(Value::as_str) == Some("assistant");
         if still_assistant && super::js::non_empty(m.get("tools")) && truthy(m.get("metadata")) {
             let kept: Map<String, Value> = match m.get("metadata") {
-                Some(Value::Object(md)) => md
-                    .iter()
-                    .filter(|(k, _)| is_usage_key(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
+                Some(Value::Object(md)) => {
+                    md.iter().filter(|(k, _)| is_usage_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
+                }
                 _ => Map::new(),
             };
             if kept.is_empty() {

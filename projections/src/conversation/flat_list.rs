@@ -11,15 +11,13 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
-use super::collector::{
-    Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head,
-};
+use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};
 use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
 use super::virtual_message::{
-    GroupExtras, assistant_group, compare_from_children, compare_from_group, supervisor_content,
-    tasks_message, with_branch,
+    GroupExtras, assistant_group, compare_from_children, compare_from_group, supervisor_content, tasks_message,
+    with_branch,
 };
 
 /// One flat-list row and its sort time.
@@ -97,44 +95,21 @@ impl Kids {
 
 enum BuildState {
     Start,
-    TasksRest {
-        non_task: Vec<u32>,
-        tasks: Vec<u32>,
-        i: usize,
-    },
-    TasksGrand {
-        tasks: Vec<u32>,
-        ti: usize,
-        grand: Option<Vec<u32>>,
-        gi: usize,
-    },
-    Main {
-        kids: Kids,
-        i: usize,
-    },
+    TasksRest { non_task: Vec<u32>, tasks: Vec<u32>, i: usize },
+    TasksGrand { tasks: Vec<u32>, ti: usize, grand: Option<Vec<u32>>, gi: usize },
+    Main { kids: Kids, i: usize },
 }
 
 enum AfterState {
     Start,
-    Loop {
-        queue: Vec<(u32, u32)>,
-        pos: usize,
-        attempted: Option<u32>,
-    },
+    Loop { queue: Vec<(u32, u32)>, pos: usize, attempted: Option<u32> },
 }
 
 enum Frame {
     /// `buildFlatListRecursive(parent)`.
-    Build {
-        parent: Option<u32>,
-        state: BuildState,
-    },
+    Build { parent: Option<u32>, state: BuildState },
     /// `continueAfterAssistantGroup(chain, tools)`.
-    After {
-        last: Option<u32>,
-        tools: Vec<u32>,
-        state: AfterState,
-    },
+    After { last: Option<u32>, tools: Vec<u32>, state: AfterState },
     /// The `finally` of `buildFlatListRecursiveForChild`: restore the parent's children.
     Restore { parent: u32, previous: u32 },
 }
@@ -145,10 +120,7 @@ enum Step {
 }
 
 fn build_frame(parent: u32) -> Frame {
-    Frame::Build {
-        parent: Some(parent),
-        state: BuildState::Start,
-    }
+    Frame::Build { parent: Some(parent), state: BuildState::Start }
 }
 
 struct Builder<'i, 'a> {
@@ -170,10 +142,7 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
     };
     // After indexing every message is reachable from a root (orphans are roots, cycles are
     // cut), so upstream's "no root: start at the first message's parent" case cannot arise.
-    let mut stack = vec![Frame::Build {
-        parent: None,
-        state: BuildState::Start,
-    }];
+    let mut stack = vec![Frame::Build { parent: None, state: BuildState::Start }];
     while let Some(mut frame) = stack.pop() {
         match b.step(&mut frame) {
             Step::Done => {}
@@ -190,28 +159,18 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
 
 /// Stable sort by time; a row without a usable time keeps the time of the row before it, so
 /// it stays where traversal put it (JS's NaN comparisons have no stable meaning).
-fn sort_rows(rows: &mut [Row]) {
+fn sort_rows(rows: &mut Vec<Row>) {
     let mut carried = f64::NEG_INFINITY;
-    let mut keys: Vec<(f64, usize)> = Vec::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
+    let mut keyed: Vec<(f64, Row)> = Vec::with_capacity(rows.len());
+    for r in rows.drain(..) {
         if !r.time.is_nan() {
             carried = r.time;
         }
-        keys.push((carried, i));
+        keyed.push((carried, r));
     }
-    keys.sort_by(|a, b| cmp_time(a.0, b.0).then(a.1.cmp(&b.1)));
-    let mut order: Vec<usize> = keys.into_iter().map(|(_, i)| i).collect();
-    // Apply the permutation in place.
-    for i in 0..order.len() {
-        let mut cur = i;
-        while order[cur] != i {
-            let next = order[cur];
-            rows.swap(cur, next);
-            order[cur] = cur;
-            cur = next;
-        }
-        order[cur] = cur;
-    }
+    // `sort_by` is stable: equal times keep traversal order, as upstream's stable sort.
+    keyed.sort_by(|a, b| cmp_time(a.0, b.0));
+    rows.extend(keyed.into_iter().map(|(_, r)| r));
 }
 
 impl<'i, 'a> Builder<'i, 'a> {
@@ -233,14 +192,17 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn push_raw(&mut self, i: u32) {
         let node = self.ix.node(i);
-        self.rows.push(Row {
-            value: node.to_value(),
-            time: node.created,
-        });
+        self.rows.push(Row { value: node.to_value(), time: node.created });
     }
 
+    /// Push a virtual row. Its `createdAt` is the head's own value (groups, supervisor
+    /// bubbles) or a `Math.min` result, where `null` stands for JS NaN.
     fn push_value(&mut self, value: Value) {
-        let time = time_of(value.get("createdAt"));
+        let min_row = matches!(value.get("role").and_then(Value::as_str), Some("tasks" | "groupTasks" | "compare"));
+        let time = match value.get("createdAt") {
+            Some(Value::Null) if min_row => f64::NAN,
+            other => time_of(other),
+        };
         self.rows.push(Row { value, time });
     }
 
@@ -259,10 +221,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     fn call_for_child(&mut self, parent: u32, child: u32) -> Step {
         let previous = self.restricted[parent as usize];
         self.restricted[parent as usize] = child;
-        Step::Call(vec![
-            build_frame(parent),
-            Frame::Restore { parent, previous },
-        ])
+        Step::Call(vec![build_frame(parent), Frame::Restore { parent, previous }])
     }
 
     fn step_build(&mut self, parent: Option<u32>, state: &mut BuildState) -> Step {
@@ -299,27 +258,14 @@ impl<'i, 'a> Builder<'i, 'a> {
                         self.mark(c);
                         return Step::Call(vec![build_frame(c)]);
                     }
-                    *state = BuildState::TasksGrand {
-                        tasks: std::mem::take(tasks),
-                        ti: 0,
-                        grand: None,
-                        gi: 0,
-                    };
+                    *state = BuildState::TasksGrand { tasks: std::mem::take(tasks), ti: 0, grand: None, gi: 0 };
                 }
-                BuildState::TasksGrand {
-                    tasks,
-                    ti,
-                    grand,
-                    gi,
-                } => {
+                BuildState::TasksGrand { tasks, ti, grand, gi } => {
                     if *ti >= tasks.len() {
                         return Step::Done;
                     }
-                    let list = grand.get_or_insert_with(|| {
-                        View::new(&self.restricted)
-                            .kids(self.ix, tasks[*ti])
-                            .to_vec()
-                    });
+                    let list =
+                        grand.get_or_insert_with(|| View::new(&self.restricted).kids(self.ix, tasks[*ti]).to_vec());
                     if *gi >= list.len() {
                         *ti += 1;
                         *grand = None;
@@ -367,19 +313,11 @@ impl<'i, 'a> Builder<'i, 'a> {
             return None;
         }
         let ix = self.ix;
-        let tasks: Vec<u32> = kids
-            .iter()
-            .copied()
-            .filter(|&c| ix.node(c).role == Role::Task)
-            .collect();
+        let tasks: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role == Role::Task).collect();
         if tasks.len() <= 1 {
             return None;
         }
-        let non_task: Vec<u32> = kids
-            .iter()
-            .copied()
-            .filter(|&c| ix.node(c).role != Role::Task)
-            .collect();
+        let non_task: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role != Role::Task).collect();
         let mut agents: Vec<Key<'_>> = Vec::new();
         for &t in &tasks {
             let a = ix.node(t).agent;
@@ -394,11 +332,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         sorted.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
         let v = tasks_message(ix, parent, &sorted, agents.len() > 1);
         self.push_value(v);
-        Some(BuildState::TasksRest {
-            non_task,
-            tasks,
-            i: 0,
-        })
+        Some(BuildState::TasksRest { non_task, tasks, i: 0 })
     }
 
     /// The main loop body for one unconsumed child. `None` = continue the loop.
@@ -416,16 +350,9 @@ impl<'i, 'a> Builder<'i, 'a> {
         if let Some(group) = ix.compare_group(c)
             && !self.group_done(group.id)
         {
-            let members: Vec<u32> = node
-                .group_id
-                .and_then(|g| ix.group_members.get(g))
-                .cloned()
-                .unwrap_or_default();
+            let members: Vec<u32> = node.group_id.and_then(|g| ix.group_members.get(g)).cloned().unwrap_or_default();
             let v = compare_from_group(ix, group.id, group.mode, group.parent_message_id, &members);
-            let active = v
-                .get("activeColumnId")
-                .and_then(Value::as_str)
-                .and_then(|id| ix.by_id.get(id).copied());
+            let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
             self.push_value(v);
             for &m in &members {
                 self.mark(m);
@@ -435,9 +362,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         }
 
         // 2. Assistant group (tool-using, or a toolless head that reaches tools).
-        if node.role == Role::Assistant
-            && (node.has_tools || (!node.supervisor && is_tool_chain_head(ix, c)))
-        {
+        if node.role == Role::Assistant && (node.has_tools || (!node.supervisor && is_tool_chain_head(ix, c))) {
             return Some(Step::Call(self.full_assistant_group(c)));
         }
 
@@ -457,10 +382,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             self.push_raw(c);
             self.mark(c);
             let v = self.compare_row(c, &child_ids);
-            let active = v
-                .get("activeColumnId")
-                .and_then(Value::as_str)
-                .and_then(|id| ix.by_id.get(id).copied());
+            let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
             self.push_value(v);
             return active.map(|a| Step::Call(vec![build_frame(a)]));
         }
@@ -471,15 +393,11 @@ impl<'i, 'a> Builder<'i, 'a> {
             self.push_raw(c);
             self.mark(c);
             let active = active?;
-            let index = branch_ids
-                .iter()
-                .position(|&b| b == active)
-                .unwrap_or(usize::MAX);
+            let index = branch_ids.iter().position(|&b| b == active).unwrap_or(usize::MAX);
             let count = branch_ids.len();
             let an = ix.node(active);
             if node.role == Role::User && an.role == Role::Assistant && an.has_tools {
-                let (chain, tools) =
-                    assistant_chain(ix, View::new(&self.restricted), active, &mut self.processed);
+                let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), active, &mut self.processed);
                 let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
                 self.push_value(with_branch(v, count, index));
                 for &m in chain.iter().chain(&tools) {
@@ -492,10 +410,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                 }]));
             }
             let v = with_branch(an.to_value(), count, index);
-            self.rows.push(Row {
-                value: v,
-                time: an.created,
-            });
+            self.rows.push(Row { value: v, time: an.created });
             self.mark(active);
             return Some(Step::Call(vec![build_frame(active)]));
         }
@@ -507,12 +422,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     }
 
     fn group_done(&self, group_id: &str) -> bool {
-        self.groups_done.contains(group_id)
-            || self
-                .ix
-                .by_id
-                .get(group_id)
-                .is_some_and(|&i| self.processed.has(i))
+        self.groups_done.contains(group_id) || self.ix.by_id.get(group_id).is_some_and(|&i| self.processed.has(i))
     }
 
     /// Group ids share upstream's processed set with message ids.
@@ -527,8 +437,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     /// follow-ups and the drain.
     fn full_assistant_group(&mut self, c: u32) -> Vec<Frame> {
         let ix = self.ix;
-        let (chain, tools) =
-            assistant_chain(ix, View::new(&self.restricted), c, &mut self.processed);
+        let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), c, &mut self.processed);
         let signal_blocks = flat_signal_callbacks(ix, &tools);
         let completions = flat_task_completions(ix, &tools);
         let council = self.collect_council(&tools);
@@ -540,11 +449,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             ix,
             &chain,
             &tools,
-            GroupExtras {
-                signal_blocks: &signal_blocks,
-                task_completions: &completions,
-                council: members,
-            },
+            GroupExtras { signal_blocks: &signal_blocks, task_completions: &completions, council: members },
         );
         self.push_value(v);
         for &m in chain.iter().chain(&tools) {
@@ -564,22 +469,13 @@ impl<'i, 'a> Builder<'i, 'a> {
     /// `processAssistantGroup` (tasks path): like priority 2 without signal extras.
     fn assistant_group_with_council(&mut self, c: u32) -> Vec<Frame> {
         let ix = self.ix;
-        let (chain, tools) =
-            assistant_chain(ix, View::new(&self.restricted), c, &mut self.processed);
+        let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), c, &mut self.processed);
         let council = self.collect_council(&tools);
         let (member_ids, members) = match council {
             Some((ids, vals)) => (ids, Some(vals)),
             None => (Vec::new(), None),
         };
-        let v = assistant_group(
-            ix,
-            &chain,
-            &tools,
-            GroupExtras {
-                council: members,
-                ..GroupExtras::default()
-            },
-        );
+        let v = assistant_group(ix, &chain, &tools, GroupExtras { council: members, ..GroupExtras::default() });
         self.push_value(v);
         for &m in chain.iter().chain(&tools) {
             self.mark(m);
@@ -589,11 +485,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn group_frames(&self, members: Vec<u32>, last: Option<u32>, tools: Vec<u32>) -> Vec<Frame> {
         let mut frames: Vec<Frame> = members.into_iter().map(build_frame).collect();
-        frames.push(Frame::After {
-            last,
-            tools,
-            state: AfterState::Start,
-        });
+        frames.push(Frame::After { last, tools, state: AfterState::Start });
         frames
     }
 
@@ -604,10 +496,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         let ix = self.ix;
         let &tool = tools.iter().find(|&&t| ix.node(t).agent_council)?;
         let open_non_tool = |b: &Self, of: u32| -> Vec<u32> {
-            b.kids(of)
-                .into_iter()
-                .filter(|&m| ix.node(m).role != Role::Tool && !b.done(m))
-                .collect()
+            b.kids(of).into_iter().filter(|&m| ix.node(m).role != Role::Tool && !b.done(m)).collect()
         };
         let mut member_ids = match ix.node(tool).raw_parent {
             Some(sup) => open_non_tool(self, sup),
@@ -681,18 +570,9 @@ impl<'i, 'a> Builder<'i, 'a> {
                 }
             }
             queue.sort_by(|a, b| cmp_time(ix.node(a.0).created, ix.node(b.0).created));
-            *state = AfterState::Loop {
-                queue,
-                pos: 0,
-                attempted: None,
-            };
+            *state = AfterState::Loop { queue, pos: 0, attempted: None };
         }
-        let AfterState::Loop {
-            queue,
-            pos,
-            attempted,
-        } = state
-        else {
+        let AfterState::Loop { queue, pos, attempted } = state else {
             return Step::Done;
         };
         while let Some(&(c, p)) = queue.get(*pos) {
@@ -733,12 +613,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             None
         };
         let parents: Vec<u32> = std::iter::once(last)
-            .chain(
-                tools
-                    .iter()
-                    .copied()
-                    .filter(|&t| ix.node(t).raw_parent == Some(last)),
-            )
+            .chain(tools.iter().copied().filter(|&t| ix.node(t).raw_parent == Some(last)))
             .collect();
         for p in parents {
             for c in self.kids(p) {
@@ -754,17 +629,11 @@ impl<'i, 'a> Builder<'i, 'a> {
     fn should_drain(&self, parent: u32) -> bool {
         let p = parent as usize;
         let (open, open_tasks) = if self.restricted[p] == NONE {
-            (
-                self.processed.open_children[p],
-                self.processed.open_tasks[p],
-            )
+            (self.processed.open_children[p], self.processed.open_tasks[p])
         } else {
             let kids = self.kids(parent);
             let open: Vec<u32> = kids.into_iter().filter(|&k| !self.done(k)).collect();
-            let tasks = open
-                .iter()
-                .filter(|&&k| self.ix.node(k).role == Role::Task)
-                .count();
+            let tasks = open.iter().filter(|&&k| self.ix.node(k).role == Role::Task).count();
             (open.len() as u32, tasks as u32)
         };
         if open <= 1 {

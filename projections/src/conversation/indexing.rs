@@ -42,10 +42,7 @@ impl Csr {
             items[*slot as usize] = c;
             *slot += 1;
         }
-        Csr {
-            offsets: counts,
-            items,
-        }
+        Csr { offsets: counts, items }
     }
 
     pub(crate) fn of(&self, n: u32) -> &[u32] {
@@ -91,76 +88,39 @@ pub(crate) struct Index<'a> {
 
 impl<'a> Index<'a> {
     /// Build the index over prepared messages and message groups.
-    pub(crate) fn build(
-        prepared: &'a [Prepared<'a>],
-        groups: &'a [Value],
-        diags: &mut Vec<Diagnostic>,
-    ) -> Index<'a> {
-        let mut nodes: Vec<Node<'a>> = prepared
-            .iter()
-            .enumerate()
-            .map(|(pos, p)| Node::read(&p.map, pos))
-            .collect();
+    pub(crate) fn build(prepared: &'a [Prepared<'a>], groups: &'a [Value], diags: &mut Vec<Diagnostic>) -> Index<'a> {
+        let mut nodes: Vec<Node<'a>> = prepared.iter().enumerate().map(|(pos, p)| Node::read(&p.map, pos)).collect();
         let n = nodes.len();
-        let by_id: HashMap<&'a str, u32> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| (node.id, i as u32))
-            .collect();
+        let by_id: HashMap<&'a str, u32> = nodes.iter().enumerate().map(|(i, node)| (node.id, i as u32)).collect();
 
         resolve_tool_results(&mut nodes, &by_id);
         let redirect = compressed_redirects(&nodes);
         assign_parents(&mut nodes, &by_id, &redirect, diags);
         cut_cycles(&mut nodes, prepared, diags);
 
-        let children = Csr::build(
-            n,
-            nodes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, node)| node.parent.map(|p| (p, i as u32))),
-        );
-        let raw_children = Csr::build(
-            n,
-            nodes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, node)| node.raw_parent.map(|p| (p, i as u32))),
-        );
+        let children =
+            Csr::build(n, nodes.iter().enumerate().filter_map(|(i, node)| node.parent.map(|p| (p, i as u32))));
+        let raw_children =
+            Csr::build(n, nodes.iter().enumerate().filter_map(|(i, node)| node.raw_parent.map(|p| (p, i as u32))));
         let tree_children = Csr::build(
             n,
-            nodes.iter().enumerate().filter_map(|(i, node)| {
-                node.parent.filter(|_| !node.thread).map(|p| (p, i as u32))
-            }),
+            nodes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, node)| node.parent.filter(|_| !node.thread).map(|p| (p, i as u32))),
         );
-        let roots: Vec<u32> = (0..n as u32)
-            .filter(|&i| nodes[i as usize].parent.is_none())
-            .collect();
-        let tree_roots: Vec<u32> = roots
-            .iter()
-            .copied()
-            .filter(|&i| !nodes[i as usize].thread)
-            .collect();
+        let roots: Vec<u32> = (0..n as u32).filter(|&i| nodes[i as usize].parent.is_none()).collect();
+        let tree_roots: Vec<u32> = roots.iter().copied().filter(|&i| !nodes[i as usize].thread).collect();
 
         let latest_user = latest_user_turns(&nodes, &roots, &children);
         report_orphan_threads(&nodes, &roots, diags);
 
         let mut group_map = HashMap::new();
         for (i, g) in groups.iter().enumerate() {
-            match g
-                .as_object()
-                .and_then(|m| m.get("id"))
-                .and_then(Value::as_str)
-            {
+            match g.as_object().and_then(|m| m.get("id")).and_then(Value::as_str) {
                 Some(id) => {
-                    group_map.insert(
-                        id,
-                        Group {
-                            id,
-                            mode: g.get("mode"),
-                            parent_message_id: g.get("parentMessageId"),
-                        },
-                    );
+                    group_map
+                        .insert(id, Group { id, mode: g.get("mode"), parent_message_id: g.get("parentMessageId") });
                 }
                 None => diags.push(Diagnostic::InvalidMessageGroup { index: i }),
             }
@@ -216,10 +176,7 @@ impl<'a> Index<'a> {
 
     /// The messageGroups entry a message's `groupId` names, if it is a compare group.
     pub(crate) fn compare_group(&self, i: u32) -> Option<&Group<'a>> {
-        self.node(i)
-            .group_id
-            .and_then(|g| self.groups.get(g))
-            .filter(|g| g.is_compare())
+        self.node(i).group_id.and_then(|g| self.groups.get(g)).filter(|g| g.is_compare())
     }
 
     /// Cached `isToolChainHead` (a pure function of the graph).
@@ -274,11 +231,7 @@ fn last_hidden_message_id(map: &serde_json::Map<String, Value>) -> Option<&str> 
         if let Some(last) = cur.get("lastMessageId").filter(|v| truthy(Some(v))) {
             return last.as_str();
         }
-        let last_of = |key: &str| {
-            cur.get(key)
-                .and_then(Value::as_array)
-                .and_then(|a| a.last())
-        };
+        let last_of = |key: &str| cur.get(key).and_then(Value::as_array).and_then(|a| a.last());
         if let Some(next) = last_of("compressedMessages").or_else(|| last_of("children")) {
             match next.as_object() {
                 Some(obj) => {
@@ -288,11 +241,7 @@ fn last_hidden_message_id(map: &serde_json::Map<String, Value>) -> Option<&str> 
                 None => return None,
             }
         }
-        if let Some(tools) = cur
-            .get("tools")
-            .and_then(Value::as_array)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(tools) = cur.get("tools").and_then(Value::as_array).filter(|t| !t.is_empty()) {
             let result = tools.last().and_then(|t| t.get("result_msg_id"));
             return match result {
                 Some(Value::Null) | None => cur.get("id").and_then(Value::as_str),
@@ -317,9 +266,7 @@ fn assign_parents(
         if raw_id == Some(node.id) {
             // A message naming itself as parent is a root; a compressed-group redirect of
             // that id still applies, as upstream.
-            diags.push(Diagnostic::SelfParent {
-                id: node.id.to_owned(),
-            });
+            diags.push(Diagnostic::SelfParent { id: node.id.to_owned() });
             node.raw_parent = None;
             node.parent = raw_id.and_then(|p| redirect.get(p).copied());
             continue;
@@ -329,10 +276,7 @@ fn assign_parents(
             Some(v) if !truthy(Some(v)) => {
                 // Upstream files "" / 0 / false under a parent that never exists, so the
                 // message would vanish; it becomes a root instead.
-                diags.push(Diagnostic::MissingParent {
-                    id: node.id.to_owned(),
-                    parent_id: v.clone(),
-                });
+                diags.push(Diagnostic::MissingParent { id: node.id.to_owned(), parent_id: v.clone() });
                 None
             }
             Some(v) => match raw_id.and_then(|p| redirect.get(p).copied()) {
@@ -340,10 +284,7 @@ fn assign_parents(
                 None => match node.raw_parent {
                     Some(p) => Some(p),
                     None => {
-                        diags.push(Diagnostic::MissingParent {
-                            id: node.id.to_owned(),
-                            parent_id: v.clone(),
-                        });
+                        diags.push(Diagnostic::MissingParent { id: node.id.to_owned(), parent_id: v.clone() });
                         None
                     }
                 },
@@ -377,24 +318,15 @@ fn cut_cycles(nodes: &mut [Node<'_>], prepared: &[Prepared<'_>], diags: &mut Vec
                     let mut cycle: Vec<u32> = path[from..].to_vec();
                     // `path` runs child → parent; report parent → child order.
                     cycle.reverse();
-                    let cut = cycle
-                        .iter()
-                        .copied()
-                        .min_by_key(|&m| prepared[m as usize].input_index)
-                        .unwrap_or(c);
+                    let cut = cycle.iter().copied().min_by_key(|&m| prepared[m as usize].input_index).unwrap_or(c);
                     let cut_node = &mut nodes[cut as usize];
                     cut_node.parent = None;
                     cut_node.raw_parent = None;
                     if cycle.len() == 1 {
-                        diags.push(Diagnostic::SelfParent {
-                            id: cut_node.id.to_owned(),
-                        });
+                        diags.push(Diagnostic::SelfParent { id: cut_node.id.to_owned() });
                     } else {
                         diags.push(Diagnostic::ParentCycle {
-                            ids: cycle
-                                .iter()
-                                .map(|&m| nodes[m as usize].id.to_owned())
-                                .collect(),
+                            ids: cycle.iter().map(|&m| nodes[m as usize].id.to_owned()).collect(),
                             broken_at: nodes[cut as usize].id.to_owned(),
                         });
                     }
@@ -428,11 +360,7 @@ fn latest_user_turns(nodes: &[Node<'_>], roots: &[u32], children: &Csr) -> Vec<f
             // The walk skips a thread message and never descends through it.
             continue;
         }
-        let mut b = if node.role == Role::User && !node.created.is_nan() {
-            node.created
-        } else {
-            f64::NEG_INFINITY
-        };
+        let mut b = if node.role == Role::User && !node.created.is_nan() { node.created } else { f64::NEG_INFINITY };
         for &c in children.of(i) {
             if best[c as usize] > b {
                 b = best[c as usize];
@@ -458,9 +386,6 @@ fn report_orphan_threads(nodes: &[Node<'_>], roots: &[u32], diags: &mut Vec<Diag
         }
     }
     for (thread_id, root_ids) in by_thread {
-        diags.push(Diagnostic::OrphanThread {
-            thread_id: thread_id.to_owned(),
-            root_ids,
-        });
+        diags.push(Diagnostic::OrphanThread { thread_id: thread_id.to_owned(), root_ids });
     }
 }

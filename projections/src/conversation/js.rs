@@ -56,19 +56,13 @@ fn parse_date(s: &str) -> f64 {
     }
     // Date-time without an offset and date-only forms; JS reads the former as local time,
     // we read both as UTC so a parse never depends on the machine's time zone.
-    for fmt in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-    ] {
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
         if let Ok(dt) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
             return dt.and_utc().timestamp_millis() as f64;
         }
     }
     if let Ok(d) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return d
-            .and_hms_opt(0, 0, 0)
-            .map_or(f64::NAN, |dt| dt.and_utc().timestamp_millis() as f64);
+        return d.and_hms_opt(0, 0, 0).map_or(f64::NAN, |dt| dt.and_utc().timestamp_millis() as f64);
     }
     f64::NAN
 }
@@ -88,11 +82,7 @@ pub(crate) fn to_number(v: Option<&Value>) -> f64 {
         Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
         Some(Value::String(s)) => {
             let t = s.trim();
-            if t.is_empty() {
-                0.0
-            } else {
-                t.parse::<f64>().unwrap_or(f64::NAN)
-            }
+            if t.is_empty() { 0.0 } else { t.parse::<f64>().unwrap_or(f64::NAN) }
         }
         Some(Value::Array(_) | Value::Object(_)) => f64::NAN,
     }
@@ -105,11 +95,7 @@ pub(crate) fn js_number(f: f64) -> Value {
         return Value::Null;
     }
     if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
-        return if f >= 0.0 {
-            Value::from(f as u64)
-        } else {
-            Value::from(f as i64)
-        };
+        return if f >= 0.0 { Value::from(f as u64) } else { Value::from(f as i64) };
     }
     serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
 }
@@ -201,11 +187,7 @@ impl<'a> Key<'a> {
             Some(Value::Number(n)) => {
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 let f = if f == 0.0 { 0.0 } else { f };
-                Key::Num(if f.is_nan() {
-                    f64::NAN.to_bits()
-                } else {
-                    f.to_bits()
-                })
+                Key::Num(if f.is_nan() { f64::NAN.to_bits() } else { f.to_bits() })
             }
             Some(Value::String(s)) => Key::Str(s),
             Some(Value::Array(_) | Value::Object(_)) => Key::Object(owner),
@@ -267,10 +249,7 @@ mod tests {
 
     #[test]
     fn iso_strings_are_times() {
-        assert_eq!(
-            time_of(Some(&json!("2026-01-01T00:00:01.000Z"))),
-            1_767_225_601_000.0
-        );
+        assert_eq!(time_of(Some(&json!("2026-01-01T00:00:01.000Z"))), 1_767_225_601_000.0);
         assert!(time_of(Some(&json!("not a date"))).is_nan());
         assert_eq!(time_of(Some(&json!(17))), 17.0);
     }

@@ -63,28 +63,20 @@ pub(crate) struct Prepared<'a> {
 /// Validate the input array, apply the `sub_agent` rewrite and drop duplicate ids (keeping the
 /// last, as upstream's `messageMap` does), reporting what was skipped.
 pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) -> Vec<Prepared<'a>> {
-    let mut valid: Vec<(usize, &'a Map<String, Value>, &'a str)> =
-        Vec::with_capacity(messages.len());
+    let mut valid: Vec<(usize, &'a Map<String, Value>, &'a str)> = Vec::with_capacity(messages.len());
     for (i, v) in messages.iter().enumerate() {
         let Some(map) = v.as_object() else {
-            diags.push(Diagnostic::InvalidMessage {
-                index: i,
-                reason: "not an object".to_owned(),
-            });
+            diags.push(Diagnostic::InvalidMessage { index: i, reason: "not an object".to_owned() });
             continue;
         };
         let Some(id) = map.get("id").and_then(Value::as_str) else {
-            diags.push(Diagnostic::InvalidMessage {
-                index: i,
-                reason: "no string `id`".to_owned(),
-            });
+            diags.push(Diagnostic::InvalidMessage { index: i, reason: "no string `id`".to_owned() });
             continue;
         };
         valid.push((i, map, id));
     }
 
-    let mut last: std::collections::HashMap<&str, usize> =
-        std::collections::HashMap::with_capacity(valid.len());
+    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(valid.len());
     for &(i, _, id) in &valid {
         last.insert(id, i);
     }
@@ -93,17 +85,10 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
     for (i, map, id) in valid {
         let kept = last[id];
         if kept != i {
-            diags.push(Diagnostic::DuplicateId {
-                id: id.to_owned(),
-                dropped_index: i,
-                kept_index: kept,
-            });
+            diags.push(Diagnostic::DuplicateId { id: id.to_owned(), dropped_index: i, kept_index: kept });
             continue;
         }
-        out.push(Prepared {
-            input_index: i,
-            map: sub_agent_rewrite(map),
-        });
+        out.push(Prepared { input_index: i, map: sub_agent_rewrite(map) });
     }
     out
 }
@@ -192,21 +177,12 @@ impl<'a> Node<'a> {
             raw_parent: None,
             thread: truthy(thread_id),
             thread_id: thread_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
-            group_id: map
-                .get("groupId")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty()),
+            group_id: map.get("groupId").and_then(Value::as_str).filter(|s| !s.is_empty()),
             agent: Key::of(map.get("agentId"), pos),
             tool_call_id: Key::of(map.get("tool_call_id"), pos),
             tools: tools_arr
                 .map(|arr| {
-                    arr.iter()
-                        .map(|t| ToolCall {
-                            raw: t,
-                            id: Key::of(t.get("id"), pos),
-                            result_tool: None,
-                        })
-                        .collect()
+                    arr.iter().map(|t| ToolCall { raw: t, id: Key::of(t.get("id"), pos), result_tool: None }).collect()
                 })
                 .unwrap_or_default(),
             has_tools,
@@ -214,11 +190,9 @@ impl<'a> Node<'a> {
             compare: field(meta, "compare") == Some(&Value::Bool(true)),
             active_column: field(meta, "activeColumn") == Some(&Value::Bool(true)),
             agent_council: field(meta, "agentCouncil") == Some(&Value::Bool(true)),
-            supervisor: field(meta, "orchestrationRole").and_then(Value::as_str)
-                == Some("supervisor")
+            supervisor: field(meta, "orchestrationRole").and_then(Value::as_str) == Some("supervisor")
                 || is_supervisor_flag,
-            dispatch_internal: field(field(meta, "agentDispatch"), "visibility")
-                .and_then(Value::as_str)
+            dispatch_internal: field(field(meta, "agentDispatch"), "visibility").and_then(Value::as_str)
                 == Some("internal"),
             signal,
         }

@@ -41,8 +41,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use context_tree::{
-    AgentCouncilNode, AssistantGroupNode, BranchNode, CompareNode, ContextNode, MessageNode,
-    SignalCallbacksNode, TasksNode,
+    AgentCouncilNode, AssistantGroupNode, BranchNode, CompareNode, ContextNode, MessageNode, SignalCallbacksNode,
+    TasksNode,
 };
 pub use diagnostics::Diagnostic;
 
@@ -126,12 +126,7 @@ pub fn parse(messages: &[Value], message_groups: Option<&[Value]>) -> ParseResul
     let rows = flat_list::build(&index);
     let flat_list = finish::flat_list(&index, rows);
     let message_map = finish::message_map(&index);
-    ParseResult {
-        context_tree,
-        flat_list,
-        message_map,
-        diagnostics,
-    }
+    ParseResult { context_tree, flat_list, message_map, diagnostics }
 }
 
 #[cfg(test)]

@@ -10,10 +10,7 @@ fn run(messages: Value) -> ParseResult {
 }
 
 fn flat_ids(r: &ParseResult) -> Vec<&str> {
-    r.flat_list
-        .iter()
-        .map(|m| m["id"].as_str().unwrap_or(""))
-        .collect()
+    r.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 
 fn tree_ids(r: &ParseResult) -> Vec<&str> {
@@ -70,10 +67,7 @@ fn signal_callbacks_fold_into_the_group() {
             "sourceToolName": "Monitor",
         }])
     );
-    assert_eq!(
-        group["taskCompletions"],
-        json!([{"content": "summary", "id": "done"}])
-    );
+    assert_eq!(group["taskCompletions"], json!([{"content": "summary", "id": "done"}]));
     let tree = serde_json::to_value(&r.context_tree).unwrap();
     assert_eq!(
         tree[1],
@@ -98,12 +92,8 @@ fn signal_on_a_tool_using_assistant_is_ignored() {
          "metadata": signal(1, "tool-stdout"), "createdAt": 3},
         {"id": "t2", "role": "tool", "content": "r2", "parentId": "a1", "tool_call_id": "c2", "createdAt": 4},
     ]));
-    let children: Vec<&str> = r.flat_list[1]["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["id"].as_str().unwrap())
-        .collect();
+    let children: Vec<&str> =
+        r.flat_list[1]["children"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
     assert_eq!(children, ["a0", "a1"]);
     assert!(r.flat_list[1].get("signalCallbacks").is_none());
 }
@@ -144,10 +134,7 @@ fn internal_dispatch_envelope_is_hidden() {
         {"id": "assistant-target", "role": "assistant", "agentId": "t", "content": "Target result",
          "parentId": "envelope", "createdAt": 4},
     ]));
-    assert_eq!(
-        flat_ids(&r),
-        ["user-parent", "assistant-parent", "assistant-target"]
-    );
+    assert_eq!(flat_ids(&r), ["user-parent", "assistant-parent", "assistant-target"]);
     // An unmarked cross-agent user turn stays visible.
     let r = run(json!([
         {"id": "ap", "role": "assistant", "agentId": "p", "content": "answer", "createdAt": 0},
@@ -170,16 +157,9 @@ fn hidden_task_callback_is_recovered() {
     ]));
     // Inserted before the first row strictly newer than it: after the group (createdAt 1).
     assert_eq!(flat_ids(&r), ["a1", "cb1"]);
-    assert_eq!(
-        r.flat_list[1]["metadata"]["taskCallback"]["identifier"],
-        "T-1"
-    );
-    let group_steps: Vec<&str> = r.flat_list[0]["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["id"].as_str().unwrap())
-        .collect();
+    assert_eq!(r.flat_list[1]["metadata"]["taskCallback"]["identifier"], "T-1");
+    let group_steps: Vec<&str> =
+        r.flat_list[0]["children"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
     assert_eq!(group_steps, ["a1", "a2"]);
     // A visible callback (leaf, or mid-chain) is not duplicated.
     let r = run(json!([
@@ -202,16 +182,14 @@ fn message_groups_compare_path() {
          "metadata": {"activeColumn": true}, "createdAt": 2, "updatedAt": 5},
         {"id": "u2", "role": "user", "content": "more", "parentId": "c2", "createdAt": 3},
     ]);
-    let doc = json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
+    let doc =
+        json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
     let r = parse_document(&doc).unwrap();
     assert_eq!(flat_ids(&r), ["grp", "u2"]);
     let row = &r.flat_list[0];
     assert_eq!(row["role"], "compare");
     assert_eq!(row["activeColumnId"], "c2");
-    assert_eq!(
-        row["extra"],
-        json!({"groupMode": "compare", "parentMessageId": "u1"})
-    );
+    assert_eq!(row["extra"], json!({"groupMode": "compare", "parentMessageId": "u1"}));
     assert_eq!(row["createdAt"], 1);
     assert_eq!(row["updatedAt"], 5);
     assert_eq!(row["columns"].as_array().unwrap().len(), 2);
@@ -252,17 +230,10 @@ fn council_with_members_under_the_supervisor() {
         assert_eq!(flat_ids(&r), ["u1", "sup", "sum"], "members under {parent}");
         assert_eq!(r.flat_list[1]["role"], "supervisor");
         let blocks = r.flat_list[1]["children"].as_array().unwrap();
-        let council = blocks
-            .iter()
-            .find(|b| b.get("council").is_some())
-            .expect("a council block");
+        let council = blocks.iter().find(|b| b.get("council").is_some()).expect("a council block");
         assert_eq!(council["id"], "council-sup");
-        let member_ids: Vec<&str> = council["council"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["id"].as_str().unwrap())
-            .collect();
+        let member_ids: Vec<&str> =
+            council["council"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
         assert_eq!(member_ids, ["m1", "m2"]);
         assert_eq!(r.flat_list[2]["role"], "supervisor");
         assert!(r.flat_list.iter().all(|m| m["role"] != "agentCouncil"));
@@ -273,7 +244,8 @@ fn council_with_members_under_the_supervisor() {
 /// existing top-level usage is kept; a group sums its steps' nested usage.
 #[test]
 fn usage_is_hoisted_and_aggregated() {
-    let usage = json!({"inputCachedTokens": 16204, "totalInputTokens": 30174, "totalOutputTokens": 265, "totalTokens": 30439});
+    let usage =
+        json!({"inputCachedTokens": 16204, "totalInputTokens": 30174, "totalOutputTokens": 265, "totalTokens": 30439});
     let r = run(json!([
         {"id": "u1", "role": "user", "content": "hi", "createdAt": 1},
         {"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1", "metadata": {"usage": usage}, "createdAt": 2},
@@ -299,14 +271,7 @@ fn usage_is_hoisted_and_aggregated() {
         json!({"inputCachedTokens": 400, "totalInputTokens": 600, "totalOutputTokens": 130, "totalTokens": 730})
     );
     // messageMap keeps only usage keys on tool-using assistants.
-    assert_eq!(
-        r.message_map["a1"]["metadata"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect::<Vec<_>>(),
-        ["usage"]
-    );
+    assert_eq!(r.message_map["a1"]["metadata"].as_object().unwrap().keys().collect::<Vec<_>>(), ["usage"]);
 }
 
 /// ISO-string `createdAt` orders like numbers (upstream's later `toTime`).
@@ -342,12 +307,8 @@ fn toolless_head_and_prose_steps_fold_into_one_group() {
         {"id": "a-final", "role": "assistant", "content": "green", "parentId": "t2", "createdAt": 7},
     ]));
     assert_eq!(flat_ids(&r), ["u1", "a-head"]);
-    let steps: Vec<&str> = r.flat_list[1]["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["id"].as_str().unwrap())
-        .collect();
+    let steps: Vec<&str> =
+        r.flat_list[1]["children"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
     assert_eq!(steps, ["a-head", "a-tool", "a-prose", "a-tool2", "a-final"]);
     assert_eq!(tree_ids(&r), ["u1", "a-head"]);
 }
@@ -395,28 +356,12 @@ fn malformed_graphs_are_repaired_and_reported() {
         42,
     ]));
     let d = &r.diagnostics;
-    assert!(d.contains(&Diagnostic::ParentCycle {
-        ids: vec!["b".into(), "a".into()],
-        broken_at: "a".into()
-    }));
+    assert!(d.contains(&Diagnostic::ParentCycle { ids: vec!["b".into(), "a".into()], broken_at: "a".into() }));
     assert!(d.contains(&Diagnostic::SelfParent { id: "s".into() }));
-    assert!(d.contains(&Diagnostic::MissingParent {
-        id: "o".into(),
-        parent_id: json!("nowhere")
-    }));
-    assert!(d.contains(&Diagnostic::DuplicateId {
-        id: "d".into(),
-        dropped_index: 4,
-        kept_index: 5
-    }));
-    assert!(d.contains(&Diagnostic::OrphanThread {
-        thread_id: "th".into(),
-        root_ids: vec!["t".into()]
-    }));
-    assert!(
-        d.iter()
-            .any(|x| matches!(x, Diagnostic::InvalidMessage { index: 7, .. }))
-    );
+    assert!(d.contains(&Diagnostic::MissingParent { id: "o".into(), parent_id: json!("nowhere") }));
+    assert!(d.contains(&Diagnostic::DuplicateId { id: "d".into(), dropped_index: 4, kept_index: 5 }));
+    assert!(d.contains(&Diagnostic::OrphanThread { thread_id: "th".into(), root_ids: vec!["t".into()] }));
+    assert!(d.iter().any(|x| matches!(x, Diagnostic::InvalidMessage { index: 7, .. })));
     assert_eq!(r.message_map["d"]["content"], "second");
     // The cut cycle and the self-parent are roots now, so they render.
     let ids = flat_ids(&r);

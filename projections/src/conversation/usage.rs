@@ -116,9 +116,7 @@ pub(crate) fn split_metadata(metadata: Option<&Value>) -> (Option<Value>, Option
 
 /// `aggregateMetadata` over group blocks: token fields and cost summed, first `ttft`, mean
 /// `tps`, `duration` and `latency` summed (with JS `+`).
-pub(crate) fn aggregate<'b>(
-    blocks: impl Iterator<Item = &'b Map<String, Value>>,
-) -> (Option<Value>, Option<Value>) {
+pub(crate) fn aggregate<'b>(blocks: impl Iterator<Item = &'b Map<String, Value>>) -> (Option<Value>, Option<Value>) {
     let mut usage: Vec<(&'static str, f64)> = Vec::new();
     let mut has_usage = false;
     let mut ttft: Option<Value> = None;
@@ -134,13 +132,7 @@ pub(crate) fn aggregate<'b>(
                 if let Some(Value::Number(n)) = u.get(key) {
                     let v = n.as_f64().unwrap_or(f64::NAN);
                     match usage.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, acc)) => {
-                            *acc = if *acc == 0.0 || acc.is_nan() {
-                                0.0
-                            } else {
-                                *acc
-                            } + v
-                        }
+                        Some((_, acc)) => *acc = if *acc == 0.0 || acc.is_nan() { 0.0 } else { *acc } + v,
                         None => usage.push((key, v)),
                     }
                     has_usage = true;
@@ -170,14 +162,8 @@ pub(crate) fn aggregate<'b>(
         }
     }
 
-    let usage = has_usage.then(|| {
-        Value::Object(
-            usage
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), js_number(v)))
-                .collect(),
-        )
-    });
+    let usage =
+        has_usage.then(|| Value::Object(usage.into_iter().map(|(k, v)| (k.to_owned(), js_number(v))).collect()));
     let performance = has_perf.then(|| {
         let mut m = Map::new();
         if let Some(t) = ttft {

@@ -44,11 +44,9 @@ fn content_or_empty_nullish(v: Option<&Value>) -> Value {
 /// Metadata entries that are not usage/performance.
 fn other_metadata(meta: Option<&Value>) -> Map<String, Value> {
     match meta {
-        Some(Value::Object(m)) => m
-            .iter()
-            .filter(|(k, _)| !is_usage_key(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        Some(Value::Object(m)) => {
+            m.iter().filter(|(k, _)| !is_usage_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
+        }
         _ => Map::new(),
     }
 }
@@ -56,16 +54,8 @@ fn other_metadata(meta: Option<&Value>) -> Map<String, Value> {
 /// Step usage/performance: top-level wins entirely, else read from metadata.
 fn step_usage(msg: &Map<String, Value>) -> (Option<Value>, Option<Value>) {
     let (meta_usage, meta_perf) = split_metadata(msg.get("metadata"));
-    let usage = msg
-        .get("usage")
-        .filter(|u| truthy(Some(u)))
-        .cloned()
-        .or(meta_usage);
-    let perf = msg
-        .get("performance")
-        .filter(|p| truthy(Some(p)))
-        .cloned()
-        .or(meta_perf);
+    let usage = msg.get("usage").filter(|u| truthy(Some(u))).cloned().or(meta_usage);
+    let perf = msg.get("performance").filter(|p| truthy(Some(p))).cloned().or(meta_perf);
     (usage, perf)
 }
 
@@ -89,12 +79,7 @@ fn base_block(msg: &Map<String, Value>, content: Value) -> Map<String, Value> {
 
 /// `createAssistantGroupMessage` over a collected chain. An empty chain (upstream spreads
 /// `undefined`) yields the bare shell upstream produces.
-pub(crate) fn assistant_group(
-    ix: &Index<'_>,
-    chain: &[u32],
-    tools: &[u32],
-    extras: GroupExtras<'_>,
-) -> Value {
+pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extras: GroupExtras<'_>) -> Value {
     // Results are looked up by tool_call_id across the whole chain (last one wins).
     let mut tool_map: HashMap<Key<'_>, u32> = HashMap::new();
     for &t in tools {
@@ -111,34 +96,32 @@ pub(crate) fn assistant_group(
         let tools_with_results: Vec<Value> = node
             .tools
             .iter()
-            .map(
-                |call| match (tool_map.get(&call.id), call.raw.as_object()) {
-                    (Some(&t), Some(raw)) if call.id.is_truthy() => {
-                        let tm = ix.node(t).map;
-                        let mut result = Map::new();
-                        result.insert("content".to_owned(), content_or_empty(tm.get("content")));
-                        result.insert("id".to_owned(), s(ix.node(t).id));
-                        if let Some(e) = tm.get("error").filter(|e| truthy(Some(e))) {
-                            result.insert("error".to_owned(), e.clone());
-                        }
-                        if let Some(e) = tm.get("pluginError").filter(|e| truthy(Some(e))) {
-                            result.insert("error".to_owned(), e.clone());
-                        }
-                        if let Some(st) = tm.get("pluginState").filter(|e| truthy(Some(e))) {
-                            result.insert("state".to_owned(), st.clone());
-                        }
-                        let mut with = raw.clone();
-                        match tm.get("pluginIntervention") {
-                            Some(iv) => with.insert("intervention".to_owned(), iv.clone()),
-                            None => with.remove("intervention"),
-                        };
-                        with.insert("result".to_owned(), Value::Object(result));
-                        with.insert("result_msg_id".to_owned(), s(ix.node(t).id));
-                        Value::Object(with)
+            .map(|call| match (tool_map.get(&call.id), call.raw.as_object()) {
+                (Some(&t), Some(raw)) if call.id.is_truthy() => {
+                    let tm = ix.node(t).map;
+                    let mut result = Map::new();
+                    result.insert("content".to_owned(), content_or_empty(tm.get("content")));
+                    result.insert("id".to_owned(), s(ix.node(t).id));
+                    if let Some(e) = tm.get("error").filter(|e| truthy(Some(e))) {
+                        result.insert("error".to_owned(), e.clone());
                     }
-                    _ => call.raw.clone(),
-                },
-            )
+                    if let Some(e) = tm.get("pluginError").filter(|e| truthy(Some(e))) {
+                        result.insert("error".to_owned(), e.clone());
+                    }
+                    if let Some(st) = tm.get("pluginState").filter(|e| truthy(Some(e))) {
+                        result.insert("state".to_owned(), st.clone());
+                    }
+                    let mut with = raw.clone();
+                    match tm.get("pluginIntervention") {
+                        Some(iv) => with.insert("intervention".to_owned(), iv.clone()),
+                        None => with.remove("intervention"),
+                    };
+                    with.insert("result".to_owned(), Value::Object(result));
+                    with.insert("result_msg_id".to_owned(), s(ix.node(t).id));
+                    Value::Object(with)
+                }
+                _ => call.raw.clone(),
+            })
             .collect();
 
         let (usage, perf) = step_usage(msg);
@@ -167,10 +150,7 @@ pub(crate) fn assistant_group(
         let mut block = Map::new();
         block.insert("content".to_owned(), s(""));
         block.insert("council".to_owned(), Value::Array(members));
-        block.insert(
-            "id".to_owned(),
-            s(&format!("council-{}", head.map_or("undefined", |h| h.id))),
-        );
+        block.insert("id".to_owned(), s(&format!("council-{}", head.map_or("undefined", |h| h.id))));
         children.push(block);
     }
 
@@ -186,9 +166,7 @@ pub(crate) fn assistant_group(
         }
     }
     if !group_meta.is_empty() && !children.is_empty() {
-        let first_meta = children[0]
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Map::new()));
+        let first_meta = children[0].entry("metadata").or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(m) = first_meta {
             for (k, v) in &group_meta {
                 m.insert(k.clone(), v.clone());
@@ -201,19 +179,9 @@ pub(crate) fn assistant_group(
 
     let is_supervisor = head.is_some_and(|h| h.supervisor);
     let mut result = head.map(|h| h.map.clone()).unwrap_or_default();
-    result.insert(
-        "children".to_owned(),
-        Value::Array(children.into_iter().map(Value::Object).collect()),
-    );
+    result.insert("children".to_owned(), Value::Array(children.into_iter().map(Value::Object).collect()));
     result.insert("content".to_owned(), s(""));
-    result.insert(
-        "role".to_owned(),
-        s(if is_supervisor {
-            "supervisor"
-        } else {
-            "assistantGroup"
-        }),
-    );
+    result.insert("role".to_owned(), s(if is_supervisor { "supervisor" } else { "assistantGroup" }));
     for key in ["imageList", "metadata", "reasoning", "tools"] {
         result.remove(key);
     }
@@ -252,10 +220,7 @@ pub(crate) fn assistant_group(
                             .map(|&c| {
                                 let cn = ix.node(c);
                                 let mut cb = Map::new();
-                                cb.insert(
-                                    "content".to_owned(),
-                                    content_or_empty_nullish(cn.get("content")),
-                                );
+                                cb.insert("content".to_owned(), content_or_empty_nullish(cn.get("content")));
                                 cb.insert("id".to_owned(), s(cn.id));
                                 for key in ["model", "provider"] {
                                     if let Some(v) = cn.get(key).filter(|v| !v.is_null()) {
@@ -323,10 +288,7 @@ pub(crate) fn supervisor_content(ix: &Index<'_>, i: u32) -> Value {
         block.insert("metadata".to_owned(), Value::Object(other.clone()));
     }
     let mut result = msg.clone();
-    result.insert(
-        "children".to_owned(),
-        Value::Array(vec![Value::Object(block)]),
-    );
+    result.insert("children".to_owned(), Value::Array(vec![Value::Object(block)]));
     result.insert("content".to_owned(), s(""));
     result.insert("role".to_owned(), s("supervisor"));
     for key in ["imageList", "metadata", "reasoning", "tools"] {
@@ -353,11 +315,7 @@ pub(crate) fn supervisor_content(ix: &Index<'_>, i: u32) -> Value {
 pub(crate) fn extreme_time(ix: &Index<'_>, ids: &[u32], key: &str, max: bool) -> Value {
     let values: Vec<Option<&Value>> = ids.iter().map(|&i| ix.node(i).get(key)).collect();
     if values.is_empty() {
-        return js_number(if max {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        });
+        return js_number(if max { f64::NEG_INFINITY } else { f64::INFINITY });
     }
     let mut best: Option<(f64, &Value)> = None;
     for v in values {
@@ -396,26 +354,14 @@ pub(crate) fn tasks_message(ix: &Index<'_>, parent: u32, tasks: &[u32], group: b
     let parent_id = ix.node(parent).id;
     let mut m = Map::new();
     m.insert("content".to_owned(), s(""));
-    m.insert(
-        "createdAt".to_owned(),
-        extreme_time(ix, tasks, "createdAt", false),
-    );
+    m.insert("createdAt".to_owned(), extreme_time(ix, tasks, "createdAt", false));
     let mut extra = Map::new();
     extra.insert("parentMessageId".to_owned(), s(parent_id));
     m.insert("extra".to_owned(), Value::Object(extra));
-    m.insert(
-        "id".to_owned(),
-        s(&format!("{prefix}-{parent_id}-{}", ids.join("-"))),
-    );
+    m.insert("id".to_owned(), s(&format!("{prefix}-{parent_id}-{}", ids.join("-"))));
     m.insert("role".to_owned(), s(prefix));
-    m.insert(
-        "tasks".to_owned(),
-        Value::Array(tasks.iter().map(|&t| ix.node(t).to_value()).collect()),
-    );
-    m.insert(
-        "updatedAt".to_owned(),
-        extreme_time(ix, tasks, "updatedAt", true),
-    );
+    m.insert("tasks".to_owned(), Value::Array(tasks.iter().map(|&t| ix.node(t).to_value()).collect()));
+    m.insert("updatedAt".to_owned(), extreme_time(ix, tasks, "updatedAt", true));
     Value::Object(m)
 }
 
@@ -444,27 +390,15 @@ pub(crate) fn compare_from_children(
     if let Some(a) = active_column {
         m.insert("activeColumnId".to_owned(), s(ix.node(a).id));
     }
-    m.insert(
-        "columns".to_owned(),
-        Value::Array(columns.into_iter().map(|c| Value::Array(vec![c])).collect()),
-    );
+    m.insert("columns".to_owned(), Value::Array(columns.into_iter().map(|c| Value::Array(vec![c])).collect()));
     m.insert("content".to_owned(), s(""));
-    m.insert(
-        "createdAt".to_owned(),
-        extreme_time(ix, column_ids, "createdAt", false),
-    );
+    m.insert("createdAt".to_owned(), extreme_time(ix, column_ids, "createdAt", false));
     let mut extra = Map::new();
     extra.insert("parentMessageId".to_owned(), s(parent_id));
     m.insert("extra".to_owned(), Value::Object(extra));
-    m.insert(
-        "id".to_owned(),
-        s(&format!("compare-{parent_id}-{}", ids.join("-"))),
-    );
+    m.insert("id".to_owned(), s(&format!("compare-{parent_id}-{}", ids.join("-"))));
     m.insert("role".to_owned(), s("compare"));
-    m.insert(
-        "updatedAt".to_owned(),
-        extreme_time(ix, column_ids, "updatedAt", true),
-    );
+    m.insert("updatedAt".to_owned(), extreme_time(ix, column_ids, "updatedAt", true));
     Value::Object(m)
 }
 
@@ -482,18 +416,10 @@ pub(crate) fn compare_from_group(
     }
     m.insert(
         "columns".to_owned(),
-        Value::Array(
-            members
-                .iter()
-                .map(|&x| Value::Array(vec![ix.node(x).to_value()]))
-                .collect(),
-        ),
+        Value::Array(members.iter().map(|&x| Value::Array(vec![ix.node(x).to_value()])).collect()),
     );
     m.insert("content".to_owned(), s(""));
-    m.insert(
-        "createdAt".to_owned(),
-        extreme_time(ix, members, "createdAt", false),
-    );
+    m.insert("createdAt".to_owned(), extreme_time(ix, members, "createdAt", false));
     let mut extra = Map::new();
     if let Some(mode) = mode {
         extra.insert("groupMode".to_owned(), mode.clone());
@@ -504,9 +430,6 @@ pub(crate) fn compare_from_group(
     m.insert("extra".to_owned(), Value::Object(extra));
     m.insert("id".to_owned(), s(group_id));
     m.insert("role".to_owned(), s("compare"));
-    m.insert(
-        "updatedAt".to_owned(),
-        extreme_time(ix, members, "updatedAt", true),
-    );
+    m.insert("updatedAt".to_owned(), extreme_time(ix, members, "updatedAt", true));
     Value::Object(m)
 }

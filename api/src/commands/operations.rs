@@ -1,0 +1,198 @@
+//! Operation use cases: start (with conversation, sub-agent and parent rules), the worker's
+//! reports, human answers, and cancel with its cascade.
+
+use agentlog_domain::{
+    aggregate::Aggregate,
+    context::StreamWrite,
+    conversation::Conversation,
+    envelope::Actor,
+    operation::{CreateOperation, Operation, OperationCommand},
+    rules::{cancel_cascade, operation_start},
+};
+use agentlog_eventlog::{CommandOutcome, Loaded};
+
+use super::{Commands, check_id};
+use crate::error::ApiError;
+
+/// What an operation command did.
+pub struct OperationResult {
+    /// The state after it.
+    pub state: Operation,
+    /// Position of its last event (0 when it decided nothing).
+    pub position: i64,
+}
+
+impl Commands<'_> {
+    /// Load an operation the caller may act on (someone else's is NOT_FOUND).
+    pub async fn load_operation(&self, id: &str) -> Result<Loaded<Operation>, ApiError> {
+        check_id("operationId", id)?;
+        let loaded = self.state.handler.load::<Operation>(id).await?;
+        if !loaded.state.exists() || !self.caller.may_see(&loaded.state.user_id) {
+            return Err(ApiError::not_found("operation", id));
+        }
+        Ok(loaded)
+    }
+
+    /// Start an operation (conversation busy, sub-agent limit and parent rules apply).
+    pub async fn start_operation(
+        &self,
+        create: CreateOperation,
+        owner: Option<&str>,
+        request_id: Option<&str>,
+    ) -> Result<OperationResult, ApiError> {
+        check_id("operationId", &create.operation_id)?;
+        let owner = self.owner_for_new(owner)?;
+        if let Some(parent) = &create.parent_operation_id {
+            let p = self.load_operation(parent).await?;
+            if p.state.user_id != owner {
+                return Err(ApiError::Forbidden("a sub-agent belongs to its parent's owner".into()));
+            }
+        }
+        let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let caller = self.caller;
+        let results = self
+            .state
+            .handler
+            .execute_multi(|| async {
+                let h = &self.state.handler;
+                let existing = h.load::<Operation>(&create.operation_id).await?;
+                let conversation = match &create.topic_id {
+                    Some(t) => Some(h.load::<Conversation>(t).await?),
+                    None => None,
+                };
+                if let Some(c) = &conversation
+                    && c.state.exists()
+                    && !caller.may_see(&c.state.user_id)
+                {
+                    return Err(agentlog_domain::error::DomainError::not_found(
+                        "conversation",
+                        c.state.topic_id.clone(),
+                    )
+                    .into());
+                }
+                let mut tracked = Vec::new();
+                if let Some(c) = &conversation {
+                    for id in c.state.tracked_operations() {
+                        tracked.push(h.load::<Operation>(id).await?.state);
+                    }
+                }
+                let parent = match &create.parent_operation_id {
+                    Some(p) => Some(h.load::<Operation>(p).await?),
+                    None => None,
+                };
+                let started = operation_start::start_operation(
+                    &create,
+                    &existing.state,
+                    conversation.as_ref().map(|c| &c.state),
+                    &tracked,
+                    parent.as_ref().map(|p| &p.state),
+                    &ctx,
+                )?;
+                let writes = started.stamp(
+                    &existing.state,
+                    conversation.as_ref().map(|c| &c.state),
+                    parent.as_ref().map(|p| &p.state),
+                    &ctx,
+                );
+                Ok(with_versions(writes, &existing, conversation.as_ref(), parent.as_ref()))
+            })
+            .await?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        let state = self.state.handler.load::<Operation>(&create.operation_id).await?.state;
+        Ok(OperationResult { state, position })
+    }
+
+    /// Run one command on an operation the caller may act on, as `actor`.
+    pub async fn operation_command(
+        &self,
+        id: &str,
+        command: OperationCommand,
+        actor: Option<Actor>,
+        request_id: Option<&str>,
+    ) -> Result<OperationResult, ApiError> {
+        let loaded = self.load_operation(id).await?;
+        let ctx = self.context(&loaded.state.user_id, actor.unwrap_or_else(|| self.user_actor()), request_id)?;
+        let outcome: CommandOutcome<Operation> = self.state.handler.execute::<Operation>(id, &command, &ctx).await?;
+        let position = outcome.last_position();
+        self.state.settle(position).await;
+        Ok(OperationResult { state: outcome.state, position })
+    }
+
+    /// Cancel an operation and every unfinished descendant, in one atomic append.
+    pub async fn cancel_operation(
+        &self,
+        id: &str,
+        reason: Option<String>,
+        request_id: Option<&str>,
+    ) -> Result<OperationResult, ApiError> {
+        let loaded = self.load_operation(id).await?;
+        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi(|| async {
+                let h = &self.state.handler;
+                let root = h.load::<Operation>(id).await?;
+                let mut descendants: Vec<Loaded<Operation>> = Vec::new();
+                let mut queue: Vec<String> = root.state.child_ids().map(str::to_string).collect();
+                while let Some(child) = queue.pop() {
+                    if descendants.iter().any(|d| d.state.id() == child) {
+                        continue;
+                    }
+                    let loaded = h.load::<Operation>(&child).await?;
+                    queue.extend(loaded.state.child_ids().map(str::to_string));
+                    descendants.push(loaded);
+                }
+                let states: Vec<Operation> = descendants.iter().map(|d| d.state.clone()).collect();
+                let parts = cancel_cascade::cancel_cascade(&root.state, &states, reason.clone(), &ctx)?;
+                let mut all: Vec<&Operation> = vec![&root.state];
+                all.extend(states.iter());
+                let writes = cancel_cascade::stamp_cascade(&parts, &all, &ctx);
+                let versions: Vec<(String, i64)> = std::iter::once(&root)
+                    .chain(descendants.iter())
+                    .map(|l| (l.stream_id.clone(), l.version))
+                    .collect();
+                Ok(writes
+                    .into_iter()
+                    .map(|w| {
+                        let v = versions.iter().find(|(s, _)| *s == w.stream_id).map_or(0, |(_, v)| *v);
+                        (w, v)
+                    })
+                    .collect())
+            })
+            .await?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        let state = self.state.handler.load::<Operation>(id).await?.state;
+        Ok(OperationResult { state, position })
+    }
+}
+
+fn with_versions(
+    writes: Vec<StreamWrite>,
+    operation: &Loaded<Operation>,
+    conversation: Option<&Loaded<Conversation>>,
+    parent: Option<&Loaded<Operation>>,
+) -> Vec<(StreamWrite, i64)> {
+    writes
+        .into_iter()
+        .map(|w| {
+            let version = if w.stream_id == operation.stream_id {
+                operation.version
+            } else if conversation.is_some_and(|c| c.stream_id == w.stream_id) {
+                conversation.map_or(0, |c| c.version)
+            } else if parent.is_some_and(|p| p.stream_id == w.stream_id) {
+                parent.map_or(0, |p| p.version)
+            } else {
+                0
+            };
+            (w, version)
+        })
+        .collect()
+}
+
+/// The stream id of an operation (for history queries).
+pub fn operation_stream(id: &str) -> String {
+    Operation::stream_id(id)
+}

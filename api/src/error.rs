@@ -1,0 +1,168 @@
+//! API errors and their GraphQL `extensions.code`.
+
+use agentlog_domain::error::DomainError;
+use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_projections::ProjectionError;
+
+/// Everything an API call can fail with; each maps to one `extensions.code`.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The domain refused the command.
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// No or a bad token.
+    #[error("authentication required: send `Authorization: Bearer <token>`")]
+    Unauthenticated,
+    /// The caller may not do this.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// Not there (or not the caller's).
+    #[error("{what} {id} not found")]
+    NotFound {
+        /// What kind of thing.
+        what: &'static str,
+        /// Its id.
+        id: String,
+    },
+    /// Bad input.
+    #[error("invalid {field}: {reason}")]
+    Validation {
+        /// The field.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+    /// A limit was hit.
+    #[error("limit exceeded: {0}")]
+    Limit(String),
+    /// A concurrent writer won; retry.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The log failed.
+    #[error(transparent)]
+    Log(EventLogError),
+    /// A read model failed.
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    /// Anything else.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// A validation error.
+    pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Validation { field: field.into(), reason: reason.into() }
+    }
+
+    /// Not found.
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        Self::NotFound { what, id: id.into() }
+    }
+
+    /// The `extensions.code` of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Domain(e) => e.code().as_str(),
+            Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::Forbidden(_) => "FORBIDDEN",
+            Self::NotFound { .. } => "NOT_FOUND",
+            Self::Validation { .. } => "VALIDATION",
+            Self::Limit(_) => "LIMIT",
+            Self::Conflict(_) => "CONFLICT",
+            Self::Log(e) => match e {
+                EventLogError::Conflict { .. } | EventLogError::IdempotencyConflict { .. } => "CONFLICT",
+                EventLogError::Validation(_) => "VALIDATION",
+                _ => "INTERNAL",
+            },
+            Self::Projection(ProjectionError::Timeout { .. }) => "INTERNAL",
+            Self::Projection(_) | Self::Internal(_) => "INTERNAL",
+        }
+    }
+}
+
+impl From<EventLogError> for ApiError {
+    fn from(e: EventLogError) -> Self {
+        match e {
+            EventLogError::Validation(v) => Self::Validation { field: "input".into(), reason: v.to_string() },
+            other => Self::Log(other),
+        }
+    }
+}
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        match e {
+            CommandError::Domain(d) => Self::Domain(d),
+            CommandError::Log(l) => l.into(),
+            CommandError::Contended { stream_id, attempts } => {
+                Self::Conflict(format!("stream {stream_id} kept changing; gave up after {attempts} attempts"))
+            }
+            CommandError::Decode { .. } => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+/// Gives every GraphQL error an `extensions.code`: the code of the [`ApiError`] behind it, or,
+/// for errors raised by the GraphQL engine itself, `LIMIT` (depth and complexity limits) or
+/// `VALIDATION` (parse, type and argument errors).
+pub struct ErrorCodes;
+
+impl async_graphql::extensions::ExtensionFactory for ErrorCodes {
+    fn create(&self) -> std::sync::Arc<dyn async_graphql::extensions::Extension> {
+        std::sync::Arc::new(ErrorCodes)
+    }
+}
+
+fn add_code(error: &mut async_graphql::ServerError) {
+    if error.extensions.as_ref().is_some_and(|x| x.get("code").is_some()) {
+        return;
+    }
+    let code = match error.source.as_ref().and_then(|s| s.downcast_ref::<ApiError>()) {
+        Some(api) => {
+            if api.code() == "INTERNAL" {
+                tracing::error!(error = %api, "internal error answering a request");
+            }
+            api.code()
+        }
+        None if error.message.contains("nested too deep")
+            || error.message.contains("too complex")
+            || error.message.contains("too large") =>
+        {
+            "LIMIT"
+        }
+        None => "VALIDATION",
+    };
+    error.extensions.get_or_insert_with(Default::default).set("code", code);
+}
+
+fn add_codes(mut response: async_graphql::Response) -> async_graphql::Response {
+    for e in &mut response.errors {
+        add_code(e);
+    }
+    response
+}
+
+#[async_graphql::async_trait::async_trait]
+impl async_graphql::extensions::Extension for ErrorCodes {
+    async fn request(
+        &self,
+        ctx: &async_graphql::extensions::ExtensionContext<'_>,
+        next: async_graphql::extensions::NextRequest<'_>,
+    ) -> async_graphql::Response {
+        add_codes(next.run(ctx).await)
+    }
+
+    fn subscribe<'s>(
+        &self,
+        ctx: &async_graphql::extensions::ExtensionContext<'_>,
+        stream: futures_util::stream::BoxStream<'s, async_graphql::Response>,
+        next: async_graphql::extensions::NextSubscribe<'_>,
+    ) -> futures_util::stream::BoxStream<'s, async_graphql::Response> {
+        use futures_util::StreamExt;
+        next.run(ctx, stream).map(add_codes).boxed()
+    }
+}
+
+/// Result of a GraphQL resolver.
+pub type GqlResult<T> = Result<T, async_graphql::Error>;

@@ -1,0 +1,178 @@
+//! The HTTP surface: `/graphql` (POST, GET for GraphiQL, websocket upgrade for subscriptions
+//! over graphql-transport-ws and graphql-ws), `/healthz`, `/readyz`, `/metrics`.
+
+use std::time::Duration;
+
+use async_graphql::{
+    Data,
+    http::{ALL_WEBSOCKET_PROTOCOLS, GraphiQLSource},
+};
+use async_graphql_axum::{GraphQLProtocol, GraphQLResponse, GraphQLWebSocket};
+use axum::{
+    Router,
+    body::Bytes,
+    extract::{DefaultBodyLimit, State, WebSocketUpgrade},
+    http::{HeaderMap, StatusCode, header},
+    response::{Html, IntoResponse, Response},
+    routing::get,
+};
+use tracing::Instrument;
+
+use crate::{
+    auth::{Caller, bearer},
+    graphql::AppSchema,
+    metrics::{Gauges, Metrics},
+    state::AppState,
+};
+
+/// What the router needs.
+#[derive(Clone)]
+pub struct Http {
+    /// The application.
+    pub state: AppState,
+    /// The GraphQL schema.
+    pub schema: AppSchema,
+}
+
+/// The router.
+pub fn router(http: Http) -> Router {
+    let limit = http.state.limits.max_body_bytes;
+    Router::new()
+        .route("/graphql", get(graphql_get).post(graphql_post))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(http)
+}
+
+async fn caller_from(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let secret = bearer(value)?;
+    match state.tokens.authenticate(secret).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "token lookup failed");
+            None
+        }
+    }
+}
+
+/// A refused request body, answered in GraphQL's error shape so clients show it like any other.
+fn refused(status: StatusCode, message: String) -> Response {
+    let body = serde_json::json!({"errors": [{"message": message, "extensions": {"code": "BAD_REQUEST"}}]});
+    (status, axum::Json(body)).into_response()
+}
+
+// The body is read as bytes first (not through async-graphql's extractor) so that an oversized
+// body is a 413 and malformed JSON a 400 with a message, before anything else happens.
+async fn graphql_post(
+    State(http): State<Http>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    Metrics::inc(&http.state.metrics.http_requests);
+    Metrics::inc(&http.state.metrics.graphql_requests);
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            Metrics::inc(&http.state.metrics.graphql_errors);
+            return refused(e.status(), format!("request body refused: {}", e.body_text()));
+        }
+    };
+    let mut request: async_graphql::Request = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            Metrics::inc(&http.state.metrics.graphql_errors);
+            return refused(StatusCode::BAD_REQUEST, format!("request body is not a GraphQL JSON request: {e}"));
+        }
+    };
+    let operation = request.operation_name.clone().unwrap_or_else(|| "anonymous".into());
+    if let Some(caller) = caller_from(&http.state, &headers).await {
+        request = request.data(caller);
+    }
+    let span = tracing::info_span!("graphql", operation = %operation);
+    let response = http.schema.execute(request).instrument(span).await;
+    if response.is_err() {
+        Metrics::inc(&http.state.metrics.graphql_errors);
+    }
+    GraphQLResponse::from(response).into_response()
+}
+
+async fn graphql_get(
+    State(http): State<Http>,
+    headers: HeaderMap,
+    protocol: Result<GraphQLProtocol, StatusCode>,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    Metrics::inc(&http.state.metrics.http_requests);
+    match (upgrade, protocol) {
+        (Ok(upgrade), Ok(protocol)) => {
+            let from_header = caller_from(&http.state, &headers).await;
+            let state = http.state.clone();
+            let schema = http.schema.clone();
+            upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
+                GraphQLWebSocket::new(socket, schema, protocol)
+                    .on_connection_init(move |payload| async move {
+                        let mut data = Data::default();
+                        // The token may come in the upgrade request or in connection_init.
+                        let token = payload
+                            .get("authorization")
+                            .or_else(|| payload.get("Authorization"))
+                            .and_then(|v| v.as_str())
+                            .and_then(bearer)
+                            .map(str::to_string)
+                            .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
+                        let caller = match token {
+                            Some(t) => state.tokens.authenticate(&t).await.ok().flatten(),
+                            None => from_header,
+                        };
+                        if let Some(c) = caller {
+                            data.insert(c);
+                        }
+                        Ok(data)
+                    })
+                    .keepalive_timeout(Duration::from_secs(30))
+                    .serve()
+                    .await
+            })
+        }
+        _ => Html(GraphiQLSource::build().endpoint("/graphql").subscription_endpoint("/graphql").finish())
+            .into_response(),
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn gauges(state: &AppState) -> Result<Gauges, String> {
+    let head = state.store.head_position().await.map_err(|e| e.to_string())?;
+    let status = state.runner.status();
+    Ok(Gauges {
+        head_position: head,
+        projection_position: state.runner.position().min(head),
+        failed_projections: status.iter().filter(|s| s.failed.is_some()).count(),
+    })
+}
+
+async fn readyz(State(http): State<Http>) -> Response {
+    match gauges(&http.state).await {
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: database unreachable: {e}\n")).into_response(),
+        Ok(g) if g.failed_projections > 0 => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {} projection(s) failed\n", g.failed_projections))
+                .into_response()
+        }
+        Ok(g) if g.head_position - g.projection_position > http.state.limits.ready_lag_events => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: projections {} events behind\n", g.head_position - g.projection_position),
+        )
+            .into_response(),
+        Ok(_) => "ready\n".into_response(),
+    }
+}
+
+async fn metrics(State(http): State<Http>) -> Response {
+    let g = gauges(&http.state).await.unwrap_or_default();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], http.state.metrics.render(g)).into_response()
+}

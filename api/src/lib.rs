@@ -1,0 +1,16 @@
+//! The agentlog server: GraphQL over axum, command handling, and (soon) the reactors.
+//!
+//! ```text
+//! agentlog serve                      # SQLite file agentlog.db in the working directory
+//! agentlog serve --database postgres://user@host/db --bind 0.0.0.0:8080
+//! agentlog token create --user alice  # a bearer token for alice
+//! ```
+
+pub mod auth;
+pub mod commands;
+pub mod error;
+pub mod graphql;
+pub mod http;
+pub mod metrics;
+pub mod server;
+pub mod state;

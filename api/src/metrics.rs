@@ -1,0 +1,136 @@
+//! Prometheus metrics in text exposition format, from plain atomics (no registry crate needed
+//! for a handful of counters).
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// The server's counters and gauges.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// HTTP requests answered.
+    pub http_requests: AtomicU64,
+    /// GraphQL operations executed.
+    pub graphql_requests: AtomicU64,
+    /// GraphQL operations that returned errors.
+    pub graphql_errors: AtomicU64,
+    /// Appends made by commands.
+    pub appends: AtomicU64,
+    /// Commands refused or retried because of a concurrent writer.
+    pub conflicts: AtomicU64,
+    /// Open subscriptions.
+    pub subscribers: AtomicI64,
+}
+
+/// Figures read at scrape time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    /// Head of the log.
+    pub head_position: i64,
+    /// Lowest position every healthy projection has applied.
+    pub projection_position: i64,
+    /// Projections that failed.
+    pub failed_projections: usize,
+}
+
+impl Metrics {
+    /// Add one to a counter.
+    pub fn inc(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Render everything in Prometheus text format.
+    pub fn render(&self, g: Gauges) -> String {
+        let lag = (g.head_position - g.projection_position).max(0);
+        let mut out = String::new();
+        let mut line = |name: &str, kind: &str, help: &str, value: String| {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+        };
+        line(
+            "agentlog_http_requests_total",
+            "counter",
+            "HTTP requests answered.",
+            self.http_requests.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_graphql_requests_total",
+            "counter",
+            "GraphQL operations executed.",
+            self.graphql_requests.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_graphql_errors_total",
+            "counter",
+            "GraphQL operations answered with errors.",
+            self.graphql_errors.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_appends_total",
+            "counter",
+            "Appends made by commands.",
+            self.appends.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_conflicts_total",
+            "counter",
+            "Commands that met a concurrent writer.",
+            self.conflicts.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_subscribers",
+            "gauge",
+            "Open GraphQL subscriptions.",
+            self.subscribers.load(Ordering::Relaxed).to_string(),
+        );
+        line(
+            "agentlog_log_head_position",
+            "gauge",
+            "Highest committed position of the log.",
+            g.head_position.to_string(),
+        );
+        line(
+            "agentlog_projection_position",
+            "gauge",
+            "Lowest position applied by every healthy projection.",
+            g.projection_position.to_string(),
+        );
+        line("agentlog_projection_lag_events", "gauge", "Events committed but not yet projected.", lag.to_string());
+        line(
+            "agentlog_projections_failed",
+            "gauge",
+            "Projections stopped by an error.",
+            g.failed_projections.to_string(),
+        );
+        out
+    }
+}
+
+/// Counts one open subscription for as long as it lives.
+pub struct SubscriberCount(std::sync::Arc<Metrics>);
+
+impl SubscriberCount {
+    /// Count one more subscriber.
+    pub fn new(metrics: std::sync::Arc<Metrics>) -> Self {
+        metrics.subscribers.fetch_add(1, Ordering::Relaxed);
+        Self(metrics)
+    }
+}
+
+impl Drop for SubscriberCount {
+    fn drop(&mut self) {
+        self.0.subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_lag() {
+        let m = Metrics::default();
+        Metrics::inc(&m.appends);
+        let text = m.render(Gauges { head_position: 10, projection_position: 7, failed_projections: 0 });
+        assert!(text.contains("agentlog_appends_total 1\n"));
+        assert!(text.contains("agentlog_projection_lag_events 3\n"));
+        assert!(text.contains("# TYPE agentlog_subscribers gauge"));
+    }
+}

@@ -1,0 +1,106 @@
+//! Starting and stopping the server: open the log, start the projections, bootstrap the admin
+//! token, serve HTTP until SIGINT/SIGTERM, then stop accepting and finish what is in flight.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use agentlog_eventlog::{CommandHandler, StoreOptions, open_store};
+use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections};
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+
+use crate::{
+    auth::Tokens,
+    graphql::build_schema,
+    http::{Http, router},
+    metrics::Metrics,
+    state::{ApiLimits, AppState},
+};
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// `sqlite:…`, a file path, or `postgres://…`.
+    pub database: String,
+    /// Address to listen on (port 0 picks a free port).
+    pub bind: SocketAddr,
+    /// Where the first admin token is written.
+    pub data_dir: PathBuf,
+    /// Limits.
+    pub limits: ApiLimits,
+}
+
+/// Open everything the server needs.
+pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppState> {
+    let store = open_store(database, StoreOptions::default())
+        .await
+        .with_context(|| format!("opening the log at {}", redact(database)))?;
+    let db = ReadDb::from(store.database());
+    let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
+    runner.start().await.context("starting the projections")?;
+    Ok(AppState {
+        handler: CommandHandler::new(Arc::clone(&store)),
+        store,
+        runner,
+        tokens: Tokens::new(db.clone()),
+        db,
+        metrics: Arc::new(Metrics::default()),
+        limits,
+    })
+}
+
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}***{}", &url[..s + 3], &url[at..]),
+        _ => url.to_string(),
+    }
+}
+
+/// Serve until a shutdown signal.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    let state = open_app(&config.database, config.limits.clone()).await?;
+    match state.tokens.bootstrap_admin(&config.data_dir).await {
+        Ok(Some(path)) => tracing::warn!(
+            path = %path.display(),
+            "first start: created an admin token; it is in this file (readable by you only) and is not shown again"
+        ),
+        Ok(None) => {}
+        Err(e) => return Err(anyhow::anyhow!(e).context("creating the first admin token")),
+    }
+    let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");
+    let schema = build_schema(state.clone());
+    let app = router(Http { state: state.clone(), schema });
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving HTTP")?;
+    tracing::info!("shutting down: requests finished; closing the log");
+    state.runner.stop().await;
+    state.store.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,69 @@
+//! Everything a request handler needs, passed explicitly.
+
+use std::{sync::Arc, time::Duration};
+
+use agentlog_eventlog::{CommandHandler, EventStore};
+use agentlog_projections::{ProjectionRunner, ReadDb};
+
+use crate::{auth::Tokens, metrics::Metrics};
+
+/// Request and payload limits.
+#[derive(Debug, Clone)]
+pub struct ApiLimits {
+    /// Largest request body, bytes.
+    pub max_body_bytes: usize,
+    /// Deepest query.
+    pub max_depth: usize,
+    /// Most complex query.
+    pub max_complexity: usize,
+    /// Largest page (`first`).
+    pub max_page_size: usize,
+    /// How long a mutation waits for its read models (read-your-writes).
+    pub read_your_writes: Duration,
+    /// Projection lag (events) beyond which `/readyz` says not ready.
+    pub ready_lag_events: i64,
+}
+
+impl Default for ApiLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 2 * 1024 * 1024,
+            max_depth: 12,
+            max_complexity: 2_000,
+            max_page_size: 500,
+            read_your_writes: Duration::from_secs(5),
+            ready_lag_events: 50_000,
+        }
+    }
+}
+
+/// The application: the log, the command handler, the read models.
+#[derive(Clone)]
+pub struct AppState {
+    /// The log.
+    pub store: Arc<dyn EventStore>,
+    /// Runs commands against the log.
+    pub handler: CommandHandler,
+    /// Keeps the read models.
+    pub runner: ProjectionRunner,
+    /// The read-model database.
+    pub db: ReadDb,
+    /// Bearer tokens.
+    pub tokens: Tokens,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Limits.
+    pub limits: ApiLimits,
+}
+
+impl AppState {
+    /// Wait until the read models include `position` (bounded): a mutation's answer then reads
+    /// its own writes.
+    pub async fn settle(&self, position: i64) {
+        if position > 0
+            && let Err(e) = self.runner.wait_for(position, self.limits.read_your_writes).await
+        {
+            tracing::warn!(error = %e, position, "read models lag behind a mutation");
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! The real server over real HTTP and websockets, on SQLite and on PostgreSQL.
+
+mod support;
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+use support::{Db, Server, Ws, error_code};
+
+const START: &str = "mutation($input: StartOperationInput!) { startOperation(input: $input) { position operation { id status kind } } }";
+const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 60) { operation { status leaseWorkerId } } }";
+const STEP: &str = "mutation($id: String!, $n: Int) { reportStep(id: $id, phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}], usage: {inputTokens: $n}) { position operation { stepCount inputTokens outputTokens costMicros } } }";
+
+fn start_input(id: &str) -> Value {
+    json!({"input": {"operationId": id, "kind": "TASK", "agentId": "agent-1", "model": "m1", "provider": "p1"}})
+}
+
+async fn health_ready_and_metrics(db: Db) {
+    let s = Server::start(db).await;
+    assert_eq!(s.get("/healthz").await, (200, "ok".to_string()));
+    let (status, body) = s.get("/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = s.get("/metrics").await;
+    assert_eq!(status, 200);
+    for name in [
+        "agentlog_http_requests_total",
+        "agentlog_appends_total",
+        "agentlog_conflicts_total",
+        "agentlog_projection_lag_events",
+        "agentlog_subscribers",
+    ] {
+        assert!(body.contains(name), "{name} missing from {body}");
+    }
+    let (status, page) = s.get("/graphql").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("graphiql"), "GraphiQL page");
+    assert!(!s.admin_token.is_empty(), "first start wrote an admin token");
+    s.stop();
+}
+
+async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
+    let s = Server::start(db).await;
+    let head = |r: Value| r["data"]["headPosition"].as_i64().unwrap();
+    let before = head(s.gql(Some(&s.admin_token), "{ headPosition }", json!({})).await);
+    // no token, a bad token
+    let r = s.gql(None, START, start_input("x1")).await;
+    assert_eq!(error_code(&r).as_deref(), Some("UNAUTHENTICATED"), "{r}");
+    let r = s.gql(Some("al_not_a_real_token"), "{ headPosition }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("UNAUTHENTICATED"), "{r}");
+    let token = s.user_token("mallory").await;
+    // malformed JSON, invalid UTF-8, wrong types, unknown fields, deep queries, huge bodies
+    let (status, body) = s.raw(Some(&token), b"{\"query\": ".to_vec(), "application/json").await;
+    assert!(status >= 400 || body.contains("error"), "{status} {body}");
+    let (status, _) = s.raw(Some(&token), vec![0xff, 0xfe, 0x00, 0x7b], "application/json").await;
+    assert!(status >= 400);
+    let r = s.gql(Some(&token), START, json!({"input": {"operationId": 5, "kind": "NOPE"}})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let r = s.gql(Some(&token), "{ nope }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let mut nested = String::from("{ __schema { types { fields { type ");
+    for _ in 0..20 {
+        nested.push_str("{ ofType ");
+    }
+    nested.push_str("{ name }");
+    for _ in 0..20 {
+        nested.push('}');
+    }
+    nested.push_str(" } } } }");
+    let r = s.gql(Some(&token), &nested, json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    let (status, _) = s.raw(Some(&token), vec![b' '; 3 * 1024 * 1024], "application/json").await;
+    assert_eq!(status, 413, "oversized body refused");
+    // bad values inside a valid request: refused with VALIDATION, nothing written
+    let r = s
+        .gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "a"}}))
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let r = s
+        .gql(
+            Some(&token),
+            START,
+            json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "a", "maxSteps": -1}}),
+        )
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let r = s
+        .gql(
+            Some(&token),
+            "mutation { askHuman(id: \"nope\", card: {cardId: \"c\", title: \"t\", kind: \"confirm\"}) { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    let r = s.gql(Some(&token), "{ events(first: 100000) { edges { cursor } } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    let after = head(s.gql(Some(&s.admin_token), "{ headPosition }", json!({})).await);
+    assert_eq!(after, before, "the log is unchanged");
+    s.stop();
+}
+
+async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+    let d = s.data(Some(&alice), START, start_input("op-a")).await;
+    assert_eq!(d["startOperation"]["operation"]["status"], "idle");
+    let d = s.data(Some(&alice), CLAIM, json!({"id": "op-a"})).await;
+    assert_eq!(d["claimOperation"]["operation"]["status"], "running");
+    // cost and tokens stay absent until measured
+    let d = s.data(Some(&alice), STEP, json!({"id": "op-a"})).await;
+    assert_eq!(d["reportStep"]["operation"]["inputTokens"], Value::Null);
+    let d = s.data(Some(&alice), STEP, json!({"id": "op-a", "n": 120})).await;
+    let step_position = d["reportStep"]["position"].as_i64().unwrap();
+    assert_eq!(d["reportStep"]["operation"]["stepCount"], 2);
+    assert_eq!(d["reportStep"]["operation"]["inputTokens"], 120);
+    assert_eq!(d["reportStep"]["operation"]["costMicros"], Value::Null);
+    let card = json!({"cardId": "c1", "title": "Ship it?", "kind": "confirm"});
+    let d = s
+        .data(
+            Some(&alice),
+            "mutation($c: JSON!) { askHuman(id: \"op-a\", card: $c) { operation { status pendingCard } } }",
+            json!({"c": card}),
+        )
+        .await;
+    assert_eq!(d["askHuman"]["operation"]["status"], "waiting_for_human");
+    // an answer of the wrong kind is refused
+    let r = s.gql(Some(&alice), "mutation { answerCard(id: \"op-a\", cardId: \"c1\", answer: {kind: \"input\", text: \"x\"}) { position } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let d = s.data(Some(&alice), "mutation { answerCard(id: \"op-a\", cardId: \"c1\", answer: {kind: \"confirm\", confirmed: true}) { operation { status } } }", json!({})).await;
+    assert_eq!(d["answerCard"]["operation"]["status"], "running");
+    let d = s.data(Some(&alice), "mutation { completeOperation(id: \"op-a\", result: \"shipped\") { operation { status completionReason } } }", json!({})).await;
+    assert_eq!(d["completeOperation"]["operation"]["status"], "done");
+    // it ends exactly once
+    let r = s
+        .gql(Some(&alice), "mutation { failOperation(id: \"op-a\", message: \"late\") { position } }", json!({}))
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
+
+    // history and state as of a position
+    let q = "query($p: Int!) { operation(id: \"op-a\") { status history { eventType streamVersion } stateAt(position: $p) { status stepCount inputTokens } } }";
+    let d = s.data(Some(&alice), q, json!({"p": step_position})).await;
+    let types: Vec<&str> =
+        d["operation"]["history"].as_array().unwrap().iter().map(|e| e["eventType"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"operation.created"));
+    assert!(types.contains(&"operation.human_answered") && types.last() == Some(&"operation.completed"), "{types:?}");
+    assert_eq!(d["operation"]["stateAt"]["status"], "running");
+    assert_eq!(d["operation"]["stateAt"]["stepCount"], 2);
+
+    // the chain of the claim: one source and what it caused
+    let all = s
+        .data(
+            Some(&alice),
+            "{ events(first: 100) { edges { node { eventType rootSourceId parentNodeId userId } } } }",
+            json!({}),
+        )
+        .await;
+    let nodes: Vec<&Value> = all["events"]["edges"].as_array().unwrap().iter().map(|e| &e["node"]).collect();
+    assert!(nodes.iter().all(|n| n["userId"] == "alice"));
+    let root = nodes[0]["rootSourceId"].as_str().unwrap().to_string();
+    let chain = s
+        .data(
+            Some(&alice),
+            "query($r: UUID!) { chain(rootSourceId: $r) { eventType parentNodeId } }",
+            json!({"r": root}),
+        )
+        .await;
+    assert!(!chain["chain"].as_array().unwrap().is_empty());
+
+    // bob sees none of it
+    let r = s.gql(Some(&bob), "{ operation(id: \"op-a\") { status } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    let r = s.gql(Some(&bob), CLAIM, json!({"id": "op-a"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    let d = s.data(Some(&bob), "{ events(first: 100) { edges { node { userId } } } }", json!({})).await;
+    assert!(d["events"]["edges"].as_array().unwrap().is_empty());
+    let r = s.gql(Some(&bob), "{ events(filter: {userId: \"alice\"}) { edges { cursor } } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("FORBIDDEN"), "{r}");
+    let r = s.gql(Some(&bob), "query($r: UUID!) { chain(rootSourceId: $r) { eventType } }", json!({"r": root})).await;
+    assert!(r["data"]["chain"].as_array().unwrap().is_empty(), "{r}");
+    // the admin sees everything
+    let d = s.data(Some(&s.admin_token), "{ operation(id: \"op-a\") { userId status } }", json!({})).await;
+    assert_eq!(d["operation"]["userId"], "alice");
+    s.stop();
+}
+
+async fn cancel_cascades_to_every_unfinished_descendant(db: Db) {
+    let s = Server::start(db).await;
+    let t = s.user_token("carol").await;
+    s.data(Some(&t), START, start_input("root")).await;
+    s.data(Some(&t), CLAIM, json!({"id": "root"})).await;
+    let spawn = "mutation($p: String!, $id: String!) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"a\"}) { operation { parentOperationId } } }";
+    s.data(Some(&t), spawn, json!({"p": "root", "id": "child"})).await;
+    s.data(Some(&t), CLAIM, json!({"id": "child"})).await;
+    s.data(Some(&t), spawn, json!({"p": "child", "id": "grandchild"})).await;
+    s.data(Some(&t), CLAIM, json!({"id": "grandchild"})).await;
+    s.data(Some(&t), spawn, json!({"p": "grandchild", "id": "great"})).await;
+    let d = s
+        .data(
+            Some(&t),
+            "mutation { cancelOperation(id: \"root\", reason: \"stop\") { operation { status } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(d["cancelOperation"]["operation"]["status"], "cancelled");
+    for id in ["child", "grandchild", "great"] {
+        let d = s.data(Some(&t), "query($id: String!) { operation(id: $id) { status } }", json!({"id": id})).await;
+        assert_eq!(d["operation"]["status"], "cancelled", "{id}");
+    }
+    s.stop();
+}
+
+/// A subscriber is cut off in the middle of a burst, reconnects from the last position it saw,
+/// and receives every event exactly once.
+async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
+    let s = Server::start(db).await;
+    let t = s.user_token("dave").await;
+    s.data(Some(&t), START, start_input("burst")).await;
+    s.data(Some(&t), CLAIM, json!({"id": "burst"})).await;
+    let sub = "subscription($from: Int) { events(fromPosition: $from, filter: {streamPrefix: \"operation-burst\"}) { position eventType } }";
+    let mut ws = Ws::connect(&s, &t, protocol).await;
+    ws.subscribe("1", sub, json!({"from": 0})).await;
+    let writer = {
+        let base = s.base.clone();
+        let t = t.clone();
+        tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            for i in 0..120 {
+                let body = json!({"query": STEP, "variables": {"id": "burst", "n": i}});
+                let r: Value = client
+                    .post(format!("{base}/graphql"))
+                    .bearer_auth(&t)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                assert!(r.get("errors").is_none(), "{r}");
+            }
+        })
+    };
+    let mut seen: Vec<i64> = Vec::new();
+    while seen.len() < 40 {
+        let p = ws.next_data().await;
+        seen.push(p["data"]["events"]["position"].as_i64().unwrap());
+    }
+    ws.cut().await; // cut off mid-burst
+    let mut ws = Ws::connect(&s, &t, protocol).await;
+    ws.subscribe("2", sub, json!({"from": seen.last().copied()})).await;
+    writer.await.unwrap();
+    let expected = s
+        .data(
+            Some(&t),
+            "{ events(first: 500, filter: {streamPrefix: \"operation-burst\"}) { edges { node { position } } } }",
+            json!({}),
+        )
+        .await;
+    let expected: Vec<i64> = expected["events"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["node"]["position"].as_i64().unwrap())
+        .collect();
+    while seen.len() < expected.len() {
+        let p = ws.next_data().await;
+        seen.push(p["data"]["events"]["position"].as_i64().unwrap());
+    }
+    assert_eq!(seen, expected, "every event exactly once, in order");
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), seen.len());
+    s.stop();
+}
+
+async fn transport_ws(db: Db) {
+    a_resumed_subscription_misses_nothing(db, "graphql-transport-ws").await
+}
+
+async fn legacy_ws(db: Db) {
+    a_resumed_subscription_misses_nothing(db, "graphql-ws").await
+}
+
+macro_rules! both {
+    ($($f:ident as $name:ident),*) => { paste::paste! { $(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn [<$name _sqlite>]() { $f(Db::sqlite()).await }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn [<$name _postgres>]() {
+            if let Some(db) = Db::postgres(stringify!([<$name _postgres>])).await { $f(db).await }
+        }
+    )* } };
+}
+
+both!(
+    health_ready_and_metrics as server_health_ready_metrics,
+    unauthenticated_and_hostile_requests_write_nothing as server_refuses_bad_requests,
+    an_operation_runs_end_to_end_and_stays_private as server_operation_lifecycle_and_isolation,
+    cancel_cascades_to_every_unfinished_descendant as server_cancel_cascades,
+    transport_ws as server_subscription_resumes_graphql_transport_ws,
+    legacy_ws as server_subscription_resumes_graphql_ws
+);
