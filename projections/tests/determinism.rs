@@ -61,6 +61,13 @@ impl Projection for Tripwire {
     }
 }
 
+/// The workload, generated once for both backends.
+fn workload() -> &'static Workload {
+    static WORKLOAD: std::sync::OnceLock<Workload> = std::sync::OnceLock::new();
+    WORKLOAD
+        .get_or_init(|| Workload::generate(&WorkloadConfig { min_events: 5_000, ..WorkloadConfig::default() }).unwrap())
+}
+
 fn runner(log: &TestLog, db: &ReadDb, projections: Vec<Arc<dyn Projection>>, batch_size: usize) -> ProjectionRunner {
     let options = RunnerOptions { batch_size, retry_delay: Duration::from_millis(20) };
     ProjectionRunner::new(Arc::clone(&log.store), db.clone(), projections, options)
@@ -75,11 +82,11 @@ async fn checksums(db: &ReadDb) -> BTreeMap<String, TableChecksum> {
 }
 
 async fn live_with_kills_equals_rebuild(log: TestLog, fresh: TestLog) {
-    let workload = Workload::generate(&WorkloadConfig { min_events: 5_000, ..WorkloadConfig::default() }).unwrap();
+    let workload = workload();
     assert!(workload.stats.events >= 5_000 && workload.stats.refused.is_empty());
     let db = ReadDb::from(log.store.database());
-    // four rounds per append: a realistic log, loaded in a reasonable time by a debug build
-    let batches = workload.batches(4);
+    // eight rounds per append: a realistic log, loaded in a reasonable time by a debug build
+    let batches = workload.batches(8);
     let n = batches.len();
     let append = |range: std::ops::Range<usize>| {
         let store = Arc::clone(&log.store);
