@@ -158,20 +158,44 @@ pub enum ReadTx {
     Postgres(Transaction<'static, Postgres>),
 }
 
-/// Rewrite `$n` placeholders to SQLite's `?n`.
+/// Rewrite `$n` placeholders for SQLite: plain `?` when they run 1, 2, 3 … in order, each once
+/// (every multi-row insert), else `?n`.
+///
+/// Numbered parameters cost SQLite a linear lookup per parameter when sqlx binds them
+/// (`sqlite3_bind_parameter_name` scans the statement's list of names), which is quadratic in a
+/// statement's parameter count: a 2,000-row insert took seconds. Plain `?` has no name to scan.
 fn for_sqlite(sql: &str) -> Cow<'_, str> {
     if !sql.contains('$') {
         return Cow::Borrowed(sql);
     }
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
-            out.push('?');
+    let bytes = sql.as_bytes();
+    let mut numbers = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            let start = i + 1;
+            let mut end = start;
+            while bytes.get(end).is_some_and(u8::is_ascii_digit) {
+                end += 1;
+            }
+            numbers.push((i, end, sql[start..end].parse::<usize>().unwrap_or(0)));
+            i = end;
         } else {
-            out.push(c);
+            i += 1;
         }
     }
+    let in_order = numbers.iter().enumerate().all(|(k, &(_, _, n))| n == k + 1);
+    let mut out = String::with_capacity(sql.len());
+    let mut copied = 0;
+    for &(at, end, _) in &numbers {
+        out.push_str(&sql[copied..at]);
+        out.push('?');
+        if !in_order {
+            out.push_str(&sql[at + 1..end]);
+        }
+        copied = end;
+    }
+    out.push_str(&sql[copied..]);
     Cow::Owned(out)
 }
 
@@ -215,12 +239,38 @@ fn decode_pg(row: &PgRow) -> Row {
     Row(out)
 }
 
+/// A NULL whose type PostgreSQL infers from where it is used (parameter type 0, unspecified).
+///
+/// sqlx caches a prepared statement by its SQL text alone, with the parameter types of its first
+/// use: a NULL bound as a typed `None` would fix that column's parameter type for every later
+/// use of the statement, and a later non-NULL value of the column's real type would then be
+/// refused ("incorrect binary data format").
+struct UntypedNull;
+
+impl sqlx::Type<Postgres> for UntypedNull {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        sqlx::postgres::PgTypeInfo::with_oid(sqlx::postgres::types::Oid(0))
+    }
+}
+
+impl sqlx::Encode<'_, Postgres> for UntypedNull {
+    fn encode_by_ref(
+        &self,
+        _buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        Ok(sqlx::encode::IsNull::Yes)
+    }
+}
+
 macro_rules! bind_all {
-    ($q:expr, $args:expr) => {{
+    ($q:expr, $args:expr) => {
+        bind_all!($q, $args, None::<i64>)
+    };
+    ($q:expr, $args:expr, $null:expr) => {{
         let mut q = $q;
         for a in $args {
             q = match a {
-                SqlValue::Null => q.bind(None::<i64>),
+                SqlValue::Null => q.bind($null),
                 SqlValue::Int(v) => q.bind(*v),
                 SqlValue::Float(v) => q.bind(*v),
                 SqlValue::Text(v) => q.bind(v.as_str()),
@@ -256,7 +306,7 @@ impl ReadDb {
                     .map(decode_sqlite)
                     .collect()
             }
-            Self::Postgres(p) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(p) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(p)
                 .await
                 .map_err(ProjectionError::db("reading a read model"))?
@@ -277,7 +327,7 @@ impl ReadDb {
                     .map_err(ProjectionError::db("writing a read model"))?
                     .rows_affected()
             }
-            Self::Postgres(p) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(p) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(p)
                 .await
                 .map_err(ProjectionError::db("writing a read model"))?
@@ -306,7 +356,7 @@ impl ReadTx {
                     .map_err(ProjectionError::db("writing a read model"))?
                     .rows_affected()
             }
-            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(&mut **tx)
                 .await
                 .map_err(ProjectionError::db("writing a read model"))?
@@ -327,7 +377,7 @@ impl ReadTx {
                     .map(decode_sqlite)
                     .collect()
             }
-            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args)
+            Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(&mut **tx)
                 .await
                 .map_err(ProjectionError::db("reading a read model"))?
@@ -421,5 +471,8 @@ mod tests {
     #[test]
     fn placeholders_are_rewritten_for_sqlite() {
         assert_eq!(super::for_sqlite("SELECT $1, $12 FROM t WHERE a = '$x'"), "SELECT ?1, ?12 FROM t WHERE a = '$x'");
+        assert_eq!(super::for_sqlite("INSERT INTO t VALUES ($1, $2), ($3, $4)"), "INSERT INTO t VALUES (?, ?), (?, ?)");
+        assert_eq!(super::for_sqlite("SELECT $1 WHERE a = $2 OR b = $1"), "SELECT ?1 WHERE a = ?2 OR b = ?1");
+        assert_eq!(super::for_sqlite("SELECT 1"), "SELECT 1");
     }
 }

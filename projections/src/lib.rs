@@ -1,12 +1,31 @@
 //! agentlog's read models: a projector runner that folds the log into tables, the read models
 //! themselves, and LobeHub's conversation-flow parser.
 
+pub mod agents;
+pub mod analytics;
+pub mod briefs;
 pub mod chains;
+pub mod checksum;
+mod columns;
+mod conditions;
 pub mod conversation;
+pub mod conversations;
+pub mod cron_jobs;
 pub mod db;
+mod decoding;
 pub mod error;
+mod fold;
+pub mod groups;
+pub mod notifications;
+pub mod operations;
+pub mod page;
 pub mod projection;
+mod read;
 pub mod runner;
+mod select;
+mod staging;
+pub mod tasks;
+pub mod workload;
 
 use std::sync::Arc;
 
@@ -17,5 +36,16 @@ pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {
-    vec![Arc::new(chains::ChainsProjection)]
+    vec![
+        Arc::new(chains::ChainsProjection),
+        Arc::new(operations::OperationsProjection),
+        Arc::new(agents::AgentsProjection),
+        Arc::new(groups::GroupsProjection),
+        Arc::new(analytics::AnalyticsProjection),
+        Arc::new(tasks::TasksProjection),
+        Arc::new(briefs::BriefsProjection),
+        Arc::new(notifications::NotificationsProjection),
+        Arc::new(cron_jobs::CronJobsProjection),
+        Arc::new(conversations::ConversationsProjection),
+    ]
 }

@@ -249,10 +249,13 @@ async fn reset(db: &ReadDb, p: &dyn Projection) -> Result<(), ProjectionError> {
     tx.commit().await
 }
 
+/// The columns of `projection_checkpoints`.
+const CHECKPOINT_COLUMNS: [&str; 4] = ["name", "version", "position", "updated_at"];
+
 async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) -> Result<(), ProjectionError> {
     tx.upsert(
         "projection_checkpoints",
-        &["name", "version", "position", "updated_at"],
+        &CHECKPOINT_COLUMNS,
         &["name"],
         &[vec![
             p.name().into(),
@@ -355,9 +358,18 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
                 }
             }
         }
-        write_checkpoint(&mut tx, p.as_ref(), last).await?;
         advanced.push(i);
     }
+    // Every advanced projection's checkpoint in one statement, in the batch's transaction.
+    let now = SqlValue::Int(chrono::Utc::now().timestamp_micros());
+    let checkpoints: Vec<Vec<SqlValue>> = advanced
+        .iter()
+        .map(|&i| {
+            let p = &inner.projections[i];
+            vec![p.name().into(), p.version().into(), last.into(), now.clone()]
+        })
+        .collect();
+    tx.upsert("projection_checkpoints", &CHECKPOINT_COLUMNS, &["name"], &checkpoints).await?;
     tx.commit().await?;
     let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
     for i in advanced {

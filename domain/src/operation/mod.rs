@@ -40,9 +40,9 @@ pub use command::{CreateOperation, OperationCommand, StepReport};
 pub use event::OperationEvent;
 pub use hitl::{CardAnswer, CardKind, HitlCard, OnTimeout};
 pub use model::{
-    AgentRef, Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, Lease,
-    OperationError, OperationKind, OperationStatus, Phase, Plan, ReviewScore, Todo, ToolCall,
-    Usage, cap_child_result,
+    AgentRef, Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, ItemStatus, Lease,
+    OperationError, OperationKind, OperationStatus, Phase, Plan, PlanStep, ReviewScore, Todo,
+    ToolCall, Usage, cap_child_result,
 };
 
 use crate::aggregate::{Aggregate, StreamKind};

@@ -1,0 +1,282 @@
+//! Conversation trees served from memory, refreshed from only the messages that changed.
+//!
+//! Each cached topic keeps the parser's input (its live messages in creation order, as the
+//! parser reads them) and the parse result, at a version: the log position of the last message
+//! change it has seen. Serving a tree costs one indexed lookup of the topic's
+//! `messages_version`; when it moved, only rows with `changed_at` above the cached version are
+//! fetched, folded into the input, and the topic is parsed again. One appended message in a
+//! 10,000-message topic therefore costs one row read and one parse, never a re-read of the
+//! topic (figures in docs/bench-read-models-b.md).
+//!
+//! Topics are evicted least recently used first once the cached messages exceed the capacity.
+//! The cache is per process and holds nothing the tables do not: a stale or evicted entry only
+//! costs a reload, and a version that went backwards (a rebuild) drops the entry.
+//!
+//! ```no_run
+//! # async fn demo(db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
+//! use agentlog_projections::conversations::ConversationTrees;
+//! let trees = ConversationTrees::new(db, 200_000);
+//! if let Some(tree) = trees.tree(Some("user-1"), "topic-1").await? {
+//!     println!("{} rows in the flat list", tree.flat_list().len());
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex},
+};
+
+use serde_json::Value;
+
+use super::message_json::parse_view;
+use crate::{
+    columns::Columns,
+    conversation::{ContextNode, ParseResult, parse},
+    db::{ReadDb, SqlValue},
+    error::ProjectionError,
+};
+
+/// A topic's parsed tree at a version.
+#[derive(Debug)]
+pub struct TopicTree {
+    /// The topic.
+    pub topic_id: String,
+    /// Log position of the last message change the tree reflects.
+    pub version: i64,
+    /// The parse result (`contextTree`, `flatList`, `messageMap`, diagnostics).
+    pub result: ParseResult,
+}
+
+impl TopicTree {
+    /// Upstream's `contextTree`.
+    pub fn context_tree(&self) -> &[ContextNode] {
+        &self.result.context_tree
+    }
+    /// Upstream's `flatList`.
+    pub fn flat_list(&self) -> &[Value] {
+        &self.result.flat_list
+    }
+}
+
+/// One message as the cache receives it.
+pub(crate) struct ChangedMessage {
+    pub(crate) seq: i64,
+    pub(crate) message_id: String,
+    pub(crate) deleted: bool,
+    pub(crate) message: Value,
+    pub(crate) changed_at: i64,
+}
+
+const CHANGE_COLUMNS: &[&str] = &["seq", "message_id", "deleted", "message", "changed_at"];
+
+/// The parser input of one topic, kept current from changed rows.
+#[derive(Default)]
+pub(crate) struct TopicInput {
+    /// Live messages in creation order, as the parser reads them.
+    pub(crate) messages: Vec<Value>,
+    seqs: Vec<i64>,
+    index: HashMap<String, usize>,
+    deleted: HashSet<String>,
+    /// The highest `changed_at` folded in.
+    pub(crate) version: i64,
+}
+
+impl TopicInput {
+    /// Fold changed rows (in `seq` order) into the input.
+    pub(crate) fn apply(&mut self, rows: Vec<ChangedMessage>) {
+        let newly_deleted: HashSet<String> = rows
+            .iter()
+            .filter(|r| r.deleted && self.deleted.insert(r.message_id.clone()))
+            .map(|r| r.message_id.clone())
+            .collect();
+        if !newly_deleted.is_empty() {
+            // Rare: drop the deleted messages and cut their children loose, then re-index.
+            let mut kept = Vec::with_capacity(self.messages.len());
+            let mut seqs = Vec::with_capacity(self.seqs.len());
+            for (m, s) in self.messages.drain(..).zip(self.seqs.drain(..)) {
+                let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
+                if !newly_deleted.contains(id) {
+                    kept.push(parse_view(&m, &newly_deleted));
+                    seqs.push(s);
+                }
+            }
+            self.messages = kept;
+            self.seqs = seqs;
+            self.reindex();
+        }
+        for row in rows {
+            self.version = self.version.max(row.changed_at);
+            if row.deleted {
+                continue;
+            }
+            let view = parse_view(&row.message, &self.deleted);
+            match self.index.get(&row.message_id) {
+                Some(&i) => self.messages[i] = view,
+                None if self.seqs.last().is_none_or(|&last| last < row.seq) => {
+                    self.index.insert(row.message_id, self.messages.len());
+                    self.messages.push(view);
+                    self.seqs.push(row.seq);
+                }
+                None => {
+                    let at = self.seqs.partition_point(|&s| s < row.seq);
+                    self.messages.insert(at, view);
+                    self.seqs.insert(at, row.seq);
+                    self.reindex();
+                }
+            }
+        }
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .messages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.get("id").and_then(Value::as_str).map(|id| (id.to_string(), i)))
+            .collect();
+    }
+}
+
+/// Rows of `topic_id` changed after `since`, in creation order.
+pub(crate) async fn changed_messages(
+    db: &ReadDb,
+    topic_id: &str,
+    since: i64,
+) -> Result<Vec<ChangedMessage>, ProjectionError> {
+    let sql = format!(
+        "SELECT {} FROM conversation_messages WHERE topic_id = $1 AND changed_at > $2 ORDER BY seq",
+        CHANGE_COLUMNS.join(", ")
+    );
+    let rows = db.fetch(&sql, &[topic_id.into(), since.into()]).await?;
+    rows.iter()
+        .map(|row| {
+            let mut c = Columns::new(row, "conversation_messages", CHANGE_COLUMNS);
+            Ok(ChangedMessage {
+                seq: c.int()?,
+                message_id: c.text()?,
+                deleted: c.flag()?,
+                message: c.json()?,
+                changed_at: c.int()?,
+            })
+        })
+        .collect()
+}
+
+/// The topic's message version, if the topic exists and `owner` may see it.
+pub(crate) async fn topic_version(
+    db: &ReadDb,
+    owner: Option<&str>,
+    topic_id: &str,
+) -> Result<Option<i64>, ProjectionError> {
+    let mut sql = "SELECT messages_version FROM conversation_topics WHERE topic_id = $1".to_string();
+    let mut args: Vec<SqlValue> = vec![topic_id.into()];
+    if let Some(o) = owner {
+        sql.push_str(" AND user_id = $2");
+        args.push(o.into());
+    }
+    Ok(db.fetch(&sql, &args).await?.first().map(|r| r.i64(0).unwrap_or(0)))
+}
+
+struct CachedTopic {
+    input: TopicInput,
+    tree: Arc<TopicTree>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<CachedTopic>>>;
+
+struct Entry {
+    slot: Slot,
+    last_used: u64,
+    size: usize,
+}
+
+#[derive(Default)]
+struct Entries {
+    map: HashMap<String, Entry>,
+    clock: u64,
+    messages: usize,
+}
+
+/// Parsed conversation trees, cached per topic (least recently used out).
+pub struct ConversationTrees {
+    db: ReadDb,
+    capacity: usize,
+    entries: Mutex<Entries>,
+}
+
+impl ConversationTrees {
+    /// A cache over `db` holding about `capacity_messages` messages' worth of topics (at least
+    /// the topic last served, whatever its size).
+    pub fn new(db: ReadDb, capacity_messages: usize) -> Self {
+        Self { db, capacity: capacity_messages, entries: Mutex::new(Entries::default()) }
+    }
+
+    fn slot(&self, topic_id: &str) -> Slot {
+        let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        e.clock += 1;
+        let clock = e.clock;
+        let entry = e.map.entry(topic_id.to_string()).or_insert_with(|| Entry {
+            slot: Arc::new(tokio::sync::Mutex::new(None)),
+            last_used: clock,
+            size: 0,
+        });
+        entry.last_used = clock;
+        Arc::clone(&entry.slot)
+    }
+
+    fn resize(&self, topic_id: &str, size: usize) {
+        let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = e.map.get_mut(topic_id) else { return };
+        let old = std::mem::replace(&mut entry.size, size);
+        e.messages = e.messages.saturating_sub(old) + size;
+        while e.messages > self.capacity && e.map.len() > 1 {
+            let victim = e
+                .map
+                .iter()
+                .filter(|(id, _)| id.as_str() != topic_id)
+                .min_by_key(|(_, entry)| entry.last_used)
+                .map(|(id, _)| id.clone());
+            let Some(victim) = victim else { break };
+            if let Some(gone) = e.map.remove(&victim) {
+                e.messages = e.messages.saturating_sub(gone.size);
+            }
+        }
+    }
+
+    /// How many messages the cached topics hold.
+    pub fn cached_messages(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).messages
+    }
+
+    /// The tree of `topic_id` as of the committed read model, or `None` when the topic does not
+    /// exist or `owner` may not see it.
+    pub async fn tree(&self, owner: Option<&str>, topic_id: &str) -> Result<Option<Arc<TopicTree>>, ProjectionError> {
+        let slot = self.slot(topic_id);
+        let mut cached = slot.lock().await;
+        // Read the version under the topic's lock, so concurrent readers refresh once.
+        let Some(version) = topic_version(&self.db, owner, topic_id).await? else { return Ok(None) };
+        let mut input = match cached.take() {
+            Some(c) if c.input.version == version => {
+                let tree = Arc::clone(&c.tree);
+                *cached = Some(c);
+                return Ok(Some(tree));
+            }
+            // Behind: fetch what changed since. Ahead (the read model was rebuilt): start over.
+            Some(c) if c.input.version < version => c.input,
+            _ => TopicInput::default(),
+        };
+        input.apply(changed_messages(&self.db, topic_id, input.version).await?);
+        input.version = input.version.max(version);
+        let tree = Arc::new(TopicTree {
+            topic_id: topic_id.to_string(),
+            version: input.version,
+            result: parse(&input.messages, None),
+        });
+        let size = input.messages.len();
+        *cached = Some(CachedTopic { input, tree: Arc::clone(&tree) });
+        drop(cached);
+        self.resize(topic_id, size);
+        Ok(Some(tree))
+    }
+}

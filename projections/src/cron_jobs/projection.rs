@@ -1,0 +1,129 @@
+//! Folding `cron.*` events into `cron_jobs` (as `CronJob::evolve`; a deleted job's row goes).
+
+use agentlog_domain::{cron::CronEvent as E, envelope::RecordedEvent};
+use async_trait::async_trait;
+
+use super::rows::CronJobRow;
+use crate::{
+    db::ReadTx,
+    decoding::decode_batch,
+    error::ProjectionError,
+    projection::Projection,
+    staging::{Staged, TableRow},
+};
+
+/// Projects cron jobs.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CronJobsProjection;
+
+#[async_trait]
+impl Projection for CronJobsProjection {
+    fn name(&self) -> &'static str {
+        "cron_jobs"
+    }
+    fn version(&self) -> i32 {
+        1
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[CronJobRow::TABLE]
+    }
+    fn handles(&self, event_type: &str) -> bool {
+        event_type.starts_with("cron.")
+    }
+    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+        let decoded = decode_batch::<E>(events)?;
+        let mut jobs = Staged::<CronJobRow>::new();
+        jobs.load(tx, "job_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
+        for (recorded, job_id, event) in &decoded {
+            let at = recorded.recorded_at;
+            match event {
+                E::Created(e) => {
+                    let s = &e.spec;
+                    jobs.put(CronJobRow {
+                        job_id: job_id.clone(),
+                        user_id: e.user_id.clone(),
+                        agent_id: s.agent_id.clone(),
+                        group_id: s.group_id.clone(),
+                        name: s.name.clone(),
+                        pattern: s.pattern.clone(),
+                        timezone: s.timezone.clone(),
+                        content: s.content.clone(),
+                        enabled: s.enabled,
+                        max_executions: s.max_executions.map(i64::from),
+                        remaining_executions: s.max_executions.map(i64::from),
+                        conditions: s.conditions.clone(),
+                        last_executed_at: None,
+                        total_executions: 0,
+                        last_fire_local_day: None,
+                        fires_on_last_day: 0,
+                        created_at: e.at,
+                        updated_at: at,
+                    });
+                    continue;
+                }
+                E::Deleted(_) => {
+                    jobs.remove(job_id);
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(job) = jobs.get_mut(job_id) else { continue };
+            match event {
+                E::Created(_) | E::Deleted(_) => {}
+                E::Updated(e) => {
+                    let c = &e.changes;
+                    if let Some(name) = &c.name {
+                        job.name = Some(name.clone());
+                    }
+                    if let Some(pattern) = &c.pattern {
+                        job.pattern = pattern.clone();
+                    }
+                    if let Some(tz) = &c.timezone {
+                        job.timezone = tz.clone();
+                    }
+                    if let Some(content) = &c.content {
+                        job.content = content.clone();
+                    }
+                    if let Some(conditions) = &c.conditions {
+                        job.conditions = conditions.clone();
+                    }
+                    if let Some(max) = c.max_executions {
+                        job.max_executions = max.map(i64::from);
+                    }
+                    if let Some(remaining) = e.remaining_executions {
+                        job.remaining_executions = remaining.map(i64::from);
+                    }
+                    if e.last_executed_reset {
+                        job.last_executed_at = None;
+                    }
+                }
+                E::Enabled(_) => job.enabled = true,
+                E::Disabled(_) | E::AutoDisabled(_) => job.enabled = false,
+                E::Fired(e) => {
+                    job.total_executions = i64::try_from(e.total_executions).unwrap_or(i64::MAX);
+                    job.remaining_executions = e.remaining_executions.map(i64::from);
+                    job.last_executed_at = Some(e.at);
+                    if e.remaining_executions == Some(0) {
+                        job.enabled = false;
+                    }
+                    let day = e.local_time.date_naive().to_string();
+                    if job.last_fire_local_day.as_deref() == Some(day.as_str()) {
+                        job.fires_on_last_day += 1;
+                    } else {
+                        job.last_fire_local_day = Some(day);
+                        job.fires_on_last_day = 1;
+                    }
+                }
+                E::ExecutionsReset(e) => {
+                    job.enabled = true;
+                    job.max_executions = e.max_executions.map(i64::from);
+                    job.remaining_executions = e.max_executions.map(i64::from);
+                    job.total_executions = 0;
+                    job.last_executed_at = None;
+                }
+            }
+            job.updated_at = at;
+        }
+        jobs.flush(tx).await
+    }
+}

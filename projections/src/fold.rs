@@ -1,0 +1,181 @@
+//! Batch folding, shared by the read models whose rows are an aggregate's state: load every row
+//! a batch touches with one query, fold the batch's events in memory, write back with
+//! multi-row upserts.
+//!
+//! Such a table keeps the fold's continuation (the domain state, serialized) in a `state` TEXT
+//! column next to the queryable columns derived from it, so applying the next batch starts
+//! exactly where the last one stopped, with the domain's own `evolve`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use agentlog_domain::{aggregate::DomainEvent, envelope::RecordedEvent};
+use chrono::{DateTime, Utc};
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::{
+    db::{ReadTx, SqlValue},
+    error::ProjectionError,
+};
+
+/// Ids per `IN (…)` list: well under SQLite's bound-parameter limit.
+const IDS_PER_QUERY: usize = 10_000;
+
+/// Decode a stored event into its aggregate's event type (upcasting old versions).
+pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, ProjectionError> {
+    E::decode(&event.event_type, event.schema_version, &event.payload).map_err(|e| ProjectionError::Decode {
+        event_id: event.event_id,
+        event_type: event.event_type.clone(),
+        position: event.position,
+        reason: e.to_string(),
+    })
+}
+
+/// The instance id of a stream `<prefix>-<id>`.
+pub(crate) fn instance_id<'a>(event: &'a RecordedEvent, prefix: &str) -> Result<&'a str, ProjectionError> {
+    event.stream_id.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('-')).filter(|id| !id.is_empty()).ok_or_else(
+        || ProjectionError::Decode {
+            event_id: event.event_id,
+            event_type: event.event_type.clone(),
+            position: event.position,
+            reason: format!("stream `{}` is not a `{prefix}-<id>` stream", event.stream_id),
+        },
+    )
+}
+
+/// Load the `state` column of the rows of `table` whose `key_column` is one of `ids`.
+pub(crate) async fn load_states<S: DeserializeOwned>(
+    tx: &mut ReadTx,
+    table: &str,
+    key_column: &str,
+    ids: &[&str],
+) -> Result<HashMap<String, S>, ProjectionError> {
+    let mut out = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(IDS_PER_QUERY) {
+        let sql =
+            format!("SELECT {key_column}, state FROM {table} WHERE {key_column} IN ({})", placeholders(chunk.len()));
+        let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
+        for row in tx.fetch(&sql, &args).await? {
+            let (Some(id), Some(text)) = (row.str(0), row.str(1)) else {
+                return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
+            };
+            let state = serde_json::from_str(text)
+                .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
+            out.insert(id.to_string(), state);
+        }
+    }
+    Ok(out)
+}
+
+/// `$1, $2, … $n`.
+pub(crate) fn placeholders(n: usize) -> String {
+    placeholders_from(1, n)
+}
+
+/// `$first, … $(first + n - 1)`.
+pub(crate) fn placeholders_from(first: usize, n: usize) -> String {
+    let mut s = String::with_capacity(n * 6);
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push('$');
+        s.push_str(&(first + i).to_string());
+    }
+    s
+}
+
+/// Serialize to JSON text (for a TEXT column).
+pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, ProjectionError> {
+    serde_json::to_string(value)
+        .map_err(|e| ProjectionError::Invalid(format!("cannot serialize a read-model value: {e}")))
+}
+
+/// Serialize to JSON text, NULL when absent.
+pub(crate) fn json_opt<T: Serialize>(value: Option<&T>) -> Result<SqlValue, ProjectionError> {
+    Ok(value.map(json_text).transpose()?.into())
+}
+
+/// The wire name of a unit enum variant (its serde name: `waiting_for_human`, `subagent`, …).
+pub(crate) fn wire_name<T: Serialize>(value: &T) -> Result<String, ProjectionError> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => Ok(s),
+        Ok(other) => Err(ProjectionError::Invalid(format!("expected a unit variant, got {other}"))),
+        Err(e) => Err(ProjectionError::Invalid(format!("cannot name an enum value: {e}"))),
+    }
+}
+
+/// A time as epoch microseconds.
+pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+/// An unsigned count or measure as a BIGINT (saturating: read models never wrap).
+pub(crate) fn int(value: u64) -> SqlValue {
+    SqlValue::Int(i64::try_from(value).unwrap_or(i64::MAX))
+}
+
+/// An optional unsigned measure as a BIGINT or NULL.
+pub(crate) fn int_opt(value: Option<u64>) -> SqlValue {
+    value.map_or(SqlValue::Null, int)
+}
+
+/// Rows for one table, keyed so a row written twice in one batch is written once (PostgreSQL
+/// refuses an upsert that touches the same row twice), in key order.
+#[derive(Debug)]
+pub(crate) struct RowSet<K: Ord> {
+    rows: BTreeMap<K, Vec<SqlValue>>,
+}
+
+impl<K: Ord> Default for RowSet<K> {
+    fn default() -> Self {
+        Self { rows: BTreeMap::new() }
+    }
+}
+
+impl<K: Ord> RowSet<K> {
+    /// Set the row of `key` (the last write wins).
+    pub(crate) fn put(&mut self, key: K, row: Vec<SqlValue>) {
+        self.rows.insert(key, row);
+    }
+
+    /// Upsert every row into `table`.
+    pub(crate) async fn upsert(
+        self,
+        tx: &mut ReadTx,
+        table: &str,
+        columns: &[&str],
+        key: &[&str],
+    ) -> Result<(), ProjectionError> {
+        let rows: Vec<Vec<SqlValue>> = self.rows.into_values().collect();
+        tx.upsert(table, columns, key, &rows).await
+    }
+}
+
+/// Events grouped by instance id, each group in log order, groups in order of first appearance.
+pub(crate) fn group_by_instance<'a>(
+    events: &[&'a RecordedEvent],
+    prefix: &str,
+) -> Result<Vec<(String, Vec<&'a RecordedEvent>)>, ProjectionError> {
+    let mut index: HashMap<&'a str, usize> = HashMap::new();
+    let mut groups: Vec<(String, Vec<&'a RecordedEvent>)> = Vec::new();
+    for event in events {
+        let id = instance_id(event, prefix)?;
+        match index.get(id) {
+            Some(&i) => groups[i].1.push(event),
+            None => {
+                index.insert(id, groups.len());
+                groups.push((id.to_string(), vec![*event]));
+            }
+        }
+    }
+    Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_are_numbered() {
+        assert_eq!(super::placeholders(3), "$1, $2, $3");
+        assert_eq!(super::placeholders_from(4, 2), "$4, $5");
+    }
+}

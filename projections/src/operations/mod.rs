@@ -1,0 +1,107 @@
+//! The operations read model: one row per operation (agent run) in `operations` — status,
+//! phase, kind, agent and config version, links (topic, thread, task, group, parent), step
+//! count, usage (NULL until measured), the pending HITL card, lease, timings, error,
+//! interruption, cancellation, plan and todos — and its history in side tables:
+//! `operation_steps`, `operation_cards` (every card asked and how it closed),
+//! `operation_artifacts`, `operation_scores`, `operation_async_results` (results of async tools
+//! and children delivered to it). Children are found by `parent_operation_id`.
+//!
+//! Fed by every `operation.*` event. A batch loads the touched operations' folds
+//! (`operations.state`) in one query, applies the events with the domain's own
+//! [`Operation::evolve`](agentlog_domain::operation::Operation), and writes every table back with
+//! multi-row upserts.
+//!
+//! ```no_run
+//! # async fn demo(db: &agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
+//! use agentlog_domain::operation::OperationStatus;
+//! use agentlog_projections::{operations::{self, OperationFilter}, page::PageRequest};
+//! let filter = OperationFilter { status: Some(OperationStatus::Running), ..Default::default() };
+//! let running = operations::list(db, &filter, Some("user-1"), &PageRequest::first(20)).await?;
+//! for op in &running.items { println!("{} {}", op.id, op.step_count); }
+//! # Ok(()) }
+//! ```
+
+mod fold;
+mod query;
+mod rows;
+
+use agentlog_domain::operation::OperationEvent;
+use async_trait::async_trait;
+
+pub use fold::Cancellation;
+pub use query::{
+    LeaseRow, OperationArtifactRow, OperationAsyncResultRow, OperationCardRow, OperationFilter, OperationRow,
+    OperationScoreRow, OperationStepRow, artifacts, async_results, cards, children, get, list, pending_cards, scores,
+    steps,
+};
+
+use self::{
+    fold::OperationFold,
+    rows::{
+        ARTIFACT_COLUMNS, ASYNC_RESULT_COLUMNS, CARD_COLUMNS, OPERATION_COLUMNS, SCORE_COLUMNS, STEP_COLUMNS, SideRows,
+    },
+};
+use crate::{
+    db::ReadTx,
+    error::ProjectionError,
+    fold::{RowSet, decode, group_by_instance, load_states},
+    projection::Projection,
+};
+use agentlog_domain::envelope::RecordedEvent;
+
+/// Projects `operation.*` events into the operations tables.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OperationsProjection;
+
+#[async_trait]
+impl Projection for OperationsProjection {
+    fn name(&self) -> &'static str {
+        "operations"
+    }
+    fn version(&self) -> i32 {
+        1
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[
+            "operations",
+            "operation_steps",
+            "operation_cards",
+            "operation_artifacts",
+            "operation_scores",
+            "operation_async_results",
+        ]
+    }
+    fn handles(&self, event_type: &str) -> bool {
+        event_type.starts_with("operation.")
+    }
+    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+        let groups = group_by_instance(events, "operation")?;
+        let ids: Vec<&str> = groups.iter().map(|(id, _)| id.as_str()).collect();
+        let mut folds: std::collections::HashMap<String, OperationFold> =
+            load_states(tx, "operations", "id", &ids).await?;
+        let mut operations = RowSet::default();
+        let mut side = SideRows::default();
+        for (id, events) in &groups {
+            let mut fold = folds.remove(id).unwrap_or_default();
+            for recorded in events {
+                let event: OperationEvent = decode(recorded)?;
+                fold.apply(id, recorded, event, &mut side)?;
+            }
+            if !fold.op.exists() {
+                // The domain never records anything before `operation.created`; if a log holds
+                // such events anyway there is no row to show them in.
+                tracing::warn!(operation = %id, "events for an operation that was never created; skipped");
+                continue;
+            }
+            operations.put(id.clone(), rows::operation_row(id, &fold)?);
+        }
+        operations.upsert(tx, "operations", &OPERATION_COLUMNS, &["id"]).await?;
+        side.steps.upsert(tx, "operation_steps", &STEP_COLUMNS, &["operation_id", "step_index"]).await?;
+        side.cards.upsert(tx, "operation_cards", &CARD_COLUMNS, &["operation_id", "asked_position"]).await?;
+        side.artifacts.upsert(tx, "operation_artifacts", &ARTIFACT_COLUMNS, &["operation_id", "artifact_id"]).await?;
+        side.scores.upsert(tx, "operation_scores", &SCORE_COLUMNS, &["operation_id", "seq"]).await?;
+        side.async_results
+            .upsert(tx, "operation_async_results", &ASYNC_RESULT_COLUMNS, &["operation_id", "result_key"])
+            .await
+    }
+}

@@ -1,0 +1,314 @@
+//! The operations tables' columns, and the rows the fold writes into them.
+
+use agentlog_domain::operation::{
+    Artifact, CardAnswer, OnTimeout, PendingCard, ReviewScore, Usage,
+    event::{AsyncResultReceived, StepRecorded},
+};
+use chrono::{DateTime, Utc};
+
+use super::fold::OperationFold;
+use crate::{
+    db::SqlValue,
+    error::ProjectionError,
+    fold::{RowSet, int, int_opt, json_opt, json_text, micros, wire_name},
+};
+
+/// Columns of `operations`, in row order.
+pub(crate) const OPERATION_COLUMNS: [&str; 45] = [
+    "id",
+    "user_id",
+    "kind",
+    "status",
+    "phase",
+    "completion_reason",
+    "agent_id",
+    "agent_config_version",
+    "model",
+    "provider",
+    "topic_id",
+    "thread_id",
+    "task_id",
+    "group_id",
+    "parent_operation_id",
+    "background",
+    "run_trigger",
+    "instruction",
+    "step_count",
+    "max_steps",
+    "cost_limit_micros",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost_micros",
+    "tool_calls",
+    "human_waiting_ms",
+    "pending_card",
+    "awaiting",
+    "child_count",
+    "lease_worker_id",
+    "lease_expires_at",
+    "created_at",
+    "started_at",
+    "completed_at",
+    "duration_ms",
+    "result",
+    "error",
+    "interruption",
+    "cancellation",
+    "plan",
+    "todos",
+    "updated_at",
+    "updated_position",
+    "state",
+];
+
+/// Columns of `operation_steps`.
+pub(crate) const STEP_COLUMNS: [&str; 11] = [
+    "operation_id",
+    "step_index",
+    "phase",
+    "tool_calls",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost_micros",
+    "at",
+    "position",
+];
+
+/// Columns of `operation_cards`.
+pub(crate) const CARD_COLUMNS: [&str; 13] = [
+    "operation_id",
+    "asked_position",
+    "card_id",
+    "kind",
+    "title",
+    "card",
+    "asked_at",
+    "deadline",
+    "outcome",
+    "answer",
+    "on_timeout",
+    "waited_ms",
+    "closed_at",
+];
+
+/// Columns of `operation_artifacts`.
+pub(crate) const ARTIFACT_COLUMNS: [&str; 7] =
+    ["operation_id", "artifact_id", "title", "kind", "size_bytes", "content_ref", "position"];
+
+/// Columns of `operation_scores`.
+pub(crate) const SCORE_COLUMNS: [&str; 7] =
+    ["operation_id", "seq", "rubric_id", "score", "passed", "reason", "position"];
+
+/// Columns of `operation_async_results`.
+pub(crate) const ASYNC_RESULT_COLUMNS: [&str; 8] =
+    ["operation_id", "result_key", "success", "result", "truncated", "original_chars", "resumed", "position"];
+
+/// Side-table rows produced by one batch, deduplicated by key.
+#[derive(Debug, Default)]
+pub(crate) struct SideRows {
+    /// `operation_steps` by (operation, step index).
+    pub steps: RowSet<(String, u32)>,
+    /// `operation_cards` by (operation, asked position).
+    pub cards: RowSet<(String, i64)>,
+    /// `operation_artifacts` by (operation, artifact).
+    pub artifacts: RowSet<(String, String)>,
+    /// `operation_scores` by (operation, seq).
+    pub scores: RowSet<(String, i64)>,
+    /// `operation_async_results` by (operation, key).
+    pub async_results: RowSet<(String, String)>,
+}
+
+fn time(at: DateTime<Utc>) -> SqlValue {
+    SqlValue::Int(micros(at))
+}
+
+fn time_opt(at: Option<DateTime<Utc>>) -> SqlValue {
+    at.map_or(SqlValue::Null, time)
+}
+
+fn usage_values(usage: &Usage) -> [SqlValue; 4] {
+    [int_opt(usage.input_tokens), int_opt(usage.output_tokens), int_opt(usage.total_tokens), int_opt(usage.cost_micros)]
+}
+
+/// The `operations` row of a fold (whose operation exists).
+pub(crate) fn operation_row(id: &str, fold: &OperationFold) -> Result<Vec<SqlValue>, ProjectionError> {
+    let op = &fold.op;
+    let Some(spec) = &op.spec else {
+        return Err(ProjectionError::Invalid(format!("operation {id} has events but was never created")));
+    };
+    let created_at = op.created_at.map_or(0, micros);
+    let duration_ms = match (op.started_at, op.completed_at) {
+        (Some(start), Some(end)) => SqlValue::Int((end - start).num_milliseconds().max(0)),
+        _ => SqlValue::Null,
+    };
+    let awaiting: Vec<&String> = op.awaiting.iter().collect();
+    let mut row = Vec::with_capacity(OPERATION_COLUMNS.len());
+    row.extend([
+        id.into(),
+        op.user_id.as_str().into(),
+        wire_name(&spec.kind)?.into(),
+        op.status.as_str().into(),
+        op.phase.as_ref().map(wire_name).transpose()?.into(),
+        op.completion_reason.as_ref().map(wire_name).transpose()?.into(),
+        spec.agent.agent_id.as_str().into(),
+        int(spec.agent.config_version),
+        spec.agent.model.as_deref().into(),
+        spec.agent.provider.as_deref().into(),
+        spec.topic_id.as_deref().into(),
+        spec.thread_id.as_deref().into(),
+        spec.task_id.as_deref().into(),
+        spec.group_id.as_deref().into(),
+        spec.parent_operation_id.as_deref().into(),
+        spec.background.into(),
+        spec.trigger.as_deref().into(),
+        spec.instruction.as_deref().into(),
+        op.step_count.into(),
+        spec.max_steps.into(),
+        int_opt(spec.cost_limit_micros),
+    ]);
+    row.extend(usage_values(&op.usage));
+    row.extend([
+        int_opt(op.tool_calls),
+        int_opt(op.human_waiting_ms),
+        json_opt(op.pending_card.as_ref())?,
+        if awaiting.is_empty() { SqlValue::Null } else { json_text(&awaiting)?.into() },
+        int(op.children.len() as u64),
+        op.lease.as_ref().map(|l| l.worker_id.as_str()).into(),
+        time_opt(op.lease.as_ref().map(|l| l.expires_at)),
+        SqlValue::Int(created_at),
+        time_opt(op.started_at),
+        time_opt(op.completed_at),
+        duration_ms,
+        fold.result.as_deref().into(),
+        json_opt(op.error.as_ref())?,
+        json_opt(op.interruption.as_ref())?,
+        json_opt(fold.cancellation.as_ref())?,
+        json_opt(op.plan.as_ref())?,
+        json_opt(op.todos.as_ref())?,
+        SqlValue::Int(fold.updated_at),
+        SqlValue::Int(fold.updated_position),
+        json_text(fold)?.into(),
+    ]);
+    Ok(row)
+}
+
+/// The `operation_steps` row of a step.
+pub(crate) fn step(id: &str, e: &StepRecorded, position: i64) -> Result<Vec<SqlValue>, ProjectionError> {
+    let mut row = vec![
+        id.into(),
+        e.step_index.into(),
+        wire_name(&e.phase)?.into(),
+        json_text(&e.tool_calls)?.into(),
+        int(e.tool_calls.len() as u64),
+    ];
+    row.extend(usage_values(&e.usage));
+    row.extend([time(e.at), position.into()]);
+    Ok(row)
+}
+
+/// How a card row ends (or that it is still open).
+pub(crate) enum CardClose<'a> {
+    /// Still waiting for its answer.
+    Open,
+    /// A human answered.
+    Answered {
+        /// The answer.
+        answer: &'a CardAnswer,
+        /// How long it waited.
+        waited_ms: u64,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// Nobody answered in time.
+    TimedOut {
+        /// What the card said to do.
+        on_timeout: &'a OnTimeout,
+        /// How long it waited.
+        waited_ms: u64,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// The operation ended while the card was open.
+    Abandoned {
+        /// When.
+        at: DateTime<Utc>,
+    },
+}
+
+/// The `operation_cards` row of a card.
+pub(crate) fn card(
+    id: &str,
+    asked_position: i64,
+    pending: &PendingCard,
+    how: &CardClose<'_>,
+) -> Result<Vec<SqlValue>, ProjectionError> {
+    let card = &pending.card;
+    let (outcome, answer, on_timeout, waited_ms, closed_at) = match how {
+        CardClose::Open => ("pending", SqlValue::Null, SqlValue::Null, SqlValue::Null, SqlValue::Null),
+        CardClose::Answered { answer, waited_ms, at } => {
+            ("answered", json_text(answer)?.into(), SqlValue::Null, int(*waited_ms), time(*at))
+        }
+        CardClose::TimedOut { on_timeout, waited_ms, at } => {
+            ("timed_out", SqlValue::Null, json_text(on_timeout)?.into(), int(*waited_ms), time(*at))
+        }
+        CardClose::Abandoned { at } => ("abandoned", SqlValue::Null, SqlValue::Null, SqlValue::Null, time(*at)),
+    };
+    Ok(vec![
+        id.into(),
+        asked_position.into(),
+        card.card_id.as_str().into(),
+        card.kind.name().into(),
+        card.title.as_str().into(),
+        json_text(card)?.into(),
+        time(pending.asked_at),
+        time_opt(pending.deadline),
+        outcome.into(),
+        answer,
+        on_timeout,
+        waited_ms,
+        closed_at,
+    ])
+}
+
+/// The `operation_artifacts` row of an artifact.
+pub(crate) fn artifact(id: &str, a: &Artifact, position: i64) -> Vec<SqlValue> {
+    vec![
+        id.into(),
+        a.artifact_id.as_str().into(),
+        a.title.as_str().into(),
+        a.kind.as_str().into(),
+        int_opt(a.size_bytes),
+        a.content_ref.as_str().into(),
+        position.into(),
+    ]
+}
+
+/// The `operation_scores` row of a score.
+pub(crate) fn score(id: &str, seq: i64, s: &ReviewScore, position: i64) -> Vec<SqlValue> {
+    vec![
+        id.into(),
+        seq.into(),
+        s.rubric_id.as_str().into(),
+        i64::from(s.score).into(),
+        s.passed.into(),
+        s.reason.as_deref().into(),
+        position.into(),
+    ]
+}
+
+/// The `operation_async_results` row of a delivered result.
+pub(crate) fn async_result(id: &str, e: &AsyncResultReceived, position: i64) -> Vec<SqlValue> {
+    vec![
+        id.into(),
+        e.key.as_str().into(),
+        e.success.into(),
+        e.result.as_deref().into(),
+        e.truncated.into(),
+        int_opt(e.original_chars),
+        e.resumes.into(),
+        position.into(),
+    ]
+}

@@ -1,0 +1,161 @@
+//! Pages of read-model lists with keyset cursors (Relay-style: `first`, `after`, `endCursor`,
+//! `hasNextPage`), shared by every query.
+//!
+//! A cursor is `<sort key>:<id>` — the sort key (an integer: a time in epoch µs, a sequence
+//! number, a version) and the id of the last item of the page. Callers treat it as opaque; the
+//! queries continue strictly after it, with an index seek (never an `OFFSET` scan), so pages
+//! stay fast and stable while rows are added.
+//!
+//! ```
+//! use agentlog_projections::page::{Cursor, PageRequest};
+//! let cursor = Cursor::new(1_700_000_000, "t-1").to_string();
+//! let request = PageRequest::first(20).after(Some(cursor));
+//! assert_eq!(request.cursor().unwrap().unwrap().id, "t-1");
+//! ```
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::error::ProjectionError;
+
+/// Most rows one page may hold; larger requests are cut to it.
+pub const MAX_PAGE_SIZE: usize = 500;
+
+/// One page of a list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    /// The rows, in list order.
+    pub items: Vec<T>,
+    /// The cursor of the last row (pass it as `after` for the next page; `None` when empty).
+    pub end_cursor: Option<String>,
+    /// More rows follow.
+    pub has_next_page: bool,
+}
+
+impl<T> Page<T> {
+    /// Build a page from up to `first + 1` fetched rows (the extra one only tells that more
+    /// follow), with `cursor_of` giving each row's cursor.
+    pub fn from_fetched(mut items: Vec<T>, first: usize, cursor_of: impl Fn(&T) -> Cursor) -> Self {
+        let has_next_page = items.len() > first;
+        items.truncate(first);
+        let end_cursor = items.last().map(|item| cursor_of(item).to_string());
+        Self { items, end_cursor, has_next_page }
+    }
+
+    /// An empty page.
+    pub fn empty() -> Self {
+        Self { items: Vec::new(), end_cursor: None, has_next_page: false }
+    }
+}
+
+/// Which page to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    /// Page size (clamped to 1..=[`MAX_PAGE_SIZE`]).
+    pub first: usize,
+    /// The `endCursor` of the previous page.
+    pub after: Option<String>,
+}
+
+impl Default for PageRequest {
+    fn default() -> Self {
+        Self { first: 50, after: None }
+    }
+}
+
+impl PageRequest {
+    /// The first `n` rows.
+    pub fn first(n: usize) -> Self {
+        Self { first: n, after: None }
+    }
+
+    /// The same request, after `cursor`.
+    pub fn after(mut self, cursor: Option<String>) -> Self {
+        self.after = cursor;
+        self
+    }
+
+    /// The page size to use.
+    pub fn limit(&self) -> usize {
+        clamp_page_size(self.first)
+    }
+
+    /// The decoded `after` cursor.
+    pub fn cursor(&self) -> Result<Option<Cursor>, ProjectionError> {
+        Cursor::parse_opt(self.after.as_deref())
+    }
+}
+
+/// A position in a list ordered by `(sort_key, id)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// The sort key of the row.
+    pub sort_key: i64,
+    /// The id of the row (breaks ties).
+    pub id: String,
+}
+
+impl Cursor {
+    /// The cursor at (`sort_key`, `id`).
+    pub fn new(sort_key: i64, id: impl Into<String>) -> Self {
+        Self { sort_key, id: id.into() }
+    }
+
+    /// Read a cursor a previous page handed out.
+    pub fn parse(text: &str) -> Result<Self, ProjectionError> {
+        let invalid = || ProjectionError::Invalid(format!("`{text}` is not a cursor this list handed out"));
+        let (key, id) = text.split_once(':').ok_or_else(invalid)?;
+        let sort_key = key.parse::<i64>().map_err(|_| invalid())?;
+        Ok(Self { sort_key, id: id.to_string() })
+    }
+
+    /// Read an optional cursor.
+    pub fn parse_opt(text: Option<&str>) -> Result<Option<Self>, ProjectionError> {
+        text.map(Self::parse).transpose()
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.sort_key, self.id)
+    }
+}
+
+/// The page size to fetch for a request of `first` rows: at least 1, at most
+/// [`MAX_PAGE_SIZE`].
+pub fn clamp_page_size(first: usize) -> usize {
+    first.clamp(1, MAX_PAGE_SIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_garbage() {
+        for c in [Cursor::new(0, "a"), Cursor::new(-5, "x:y:z"), Cursor::new(i64::MAX, "ünï")] {
+            assert_eq!(Cursor::parse(&c.to_string()).unwrap(), c);
+        }
+        for bad in ["", "nope", "x:1", ":a"] {
+            assert!(Cursor::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_page_knows_whether_more_follow() {
+        let page = Page::from_fetched(vec![1, 2, 3], 2, |i| Cursor::new(*i, "x"));
+        assert_eq!(page.items, vec![1, 2]);
+        assert!(page.has_next_page);
+        assert_eq!(page.end_cursor.as_deref(), Some("2:x"));
+        let last = Page::from_fetched(vec![1], 2, |i| Cursor::new(*i, "x"));
+        assert!(!last.has_next_page);
+    }
+
+    #[test]
+    fn page_size_is_clamped() {
+        assert_eq!(PageRequest::first(0).limit(), 1);
+        assert_eq!(PageRequest::first(10_000).limit(), MAX_PAGE_SIZE);
+    }
+}

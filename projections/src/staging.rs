@@ -1,0 +1,231 @@
+//! In-memory folding of one batch: load the rows a batch touches with one query per table,
+//! apply the batch's events to them in memory, write back only what changed — one multi-row
+//! upsert and one delete per table, whatever the batch size.
+//!
+//! ```ignore
+//! let mut tasks = Staged::<TaskRow>::new();
+//! tasks.load(tx, "task_id", touched_ids).await?;   // one SELECT … WHERE task_id IN (…)
+//! if let Some(t) = tasks.get_mut(&id) { t.status = "running".into(); }
+//! tasks.flush(tx).await?;                          // one upsert, one delete
+//! ```
+//!
+//! Per-event SQL would cost a round trip per event; folding keeps a rebuild at the speed of
+//! decoding events.
+
+use std::{
+    collections::{HashMap, HashSet},
+    hash::Hash,
+};
+
+use crate::{
+    db::{ReadTx, Row, SqlValue},
+    error::ProjectionError,
+};
+
+/// Most values bound in one `IN (…)` list (well below both backends' limits).
+const MAX_BINDS: usize = 5_000;
+/// Most keys in one `OR` chain: SQLite parses a chain as a tree one level deeper per term and
+/// refuses trees deeper than 1,000.
+const MAX_OR_TERMS: usize = 400;
+
+/// A read-model row type: its table, its columns (in [`TableRow::values`] order), its key.
+pub(crate) trait TableRow: Sized {
+    /// The primary key.
+    type Key: Eq + Hash + Clone;
+    /// The table.
+    const TABLE: &'static str;
+    /// Every column, in the order of [`TableRow::values`] and [`TableRow::from_row`].
+    const COLUMNS: &'static [&'static str];
+    /// The primary-key columns.
+    const KEY: &'static [&'static str];
+    /// This row's key.
+    fn key(&self) -> Self::Key;
+    /// A key's column values, in [`TableRow::KEY`] order.
+    fn key_values(key: &Self::Key) -> Vec<SqlValue>;
+    /// The row's column values.
+    fn values(&self) -> Vec<SqlValue>;
+    /// Read a row selected with [`TableRow::COLUMNS`].
+    fn from_row(row: &Row) -> Result<Self, ProjectionError>;
+}
+
+struct Slot<R: TableRow> {
+    key: R::Key,
+    /// `None`: deleted in this batch.
+    row: Option<R>,
+    dirty: bool,
+}
+
+/// The rows of one table that a batch touches.
+pub(crate) struct Staged<R: TableRow> {
+    index: HashMap<R::Key, usize>,
+    slots: Vec<Slot<R>>,
+}
+
+impl<R: TableRow> Default for Staged<R> {
+    fn default() -> Self {
+        Self { index: HashMap::new(), slots: Vec::new() }
+    }
+}
+
+impl<R: TableRow> Staged<R> {
+    /// Nothing staged.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Load the rows whose text `column` is one of `values` (and are not staged yet).
+    pub(crate) async fn load(
+        &mut self,
+        tx: &mut ReadTx,
+        column: &str,
+        values: impl IntoIterator<Item = String>,
+    ) -> Result<(), ProjectionError> {
+        let mut seen = HashSet::new();
+        let values: Vec<SqlValue> = values.into_iter().filter(|v| seen.insert(v.clone())).map(SqlValue::Text).collect();
+        for chunk in values.chunks(MAX_BINDS) {
+            let sql = format!(
+                "SELECT {} FROM {} WHERE {column} IN ({})",
+                R::COLUMNS.join(", "),
+                R::TABLE,
+                placeholders(1, chunk.len())
+            );
+            for row in tx.fetch(&sql, chunk).await? {
+                let row = R::from_row(&row)?;
+                let key = row.key();
+                if !self.index.contains_key(&key) {
+                    self.index.insert(key.clone(), self.slots.len());
+                    self.slots.push(Slot { key, row: Some(row), dirty: false });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Load the rows with these keys (and not staged yet), by primary key.
+    pub(crate) async fn load_keys(
+        &mut self,
+        tx: &mut ReadTx,
+        keys: impl IntoIterator<Item = R::Key>,
+    ) -> Result<(), ProjectionError> {
+        let mut seen = HashSet::new();
+        let keys: Vec<R::Key> =
+            keys.into_iter().filter(|k| !self.index.contains_key(k) && seen.insert(k.clone())).collect();
+        for chunk in keys.chunks(MAX_OR_TERMS) {
+            let args: Vec<SqlValue> = chunk.iter().flat_map(R::key_values).collect();
+            let sql =
+                format!("SELECT {} FROM {} WHERE {}", R::COLUMNS.join(", "), R::TABLE, key_terms(R::KEY, chunk.len()));
+            for row in tx.fetch(&sql, &args).await? {
+                let row = R::from_row(&row)?;
+                let key = row.key();
+                if !self.index.contains_key(&key) {
+                    self.index.insert(key.clone(), self.slots.len());
+                    self.slots.push(Slot { key, row: Some(row), dirty: false });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The staged row with this key, if it exists.
+    pub(crate) fn get(&self, key: &R::Key) -> Option<&R> {
+        self.index.get(key).and_then(|&i| self.slots[i].row.as_ref())
+    }
+
+    /// The staged row with this key, to change (it will be written back).
+    pub(crate) fn get_mut(&mut self, key: &R::Key) -> Option<&mut R> {
+        let &i = self.index.get(key)?;
+        let slot = &mut self.slots[i];
+        slot.dirty = slot.row.is_some();
+        slot.row.as_mut()
+    }
+
+    /// Insert or replace a row.
+    pub(crate) fn put(&mut self, row: R) {
+        let key = row.key();
+        match self.index.get(&key) {
+            Some(&i) => {
+                self.slots[i].row = Some(row);
+                self.slots[i].dirty = true;
+            }
+            None => {
+                self.index.insert(key.clone(), self.slots.len());
+                self.slots.push(Slot { key, row: Some(row), dirty: true });
+            }
+        }
+    }
+
+    /// Delete the row with this key (whether or not it is staged or stored).
+    pub(crate) fn remove(&mut self, key: &R::Key) {
+        match self.index.get(key) {
+            Some(&i) => {
+                self.slots[i].row = None;
+                self.slots[i].dirty = true;
+            }
+            None => {
+                self.index.insert(key.clone(), self.slots.len());
+                self.slots.push(Slot { key: key.clone(), row: None, dirty: true });
+            }
+        }
+    }
+
+    /// Change every staged row that matches `matches` (each changed row is written back).
+    pub(crate) fn update_where(&mut self, matches: impl Fn(&R) -> bool, mut change: impl FnMut(&mut R)) {
+        for slot in &mut self.slots {
+            if let Some(row) = slot.row.as_mut().filter(|r| matches(r)) {
+                change(row);
+                slot.dirty = true;
+            }
+        }
+    }
+
+    /// Write back: one delete for the removed keys, one upsert for the changed rows.
+    pub(crate) async fn flush(self, tx: &mut ReadTx) -> Result<(), ProjectionError> {
+        let mut upserts = Vec::new();
+        let mut deletes = Vec::new();
+        for slot in self.slots.into_iter().filter(|s| s.dirty) {
+            match slot.row {
+                Some(row) => upserts.push(row.values()),
+                None => deletes.push(R::key_values(&slot.key)),
+            }
+        }
+        delete_keys(tx, R::TABLE, R::KEY, &deletes).await?;
+        tx.upsert(R::TABLE, R::COLUMNS, R::KEY, &upserts).await
+    }
+}
+
+/// `$from, $from+1, …` (`n` placeholders).
+pub(crate) fn placeholders(from: usize, n: usize) -> String {
+    (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+/// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) …` for `n` keys.
+fn key_terms(key: &[&str], n: usize) -> String {
+    let mut next = 0;
+    let terms: Vec<String> = (0..n)
+        .map(|_| {
+            let parts: Vec<String> = key
+                .iter()
+                .map(|c| {
+                    next += 1;
+                    format!("{c} = ${next}")
+                })
+                .collect();
+            format!("({})", parts.join(" AND "))
+        })
+        .collect();
+    terms.join(" OR ")
+}
+
+/// Delete rows by key, chunked.
+async fn delete_keys(
+    tx: &mut ReadTx,
+    table: &str,
+    key: &[&str],
+    keys: &[Vec<SqlValue>],
+) -> Result<(), ProjectionError> {
+    for chunk in keys.chunks(MAX_OR_TERMS) {
+        let args: Vec<SqlValue> = chunk.iter().flatten().cloned().collect();
+        tx.execute(&format!("DELETE FROM {table} WHERE {}", key_terms(key, chunk.len())), &args).await?;
+    }
+    Ok(())
+}

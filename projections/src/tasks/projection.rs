@@ -1,0 +1,321 @@
+//! Folding `task.*` events into `tasks`, `task_dependencies`, `task_documents`, `task_topics`
+//! and `task_comments`. Mirrors the domain's `Task::evolve`, one row per entity.
+
+use agentlog_domain::{
+    envelope::RecordedEvent,
+    task::{CommentAuthor, TaskEvent as E, TaskStatus, TopicStatus},
+};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};
+use crate::{
+    db::ReadTx,
+    decoding::decode_batch,
+    error::ProjectionError,
+    projection::Projection,
+    staging::{Staged, TableRow},
+};
+
+/// Projects tasks with their dependencies, documents, topics and comments.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TasksProjection;
+
+/// The rows one batch touches.
+#[derive(Default)]
+struct Batch {
+    tasks: Staged<TaskRow>,
+    dependencies: Staged<DependencyRow>,
+    documents: Staged<DocumentRow>,
+    topics: Staged<TopicRow>,
+    comments: Staged<CommentRow>,
+}
+
+#[async_trait]
+impl Projection for TasksProjection {
+    fn name(&self) -> &'static str {
+        "tasks"
+    }
+    fn version(&self) -> i32 {
+        1
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[TaskRow::TABLE, DependencyRow::TABLE, DocumentRow::TABLE, TopicRow::TABLE, CommentRow::TABLE]
+    }
+    fn handles(&self, event_type: &str) -> bool {
+        event_type.starts_with("task.")
+    }
+    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+        let decoded = decode_batch::<E>(events)?;
+        let mut batch = Batch::default();
+        batch.tasks.load(tx, "task_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
+        batch.topics.load(tx, "topic_id", decoded.iter().flat_map(|(_, _, e)| topic_ids(e))).await?;
+        for (recorded, task_id, event) in &decoded {
+            fold(&mut batch, recorded, task_id, event);
+        }
+        batch.tasks.flush(tx).await?;
+        batch.dependencies.flush(tx).await?;
+        batch.documents.flush(tx).await?;
+        batch.topics.flush(tx).await?;
+        batch.comments.flush(tx).await
+    }
+}
+
+/// The topics an event changes.
+fn topic_ids(event: &E) -> Vec<String> {
+    match event {
+        E::TopicStarted(e) => vec![e.topic_id.clone()],
+        E::TopicsTimedOut(e) => e.topic_ids.clone(),
+        E::TopicCompleted(e) => vec![e.topic_id.clone()],
+        E::TopicFailed(e) => vec![e.topic_id.clone()],
+        E::TopicCanceled(e) => vec![e.topic_id.clone()],
+        E::TopicReviewed(e) => vec![e.topic_id.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn new_task(task_id: &str, e: &agentlog_domain::task::event::TaskCreated, at: DateTime<Utc>) -> TaskRow {
+    let s = &e.spec;
+    TaskRow {
+        task_id: task_id.to_string(),
+        user_id: e.user_id.clone(),
+        identifier: s.identifier.clone(),
+        name: s.name.clone(),
+        instruction: s.instruction.clone(),
+        description: s.description.clone(),
+        status: TaskStatus::Backlog,
+        priority: s.priority.into(),
+        parent_task_id: s.parent_task_id.clone(),
+        assignee_agent_id: s.assignee_agent_id.clone(),
+        created_by_agent_id: s.created_by_agent_id.clone(),
+        automation_mode: s.automation_mode,
+        heartbeat_interval_secs: s.heartbeat.interval_secs.map(saturating_i64),
+        heartbeat_timeout_secs: s.heartbeat.timeout_secs.map(saturating_i64),
+        last_heartbeat_at: None,
+        next_heartbeat_at: None,
+        heartbeat_tick_token: None,
+        schedule_pattern: s.schedule.pattern.clone(),
+        schedule_timezone: s.schedule.timezone.clone(),
+        schedule_max_executions: s.schedule.max_executions.map(i64::from),
+        schedule_started_at: None,
+        total_topics: 0,
+        max_topics: s.max_topics.map(i64::from),
+        current_topic_id: None,
+        last_completed_topic_id: None,
+        consecutive_failures: 0,
+        config: s.config.clone(),
+        error: None,
+        started_at: None,
+        completed_at: None,
+        created_at: e.at,
+        updated_at: at,
+    }
+}
+
+fn saturating_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Apply one event to the staged rows.
+fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
+    let at = recorded.recorded_at;
+    let key = task_id.to_string();
+    if let E::Created(e) = event {
+        b.tasks.put(new_task(task_id, e, at));
+        return;
+    }
+    // Child rows carry the task's owner; the event's owner is the same unless the task is unknown.
+    let owner = b.tasks.get(&key).map_or_else(|| recorded.metadata.user_id.clone(), |t| t.user_id.clone());
+    match event {
+        E::DependencyAdded(e) => {
+            b.dependencies.put(DependencyRow {
+                task_id: key.clone(),
+                depends_on_id: e.depends_on_id.clone(),
+                kind: e.kind,
+                user_id: owner,
+                created_at: at,
+            });
+        }
+        E::DependencyRemoved(e) => b.dependencies.remove(&(key.clone(), e.depends_on_id.clone())),
+        E::DocumentPinned(e) => b.documents.put(DocumentRow {
+            task_id: key.clone(),
+            document_id: e.document_id.clone(),
+            pinned_by: e.pinned_by,
+            user_id: owner,
+            pinned_at: e.at,
+        }),
+        E::DocumentUnpinned(e) => b.documents.remove(&(key.clone(), e.document_id.clone())),
+        E::CommentAdded(e) => {
+            let (author_kind, author_id) = match &e.author {
+                CommentAuthor::User(id) => ("user", id.clone()),
+                CommentAuthor::Agent(id) => ("agent", id.clone()),
+            };
+            b.comments.put(CommentRow {
+                task_id: key.clone(),
+                comment_id: e.comment_id.clone(),
+                user_id: owner,
+                author_kind: author_kind.to_string(),
+                author_id,
+                content: e.content.clone(),
+                brief_id: e.brief_id.clone(),
+                topic_id: e.topic_id.clone(),
+                created_at: e.at,
+            });
+        }
+        E::CommentDeleted(e) => b.comments.remove(&(key.clone(), e.comment_id.clone())),
+        E::TopicStarted(e) => {
+            let topic_key = (key.clone(), e.topic_id.clone());
+            // A continued topic keeps its review and last hand-off; the run's fields are new.
+            let (handoff, review) = b.topics.get(&topic_key).map_or((None, None), |t| {
+                (t.handoff.clone(), Some((t.review_score, t.review_passed, t.review_scores.clone(), t.reviewed_at)))
+            });
+            let (review_score, review_passed, review_scores, reviewed_at) = review.unwrap_or((None, None, None, None));
+            b.topics.put(TopicRow {
+                task_id: key.clone(),
+                topic_id: e.topic_id.clone(),
+                user_id: owner,
+                seq: e.seq.into(),
+                operation_id: e.operation_id.clone(),
+                agent_id: e.agent_id.clone(),
+                status: TopicStatus::Running,
+                trigger: e.trigger,
+                handoff,
+                error: None,
+                error_code: None,
+                review_score,
+                review_passed,
+                review_scores,
+                reviewed_at,
+                started_at: e.at,
+                ended_at: None,
+                updated_at: at,
+            });
+        }
+        E::TopicsTimedOut(e) => {
+            for id in &e.topic_ids {
+                end_topic(b, &key, id, TopicStatus::Timeout, e.at, at);
+            }
+        }
+        E::TopicCompleted(e) => {
+            if let Some(t) = end_topic(b, &key, &e.topic_id, TopicStatus::Completed, e.at, at) {
+                t.handoff = Some(e.handoff.clone());
+            }
+        }
+        E::TopicFailed(e) => {
+            if let Some(t) = end_topic(b, &key, &e.topic_id, TopicStatus::Failed, e.at, at) {
+                t.error = Some(e.error.clone());
+                t.error_code = e.error_code.clone();
+            }
+        }
+        E::TopicCanceled(e) => {
+            end_topic(b, &key, &e.topic_id, TopicStatus::Canceled, e.at, at);
+        }
+        E::TopicReviewed(e) => {
+            if let Some(t) = b.topics.get_mut(&(key.clone(), e.topic_id.clone())) {
+                t.review_score = Some(e.score.into());
+                t.review_passed = Some(e.passed);
+                t.review_scores = Some(e.scores.clone());
+                t.reviewed_at = Some(e.at);
+                t.updated_at = at;
+            }
+        }
+        _ => {}
+    }
+    if let Some(task) = b.tasks.get_mut(&key) {
+        fold_task(task, event);
+        task.updated_at = at;
+    }
+}
+
+/// Mark a topic ended; returns it for further changes (none when the topic is unknown).
+fn end_topic<'a>(
+    b: &'a mut Batch,
+    task_id: &str,
+    topic_id: &str,
+    status: TopicStatus,
+    ended: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> Option<&'a mut TopicRow> {
+    let t = b.topics.get_mut(&(task_id.to_string(), topic_id.to_string()))?;
+    t.status = status;
+    t.ended_at = Some(ended);
+    t.updated_at = at;
+    Some(t)
+}
+
+/// The task row's part of an event (as `Task::evolve`).
+fn fold_task(task: &mut TaskRow, event: &E) {
+    match event {
+        E::Created(_) => {}
+        E::Updated(e) => {
+            let c = &e.changes;
+            if let Some(name) = &c.name {
+                task.name = Some(name.clone());
+            }
+            if let Some(instruction) = &c.instruction {
+                task.instruction = instruction.clone();
+            }
+            if let Some(description) = &c.description {
+                task.description = Some(description.clone());
+            }
+            if let Some(priority) = c.priority {
+                task.priority = priority.into();
+            }
+        }
+        E::AssigneeChanged(e) => task.assignee_agent_id = e.agent_id.clone(),
+        E::AutomationConfigured(e) => {
+            task.automation_mode = e.mode;
+            task.heartbeat_interval_secs = e.heartbeat.interval_secs.map(saturating_i64);
+            task.heartbeat_timeout_secs = e.heartbeat.timeout_secs.map(saturating_i64);
+            task.schedule_pattern = e.schedule.pattern.clone();
+            task.schedule_timezone = e.schedule.timezone.clone();
+            task.schedule_max_executions = e.schedule.max_executions.map(i64::from);
+        }
+        E::TopicQuotaChanged(e) => task.max_topics = e.max_topics.map(i64::from),
+        E::Configured(e) => task.config = e.config.clone(),
+        E::ModelSnapshotted(e) => {
+            task.config.model = Some(e.model.clone());
+            task.config.provider = e.provider.clone();
+        }
+        E::StatusChanged(e) => {
+            task.status = e.to;
+            task.error = e.error.clone();
+            if e.to == TaskStatus::Running {
+                task.started_at = Some(e.at);
+            }
+            if e.to.is_terminal() {
+                task.completed_at = Some(e.at);
+            }
+            if let Some(started) = e.schedule_started_at {
+                task.schedule_started_at = Some(started);
+            }
+        }
+        E::TopicStarted(e) => {
+            if !e.continued {
+                task.total_topics += 1;
+            }
+            task.current_topic_id = Some(e.topic_id.clone());
+            task.last_heartbeat_at = Some(e.at);
+            task.error = None;
+        }
+        E::TopicCompleted(e) => {
+            task.last_completed_topic_id = Some(e.topic_id.clone());
+            task.consecutive_failures = 0;
+        }
+        E::TopicFailed(e) => task.consecutive_failures = e.consecutive_failures.into(),
+        E::HeartbeatRecorded(e) => task.last_heartbeat_at = Some(e.at),
+        E::HeartbeatScheduled(e) => {
+            task.heartbeat_tick_token = Some(e.tick_token.clone());
+            task.next_heartbeat_at = Some(e.due_at);
+        }
+        E::DependencyAdded(_)
+        | E::DependencyRemoved(_)
+        | E::DocumentPinned(_)
+        | E::DocumentUnpinned(_)
+        | E::CommentAdded(_)
+        | E::CommentDeleted(_)
+        | E::TopicsTimedOut(_)
+        | E::TopicCanceled(_)
+        | E::TopicReviewed(_) => {}
+    }
+}
