@@ -77,6 +77,9 @@ fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnect
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(if options.sqlite_synchronous_full { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
         .busy_timeout(Duration::from_secs(30))
+        // 32 MiB of page cache per connection (SQLite's default is 2 MiB): read-model writes
+        // touch index pages all over a large file, and every miss is a read system call.
+        .pragma("cache_size", "-32768")
         .foreign_keys(true))
 }
 

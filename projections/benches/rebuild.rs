@@ -5,6 +5,7 @@
 //!
 //! Run: `cargo bench -p agentlog-projections --bench rebuild`
 //! - `AGENTLOG_BENCH_EVENTS` (default 100000): the log's size (1000000 works, slowly);
+//! - `AGENTLOG_BENCH_ONLY=together`: skip the one-projection-at-a-time runs;
 //! - PostgreSQL runs when `AGENTLOG_BENCH_PG_URL` or `AGENTLOG_TEST_PG_URL` names a server
 //!   (a fresh database is created on it and dropped after), SQLite always (a temp file).
 
@@ -14,7 +15,7 @@ use std::{
 };
 
 use agentlog_eventlog::{
-    EventStore, PostgresEventStore, SqliteEventStore, StoreOptions,
+    EventFilter, EventStore, PostgresEventStore, SqliteEventStore, StoreOptions,
     testing::{TempPostgres, TempSqlite},
 };
 use agentlog_projections::{
@@ -24,8 +25,11 @@ use agentlog_projections::{
 
 type BoxError = Box<dyn std::error::Error>;
 
+/// Events per batch (and per page read from the log).
+const BATCH: usize = 5_000;
+
 fn options() -> RunnerOptions {
-    RunnerOptions { batch_size: 2_000, retry_delay: Duration::from_millis(100) }
+    RunnerOptions { batch_size: BATCH, retry_delay: Duration::from_millis(100) }
 }
 
 /// Load `workload` into `store`, 20 rounds per append. Returns the head.
@@ -40,11 +44,27 @@ async fn load(store: &dyn EventStore, workload: &Workload) -> Result<i64, BoxErr
     Ok(head)
 }
 
+/// Read the whole log in pages of `BATCH` with no projection: the floor of any rebuild.
+async fn read_floor(store: &dyn EventStore, head: i64) -> Result<(), BoxError> {
+    let start = Instant::now();
+    let mut after = 0;
+    while after < head {
+        let page = store.read_all(after, &EventFilter::all(), BATCH).await?;
+        let Some(last) = page.last() else { break };
+        after = last.position;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("  {:<16} {secs:>10.2} {:>12.0}", "(read the log)", head as f64 / secs);
+    Ok(())
+}
+
 /// Rebuild each projection alone, then all together; print events/s.
 async fn rebuild_all(store: Arc<dyn EventStore>, head: i64) -> Result<(), BoxError> {
     let db = ReadDb::from(store.database());
     println!("  {:<16} {:>10} {:>12}", "projection", "seconds", "events/s");
-    for projection in all_projections() {
+    read_floor(store.as_ref(), head).await?;
+    let alone = std::env::var("AGENTLOG_BENCH_ONLY").map_or(true, |v| v != "together");
+    for projection in all_projections().into_iter().filter(|_| alone) {
         let name = projection.name();
         let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), vec![projection], options());
         runner.rebuild(Some(name)).await?;
@@ -60,6 +80,19 @@ async fn rebuild_all(store: Arc<dyn EventStore>, head: i64) -> Result<(), BoxErr
     runner.catch_up().await?;
     let secs = start.elapsed().as_secs_f64();
     println!("  {:<16} {secs:>10.2} {:>12.0}", "all together", head as f64 / secs);
+    // Where the time of the run with every projection went.
+    let t = runner.timings();
+    let s = |micros: u64| micros as f64 / 1e6;
+    println!(
+        "    of which: waiting for the log {:.2} s, in apply {:.2} s, checkpoint + commit {:.2} s ({} batches)",
+        s(t.read_wait_micros),
+        s(t.apply_micros),
+        s(t.commit_micros),
+        t.batches
+    );
+    for p in runner.status() {
+        println!("    apply {:<16} {:>8.2} s  {:>8} events", p.name, s(p.apply_micros), p.applied_events);
+    }
     Ok(())
 }
 

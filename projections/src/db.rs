@@ -409,7 +409,9 @@ impl ReadTx {
         self.insert_rows(table, columns, rows, &conflict).await
     }
 
-    /// Insert `rows` (multi-row statements), with an optional `ON CONFLICT …` tail.
+    /// Insert `rows`, with an optional `ON CONFLICT …` tail: on PostgreSQL one
+    /// `INSERT … SELECT FROM UNNEST(…)` with one array per column (its plan does not grow with the
+    /// row count), on SQLite multi-row `VALUES` statements.
     pub async fn insert_rows(
         &mut self,
         table: &str,
@@ -417,20 +419,31 @@ impl ReadTx {
         rows: &[Vec<SqlValue>],
         tail: &str,
     ) -> Result<(), ProjectionError> {
+        if let Some(row) = rows.iter().find(|r| r.len() != columns.len()) {
+            return Err(ProjectionError::Invalid(format!(
+                "{table}: row has {} values for {} columns",
+                row.len(),
+                columns.len()
+            )));
+        }
+        if let Self::Postgres(tx) = self
+            && let Some(arrays) = ColumnArrays::of(columns.len(), rows)
+        {
+            let sql = arrays.insert_sql(table, columns, tail);
+            arrays
+                .bind(sqlx::query(&sql))
+                .execute(&mut **tx)
+                .await
+                .map_err(ProjectionError::db("writing a read model"))?;
+            return Ok(());
+        }
         let per_chunk = (MAX_PARAMS / columns.len().max(1)).max(1);
         for chunk in rows.chunks(per_chunk) {
             let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
             let mut n = 0;
-            for (r, row) in chunk.iter().enumerate() {
-                if row.len() != columns.len() {
-                    return Err(ProjectionError::Invalid(format!(
-                        "{table}: row has {} values for {} columns",
-                        row.len(),
-                        columns.len()
-                    )));
-                }
+            for r in 0..chunk.len() {
                 sql.push_str(if r == 0 { "(" } else { ", (" });
-                for c in 0..row.len() {
+                for c in 0..columns.len() {
                     n += 1;
                     if c > 0 {
                         sql.push_str(", ");
@@ -441,8 +454,21 @@ impl ReadTx {
                 sql.push(')');
             }
             sql.push_str(tail);
-            let args: Vec<SqlValue> = chunk.iter().flat_map(|r| r.iter().cloned()).collect();
-            self.execute(&sql, &args).await?;
+            match self {
+                Self::Sqlite(tx) => {
+                    let sql = for_sqlite(&sql);
+                    bind_all!(sqlx::query(&sql), chunk.iter().flatten())
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ProjectionError::db("writing a read model"))?;
+                }
+                Self::Postgres(tx) => {
+                    bind_all!(sqlx::query(&sql), chunk.iter().flatten(), UntypedNull)
+                        .execute(&mut **tx)
+                        .await
+                        .map_err(ProjectionError::db("writing a read model"))?;
+                }
+            }
         }
         Ok(())
     }
@@ -463,6 +489,100 @@ impl ReadTx {
             Self::Postgres(tx) => tx.rollback().await,
         }
         .map_err(ProjectionError::db("rolling back read models"))
+    }
+}
+
+/// Rows turned into one PostgreSQL array per column, for `INSERT … SELECT FROM UNNEST(…)`.
+enum ColumnArray {
+    /// Every value NULL: written as a literal `NULL`, which takes the column's type.
+    Null,
+    /// `bigint[]`.
+    Int(Vec<Option<i64>>),
+    /// `double precision[]` (integers in a column that also holds floats are widened).
+    Float(Vec<Option<f64>>),
+    /// `text[]`.
+    Text(Vec<Option<String>>),
+}
+
+struct ColumnArrays(Vec<ColumnArray>);
+
+impl ColumnArrays {
+    /// The arrays of `rows`, or `None` when a column mixes text and numbers (then the caller
+    /// falls back to `VALUES`).
+    fn of(width: usize, rows: &[Vec<SqlValue>]) -> Option<Self> {
+        let mut out = Vec::with_capacity(width);
+        for c in 0..width {
+            let column = rows.iter().map(|r| &r[c]);
+            let (mut ints, mut floats, mut texts) = (false, false, false);
+            for v in column.clone() {
+                match v {
+                    SqlValue::Null => {}
+                    SqlValue::Int(_) => ints = true,
+                    SqlValue::Float(_) => floats = true,
+                    SqlValue::Text(_) => texts = true,
+                }
+            }
+            out.push(match (ints, floats, texts) {
+                _ if rows.is_empty() => return None,
+                (false, false, false) => ColumnArray::Null,
+                (_, _, true) if ints || floats => return None,
+                (_, _, true) => ColumnArray::Text(column.map(|v| v.as_str().map(str::to_string)).collect()),
+                (_, true, _) => ColumnArray::Float(column.map(SqlValue::as_f64).collect()),
+                (true, false, false) => ColumnArray::Int(column.map(SqlValue::as_i64).collect()),
+            });
+        }
+        // A row of NULLs only has no array to count its rows: leave it to `VALUES`.
+        if out.iter().all(|a| matches!(a, ColumnArray::Null)) {
+            return None;
+        }
+        Some(Self(out))
+    }
+
+    fn insert_sql(&self, table: &str, columns: &[&str], tail: &str) -> String {
+        let mut arrays = Vec::new();
+        let mut select = Vec::new();
+        for (i, array) in self.0.iter().enumerate() {
+            let ty = match array {
+                ColumnArray::Null => {
+                    select.push("NULL".to_string());
+                    continue;
+                }
+                ColumnArray::Int(_) => "bigint",
+                ColumnArray::Float(_) => "double precision",
+                ColumnArray::Text(_) => "text",
+            };
+            arrays.push(format!("${}::{ty}[]", arrays.len() + 1));
+            select.push(format!("u.c{i}"));
+        }
+        let names: Vec<String> = self
+            .0
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| !matches!(a, ColumnArray::Null))
+            .map(|(i, _)| format!("c{i}"))
+            .collect();
+        format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM UNNEST({}) AS u({}){tail}",
+            columns.join(", "),
+            select.join(", "),
+            arrays.join(", "),
+            names.join(", ")
+        )
+    }
+
+    fn bind<'q>(
+        &'q self,
+        mut q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        for array in &self.0 {
+            q = match array {
+                ColumnArray::Null => q,
+                ColumnArray::Int(v) => q.bind(v),
+                ColumnArray::Float(v) => q.bind(v),
+                ColumnArray::Text(v) => q.bind(v),
+            };
+        }
+        q
     }
 }
 

@@ -32,7 +32,7 @@ use std::sync::Arc;
 pub use db::{ReadDb, ReadTx, Row, SqlValue};
 pub use error::ProjectionError;
 pub use projection::Projection;
-pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions};
+pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions, RunnerTimings};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {

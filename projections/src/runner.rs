@@ -19,13 +19,16 @@
 
 use std::{
     sync::{Arc, Mutex},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::{EventFilter, EventStore};
 use futures_util::{FutureExt, StreamExt};
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::{
+    sync::{mpsc, watch},
+    task::JoinHandle,
+};
 
 use crate::{
     db::{ReadDb, ReadTx, SqlValue},
@@ -59,6 +62,23 @@ pub struct ProjectionStatus {
     pub position: i64,
     /// Why it stopped, when it failed.
     pub failed: Option<String>,
+    /// Events handed to it since the runner was created.
+    pub applied_events: u64,
+    /// Time spent in its `apply` since the runner was created, in microseconds.
+    pub apply_micros: u64,
+}
+
+/// Where a runner's time went since it was created (microseconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunnerTimings {
+    /// Batches committed.
+    pub batches: u64,
+    /// Waiting for the log reader during catch-up (reading the log is slower than applying).
+    pub read_wait_micros: u64,
+    /// In projections' `apply`.
+    pub apply_micros: u64,
+    /// Writing checkpoints and committing.
+    pub commit_micros: u64,
 }
 
 struct Inner {
@@ -67,6 +87,7 @@ struct Inner {
     projections: Vec<Arc<dyn Projection>>,
     options: RunnerOptions,
     state: Mutex<Vec<ProjectionStatus>>,
+    timings: Mutex<RunnerTimings>,
     progress: watch::Sender<i64>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -87,7 +108,14 @@ impl ProjectionRunner {
     ) -> Self {
         let state = projections
             .iter()
-            .map(|p| ProjectionStatus { name: p.name(), version: p.version(), position: 0, failed: None })
+            .map(|p| ProjectionStatus {
+                name: p.name(),
+                version: p.version(),
+                position: 0,
+                failed: None,
+                applied_events: 0,
+                apply_micros: 0,
+            })
             .collect();
         Self {
             inner: Arc::new(Inner {
@@ -96,6 +124,7 @@ impl ProjectionRunner {
                 projections,
                 options,
                 state: Mutex::new(state),
+                timings: Mutex::new(RunnerTimings::default()),
                 progress: watch::Sender::new(0),
                 task: Mutex::new(None),
             }),
@@ -196,6 +225,11 @@ impl ProjectionRunner {
         self.inner.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Where the runner's time went.
+    pub fn timings(&self) -> RunnerTimings {
+        *self.inner.timings.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn spawn(&self) {
         let inner = Arc::clone(&self.inner);
         let task = tokio::spawn(async move {
@@ -290,15 +324,95 @@ fn publish(inner: &Inner, state: &[ProjectionStatus]) {
 }
 
 /// Apply the log from the lowest checkpoint, until `until` (inclusive) or for ever.
+///
+/// History is read in pages by a reader task that runs one page ahead of the writer, so
+/// reading the log and writing read models overlap; once the head seen at the start is reached,
+/// the runner follows the log live through a subscription.
 async fn run_until(inner: &Inner, until: Option<i64>) -> Result<(), ProjectionError> {
     let from = {
         let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min()
     };
     let Some(from) = from else { return Ok(()) };
-    if until.is_some_and(|u| from >= u) {
+    let target = match until {
+        Some(u) => u,
+        None => inner.store.head_position().await?,
+    };
+    let reached = if target > from { catch_up(inner, from, target).await? } else { from };
+    if until.is_some() {
         return Ok(());
     }
+    follow(inner, reached).await
+}
+
+/// Apply every committed event in `(from, target]`, page by page. Returns the last position read.
+async fn catch_up(inner: &Inner, from: i64, target: i64) -> Result<i64, ProjectionError> {
+    let (pages, mut next_page) = mpsc::channel(2);
+    let reader =
+        AbortOnDrop(tokio::spawn(read_pages(Arc::clone(&inner.store), from, target, inner.options.batch_size, pages)));
+    let mut reached = from;
+    loop {
+        let waited = Instant::now();
+        let Some(page) = next_page.recv().await else { break };
+        add_micros(&inner.timings, waited, |t| &mut t.read_wait_micros);
+        let page = page?;
+        apply_batch(inner, &page).await?;
+        reached = page.last().map_or(reached, |e| e.position);
+    }
+    drop(reader);
+    Ok(reached)
+}
+
+/// Read `(from, target]` in pages of `page_size` into `pages`; stops at the end, at the first
+/// error (sent on) or when the receiver is gone.
+async fn read_pages(
+    store: Arc<dyn EventStore>,
+    from: i64,
+    target: i64,
+    page_size: usize,
+    pages: mpsc::Sender<Result<Vec<Arc<RecordedEvent>>, ProjectionError>>,
+) {
+    let filter = EventFilter::all();
+    let mut after = from;
+    while after < target {
+        let page = match store.read_all(after, &filter, page_size).await {
+            Ok(events) => events,
+            Err(e) => {
+                let _ = pages.send(Err(e.into())).await;
+                return;
+            }
+        };
+        let page: Vec<Arc<RecordedEvent>> =
+            page.into_iter().take_while(|e| e.position <= target).map(Arc::new).collect();
+        let Some(last) = page.last().map(|e| e.position) else { return };
+        after = last;
+        if pages.send(Ok(page)).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn micros_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+fn add_micros(timings: &Mutex<RunnerTimings>, start: Instant, field: impl FnOnce(&mut RunnerTimings) -> &mut u64) {
+    let mut t = timings.lock().unwrap_or_else(|p| p.into_inner());
+    *field(&mut t) += micros_since(start);
+}
+
+/// Aborts the task when dropped (a failed or stopped catch-up leaves no reader behind).
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Follow the log live after `from`, applying what has arrived in batches of at most
+/// `batch_size`.
+async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
     let mut events = inner.store.subscribe(from, EventFilter::all());
     loop {
         let first = match events.next().await {
@@ -306,23 +420,14 @@ async fn run_until(inner: &Inner, until: Option<i64>) -> Result<(), ProjectionEr
             None => return Err(ProjectionError::Stopped),
         };
         let mut batch = vec![first];
-        while batch.len() < inner.options.batch_size
-            && until.is_none_or(|u| batch.last().is_some_and(|e| e.position < u))
-        {
+        while batch.len() < inner.options.batch_size {
             match events.next().now_or_never() {
                 Some(Some(Ok(e))) => batch.push(e),
                 Some(Some(Err(e))) => return Err(e.into()),
                 _ => break,
             }
         }
-        if let Some(u) = until {
-            batch.retain(|e| e.position <= u);
-        }
-        let last = batch.last().map_or(from, |e| e.position);
         apply_batch(inner, &batch).await?;
-        if until.is_some_and(|u| last >= u) {
-            return Ok(());
-        }
     }
 }
 
@@ -335,6 +440,7 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
     let mut tx = inner.db.begin().await?;
     let mut failures = Vec::new();
     let mut advanced = Vec::new();
+    let mut applied = Vec::new();
     for (i, p) in inner.projections.iter().enumerate() {
         let (checkpoint, failed) = positions[i];
         if failed || checkpoint >= last {
@@ -343,10 +449,12 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         let events: Vec<&RecordedEvent> =
             batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
         if !events.is_empty() {
+            let started = Instant::now();
             tx.execute("SAVEPOINT projection", &[]).await?;
             match p.apply(&mut tx, &events).await {
                 Ok(()) => {
                     tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
+                    applied.push((i, events.len() as u64, micros_since(started)));
                 }
                 Err(e) => {
                     // If the savepoint cannot be rolled back the connection is gone: fail the batch.
@@ -361,6 +469,7 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         advanced.push(i);
     }
     // Every advanced projection's checkpoint in one statement, in the batch's transaction.
+    let committing = Instant::now();
     let now = SqlValue::Int(chrono::Utc::now().timestamp_micros());
     let checkpoints: Vec<Vec<SqlValue>> = advanced
         .iter()
@@ -371,9 +480,19 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         .collect();
     tx.upsert("projection_checkpoints", &CHECKPOINT_COLUMNS, &["name"], &checkpoints).await?;
     tx.commit().await?;
+    {
+        let mut t = inner.timings.lock().unwrap_or_else(|p| p.into_inner());
+        t.batches += 1;
+        t.commit_micros += micros_since(committing);
+        t.apply_micros += applied.iter().map(|a| a.2).sum::<u64>();
+    }
     let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
     for i in advanced {
         state[i].position = last;
+    }
+    for (i, events, micros) in applied {
+        state[i].applied_events += events;
+        state[i].apply_micros += micros;
     }
     for (i, reason) in failures {
         state[i].failed = Some(reason);
