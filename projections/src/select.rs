@@ -1,5 +1,5 @@
-//! A small builder for the read models' list queries: numbered binds, owner scoping, filters and
-//! a keyset page (`ORDER BY sort, id` with a `(sort, id)` seek past the cursor).
+//! A small builder for the read models' list queries over [`Conditions`]: owner scoping, filters
+//! and a keyset page (`ORDER BY sort, id` with a `(sort, id)` seek past the cursor).
 //!
 //! ```ignore
 //! let mut q = Select::new(TaskRow::COLUMNS, "tasks");
@@ -8,38 +8,30 @@
 //! ```
 
 use crate::{
+    conditions::Conditions,
     db::{ReadDb, Row, SqlValue},
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
 };
 
-/// Sort direction of a list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Order {
-    /// Oldest / smallest first.
-    Asc,
-    /// Newest / largest first.
-    Desc,
-}
+pub(crate) use crate::conditions::Order;
 
-/// A SELECT under construction.
+/// A SELECT under construction: columns, a table and a [`Conditions`] clause.
 pub(crate) struct Select {
     columns: String,
     from: String,
-    conditions: Vec<String>,
-    args: Vec<SqlValue>,
+    conditions: Conditions,
 }
 
 impl Select {
     /// `SELECT columns FROM from`.
     pub(crate) fn new(columns: &[&str], from: &str) -> Self {
-        Self { columns: columns.join(", "), from: from.to_string(), conditions: Vec::new(), args: Vec::new() }
+        Self { columns: columns.join(", "), from: from.to_string(), conditions: Conditions::default() }
     }
 
     /// Bind a value; returns its placeholder.
     pub(crate) fn bind(&mut self, v: impl Into<SqlValue>) -> String {
-        self.args.push(v.into());
-        format!("${}", self.args.len())
+        self.conditions.bind(v)
     }
 
     /// Add a raw condition (binds already made with [`Select::bind`]).
@@ -50,41 +42,34 @@ impl Select {
 
     /// `column = value`.
     pub(crate) fn eq(&mut self, column: &str, v: impl Into<SqlValue>) -> &mut Self {
-        let p = self.bind(v);
-        self.condition(format!("{column} = {p}"))
+        self.conditions.eq(column, Some(v));
+        self
     }
 
     /// `column = value` when a value is given.
     pub(crate) fn eq_opt<V: Into<SqlValue>>(&mut self, column: &str, v: Option<V>) -> &mut Self {
-        if let Some(v) = v {
-            self.eq(column, v);
-        }
+        self.conditions.eq(column, v);
         self
     }
 
     /// Only the owner's rows (`None`: an admin sees all).
     pub(crate) fn owner(&mut self, owner: Option<&str>) -> &mut Self {
-        self.eq_opt("user_id", owner)
+        self.conditions.owner("user_id", owner);
+        self
     }
 
     fn sql(&self, tail: &str) -> String {
-        let mut sql = format!("SELECT {} FROM {}", self.columns, self.from);
-        if !self.conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&self.conditions.join(" AND "));
-        }
-        sql.push_str(tail);
-        sql
+        format!("SELECT {} FROM {} {}{tail}", self.columns, self.from, self.conditions.sql())
     }
 
     /// All matching rows in the given order.
     pub(crate) async fn all(&self, db: &ReadDb, order_by: &str) -> Result<Vec<Row>, ProjectionError> {
-        db.fetch(&self.sql(&format!(" ORDER BY {order_by}")), &self.args).await
+        db.fetch(&self.sql(&format!(" ORDER BY {order_by}")), self.conditions.args()).await
     }
 
     /// At most one row.
     pub(crate) async fn one(&self, db: &ReadDb) -> Result<Option<Row>, ProjectionError> {
-        Ok(db.fetch(&self.sql(" LIMIT 1"), &self.args).await?.into_iter().next())
+        Ok(db.fetch(&self.sql(" LIMIT 1"), self.conditions.args()).await?.into_iter().next())
     }
 
     /// One keyset page ordered by (`sort`, `id`) in `order`.
@@ -99,18 +84,11 @@ impl Select {
         read: impl Fn(&Row) -> Result<T, ProjectionError>,
         cursor_of: impl Fn(&T) -> Cursor,
     ) -> Result<Page<T>, ProjectionError> {
-        let (cmp, dir) = match order {
-            Order::Asc => (">", "ASC"),
-            Order::Desc => ("<", "DESC"),
-        };
-        if let Some(c) = request.cursor()? {
-            let s = self.bind(c.sort_key);
-            let i = self.bind(c.id);
-            self.condition(format!("({sort} {cmp} {s} OR ({sort} = {s} AND {id} {cmp} {i}))"));
-        }
+        self.conditions.after(request.cursor()?.as_ref(), sort, id, order);
         let limit = request.limit();
+        let dir = order.sql();
         let tail = format!(" ORDER BY {sort} {dir}, {id} {dir} LIMIT {}", limit + 1);
-        let rows = db.fetch(&self.sql(&tail), &self.args).await?;
+        let rows = db.fetch(&self.sql(&tail), self.conditions.args()).await?;
         let items = rows.iter().take(limit + 1).map(read).collect::<Result<Vec<T>, _>>()?;
         Ok(Page::from_fetched(items, limit, cursor_of))
     }

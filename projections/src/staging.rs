@@ -20,6 +20,7 @@ use std::{
 use crate::{
     db::{ReadTx, Row, SqlValue},
     error::ProjectionError,
+    fold::placeholders,
 };
 
 /// Most values bound in one `IN (…)` list (well below both backends' limits).
@@ -87,7 +88,7 @@ impl<R: TableRow> Staged<R> {
                 "SELECT {} FROM {} WHERE {column} IN ({})",
                 R::COLUMNS.join(", "),
                 R::TABLE,
-                placeholders(1, chunk.len())
+                placeholders(chunk.len())
             );
             for row in tx.fetch(&sql, chunk).await? {
                 let row = R::from_row(&row)?;
@@ -191,11 +192,6 @@ impl<R: TableRow> Staged<R> {
         delete_keys(tx, R::TABLE, R::KEY, &deletes).await?;
         tx.upsert(R::TABLE, R::COLUMNS, R::KEY, &upserts).await
     }
-}
-
-/// `$from, $from+1, …` (`n` placeholders).
-pub(crate) fn placeholders(from: usize, n: usize) -> String {
-    (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
 /// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) …` for `n` keys.

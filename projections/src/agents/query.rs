@@ -107,7 +107,7 @@ pub struct AgentFilter {
 }
 
 /// One agent by id; `None` when absent or not visible.
-pub async fn get(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<Option<AgentRow>, ProjectionError> {
+pub async fn get(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<Option<AgentRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("id", Some(id));
     visible_to(&mut w, owner);
@@ -118,8 +118,8 @@ pub async fn get(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<Option<Ag
 /// Agents in registration order.
 pub async fn list(
     db: &ReadDb,
-    filter: &AgentFilter,
     owner: Option<&str>,
+    filter: &AgentFilter,
     page: &PageRequest,
 ) -> Result<Page<AgentRow>, ProjectionError> {
     let first = page.limit();
@@ -188,8 +188,8 @@ fn visible_agent(w: &mut Conditions, owner: Option<&str>) {
 /// Every config version of an agent, oldest first.
 pub async fn versions(
     db: &ReadDb,
-    agent_id: &str,
     owner: Option<&str>,
+    agent_id: &str,
     page: &PageRequest,
 ) -> Result<Page<AgentVersionRow>, ProjectionError> {
     let first = page.limit();
@@ -206,9 +206,9 @@ pub async fn versions(
 /// One config version of an agent (what an operation with that `agentConfigVersion` ran under).
 pub async fn version(
     db: &ReadDb,
+    owner: Option<&str>,
     agent_id: &str,
     version: i64,
-    owner: Option<&str>,
 ) -> Result<Option<AgentVersionRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("v.agent_id", Some(agent_id));

@@ -207,7 +207,7 @@ impl Accumulator {
 type BucketKey = (i64, Option<String>, Option<String>, Option<String>, Option<String>);
 
 /// Figures for finished runs matching `q` (the owner's runs, or everyone's for an admin).
-pub async fn query(db: &ReadDb, q: &AnalyticsQuery, owner: Option<&str>) -> Result<AnalyticsReport, ProjectionError> {
+pub async fn query(db: &ReadDb, owner: Option<&str>, q: &AnalyticsQuery) -> Result<AnalyticsReport, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("granularity", Some(q.granularity.as_str()));
     w.at_least("bucket_start", q.from.map(|t| t.timestamp_micros()));

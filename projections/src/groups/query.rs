@@ -81,7 +81,7 @@ pub struct GroupFilter {
 }
 
 /// One group by id (deleted ones too); `None` when absent or someone else's.
-pub async fn get(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<Option<GroupRow>, ProjectionError> {
+pub async fn get(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<Option<GroupRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("id", Some(id));
     w.owner("user_id", owner);
@@ -92,8 +92,8 @@ pub async fn get(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<Option<Gr
 /// Groups in creation order.
 pub async fn list(
     db: &ReadDb,
-    filter: &GroupFilter,
     owner: Option<&str>,
+    filter: &GroupFilter,
     page: &PageRequest,
 ) -> Result<Page<GroupRow>, ProjectionError> {
     let first = page.limit();
@@ -130,7 +130,7 @@ pub struct GroupMemberRow {
 }
 
 /// The members of a group, in speaking order.
-pub async fn members(db: &ReadDb, group_id: &str, owner: Option<&str>) -> Result<Vec<GroupMemberRow>, ProjectionError> {
+pub async fn members(db: &ReadDb, owner: Option<&str>, group_id: &str) -> Result<Vec<GroupMemberRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("group_id", Some(group_id));
     w.owner("user_id", owner);

@@ -16,7 +16,7 @@
 //! use agentlog_domain::operation::OperationStatus;
 //! use agentlog_projections::{operations::{self, OperationFilter}, page::PageRequest};
 //! let filter = OperationFilter { status: Some(OperationStatus::Running), ..Default::default() };
-//! let running = operations::list(db, &filter, Some("user-1"), &PageRequest::first(20)).await?;
+//! let running = operations::list(db, Some("user-1"), &filter, &PageRequest::first(20)).await?;
 //! for op in &running.items { println!("{} {}", op.id, op.step_count); }
 //! # Ok(()) }
 //! ```

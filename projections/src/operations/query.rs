@@ -206,7 +206,7 @@ pub struct OperationFilter {
 }
 
 /// One operation by id; `None` when it does not exist or belongs to someone else.
-pub async fn get(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<Option<OperationRow>, ProjectionError> {
+pub async fn get(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<Option<OperationRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("id", Some(id));
     w.owner("user_id", owner);
@@ -217,28 +217,28 @@ pub async fn get(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<Option<Op
 /// Operations matching `filter`, newest first (by creation time, then id), after `after`.
 pub async fn list(
     db: &ReadDb,
-    filter: &OperationFilter,
     owner: Option<&str>,
+    filter: &OperationFilter,
     page: &PageRequest,
 ) -> Result<Page<OperationRow>, ProjectionError> {
-    list_ordered(db, filter, owner, page, Order::Desc).await
+    list_ordered(db, owner, filter, page, Order::Desc).await
 }
 
 /// The child operations of `parent_id`, oldest first.
 pub async fn children(
     db: &ReadDb,
-    parent_id: &str,
     owner: Option<&str>,
+    parent_id: &str,
     page: &PageRequest,
 ) -> Result<Page<OperationRow>, ProjectionError> {
     let filter = OperationFilter { parent_operation_id: Some(parent_id.to_string()), ..Default::default() };
-    list_ordered(db, &filter, owner, page, Order::Asc).await
+    list_ordered(db, owner, &filter, page, Order::Asc).await
 }
 
 async fn list_ordered(
     db: &ReadDb,
-    filter: &OperationFilter,
     owner: Option<&str>,
+    filter: &OperationFilter,
     page: &PageRequest,
     order: Order,
 ) -> Result<Page<OperationRow>, ProjectionError> {
@@ -263,7 +263,7 @@ async fn list_ordered(
 }
 
 /// Does `id` exist and may `owner` see it?
-async fn visible(db: &ReadDb, id: &str, owner: Option<&str>) -> Result<bool, ProjectionError> {
+async fn visible(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<bool, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("id", Some(id));
     w.owner("user_id", owner);
@@ -301,11 +301,11 @@ pub struct OperationStepRow {
 /// The steps of an operation, in order, after `after`.
 pub async fn steps(
     db: &ReadDb,
-    operation_id: &str,
     owner: Option<&str>,
+    operation_id: &str,
     page: &PageRequest,
 ) -> Result<Page<OperationStepRow>, ProjectionError> {
-    if !visible(db, operation_id, owner).await? {
+    if !visible(db, owner, operation_id).await? {
         return Ok(Page::empty());
     }
     let first = page.limit();
@@ -396,10 +396,10 @@ fn card_row(r: &Row) -> OperationCardRow {
 /// Every card an operation asked, in order.
 pub async fn cards(
     db: &ReadDb,
-    operation_id: &str,
     owner: Option<&str>,
+    operation_id: &str,
 ) -> Result<Vec<OperationCardRow>, ProjectionError> {
-    if !visible(db, operation_id, owner).await? {
+    if !visible(db, owner, operation_id).await? {
         return Ok(Vec::new());
     }
     let sql = format!("{CARD_SELECT} WHERE c.operation_id = $1 ORDER BY c.asked_position");
@@ -450,10 +450,10 @@ pub struct OperationArtifactRow {
 /// The artifacts of an operation, in the order recorded.
 pub async fn artifacts(
     db: &ReadDb,
-    operation_id: &str,
     owner: Option<&str>,
+    operation_id: &str,
 ) -> Result<Vec<OperationArtifactRow>, ProjectionError> {
-    if !visible(db, operation_id, owner).await? {
+    if !visible(db, owner, operation_id).await? {
         return Ok(Vec::new());
     }
     let sql = "SELECT operation_id, artifact_id, title, kind, size_bytes, content_ref, position \
@@ -497,10 +497,10 @@ pub struct OperationScoreRow {
 /// The review scores of an operation, in the order recorded.
 pub async fn scores(
     db: &ReadDb,
-    operation_id: &str,
     owner: Option<&str>,
+    operation_id: &str,
 ) -> Result<Vec<OperationScoreRow>, ProjectionError> {
-    if !visible(db, operation_id, owner).await? {
+    if !visible(db, owner, operation_id).await? {
         return Ok(Vec::new());
     }
     let sql = "SELECT operation_id, seq, rubric_id, score, passed, reason, position \
@@ -546,10 +546,10 @@ pub struct OperationAsyncResultRow {
 /// The results delivered to an operation, in order.
 pub async fn async_results(
     db: &ReadDb,
-    operation_id: &str,
     owner: Option<&str>,
+    operation_id: &str,
 ) -> Result<Vec<OperationAsyncResultRow>, ProjectionError> {
-    if !visible(db, operation_id, owner).await? {
+    if !visible(db, owner, operation_id).await? {
         return Ok(Vec::new());
     }
     let sql = "SELECT operation_id, result_key, success, result, truncated, original_chars, resumed, position \

@@ -10,9 +10,10 @@ use crate::{
     columns::{Columns, from_wire_name, wire_name},
     db::{ReadDb, SqlValue},
     error::ProjectionError,
+    fold::placeholders,
     page::{Cursor, Page, PageRequest},
     select::{Order, Select},
-    staging::{TableRow, placeholders},
+    staging::TableRow,
 };
 
 /// Filters of [`tasks`]; all given filters must hold.
@@ -149,7 +150,7 @@ async fn members_where(
         let mut sql = format!(
             "SELECT {} FROM tasks WHERE {column} IN ({})",
             MEMBER_COLUMNS.join(", "),
-            placeholders(1, chunk.len())
+            placeholders(chunk.len())
         );
         if let Some(o) = owner {
             args.push(o.into());
@@ -199,7 +200,7 @@ pub async fn subtask_layers(
         args.push(wire_name(&DependencyKind::Blocks).into());
         let sql = format!(
             "SELECT task_id, depends_on_id FROM task_dependencies WHERE task_id IN ({}) AND kind = ${}",
-            placeholders(1, chunk.len()),
+            placeholders(chunk.len()),
             args.len()
         );
         for row in db.fetch(&sql, &args).await? {
