@@ -6,12 +6,13 @@
 //! output. This is the same procedure as an explicit stack of frames: each frame is one
 //! upstream call with its loop position saved, a "call" pushes frames, a finished frame pops.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
 
 use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};
+use super::fast_hash::FastSet;
 use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
@@ -20,9 +21,9 @@ use super::virtual_message::{
     with_branch,
 };
 
-/// One flat-list row and its sort time.
-pub(crate) struct Row {
-    pub value: Value,
+/// One flat-list row (borrowed from the input when unchanged) and its sort time.
+pub(crate) struct Row<'a> {
+    pub value: Cow<'a, Value>,
     pub time: f64,
 }
 
@@ -127,17 +128,17 @@ struct Builder<'i, 'a> {
     ix: &'i Index<'a>,
     restricted: Vec<u32>,
     processed: Processed,
-    groups_done: HashSet<&'a str>,
-    rows: Vec<Row>,
+    groups_done: FastSet<&'a str>,
+    rows: Vec<Row<'a>>,
 }
 
 /// Build the flat list (before parse's post-processing).
-pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
+pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
     let mut b = Builder {
         ix,
         restricted: vec![NONE; ix.nodes.len()],
         processed: Processed::new(ix),
-        groups_done: HashSet::new(),
+        groups_done: FastSet::default(),
         rows: Vec::new(),
     };
     // After indexing every message is reachable from a root (orphans are roots, cycles are
@@ -159,9 +160,9 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
 
 /// Stable sort by time; a row without a usable time keeps the time of the row before it, so
 /// it stays where traversal put it (JS's NaN comparisons have no stable meaning).
-fn sort_rows(rows: &mut Vec<Row>) {
+fn sort_rows(rows: &mut Vec<Row<'_>>) {
     let mut carried = f64::NEG_INFINITY;
-    let mut keyed: Vec<(f64, Row)> = Vec::with_capacity(rows.len());
+    let mut keyed: Vec<(f64, Row<'_>)> = Vec::with_capacity(rows.len());
     for r in rows.drain(..) {
         if !r.time.is_nan() {
             carried = r.time;
@@ -192,7 +193,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn push_raw(&mut self, i: u32) {
         let node = self.ix.node(i);
-        self.rows.push(Row { value: node.to_value(), time: node.created });
+        self.rows.push(Row { value: node.row(), time: node.created });
     }
 
     /// Push a virtual row. Its `createdAt` is the head's own value (groups, supervisor
@@ -203,7 +204,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some(Value::Null) if min_row => f64::NAN,
             other => time_of(other),
         };
-        self.rows.push(Row { value, time });
+        self.rows.push(Row { value: Cow::Owned(value), time });
     }
 
     fn step(&mut self, frame: &mut Frame) -> Step {
@@ -410,7 +411,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                 }]));
             }
             let v = with_branch(an.to_value(), count, index);
-            self.rows.push(Row { value: v, time: an.created });
+            self.rows.push(Row { value: Cow::Owned(v), time: an.created });
             self.mark(active);
             return Some(Step::Call(vec![build_frame(active)]));
         }
@@ -524,7 +525,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         let ix = self.ix;
         let node = ix.node(m);
         if node.role == Role::Assistant && node.has_tools {
-            let mut fresh: HashSet<u32> = HashSet::new();
+            let mut fresh: FastSet<u32> = FastSet::default();
             let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), m, &mut fresh);
             let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
             for &x in chain.iter().chain(&tools) {

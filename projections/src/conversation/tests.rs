@@ -5,15 +5,15 @@ use serde_json::{Value, json};
 
 use super::{ContextNode, Diagnostic, ParseResult, parse, parse_document};
 
-fn run(messages: Value) -> ParseResult {
-    parse(messages.as_array().expect("array"), None)
+fn run(messages: Value) -> ParseResult<'static> {
+    parse(messages.as_array().expect("array"), None).into_owned()
 }
 
-fn flat_ids(r: &ParseResult) -> Vec<&str> {
+fn flat_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
     r.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 
-fn tree_ids(r: &ParseResult) -> Vec<&str> {
+fn tree_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
     r.context_tree
         .iter()
         .map(|n| match n {
