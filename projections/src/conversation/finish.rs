@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use super::fast_hash::FastSet;
 use super::flat_list::Row;
 use super::indexing::Index;
-use super::js::{cmp_time, non_empty, truthy};
-use super::message::Role;
+use super::js::{cmp_time, truthy};
+use super::message::{Node, Role};
 use super::usage::is_usage_key;
 
 /// `role: 'assistant'` + `metadata.isSupervisor` (truthy): re-roled to `supervisor`.
@@ -27,23 +27,23 @@ fn hoisted_usage(m: &Map<String, Value>) -> Option<&Value> {
     m.get("metadata").and_then(Value::as_object).and_then(|md| md.get("usage")).filter(|u| truthy(Some(u)))
 }
 
-/// Re-role and hoist on one row; a borrowed row is copied only when one of them applies.
-fn finish_row(row: &mut Cow<'_, Value>) {
-    let Value::Object(m) = &**row else {
-        return;
-    };
-    let supervisor = is_legacy_supervisor(m);
-    let usage = hoisted_usage(m).cloned();
-    if !supervisor && usage.is_none() {
+/// Re-role and hoist on one row built by the parse (raw rows use the flags read in indexing).
+fn finish_owned_row(m: &mut Map<String, Value>) {
+    if is_legacy_supervisor(m) {
+        m.insert("role".to_owned(), Value::String("supervisor".to_owned()));
+    }
+    if let Some(u) = hoisted_usage(m).cloned() {
+        m.insert("usage".to_owned(), u);
+    }
+}
+
+/// Re-role and hoist on one input message's row; the input is copied only when one applies.
+fn finish_raw_row(node: &Node<'_>, row: &mut Cow<'_, Value>) {
+    if !node.legacy_supervisor && !node.hoist_usage {
         return;
     }
     if let Value::Object(m) = row.to_mut() {
-        if supervisor {
-            m.insert("role".to_owned(), Value::String("supervisor".to_owned()));
-        }
-        if let Some(u) = usage {
-            m.insert("usage".to_owned(), u);
-        }
+        finish_owned_row(m);
     }
 }
 
@@ -51,7 +51,11 @@ fn finish_row(row: &mut Cow<'_, Value>) {
 pub(crate) fn flat_list<'a>(ix: &Index<'a>, rows: Vec<Row<'a>>) -> Vec<Cow<'a, Value>> {
     let mut rows = rows;
     for row in &mut rows {
-        finish_row(&mut row.value);
+        match (row.node, &mut row.value) {
+            (Some(i), value @ Cow::Borrowed(_)) => finish_raw_row(ix.node(i), value),
+            (_, Cow::Owned(Value::Object(m))) => finish_owned_row(m),
+            _ => {}
+        }
     }
 
     let hidden_exist = ix.nodes.iter().any(|n| n.role == Role::TaskCallback);
@@ -114,12 +118,8 @@ pub(crate) fn flat_list<'a>(ix: &Index<'a>, rows: Vec<Row<'a>>) -> Vec<Cow<'a, V
 pub(crate) fn message_map<'a>(ix: &Index<'a>) -> BTreeMap<Cow<'a, str>, Cow<'a, Value>> {
     let mut entries: Vec<(Cow<'a, str>, Cow<'a, Value>)> = Vec::with_capacity(ix.nodes.len());
     for node in &ix.nodes {
-        let supervisor = is_legacy_supervisor(node.map);
         // Re-roled first, so a supervisor with tools keeps its full metadata.
-        let reduce = !supervisor
-            && node.get("role").and_then(Value::as_str) == Some("assistant")
-            && non_empty(node.get("tools"))
-            && truthy(node.get("metadata"));
+        let (supervisor, reduce) = (node.legacy_supervisor, node.reduce_metadata);
         let value = if !supervisor && !reduce {
             node.row()
         } else {

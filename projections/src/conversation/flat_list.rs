@@ -25,6 +25,8 @@ use super::virtual_message::{
 pub(crate) struct Row<'a> {
     pub value: Cow<'a, Value>,
     pub time: f64,
+    /// The input message the row is (unchanged or with a `branch` marker), if any.
+    pub node: Option<u32>,
 }
 
 /// `processedIds`, with per-parent counts of unconsumed children so the drain loop's
@@ -117,6 +119,8 @@ enum Frame {
 
 enum Step {
     Done,
+    /// Call one frame (the common case, without a `Vec`).
+    Call1(Frame),
     Call(Vec<Frame>),
 }
 
@@ -147,6 +151,10 @@ pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
     while let Some(mut frame) = stack.pop() {
         match b.step(&mut frame) {
             Step::Done => {}
+            Step::Call1(callee) => {
+                stack.push(frame);
+                stack.push(callee);
+            }
             Step::Call(callees) => {
                 stack.push(frame);
                 stack.extend(callees.into_iter().rev());
@@ -193,7 +201,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn push_raw(&mut self, i: u32) {
         let node = self.ix.node(i);
-        self.rows.push(Row { value: node.row(), time: node.created });
+        self.rows.push(Row { value: node.row(), time: node.created, node: Some(i) });
     }
 
     /// Push a virtual row. Its `createdAt` is the head's own value (groups, supervisor
@@ -204,7 +212,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some(Value::Null) if min_row => f64::NAN,
             other => time_of(other),
         };
-        self.rows.push(Row { value: Cow::Owned(value), time });
+        self.rows.push(Row { value: Cow::Owned(value), time, node: None });
     }
 
     fn step(&mut self, frame: &mut Frame) -> Step {
@@ -238,9 +246,13 @@ impl<'i, 'a> Builder<'i, 'a> {
                     };
                     *state = BuildState::Main { kids, i: 0 };
                     if let Some(p) = parent {
-                        let list = kids.slice(self.ix).to_vec();
-                        if let Some(next) = self.tasks_rule(p, &list) {
-                            *state = next;
+                        let ix = self.ix;
+                        let list = kids.slice(ix);
+                        if list.iter().filter(|&&c| ix.node(c).role == Role::Task).nth(1).is_some() {
+                            let list = list.to_vec();
+                            if let Some(next) = self.tasks_rule(p, &list) {
+                                *state = next;
+                            }
                         }
                     }
                 }
@@ -257,7 +269,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         }
                         self.push_raw(c);
                         self.mark(c);
-                        return Step::Call(vec![build_frame(c)]);
+                        return Step::Call1(build_frame(c));
                     }
                     *state = BuildState::TasksGrand { tasks: std::mem::take(tasks), ti: 0, grand: None, gi: 0 };
                 }
@@ -289,7 +301,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         self.push_raw(g);
                     }
                     self.mark(g);
-                    return Step::Call(vec![build_frame(g)]);
+                    return Step::Call1(build_frame(g));
                 }
                 BuildState::Main { kids, i } => {
                     let list = kids.slice(self.ix);
@@ -344,7 +356,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         // 0. Internal dispatch envelope: hidden, its children still render.
         if node.dispatch_internal {
             self.mark(c);
-            return Some(Step::Call(vec![build_frame(c)]));
+            return Some(Step::Call1(build_frame(c)));
         }
 
         // 1. Compare from a messageGroups entry.
@@ -359,7 +371,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                 self.mark(m);
             }
             self.mark_group(group.id);
-            return active.map(|a| Step::Call(vec![build_frame(a)]));
+            return active.map(|a| Step::Call1(build_frame(a)));
         }
 
         // 2. Assistant group (tool-using, or a toolless head that reaches tools).
@@ -372,9 +384,15 @@ impl<'i, 'a> Builder<'i, 'a> {
             let v = supervisor_content(ix, c);
             self.push_value(v);
             self.mark(c);
-            return Some(Step::Call(vec![build_frame(c)]));
+            return Some(Step::Call1(build_frame(c)));
         }
 
+        // 3a / 3d / 3e need several children; most messages have one.
+        if self.view().kids(ix, c).len() <= 1 {
+            self.push_raw(c);
+            self.mark(c);
+            return Some(Step::Call1(build_frame(c)));
+        }
         let child_ids = self.kids(c);
         let branch_ids = non_tool(ix, &child_ids);
 
@@ -385,7 +403,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             let v = self.compare_row(c, &child_ids);
             let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
             self.push_value(v);
-            return active.map(|a| Step::Call(vec![build_frame(a)]));
+            return active.map(|a| Step::Call1(build_frame(a)));
         }
 
         // 3d / 3e. A user (or assistant) with several non-tool children: follow one branch.
@@ -411,15 +429,15 @@ impl<'i, 'a> Builder<'i, 'a> {
                 }]));
             }
             let v = with_branch(an.to_value(), count, index);
-            self.rows.push(Row { value: Cow::Owned(v), time: an.created });
+            self.rows.push(Row { value: Cow::Owned(v), time: an.created, node: Some(active) });
             self.mark(active);
-            return Some(Step::Call(vec![build_frame(active)]));
+            return Some(Step::Call1(build_frame(active)));
         }
 
         // 4. Plain message.
         self.push_raw(c);
         self.mark(c);
-        Some(Step::Call(vec![build_frame(c)]))
+        Some(Step::Call1(build_frame(c)))
     }
 
     fn group_done(&self, group_id: &str) -> bool {
@@ -590,7 +608,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             }
             *attempted = Some(c);
             if self.should_drain(p) {
-                return Step::Call(vec![build_frame(p)]);
+                return Step::Call1(build_frame(p));
             }
             return self.call_for_child(p, c);
         }

@@ -214,7 +214,7 @@ fn resolve_tool_results(nodes: &mut [Node<'_>], by_id: &FastMap<&str, u32>) {
 fn compressed_redirects<'a>(nodes: &[Node<'a>]) -> FastMap<&'a str, u32> {
     let mut out = FastMap::default();
     for (i, node) in nodes.iter().enumerate() {
-        if node.get("role").and_then(Value::as_str) != Some("compressedGroup") {
+        if !node.compressed_group {
             continue;
         }
         if let Some(last) = last_hidden_message_id(node.map) {
@@ -260,7 +260,7 @@ fn assign_parents(
     diags: &mut Vec<Diagnostic>,
 ) {
     for node in nodes.iter_mut() {
-        let raw = node.get("parentId");
+        let raw = node.parent_id;
         let raw_id = raw.and_then(Value::as_str);
         node.raw_parent = raw_id.and_then(|p| by_id.get(p).copied());
         if raw_id == Some(node.id) {

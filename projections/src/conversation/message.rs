@@ -142,6 +142,16 @@ pub(crate) struct Node<'a> {
     pub supervisor: bool,
     pub dispatch_internal: bool,
     pub signal: Option<Signal<'a>>,
+    /// The raw `parentId` value.
+    pub parent_id: Option<&'a Value>,
+    /// `role === 'compressedGroup'`.
+    pub compressed_group: bool,
+    /// `role === 'assistant' && metadata.isSupervisor`: re-roled in post-processing.
+    pub legacy_supervisor: bool,
+    /// No truthy `usage` but a truthy `metadata.usage`: hoisted in the flat list.
+    pub hoist_usage: bool,
+    /// A still-assistant with tools and metadata: messageMap reduces its metadata.
+    pub reduce_metadata: bool,
 }
 
 /// The top-level fields parse reads, found in one pass over the message's map.
@@ -156,6 +166,8 @@ struct Fields<'a> {
     group_id: Option<&'a Value>,
     agent_id: Option<&'a Value>,
     tool_call_id: Option<&'a Value>,
+    parent_id: Option<&'a Value>,
+    usage: Option<&'a Value>,
 }
 
 impl<'a> Fields<'a> {
@@ -172,6 +184,8 @@ impl<'a> Fields<'a> {
                 "groupId" => &mut f.group_id,
                 "agentId" => &mut f.agent_id,
                 "tool_call_id" => &mut f.tool_call_id,
+                "parentId" => &mut f.parent_id,
+                "usage" => &mut f.usage,
                 _ => continue,
             };
             *slot = Some(v);
@@ -191,6 +205,7 @@ struct MetaFields<'a> {
     agent_council: Option<&'a Value>,
     orchestration_role: Option<&'a Value>,
     agent_dispatch: Option<&'a Value>,
+    usage: Option<&'a Value>,
 }
 
 impl<'a> MetaFields<'a> {
@@ -209,6 +224,7 @@ impl<'a> MetaFields<'a> {
                 "agentCouncil" => &mut f.agent_council,
                 "orchestrationRole" => &mut f.orchestration_role,
                 "agentDispatch" => &mut f.agent_dispatch,
+                "usage" => &mut f.usage,
                 _ => continue,
             };
             *slot = Some(v);
@@ -246,7 +262,13 @@ impl<'a> Node<'a> {
             None
         };
         let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
+        let legacy_supervisor = role == Role::Assistant && truthy(md.is_supervisor);
         Node {
+            parent_id: f.parent_id,
+            compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
+            legacy_supervisor,
+            hoist_usage: !truthy(f.usage) && truthy(md.usage),
+            reduce_metadata: !legacy_supervisor && role == Role::Assistant && non_empty(f.tools) && truthy(f.metadata),
             value: p.value,
             map,
             agent_override: p.agent_override,
