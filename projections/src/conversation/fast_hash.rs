@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// FxHash (rustc's hasher): one multiply-rotate per word.
+/// FxHash (rustc's hasher): one multiply-rotate per word, plus a finaliser.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct FxHasher {
     hash: u64,
@@ -57,9 +57,14 @@ impl Hasher for FxHasher {
         self.add(i as u64);
     }
 
+    /// FxHash's low bits depend only on the low input bits (ids that differ in a late byte
+    /// would share buckets), so the state goes through splitmix64's finaliser.
     #[inline]
     fn finish(&self) -> u64 {
-        self.hash
+        let mut z = self.hash;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 }
 
