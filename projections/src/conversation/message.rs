@@ -292,8 +292,7 @@ impl<'a> Node<'a> {
             compare: is_true(md.compare),
             active_column: is_true(md.active_column),
             agent_council: is_true(md.agent_council),
-            supervisor: md.orchestration_role.and_then(Value::as_str) == Some("supervisor")
-                || truthy(md.is_supervisor),
+            supervisor: md.orchestration_role.and_then(Value::as_str) == Some("supervisor") || truthy(md.is_supervisor),
             dispatch_internal: field(md.agent_dispatch, "visibility").and_then(Value::as_str) == Some("internal"),
             signal,
         }
