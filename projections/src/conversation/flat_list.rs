@@ -16,6 +16,7 @@ use super::fast_hash::FastSet;
 use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
+use super::processed::Processed;
 use super::virtual_message::{
     GroupExtras, assistant_group, compare_from_children, compare_from_group, supervisor_content, tasks_message,
     with_branch,
@@ -27,55 +28,6 @@ pub(crate) struct Row<'a> {
     pub time: f64,
     /// The input message the row is (unchanged or with a `branch` marker), if any.
     pub node: Option<u32>,
-}
-
-/// `processedIds`, with per-parent counts of unconsumed children so the drain loop's
-/// "does this parent still fan out?" test is O(1).
-struct Processed {
-    done: Vec<bool>,
-    open_children: Vec<u32>,
-    open_tasks: Vec<u32>,
-    parents: Vec<u32>,
-    is_task: Vec<bool>,
-}
-
-impl Processed {
-    fn new(ix: &Index<'_>) -> Processed {
-        let n = ix.nodes.len();
-        let mut open_children = vec![0u32; n];
-        for node in &ix.nodes {
-            if let Some(p) = node.parent {
-                open_children[p as usize] += 1;
-            }
-        }
-        Processed {
-            done: vec![false; n],
-            open_children,
-            open_tasks: ix.task_children.clone(),
-            parents: ix.nodes.iter().map(|n| n.parent.unwrap_or(NONE)).collect(),
-            is_task: ix.nodes.iter().map(|n| n.role == Role::Task).collect(),
-        }
-    }
-}
-
-impl Marks for Processed {
-    fn has(&self, i: u32) -> bool {
-        self.done[i as usize]
-    }
-    fn mark(&mut self, i: u32) {
-        let i = i as usize;
-        if self.done[i] {
-            return;
-        }
-        self.done[i] = true;
-        let p = self.parents[i];
-        if p != NONE {
-            self.open_children[p as usize] -= 1;
-            if self.is_task[i] {
-                self.open_tasks[p as usize] -= 1;
-            }
-        }
-    }
 }
 
 /// A `childrenMap` entry as read at call time (later narrowing does not affect it).

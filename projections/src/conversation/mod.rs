@@ -33,6 +33,7 @@ mod flat_list;
 mod indexing;
 mod js;
 mod message;
+mod processed;
 mod usage;
 mod virtual_message;
 
