@@ -129,6 +129,24 @@ fn main() {
             ms(with_json),
             cpu_ms(with_json_cpu)
         );
+        if name == "parse-10000" {
+            // The conversations read model's CPU share of one appended message: its tree cache
+            // folds the new row into the cached input and parses the topic again, keeping an
+            // owned copy of the result (`into_owned`); the row read is not included.
+            let mut appended = messages.clone();
+            let last_id = messages.last().and_then(|m| m.get("id")).cloned().unwrap_or(Value::Null);
+            appended.push(json!({"id": "appended", "role": "user", "content": "one more",
+                                 "parentId": last_id, "createdAt": 1_900_000_000_000u64}));
+            let (app, app_cpu) = median_both(runs, &mut || {
+                std::hint::black_box(conversation::parse(&appended, None).into_owned());
+            });
+            println!(
+                "read model, one message appended to a {}-message topic (parse + into_owned): wall {:.3} ms, cpu {}",
+                messages.len(),
+                ms(app),
+                cpu_ms(app_cpu)
+            );
+        }
     }
 
     let chain = deep_chain(100_000);

@@ -20,10 +20,10 @@ fn fixture(rel: &str) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
 
-fn parse_fixture(rel: &str) -> ParseResult {
+fn parse_fixture(rel: &str) -> ParseResult<'static> {
     let input = fixture(&format!("inputs/{rel}"));
     let messages = input.as_array().expect("fixture input is an array");
-    conversation::parse(messages, None)
+    conversation::parse(messages, None).into_owned()
 }
 
 /// Numbers equal up to float parsing: serde_json's default float reader is not correctly
@@ -132,11 +132,11 @@ pairs! {
     compression_mixed_groups => "compression/mixed-groups.json",
 }
 
-fn roles(result: &ParseResult) -> Vec<&str> {
+fn roles<'r>(result: &'r ParseResult<'_>) -> Vec<&'r str> {
     result.flat_list.iter().map(|m| m["role"].as_str().unwrap_or("")).collect()
 }
 
-fn ids(result: &ParseResult) -> Vec<&str> {
+fn ids<'r>(result: &'r ParseResult<'_>) -> Vec<&'r str> {
     result.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 

@@ -22,7 +22,7 @@ fn message(id: &str, role: &str, parent: Option<&str>, thread: Option<&str>) -> 
     C::AppendMessage(m)
 }
 
-fn ids(rows: &[Value]) -> Vec<String> {
+fn ids(rows: &[std::borrow::Cow<'_, Value>]) -> Vec<String> {
     rows.iter().filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_string)).collect()
 }
 

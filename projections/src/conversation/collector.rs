@@ -5,12 +5,12 @@
 //! overflowed the JS stack on long ones.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::context_tree::{ContextNode, MessageNode, SignalCallbacksNode};
+use super::fast_hash::FastSet;
 use super::indexing::Index;
 use super::js::{Key, cmp_time, to_number};
 use super::message::{Role, Signal};
@@ -23,7 +23,7 @@ pub(crate) trait Marks {
     fn mark(&mut self, i: u32);
 }
 
-impl Marks for HashSet<u32> {
+impl Marks for FastSet<u32> {
     fn has(&self, i: u32) -> bool {
         self.contains(&i)
     }
@@ -43,7 +43,7 @@ pub(crate) struct SignalBlock {
 pub(crate) fn tool_messages(ix: &Index<'_>, a: u32) -> Vec<u32> {
     let node = ix.node(a);
     let mut out: Vec<u32> = Vec::new();
-    let mut seen: HashSet<u32> = HashSet::new();
+    let mut seen: FastSet<u32> = FastSet::default();
     for call in &node.tools {
         if let Some(t) = call.result_tool {
             if seen.insert(t) {
@@ -135,8 +135,8 @@ pub(crate) fn resolve_active_continuation(
         && candidates.len() > 1
     {
         let direct = view.kids(ix, o);
-        let direct_set: HashSet<u32> = direct.iter().copied().collect();
-        let mut branch_ids: HashSet<u32> = HashSet::new();
+        let direct_set: FastSet<u32> = direct.iter().copied().collect();
+        let mut branch_ids: FastSet<u32> = FastSet::default();
         for &c in &candidates {
             let rp = ix.node(c).raw_parent;
             let b = if rp == Some(o) { Some(c) } else { rp };
@@ -160,7 +160,7 @@ pub(crate) fn resolve_active_continuation(
     let Some(parent) = ix.node(earliest).raw_parent else {
         return Some(earliest);
     };
-    let eligible: HashSet<u32> = candidates.iter().copied().collect();
+    let eligible: FastSet<u32> = candidates.iter().copied().collect();
     let direct_siblings = view.kids(ix, parent);
     let siblings: Vec<u32> = direct_siblings.iter().copied().filter(|s| eligible.contains(s)).collect();
     if siblings.len() <= 1 {
@@ -223,7 +223,7 @@ pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
         && node.raw_parent.is_some_and(|p| ix.node(p).role == Role::User)
         && {
             let agent = node.agent;
-            let mut visited: HashSet<u32> = HashSet::from([a]);
+            let mut visited: FastSet<u32> = FastSet::from_iter([a]);
             let mut current = a;
             loop {
                 match continuation(ix, View::BASE, current, &[], &mut visited, &agent) {
@@ -338,7 +338,7 @@ pub(crate) fn tree_group_steps(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
 /// the next sibling tool. Explicit stack.
 fn for_each_main_chain_tool(ix: &Index<'_>, head: u32, mut visit: impl FnMut(u32)) {
     let agent = ix.node(head).agent;
-    let mut visited: HashSet<u32> = HashSet::from([head]);
+    let mut visited: FastSet<u32> = FastSet::from_iter([head]);
     let mut stack: Vec<(u32, usize)> = vec![(head, 0)];
     while let Some(top) = stack.last_mut() {
         let kids = ix.tree_children(top.0);

@@ -6,73 +6,28 @@
 //! output. This is the same procedure as an explicit stack of frames: each frame is one
 //! upstream call with its loop position saved, a "call" pushes frames, a finished frame pops.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
 
 use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};
+use super::fast_hash::FastSet;
 use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
+use super::processed::Processed;
 use super::virtual_message::{
     GroupExtras, assistant_group, compare_from_children, compare_from_group, supervisor_content, tasks_message,
     with_branch,
 };
 
-/// One flat-list row and its sort time.
-pub(crate) struct Row {
-    pub value: Value,
+/// One flat-list row (borrowed from the input when unchanged) and its sort time.
+pub(crate) struct Row<'a> {
+    pub value: Cow<'a, Value>,
     pub time: f64,
-}
-
-/// `processedIds`, with per-parent counts of unconsumed children so the drain loop's
-/// "does this parent still fan out?" test is O(1).
-struct Processed {
-    done: Vec<bool>,
-    open_children: Vec<u32>,
-    open_tasks: Vec<u32>,
-    parents: Vec<u32>,
-    is_task: Vec<bool>,
-}
-
-impl Processed {
-    fn new(ix: &Index<'_>) -> Processed {
-        let n = ix.nodes.len();
-        let mut open_children = vec![0u32; n];
-        for node in &ix.nodes {
-            if let Some(p) = node.parent {
-                open_children[p as usize] += 1;
-            }
-        }
-        Processed {
-            done: vec![false; n],
-            open_children,
-            open_tasks: ix.task_children.clone(),
-            parents: ix.nodes.iter().map(|n| n.parent.unwrap_or(NONE)).collect(),
-            is_task: ix.nodes.iter().map(|n| n.role == Role::Task).collect(),
-        }
-    }
-}
-
-impl Marks for Processed {
-    fn has(&self, i: u32) -> bool {
-        self.done[i as usize]
-    }
-    fn mark(&mut self, i: u32) {
-        let i = i as usize;
-        if self.done[i] {
-            return;
-        }
-        self.done[i] = true;
-        let p = self.parents[i];
-        if p != NONE {
-            self.open_children[p as usize] -= 1;
-            if self.is_task[i] {
-                self.open_tasks[p as usize] -= 1;
-            }
-        }
-    }
+    /// The input message the row is (unchanged or with a `branch` marker), if any.
+    pub node: Option<u32>,
 }
 
 /// A `childrenMap` entry as read at call time (later narrowing does not affect it).
@@ -116,6 +71,8 @@ enum Frame {
 
 enum Step {
     Done,
+    /// Call one frame (the common case, without a `Vec`).
+    Call1(Frame),
     Call(Vec<Frame>),
 }
 
@@ -127,17 +84,17 @@ struct Builder<'i, 'a> {
     ix: &'i Index<'a>,
     restricted: Vec<u32>,
     processed: Processed,
-    groups_done: HashSet<&'a str>,
-    rows: Vec<Row>,
+    groups_done: FastSet<&'a str>,
+    rows: Vec<Row<'a>>,
 }
 
 /// Build the flat list (before parse's post-processing).
-pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
+pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
     let mut b = Builder {
         ix,
         restricted: vec![NONE; ix.nodes.len()],
         processed: Processed::new(ix),
-        groups_done: HashSet::new(),
+        groups_done: FastSet::default(),
         rows: Vec::new(),
     };
     // After indexing every message is reachable from a root (orphans are roots, cycles are
@@ -146,6 +103,10 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
     while let Some(mut frame) = stack.pop() {
         match b.step(&mut frame) {
             Step::Done => {}
+            Step::Call1(callee) => {
+                stack.push(frame);
+                stack.push(callee);
+            }
             Step::Call(callees) => {
                 stack.push(frame);
                 stack.extend(callees.into_iter().rev());
@@ -159,9 +120,9 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<Row> {
 
 /// Stable sort by time; a row without a usable time keeps the time of the row before it, so
 /// it stays where traversal put it (JS's NaN comparisons have no stable meaning).
-fn sort_rows(rows: &mut Vec<Row>) {
+fn sort_rows(rows: &mut Vec<Row<'_>>) {
     let mut carried = f64::NEG_INFINITY;
-    let mut keyed: Vec<(f64, Row)> = Vec::with_capacity(rows.len());
+    let mut keyed: Vec<(f64, Row<'_>)> = Vec::with_capacity(rows.len());
     for r in rows.drain(..) {
         if !r.time.is_nan() {
             carried = r.time;
@@ -192,7 +153,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn push_raw(&mut self, i: u32) {
         let node = self.ix.node(i);
-        self.rows.push(Row { value: node.to_value(), time: node.created });
+        self.rows.push(Row { value: node.row(), time: node.created, node: Some(i) });
     }
 
     /// Push a virtual row. Its `createdAt` is the head's own value (groups, supervisor
@@ -203,7 +164,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some(Value::Null) if min_row => f64::NAN,
             other => time_of(other),
         };
-        self.rows.push(Row { value, time });
+        self.rows.push(Row { value: Cow::Owned(value), time, node: None });
     }
 
     fn step(&mut self, frame: &mut Frame) -> Step {
@@ -237,9 +198,13 @@ impl<'i, 'a> Builder<'i, 'a> {
                     };
                     *state = BuildState::Main { kids, i: 0 };
                     if let Some(p) = parent {
-                        let list = kids.slice(self.ix).to_vec();
-                        if let Some(next) = self.tasks_rule(p, &list) {
-                            *state = next;
+                        let ix = self.ix;
+                        let list = kids.slice(ix);
+                        if list.iter().filter(|&&c| ix.node(c).role == Role::Task).nth(1).is_some() {
+                            let list = list.to_vec();
+                            if let Some(next) = self.tasks_rule(p, &list) {
+                                *state = next;
+                            }
                         }
                     }
                 }
@@ -256,7 +221,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         }
                         self.push_raw(c);
                         self.mark(c);
-                        return Step::Call(vec![build_frame(c)]);
+                        return Step::Call1(build_frame(c));
                     }
                     *state = BuildState::TasksGrand { tasks: std::mem::take(tasks), ti: 0, grand: None, gi: 0 };
                 }
@@ -288,7 +253,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         self.push_raw(g);
                     }
                     self.mark(g);
-                    return Step::Call(vec![build_frame(g)]);
+                    return Step::Call1(build_frame(g));
                 }
                 BuildState::Main { kids, i } => {
                     let list = kids.slice(self.ix);
@@ -343,7 +308,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         // 0. Internal dispatch envelope: hidden, its children still render.
         if node.dispatch_internal {
             self.mark(c);
-            return Some(Step::Call(vec![build_frame(c)]));
+            return Some(Step::Call1(build_frame(c)));
         }
 
         // 1. Compare from a messageGroups entry.
@@ -358,7 +323,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                 self.mark(m);
             }
             self.mark_group(group.id);
-            return active.map(|a| Step::Call(vec![build_frame(a)]));
+            return active.map(|a| Step::Call1(build_frame(a)));
         }
 
         // 2. Assistant group (tool-using, or a toolless head that reaches tools).
@@ -371,9 +336,15 @@ impl<'i, 'a> Builder<'i, 'a> {
             let v = supervisor_content(ix, c);
             self.push_value(v);
             self.mark(c);
-            return Some(Step::Call(vec![build_frame(c)]));
+            return Some(Step::Call1(build_frame(c)));
         }
 
+        // 3a / 3d / 3e need several children; most messages have one.
+        if self.view().kids(ix, c).len() <= 1 {
+            self.push_raw(c);
+            self.mark(c);
+            return Some(Step::Call1(build_frame(c)));
+        }
         let child_ids = self.kids(c);
         let branch_ids = non_tool(ix, &child_ids);
 
@@ -384,7 +355,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             let v = self.compare_row(c, &child_ids);
             let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
             self.push_value(v);
-            return active.map(|a| Step::Call(vec![build_frame(a)]));
+            return active.map(|a| Step::Call1(build_frame(a)));
         }
 
         // 3d / 3e. A user (or assistant) with several non-tool children: follow one branch.
@@ -410,15 +381,15 @@ impl<'i, 'a> Builder<'i, 'a> {
                 }]));
             }
             let v = with_branch(an.to_value(), count, index);
-            self.rows.push(Row { value: v, time: an.created });
+            self.rows.push(Row { value: Cow::Owned(v), time: an.created, node: Some(active) });
             self.mark(active);
-            return Some(Step::Call(vec![build_frame(active)]));
+            return Some(Step::Call1(build_frame(active)));
         }
 
         // 4. Plain message.
         self.push_raw(c);
         self.mark(c);
-        Some(Step::Call(vec![build_frame(c)]))
+        Some(Step::Call1(build_frame(c)))
     }
 
     fn group_done(&self, group_id: &str) -> bool {
@@ -524,7 +495,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         let ix = self.ix;
         let node = ix.node(m);
         if node.role == Role::Assistant && node.has_tools {
-            let mut fresh: HashSet<u32> = HashSet::new();
+            let mut fresh: FastSet<u32> = FastSet::default();
             let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), m, &mut fresh);
             let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
             for &x in chain.iter().chain(&tools) {
@@ -589,7 +560,7 @@ impl<'i, 'a> Builder<'i, 'a> {
             }
             *attempted = Some(c);
             if self.should_drain(p) {
-                return Step::Call(vec![build_frame(p)]);
+                return Step::Call1(build_frame(p));
             }
             return self.call_for_child(p, c);
         }

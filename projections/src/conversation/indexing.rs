@@ -8,11 +8,11 @@
 //! Cycles are cut here, once, so everything downstream walks a forest.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::diagnostics::Diagnostic;
+use super::fast_hash::FastMap;
 use super::js::truthy;
 use super::message::{Node, Prepared, Role};
 
@@ -68,7 +68,7 @@ impl Group<'_> {
 /// Everything parse reads, indexed by message position.
 pub(crate) struct Index<'a> {
     pub nodes: Vec<Node<'a>>,
-    pub by_id: HashMap<&'a str, u32>,
+    pub by_id: FastMap<&'a str, u32>,
     /// Effective roots (children of `null`), input order.
     pub roots: Vec<u32>,
     children: Csr,
@@ -78,9 +78,9 @@ pub(crate) struct Index<'a> {
     pub tree_roots: Vec<u32>,
     /// Newest non-thread user `createdAt` in each subtree (threads block the walk), or -inf.
     pub latest_user: Vec<f64>,
-    pub groups: HashMap<&'a str, Group<'a>>,
+    pub groups: FastMap<&'a str, Group<'a>>,
     /// `groupId` → messages carrying it, input order.
-    pub group_members: HashMap<&'a str, Vec<u32>>,
+    pub group_members: FastMap<&'a str, Vec<u32>>,
     /// Effective `task` children per message.
     pub task_children: Vec<u32>,
     head_memo: Vec<Cell<u8>>,
@@ -88,10 +88,10 @@ pub(crate) struct Index<'a> {
 
 impl<'a> Index<'a> {
     /// Build the index over prepared messages and message groups.
-    pub(crate) fn build(prepared: &'a [Prepared<'a>], groups: &'a [Value], diags: &mut Vec<Diagnostic>) -> Index<'a> {
-        let mut nodes: Vec<Node<'a>> = prepared.iter().enumerate().map(|(pos, p)| Node::read(&p.map, pos)).collect();
+    pub(crate) fn build(prepared: &[Prepared<'a>], groups: &'a [Value], diags: &mut Vec<Diagnostic>) -> Index<'a> {
+        let mut nodes: Vec<Node<'a>> = prepared.iter().enumerate().map(|(pos, p)| Node::read(p, pos)).collect();
         let n = nodes.len();
-        let by_id: HashMap<&'a str, u32> = nodes.iter().enumerate().map(|(i, node)| (node.id, i as u32)).collect();
+        let by_id: FastMap<&'a str, u32> = nodes.iter().enumerate().map(|(i, node)| (node.id, i as u32)).collect();
 
         resolve_tool_results(&mut nodes, &by_id);
         let redirect = compressed_redirects(&nodes);
@@ -115,7 +115,7 @@ impl<'a> Index<'a> {
         let latest_user = latest_user_turns(&nodes, &roots, &children);
         report_orphan_threads(&nodes, &roots, diags);
 
-        let mut group_map = HashMap::new();
+        let mut group_map = FastMap::default();
         for (i, g) in groups.iter().enumerate() {
             match g.as_object().and_then(|m| m.get("id")).and_then(Value::as_str) {
                 Some(id) => {
@@ -125,7 +125,7 @@ impl<'a> Index<'a> {
                 None => diags.push(Diagnostic::InvalidMessageGroup { index: i }),
             }
         }
-        let mut group_members: HashMap<&'a str, Vec<u32>> = HashMap::new();
+        let mut group_members: FastMap<&'a str, Vec<u32>> = FastMap::default();
         for (i, node) in nodes.iter().enumerate() {
             if let Some(g) = node.group_id {
                 group_members.entry(g).or_default().push(i as u32);
@@ -194,7 +194,7 @@ impl<'a> Index<'a> {
 }
 
 /// `result_msg_id` → the tool message with that id (upstream's `toolMessagesById`).
-fn resolve_tool_results(nodes: &mut [Node<'_>], by_id: &HashMap<&str, u32>) {
+fn resolve_tool_results(nodes: &mut [Node<'_>], by_id: &FastMap<&str, u32>) {
     let roles: Vec<Role> = nodes.iter().map(|n| n.role).collect();
     for node in nodes.iter_mut() {
         for call in &mut node.tools {
@@ -211,10 +211,10 @@ fn resolve_tool_results(nodes: &mut [Node<'_>], by_id: &HashMap<&str, u32>) {
 }
 
 /// Compressed groups: the id of the last message each one hides → the group's position.
-fn compressed_redirects<'a>(nodes: &[Node<'a>]) -> HashMap<&'a str, u32> {
-    let mut out = HashMap::new();
+fn compressed_redirects<'a>(nodes: &[Node<'a>]) -> FastMap<&'a str, u32> {
+    let mut out = FastMap::default();
     for (i, node) in nodes.iter().enumerate() {
-        if node.get("role").and_then(Value::as_str) != Some("compressedGroup") {
+        if !node.compressed_group {
             continue;
         }
         if let Some(last) = last_hidden_message_id(node.map) {
@@ -255,12 +255,12 @@ fn last_hidden_message_id(map: &serde_json::Map<String, Value>) -> Option<&str> 
 /// Effective parents: redirect into compressed groups, else orphan fallback to root.
 fn assign_parents(
     nodes: &mut [Node<'_>],
-    by_id: &HashMap<&str, u32>,
-    redirect: &HashMap<&str, u32>,
+    by_id: &FastMap<&str, u32>,
+    redirect: &FastMap<&str, u32>,
     diags: &mut Vec<Diagnostic>,
 ) {
     for node in nodes.iter_mut() {
-        let raw = node.get("parentId");
+        let raw = node.parent_id;
         let raw_id = raw.and_then(Value::as_str);
         node.raw_parent = raw_id.and_then(|p| by_id.get(p).copied());
         if raw_id == Some(node.id) {

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::diagnostics::Diagnostic;
+use super::fast_hash::FastMap;
 use super::js::{Key, field, non_empty, time_of, truthy};
 
 /// The roles that change parser behaviour; everything else passes through as `Other`.
@@ -54,16 +55,20 @@ impl Signal<'_> {
     }
 }
 
-/// A message after pre-processing, with its input position.
+/// A message after pre-processing: its input position, the input object, and the `agentId`
+/// the `sub_agent` rewrite gives it (applied whenever the message is read or copied).
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Prepared<'a> {
     pub input_index: usize,
-    pub map: Cow<'a, Map<String, Value>>,
+    pub value: &'a Value,
+    pub map: &'a Map<String, Value>,
+    pub agent_override: Option<&'a Value>,
 }
 
 /// Validate the input array, apply the `sub_agent` rewrite and drop duplicate ids (keeping the
 /// last, as upstream's `messageMap` does), reporting what was skipped.
 pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) -> Vec<Prepared<'a>> {
-    let mut valid: Vec<(usize, &'a Map<String, Value>, &'a str)> = Vec::with_capacity(messages.len());
+    let mut valid: Vec<(usize, &'a Value, &'a Map<String, Value>, &'a str)> = Vec::with_capacity(messages.len());
     for (i, v) in messages.iter().enumerate() {
         let Some(map) = v.as_object() else {
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "not an object".to_owned() });
@@ -73,46 +78,46 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "no string `id`".to_owned() });
             continue;
         };
-        valid.push((i, map, id));
+        valid.push((i, v, map, id));
     }
 
-    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(valid.len());
-    for &(i, _, id) in &valid {
+    let mut last: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(valid.len(), Default::default());
+    for &(i, _, _, id) in &valid {
         last.insert(id, i);
     }
 
     let mut out = Vec::with_capacity(last.len());
-    for (i, map, id) in valid {
-        let kept = last[id];
+    for (i, value, map, id) in valid {
+        let kept = last.get(id).copied().unwrap_or(i);
         if kept != i {
             diags.push(Diagnostic::DuplicateId { id: id.to_owned(), dropped_index: i, kept_index: kept });
             continue;
         }
-        out.push(Prepared { input_index: i, map: sub_agent_rewrite(map) });
+        out.push(Prepared { input_index: i, value, map, agent_override: sub_agent_override(map) });
     }
     out
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
 /// with `agentId = subAgentId`, so chains never merge across agents.
-fn sub_agent_rewrite(map: &Map<String, Value>) -> Cow<'_, Map<String, Value>> {
+fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
     let meta = map.get("metadata");
     let is_sub = field(meta, "scope").and_then(Value::as_str) == Some("sub_agent");
     let sub_id = field(meta, "subAgentId");
     match (is_sub, sub_id) {
-        (true, Some(sub)) if truthy(Some(sub)) => {
-            let mut owned = map.clone();
-            owned.insert("agentId".to_owned(), sub.clone());
-            Cow::Owned(owned)
-        }
-        _ => Cow::Borrowed(map),
+        (true, Some(sub)) if truthy(Some(sub)) => Some(sub),
+        _ => None,
     }
 }
 
 /// Everything one message contributes to parser decisions.
 #[derive(Debug)]
 pub(crate) struct Node<'a> {
+    /// The input message (rows that need no change borrow it).
+    pub value: &'a Value,
     pub map: &'a Map<String, Value>,
+    /// `agentId` after the `sub_agent` rewrite, when it applies.
+    pub agent_override: Option<&'a Value>,
     pub id: &'a str,
     pub role: Role,
     /// `role === 'assistant'` as a string check (post-processing re-roles only those).
@@ -137,13 +142,104 @@ pub(crate) struct Node<'a> {
     pub supervisor: bool,
     pub dispatch_internal: bool,
     pub signal: Option<Signal<'a>>,
+    /// The raw `parentId` value.
+    pub parent_id: Option<&'a Value>,
+    /// `role === 'compressedGroup'`.
+    pub compressed_group: bool,
+    /// `role === 'assistant' && metadata.isSupervisor`: re-roled in post-processing.
+    pub legacy_supervisor: bool,
+    /// No truthy `usage` but a truthy `metadata.usage`: hoisted in the flat list.
+    pub hoist_usage: bool,
+    /// A still-assistant with tools and metadata: messageMap reduces its metadata.
+    pub reduce_metadata: bool,
+}
+
+/// The top-level fields parse reads, found in one pass over the message's map.
+#[derive(Default)]
+struct Fields<'a> {
+    id: Option<&'a Value>,
+    role: Option<&'a Value>,
+    metadata: Option<&'a Value>,
+    tools: Option<&'a Value>,
+    thread_id: Option<&'a Value>,
+    created_at: Option<&'a Value>,
+    group_id: Option<&'a Value>,
+    agent_id: Option<&'a Value>,
+    tool_call_id: Option<&'a Value>,
+    parent_id: Option<&'a Value>,
+    usage: Option<&'a Value>,
+}
+
+impl<'a> Fields<'a> {
+    fn of(map: &'a Map<String, Value>) -> Fields<'a> {
+        let mut f = Fields::default();
+        for (k, v) in map {
+            let slot = match k.as_str() {
+                "id" => &mut f.id,
+                "role" => &mut f.role,
+                "metadata" => &mut f.metadata,
+                "tools" => &mut f.tools,
+                "threadId" => &mut f.thread_id,
+                "createdAt" => &mut f.created_at,
+                "groupId" => &mut f.group_id,
+                "agentId" => &mut f.agent_id,
+                "tool_call_id" => &mut f.tool_call_id,
+                "parentId" => &mut f.parent_id,
+                "usage" => &mut f.usage,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        f
+    }
+}
+
+/// The `metadata` fields parse reads, found in one pass.
+#[derive(Default)]
+struct MetaFields<'a> {
+    signal: Option<&'a Value>,
+    active_branch_index: Option<&'a Value>,
+    is_supervisor: Option<&'a Value>,
+    compare: Option<&'a Value>,
+    active_column: Option<&'a Value>,
+    agent_council: Option<&'a Value>,
+    orchestration_role: Option<&'a Value>,
+    agent_dispatch: Option<&'a Value>,
+    usage: Option<&'a Value>,
+}
+
+impl<'a> MetaFields<'a> {
+    fn of(meta: Option<&'a Value>) -> MetaFields<'a> {
+        let mut f = MetaFields::default();
+        let Some(Value::Object(map)) = meta else {
+            return f;
+        };
+        for (k, v) in map {
+            let slot = match k.as_str() {
+                "signal" => &mut f.signal,
+                "activeBranchIndex" => &mut f.active_branch_index,
+                "isSupervisor" => &mut f.is_supervisor,
+                "compare" => &mut f.compare,
+                "activeColumn" => &mut f.active_column,
+                "agentCouncil" => &mut f.agent_council,
+                "orchestrationRole" => &mut f.orchestration_role,
+                "agentDispatch" => &mut f.agent_dispatch,
+                "usage" => &mut f.usage,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        f
+    }
 }
 
 impl<'a> Node<'a> {
     /// Read the fields of one prepared message (`pos` is its index among prepared messages).
-    pub(crate) fn read(map: &'a Map<String, Value>, pos: usize) -> Node<'a> {
-        let id = map.get("id").and_then(Value::as_str).unwrap_or_default();
-        let role = match map.get("role").and_then(Value::as_str) {
+    pub(crate) fn read(p: &Prepared<'a>, pos: usize) -> Node<'a> {
+        let map = p.map;
+        let f = Fields::of(map);
+        let id = f.id.and_then(Value::as_str).unwrap_or_default();
+        let role = match f.role.and_then(Value::as_str) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
             Some("tool") => Role::Tool,
@@ -151,12 +247,11 @@ impl<'a> Node<'a> {
             Some("taskCallback") => Role::TaskCallback,
             _ => Role::Other,
         };
-        let meta = map.get("metadata");
-        let tools_arr = map.get("tools").and_then(Value::as_array);
+        let md = MetaFields::of(f.metadata);
+        let tools_arr = f.tools.and_then(Value::as_array);
         let has_tools = tools_arr.is_some_and(|t| !t.is_empty());
-        let thread_id = map.get("threadId");
-        let signal = if role == Role::Assistant && !non_empty(map.get("tools")) {
-            let sig = field(meta, "signal");
+        let signal = if role == Role::Assistant && !non_empty(f.tools) {
+            let sig = md.signal;
             truthy(sig).then(|| Signal {
                 kind: field(sig, "type").and_then(Value::as_str),
                 sequence: field(sig, "sequence"),
@@ -166,45 +261,74 @@ impl<'a> Node<'a> {
         } else {
             None
         };
-        let abi = field(meta, "activeBranchIndex").and_then(Value::as_f64);
-        let is_supervisor_flag = truthy(field(meta, "isSupervisor"));
+        let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
+        let legacy_supervisor = role == Role::Assistant && truthy(md.is_supervisor);
         Node {
+            parent_id: f.parent_id,
+            compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
+            legacy_supervisor,
+            hoist_usage: !truthy(f.usage) && truthy(md.usage),
+            reduce_metadata: !legacy_supervisor && role == Role::Assistant && non_empty(f.tools) && truthy(f.metadata),
+            value: p.value,
             map,
+            agent_override: p.agent_override,
             id,
             role,
-            created: time_of(map.get("createdAt")),
+            created: time_of(f.created_at),
             parent: None,
             raw_parent: None,
-            thread: truthy(thread_id),
-            thread_id: thread_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
-            group_id: map.get("groupId").and_then(Value::as_str).filter(|s| !s.is_empty()),
-            agent: Key::of(map.get("agentId"), pos),
-            tool_call_id: Key::of(map.get("tool_call_id"), pos),
+            thread: truthy(f.thread_id),
+            thread_id: f.thread_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
+            group_id: f.group_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
+            agent: Key::of(p.agent_override.or(f.agent_id), pos),
+            tool_call_id: Key::of(f.tool_call_id, pos),
             tools: tools_arr
                 .map(|arr| {
                     arr.iter().map(|t| ToolCall { raw: t, id: Key::of(t.get("id"), pos), result_tool: None }).collect()
                 })
                 .unwrap_or_default(),
             has_tools,
-            active_branch_index: abi,
-            compare: field(meta, "compare") == Some(&Value::Bool(true)),
-            active_column: field(meta, "activeColumn") == Some(&Value::Bool(true)),
-            agent_council: field(meta, "agentCouncil") == Some(&Value::Bool(true)),
-            supervisor: field(meta, "orchestrationRole").and_then(Value::as_str) == Some("supervisor")
-                || is_supervisor_flag,
-            dispatch_internal: field(field(meta, "agentDispatch"), "visibility").and_then(Value::as_str)
-                == Some("internal"),
+            active_branch_index: md.active_branch_index.and_then(Value::as_f64),
+            compare: is_true(md.compare),
+            active_column: is_true(md.active_column),
+            agent_council: is_true(md.agent_council),
+            supervisor: md.orchestration_role.and_then(Value::as_str) == Some("supervisor") || truthy(md.is_supervisor),
+            dispatch_internal: field(md.agent_dispatch, "visibility").and_then(Value::as_str) == Some("internal"),
             signal,
         }
     }
 
-    /// A field of the message.
+    /// A field of the message (as the `sub_agent` rewrite leaves it).
     pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.get(key)
+        match self.agent_override {
+            Some(agent) if key == "agentId" => Some(agent),
+            _ => self.map.get(key),
+        }
     }
 
-    /// The message as an owned JSON value (what the flat list and messageMap carry).
+    /// The message as an owned object, without `skip` keys (callers that replace or delete
+    /// keys never copy them).
+    pub(crate) fn owned_map(&self, skip: &[&str]) -> Map<String, Value> {
+        let mut out: Map<String, Value> =
+            self.map.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if let Some(agent) = self.agent_override
+            && !skip.contains(&"agentId")
+        {
+            out.insert("agentId".to_owned(), agent.clone());
+        }
+        out
+    }
+
+    /// The message as an owned JSON value.
     pub(crate) fn to_value(&self) -> Value {
-        Value::Object(self.map.clone())
+        Value::Object(self.owned_map(&[]))
+    }
+
+    /// The message as a row: the input itself unless the `sub_agent` rewrite changed it.
+    pub(crate) fn row(&self) -> Cow<'a, Value> {
+        match self.agent_override {
+            None => Cow::Borrowed(self.value),
+            Some(_) => Cow::Owned(self.to_value()),
+        }
     }
 }

@@ -27,18 +27,22 @@ mod branch;
 mod collector;
 mod context_tree;
 mod diagnostics;
+mod fast_hash;
 mod finish;
 mod flat_list;
 mod indexing;
 mod js;
 mod message;
+mod processed;
 mod usage;
 mod virtual_message;
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use context_tree::{
     AgentCouncilNode, AssistantGroupNode, BranchNode, CompareNode, ContextNode, MessageNode, SignalCallbacksNode,
@@ -47,21 +51,39 @@ pub use context_tree::{
 pub use diagnostics::Diagnostic;
 
 /// The parse output; serialises to upstream's `{contextTree, flatList, messageMap}`.
+///
+/// Rows and messageMap entries that upstream returns unchanged borrow the input messages
+/// (`Cow::Borrowed`); only rows the parse builds or changes are owned. Use
+/// [`ParseResult::into_owned`] to keep a result beyond its input.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ParseResult {
+pub struct ParseResult<'a> {
     /// Semantic nodes of the main line (thread messages excluded).
     pub context_tree: Vec<ContextNode>,
     /// The active path as render rows, virtual rows included, sorted by `createdAt`.
-    pub flat_list: Vec<Value>,
-    /// Every kept input message by id (after upstream's clean-up).
-    pub message_map: Map<String, Value>,
+    pub flat_list: Vec<Cow<'a, Value>>,
+    /// Every kept input message by id (after upstream's clean-up), in key order.
+    pub message_map: BTreeMap<Cow<'a, str>, Cow<'a, Value>>,
     /// What was wrong with the input and how it was handled (not part of upstream's shape).
     #[serde(skip)]
     pub diagnostics: Vec<Diagnostic>,
 }
 
-impl ParseResult {
+impl ParseResult<'_> {
+    /// Copy the borrowed rows, so the result outlives its input.
+    pub fn into_owned(self) -> ParseResult<'static> {
+        ParseResult {
+            context_tree: self.context_tree,
+            flat_list: self.flat_list.into_iter().map(|r| Cow::Owned(r.into_owned())).collect(),
+            message_map: self
+                .message_map
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
+                .collect(),
+            diagnostics: self.diagnostics,
+        }
+    }
+
     /// Write `{"contextTree","flatList","messageMap"}` as compact JSON. Unlike serde, this does
     /// not recurse on branch nesting, so any parse result can be written.
     pub fn write_json<W: Write>(&self, mut w: W) -> io::Result<()> {
@@ -98,7 +120,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// Parse a document that is either `[messages…]` or `{"messages": [...], "messageGroups": [...]}`.
-pub fn parse_document(doc: &Value) -> Result<ParseResult, InputError> {
+pub fn parse_document(doc: &Value) -> Result<ParseResult<'_>, InputError> {
     match doc {
         Value::Array(messages) => Ok(parse(messages, None)),
         Value::Object(obj) => {
@@ -118,7 +140,7 @@ pub fn parse_document(doc: &Value) -> Result<ParseResult, InputError> {
 }
 
 /// Upstream's `parse(messages, messageGroups?)`.
-pub fn parse(messages: &[Value], message_groups: Option<&[Value]>) -> ParseResult {
+pub fn parse<'a>(messages: &'a [Value], message_groups: Option<&'a [Value]>) -> ParseResult<'a> {
     let mut diagnostics = Vec::new();
     let prepared = message::prepare(messages, &mut diagnostics);
     let index = indexing::Index::build(&prepared, message_groups.unwrap_or(&[]), &mut diagnostics);

@@ -5,15 +5,15 @@ use serde_json::{Value, json};
 
 use super::{ContextNode, Diagnostic, ParseResult, parse, parse_document};
 
-fn run(messages: Value) -> ParseResult {
-    parse(messages.as_array().expect("array"), None)
+fn run(messages: Value) -> ParseResult<'static> {
+    parse(messages.as_array().expect("array"), None).into_owned()
 }
 
-fn flat_ids(r: &ParseResult) -> Vec<&str> {
+fn flat_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
     r.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 
-fn tree_ids(r: &ParseResult) -> Vec<&str> {
+fn tree_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
     r.context_tree
         .iter()
         .map(|n| match n {
@@ -378,4 +378,32 @@ fn document_shapes() {
     assert!(parse_document(&json!({"messages": [], "messageGroups": 3})).is_err());
     assert!(parse_document(&json!({"nope": 1})).is_err());
     assert!(parse_document(&json!("x")).is_err());
+}
+
+/// Thread messages, as at the pinned upstream (spec §1.2 phase 2 and 3b, §1.10): the id tree
+/// drops every message with a `threadId`, so the context tree never shows one; the flat list is
+/// built from `childrenMap`, which keeps them, so a thread reply under a main-line message is a
+/// branch candidate there (never the active one through the latest-user rule, which skips
+/// thread messages) and, as the only child, renders on the path. Later upstream
+/// (`mainFlowOnly`, §7) drops them from mixed input; that is not ported.
+#[test]
+fn thread_messages_stay_out_of_the_tree_but_not_the_flat_list() {
+    let r = run(json!([
+        {"id": "u1", "role": "user", "content": "", "createdAt": 1},
+        {"id": "a1", "role": "assistant", "content": "", "parentId": "u1", "createdAt": 2},
+        {"id": "u2", "role": "user", "content": "", "parentId": "a1", "createdAt": 3},
+        {"id": "tm", "role": "user", "content": "", "parentId": "a1", "threadId": "th-1", "createdAt": 4},
+    ]));
+    assert_eq!(tree_ids(&r), ["u1", "a1", "u2"]);
+    assert_eq!(flat_ids(&r), ["u1", "a1", "u2"]);
+    assert_eq!(r.flat_list[2]["branch"], json!({"activeBranchIndex": 0, "count": 2}));
+    assert!(r.message_map.contains_key("tm"));
+
+    let r = run(json!([
+        {"id": "u1", "role": "user", "content": "", "createdAt": 1},
+        {"id": "a1", "role": "assistant", "content": "", "parentId": "u1", "createdAt": 2},
+        {"id": "tm", "role": "user", "content": "", "parentId": "a1", "threadId": "th-1", "createdAt": 3},
+    ]));
+    assert_eq!(tree_ids(&r), ["u1", "a1"]);
+    assert_eq!(flat_ids(&r), ["u1", "a1", "tm"]);
 }

@@ -4,14 +4,16 @@
 //! `content: ''`, one content block per step, and the keys upstream deletes removed; keys upstream
 //! leaves `undefined` are simply absent.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use super::collector::SignalBlock;
+use super::fast_hash::FastMap;
 use super::indexing::Index;
 use super::js::{Key, js_number, non_empty, time_of, truthy};
 use super::usage::{aggregate, is_usage_key, split_metadata};
+
+/// Keys of the head message a group or supervisor row replaces or deletes (never copied).
+const REPLACED_KEYS: [&str; 7] = ["children", "content", "imageList", "metadata", "reasoning", "role", "tools"];
 
 /// What only the full group rule (upstream priority 2) adds to a group.
 #[derive(Default)]
@@ -81,7 +83,7 @@ fn base_block(msg: &Map<String, Value>, content: Value) -> Map<String, Value> {
 /// `undefined`) yields the bare shell upstream produces.
 pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extras: GroupExtras<'_>) -> Value {
     // Results are looked up by tool_call_id across the whole chain (last one wins).
-    let mut tool_map: HashMap<Key<'_>, u32> = HashMap::new();
+    let mut tool_map: FastMap<Key<'_>, u32> = FastMap::default();
     for &t in tools {
         let key = ix.node(t).tool_call_id;
         if key.is_truthy() {
@@ -178,13 +180,10 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
     }
 
     let is_supervisor = head.is_some_and(|h| h.supervisor);
-    let mut result = head.map(|h| h.map.clone()).unwrap_or_default();
+    let mut result = head.map(|h| h.owned_map(&REPLACED_KEYS)).unwrap_or_default();
     result.insert("children".to_owned(), Value::Array(children.into_iter().map(Value::Object).collect()));
     result.insert("content".to_owned(), s(""));
     result.insert("role".to_owned(), s(if is_supervisor { "supervisor" } else { "assistantGroup" }));
-    for key in ["imageList", "metadata", "reasoning", "tools"] {
-        result.remove(key);
-    }
     if let Some(p) = agg_perf {
         result.insert("performance".to_owned(), p);
     }
@@ -287,13 +286,10 @@ pub(crate) fn supervisor_content(ix: &Index<'_>, i: u32) -> Value {
     if !other.is_empty() {
         block.insert("metadata".to_owned(), Value::Object(other.clone()));
     }
-    let mut result = msg.clone();
+    let mut result = ix.node(i).owned_map(&REPLACED_KEYS);
     result.insert("children".to_owned(), Value::Array(vec![Value::Object(block)]));
     result.insert("content".to_owned(), s(""));
     result.insert("role".to_owned(), s("supervisor"));
-    for key in ["imageList", "metadata", "reasoning", "tools"] {
-        result.remove(key);
-    }
     if let Some(p) = perf {
         result.insert("performance".to_owned(), p);
     }

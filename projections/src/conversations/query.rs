@@ -104,6 +104,6 @@ pub async fn fresh_tree(
     Ok(Some(TopicTree {
         topic_id: topic_id.to_string(),
         version: input.version.max(version),
-        result: parse(&input.messages, None),
+        result: parse(&input.messages, None).into_owned(),
     }))
 }

@@ -23,6 +23,7 @@
 //! ```
 
 use std::{
+    borrow::Cow,
     collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
 };
@@ -45,7 +46,7 @@ pub struct TopicTree {
     /// Log position of the last message change the tree reflects.
     pub version: i64,
     /// The parse result (`contextTree`, `flatList`, `messageMap`, diagnostics).
-    pub result: ParseResult,
+    pub result: ParseResult<'static>,
 }
 
 impl TopicTree {
@@ -54,7 +55,7 @@ impl TopicTree {
         &self.result.context_tree
     }
     /// Upstream's `flatList`.
-    pub fn flat_list(&self) -> &[Value] {
+    pub fn flat_list(&self) -> &[Cow<'static, Value>] {
         &self.result.flat_list
     }
 }
@@ -271,7 +272,7 @@ impl ConversationTrees {
         let tree = Arc::new(TopicTree {
             topic_id: topic_id.to_string(),
             version: input.version,
-            result: parse(&input.messages, None),
+            result: parse(&input.messages, None).into_owned(),
         });
         let size = input.messages.len();
         *cached = Some(CachedTopic { input, tree: Arc::clone(&tree) });
