@@ -6,7 +6,7 @@
 //! `messages_version`; when it moved, only rows with `changed_at` above the cached version are
 //! fetched, folded into the input, and the topic is parsed again. One appended message in a
 //! 10,000-message topic therefore costs one row read and one parse, never a re-read of the
-//! topic (figures in docs/bench-read-models-b.md).
+//! topic (figures: BENCHMARKS.md, "Conversation parse", one appended message).
 //!
 //! Topics are evicted least recently used first once the cached messages exceed the capacity.
 //! The cache is per process and holds nothing the tables do not: a stale or evicted entry only
