@@ -89,6 +89,8 @@ struct Inner {
     state: Mutex<Vec<ProjectionStatus>>,
     timings: Mutex<RunnerTimings>,
     progress: watch::Sender<i64>,
+    /// Bumped whenever any checkpoint or failure changes (for waits on named projections).
+    changes: watch::Sender<u64>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -126,6 +128,7 @@ impl ProjectionRunner {
                 state: Mutex::new(state),
                 timings: Mutex::new(RunnerTimings::default()),
                 progress: watch::Sender::new(0),
+                changes: watch::Sender::new(0),
                 task: Mutex::new(None),
             }),
         }
@@ -207,6 +210,45 @@ impl ProjectionRunner {
                 reached: *self.inner.progress.borrow(),
                 waited_ms: timeout.as_millis() as u64,
             }),
+        }
+    }
+
+    /// Wait (at most `timeout`) until each of the named projections has applied `position`; the
+    /// others may lag. Fails at once for an unknown name, and when a named projection fails.
+    pub async fn wait_for_projections(
+        &self,
+        names: &[&str],
+        position: i64,
+        timeout: Duration,
+    ) -> Result<(), ProjectionError> {
+        if let Some(unknown) = names.iter().find(|n| !self.inner.projections.iter().any(|p| p.name() == **n)) {
+            return Err(ProjectionError::UnknownProjection(unknown.to_string()));
+        }
+        let mut changes = self.inner.changes.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let reached = {
+                let state = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
+                let named = state.iter().filter(|s| names.contains(&s.name));
+                let mut lowest = i64::MAX;
+                for s in named {
+                    if let Some(reason) = &s.failed {
+                        return Err(ProjectionError::Invalid(format!("projection `{}` has failed: {reason}", s.name)));
+                    }
+                    lowest = lowest.min(s.position);
+                }
+                lowest
+            };
+            if reached >= position {
+                return Ok(());
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(ProjectionError::Stopped),
+                Err(_) => {
+                    return Err(ProjectionError::Timeout { position, reached, waited_ms: timeout.as_millis() as u64 });
+                }
+            }
         }
     }
 
@@ -321,6 +363,7 @@ fn publish(inner: &Inner, state: &[ProjectionStatus]) {
         *p = min;
         changed
     });
+    inner.changes.send_modify(|g| *g = g.wrapping_add(1));
 }
 
 /// Apply the log from the lowest checkpoint, until `until` (inclusive) or for ever.

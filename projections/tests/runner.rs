@@ -100,6 +100,24 @@ async fn follows_the_log_and_reads_its_writes(log: TestLog) {
     assert!(r.status().iter().all(|s| s.position == appended.last_position() && s.failed.is_none()));
     let err = r.wait_for(appended.last_position() + 10, Duration::from_millis(100)).await.unwrap_err();
     assert!(matches!(err, ProjectionError::Timeout { .. }), "{err}");
+    // waiting for named projections only
+    r.wait_for_projections(&["chains"], appended.last_position(), Duration::from_secs(10)).await.unwrap();
+    let err = r
+        .wait_for_projections(&["chains"], appended.last_position() + 10, Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ProjectionError::Timeout { reached, .. } if reached == appended.last_position()), "{err}");
+    let err = r.wait_for_projections(&["nope"], 1, Duration::from_secs(1)).await.unwrap_err();
+    assert!(matches!(err, ProjectionError::UnknownProjection(_)), "{err}");
+    let waiter = {
+        let r = r.clone();
+        let target = appended.last_position() + 1;
+        tokio::spawn(async move { r.wait_for_projections(&["chains"], target, Duration::from_secs(10)).await })
+    };
+    let next = log.store.append("s-z", ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
+    waiter.await.unwrap().unwrap();
+    assert_eq!(count(&db, "test.a").await, 302);
+    assert_eq!(next.last_position(), appended.last_position() + 1);
 
     // stop, append more, restart: resumes from the committed checkpoint, applies nothing twice
     assert!(r.stop().await);
@@ -107,14 +125,14 @@ async fn follows_the_log_and_reads_its_writes(log: TestLog) {
     let r2 = runner(&log, &db, &counter);
     r2.start().await.unwrap();
     r2.wait_for(more.last_position(), Duration::from_secs(10)).await.unwrap();
-    assert_eq!(count(&db, "test.a").await, 351);
-    assert_eq!(chains(&db).await, 352);
+    assert_eq!(count(&db, "test.a").await, 352);
+    assert_eq!(chains(&db).await, 353);
 
     // a rebuild from 0 gives the same tables
     r2.rebuild(None).await.unwrap();
     r2.wait_for(more.last_position(), Duration::from_secs(10)).await.unwrap();
-    assert_eq!(count(&db, "test.a").await, 351);
-    assert_eq!(chains(&db).await, 352);
+    assert_eq!(count(&db, "test.a").await, 352);
+    assert_eq!(chains(&db).await, 353);
     let unknown = r2.rebuild(Some("nope")).await.unwrap_err();
     assert!(matches!(unknown, ProjectionError::UnknownProjection(_)));
     r2.stop().await;
@@ -162,6 +180,10 @@ async fn a_failing_projection_stops_alone(log: TestLog) {
     assert_eq!(count(&db, "test.a").await, 0);
     // read-your-writes waits only on healthy projections
     r.wait_for(head, Duration::from_secs(5)).await.unwrap();
+    r.wait_for_projections(&["chains"], head, Duration::from_secs(5)).await.unwrap();
+    // waiting on the failed one by name fails at once, with its reason
+    let err = r.wait_for_projections(&["chains", "test_counter"], head, Duration::from_secs(30)).await.unwrap_err();
+    assert!(err.to_string().contains("poisoned"), "{err}");
     r.stop().await;
 }
 
