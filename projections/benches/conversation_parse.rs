@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use agentlog_projections::conversation;
 use serde_json::{Value, json};
 
+#[path = "support/conversation_inputs.rs"]
+mod conversation_inputs;
+use conversation_inputs::{deep_chain, wide};
+
 /// CPU time this thread has run, from `/proc/thread-self/schedstat` (nanoseconds), when the
 /// kernel exposes it. On a shared machine wall time mostly measures the other tenants.
 fn thread_cpu() -> Option<Duration> {
@@ -44,43 +48,6 @@ fn cpu_ms(d: Option<Duration>) -> String {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// A linear user/assistant chain, each message the parent of the next.
-fn deep_chain(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            let mut m = json!({"id": format!("m{i}"), "role": role, "content": format!("turn {i}"),
-                               "createdAt": 1_700_000_000_000u64 + i as u64, "updatedAt": 1_700_000_000_000u64 + i as u64});
-            if i > 0 {
-                m["parentId"] = json!(format!("m{}", i - 1));
-            }
-            m
-        })
-        .collect()
-}
-
-/// `roots` short conversations side by side (a wide topic), each with a tool chain and a
-/// regenerated answer.
-fn wide(roots: usize) -> Vec<Value> {
-    let mut out = Vec::with_capacity(roots * 6);
-    for r in 0..roots {
-        let t = 1_700_000_000_000u64 + (r as u64) * 10;
-        out.push(json!({"id": format!("u{r}"), "role": "user", "content": "q", "createdAt": t, "updatedAt": t}));
-        out.push(json!({"id": format!("a{r}"), "role": "assistant", "content": "", "parentId": format!("u{r}"),
-            "tools": [{"id": format!("c{r}"), "apiName": "x", "identifier": "p", "arguments": "{}", "type": "default"}],
-            "metadata": {"totalTokens": 10, "cost": 0.001}, "createdAt": t + 1, "updatedAt": t + 1}));
-        out.push(json!({"id": format!("t{r}"), "role": "tool", "content": "r", "parentId": format!("a{r}"),
-            "tool_call_id": format!("c{r}"), "createdAt": t + 2, "updatedAt": t + 2}));
-        out.push(json!({"id": format!("f{r}"), "role": "assistant", "content": "done", "parentId": format!("t{r}"),
-            "createdAt": t + 3, "updatedAt": t + 3}));
-        out.push(json!({"id": format!("g{r}"), "role": "assistant", "content": "again", "parentId": format!("u{r}"),
-            "createdAt": t + 4, "updatedAt": t + 4}));
-        out.push(json!({"id": format!("v{r}"), "role": "user", "content": "next", "parentId": format!("f{r}"),
-            "createdAt": t + 5, "updatedAt": t + 5}));
-    }
-    out
 }
 
 fn bench_dir() -> PathBuf {
