@@ -86,7 +86,7 @@ async fn rebuild_all(store: Arc<dyn EventStore>, head: i64) -> Result<(), BoxErr
     println!(
         "    of which: waiting for the log {:.2} s, in apply {:.2} s, checkpoint + commit {:.2} s ({} batches)",
         s(t.read_wait_micros),
-        s(t.apply_micros),
+        s(runner.status().iter().map(|p| p.apply_micros).sum()),
         s(t.commit_micros),
         t.batches
     );

@@ -523,7 +523,6 @@ impl ColumnArrays {
                 }
             }
             out.push(match (ints, floats, texts) {
-                _ if rows.is_empty() => return None,
                 (false, false, false) => ColumnArray::Null,
                 (_, _, true) if ints || floats => return None,
                 (_, _, true) => ColumnArray::Text(column.map(|v| v.as_str().map(str::to_string)).collect()),
@@ -531,7 +530,7 @@ impl ColumnArrays {
                 (true, false, false) => ColumnArray::Int(column.map(SqlValue::as_i64).collect()),
             });
         }
-        // A row of NULLs only has no array to count its rows: leave it to `VALUES`.
+        // Rows of NULLs only (or no rows) have no array to count the rows by: leave them to `VALUES`.
         if out.iter().all(|a| matches!(a, ColumnArray::Null)) {
             return None;
         }
