@@ -125,7 +125,9 @@ async fn notifications_fold_and_query(log: TestLog) {
     let db = &h.db;
     assert_eq!(notifications::unread_count(db, Some(U)).await.unwrap(), 1);
     assert_eq!(notifications::unread_count(db, Some("user-2")).await.unwrap(), 1, "another user's inbox is untouched");
-    let archived = notifications::archived_before(db, Some(U), h.now() + chrono::Duration::days(1), 100).await.unwrap();
+    // updated_at is when the log recorded the event (wall clock), not the command's clock
+    let cutoff = chrono::Utc::now() + chrono::Duration::days(1);
+    let archived = notifications::archived_before(db, Some(U), cutoff, 100).await.unwrap();
     assert_eq!(archived.len(), 3);
     assert!(archived.iter().all(|n| n.is_read && n.is_archived));
 
