@@ -75,7 +75,7 @@ impl ApiError {
                 EventLogError::Validation(_) => "VALIDATION",
                 _ => "INTERNAL",
             },
-            Self::Projection(ProjectionError::Timeout { .. }) => "INTERNAL",
+            Self::Projection(ProjectionError::Invalid(_)) => "VALIDATION",
             Self::Projection(_) | Self::Internal(_) => "INTERNAL",
         }
     }

@@ -4,12 +4,15 @@
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use agentlog_eventlog::{CommandHandler, StoreOptions, open_store};
-use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections};
+use agentlog_projections::{
+    ProjectionRunner, ReadDb, RunnerOptions, all_projections, conversations::ConversationTrees,
+};
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::{
     auth::Tokens,
+    deltas::DeltaHub,
     graphql::build_schema,
     http::{Http, router},
     metrics::Metrics,
@@ -29,6 +32,10 @@ pub struct ServeConfig {
     pub limits: ApiLimits,
 }
 
+/// Messages the conversation-tree cache holds before evicting the least recently used topic
+/// (a few hundred MiB at realistic message sizes).
+const TREE_CACHE_MESSAGES: usize = 200_000;
+
 /// Open everything the server needs.
 pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppState> {
     let store = open_store(database, StoreOptions::default())
@@ -42,6 +49,8 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
         store,
         runner,
         tokens: Tokens::new(db.clone()),
+        deltas: DeltaHub::default(),
+        trees: Arc::new(ConversationTrees::new(db.clone(), TREE_CACHE_MESSAGES)),
         db,
         metrics: Arc::new(Metrics::default()),
         limits,

@@ -3,9 +3,9 @@
 use std::{sync::Arc, time::Duration};
 
 use agentlog_eventlog::{CommandHandler, EventStore};
-use agentlog_projections::{ProjectionRunner, ReadDb};
+use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
-use crate::{auth::Tokens, metrics::Metrics};
+use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics};
 
 /// Request and payload limits.
 #[derive(Debug, Clone)]
@@ -48,8 +48,12 @@ pub struct AppState {
     pub runner: ProjectionRunner,
     /// The read-model database.
     pub db: ReadDb,
+    /// Parsed conversation trees, refreshed from the messages that changed.
+    pub trees: Arc<ConversationTrees>,
     /// Bearer tokens.
     pub tokens: Tokens,
+    /// Live partial content of messages being written.
+    pub deltas: DeltaHub,
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// Limits.

@@ -28,6 +28,8 @@ pub const MAX_PAGE_SIZE: usize = 500;
 pub struct Page<T> {
     /// The rows, in list order.
     pub items: Vec<T>,
+    /// Each row's cursor, in list order (a page can be resumed after any row).
+    pub cursors: Vec<String>,
     /// The cursor of the last row (pass it as `after` for the next page; `None` when empty).
     pub end_cursor: Option<String>,
     /// More rows follow.
@@ -40,13 +42,14 @@ impl<T> Page<T> {
     pub fn from_fetched(mut items: Vec<T>, first: usize, cursor_of: impl Fn(&T) -> Cursor) -> Self {
         let has_next_page = items.len() > first;
         items.truncate(first);
-        let end_cursor = items.last().map(|item| cursor_of(item).to_string());
-        Self { items, end_cursor, has_next_page }
+        let cursors: Vec<String> = items.iter().map(|item| cursor_of(item).to_string()).collect();
+        let end_cursor = cursors.last().cloned();
+        Self { items, cursors, end_cursor, has_next_page }
     }
 
     /// An empty page.
     pub fn empty() -> Self {
-        Self { items: Vec::new(), end_cursor: None, has_next_page: false }
+        Self { items: Vec::new(), cursors: Vec::new(), end_cursor: None, has_next_page: false }
     }
 }
 

@@ -2,7 +2,10 @@
 //! the [`CommandHandler`](agentlog_eventlog::CommandHandler), and settle the read models.
 //! GraphQL resolvers only parse arguments and call these.
 
+pub mod aggregates;
+pub mod inbox;
 pub mod operations;
+pub mod tasks;
 
 use agentlog_domain::{context::Context, envelope::Actor, ids::derived_id};
 use chrono::Utc;

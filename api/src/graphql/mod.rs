@@ -3,24 +3,35 @@
 //! read-model query, map the result.
 
 pub mod admin;
+pub mod agents;
+pub mod analytics;
+pub mod changes;
+pub mod conversations;
 pub mod events;
+pub mod inbox;
 pub mod operations;
+pub mod tasks;
 
-use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
+use agentlog_projections::page::{Page, PageRequest};
+use async_graphql::{
+    Context, Json, MergedObject, MergedSubscription, OutputType, Schema,
+    connection::{Connection, Edge},
+};
+use serde::de::DeserializeOwned;
 
 use crate::{auth::Caller, error::ApiError, state::AppState};
 
 /// All queries.
 #[derive(MergedObject, Default)]
-pub struct Query(events::EventsQuery, operations::OperationsQuery);
+pub struct Query(events::EventsQuery, operations::OperationsQuery, tasks::TasksQuery, inbox::InboxQuery, conversations::ConversationsQuery, agents::AgentsQuery, analytics::AnalyticsQueryRoot);
 
 /// All mutations.
 #[derive(MergedObject, Default)]
-pub struct Mutation(operations::OperationsMutation, admin::AdminMutation);
+pub struct Mutation(operations::OperationsMutation, tasks::TasksMutation, inbox::InboxMutation, conversations::ConversationsMutation, agents::AgentsMutation, admin::AdminMutation);
 
 /// All subscriptions.
 #[derive(MergedSubscription, Default)]
-pub struct Subscription(events::EventsSubscription);
+pub struct Subscription(events::EventsSubscription, changes::ChangesSubscription, conversations::DeltasSubscription);
 
 /// The schema type.
 pub type AppSchema = Schema<Query, Mutation, Subscription>;
@@ -50,6 +61,39 @@ pub fn app<'a>(ctx: &Context<'a>) -> &'a AppState {
 /// The authenticated caller, or UNAUTHENTICATED.
 pub fn caller<'a>(ctx: &Context<'a>) -> Result<&'a Caller, ApiError> {
     ctx.data_opt::<Caller>().ok_or(ApiError::Unauthenticated)
+}
+
+/// A read-model page request from Relay arguments (`first` within limits, `after` opaque).
+pub fn page_request(ctx: &Context<'_>, first: Option<i32>, after: Option<String>) -> Result<PageRequest, ApiError> {
+    Ok(PageRequest::first(page_size(ctx, first)?).after(after))
+}
+
+/// A Relay connection over a read-model page, each row mapped to its GraphQL type.
+pub fn connection<R, T: OutputType>(page: Page<R>, had_cursor: bool, node: impl Fn(R) -> T) -> Connection<String, T> {
+    let mut c = Connection::new(had_cursor, page.has_next_page);
+    c.edges.extend(page.items.into_iter().zip(page.cursors).map(|(row, cursor)| Edge::new(cursor, node(row))));
+    c
+}
+
+/// A value as JSON for a `JSON` field.
+pub fn json<T: serde::Serialize>(v: &T) -> Json<serde_json::Value> {
+    Json(serde_json::to_value(v).unwrap_or_default())
+}
+
+/// The wire name of a serde unit enum value (`TaskStatus::Backlog` → `"backlog"`).
+pub fn wire<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// Read a wire name (`"backlog"`) as its serde enum, or VALIDATION naming the field.
+pub fn from_wire<T: DeserializeOwned>(field: &str, name: &str) -> Result<T, ApiError> {
+    serde_json::from_value(serde_json::Value::String(name.to_string()))
+        .map_err(|_| ApiError::validation(field, format!("`{name}` is not a known value")))
+}
+
+/// Decode a `JSON` argument into a domain type, or VALIDATION naming the field.
+pub fn decode<T: DeserializeOwned>(field: &str, value: Json<serde_json::Value>) -> Result<T, ApiError> {
+    serde_json::from_value(value.0).map_err(|e| ApiError::validation(field, e.to_string()))
 }
 
 /// A page size within limits.

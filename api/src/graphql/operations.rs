@@ -9,9 +9,13 @@ use agentlog_domain::{envelope::Actor, operation::Artifact, operation::ReviewSco
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
-use serde::de::DeserializeOwned;
 
-use super::{app, caller, events::Event, page_size};
+use agentlog_projections::operations::{
+    self as read, OperationCardRow, OperationFilter, OperationRow, OperationStepRow,
+};
+use async_graphql::connection::Connection;
+
+use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, page_size, wire};
 use crate::{
     commands::{Commands, operations::operation_stream},
     error::{ApiError, GqlResult},
@@ -72,10 +76,9 @@ pub struct Operation {
     pub plan: Option<Json<serde_json::Value>>,
     /// Current todos.
     pub todos: Option<Json<serde_json::Value>>,
-    /// Artifacts.
-    pub artifacts: Json<serde_json::Value>,
-    /// Review scores.
-    pub scores: Json<serde_json::Value>,
+    /// Artifacts and scores when built from the stream (else read from the read model).
+    #[graphql(skip)]
+    pub from_stream: Option<(serde_json::Value, serde_json::Value)>,
     /// Error of a failed run.
     pub error: Option<Json<serde_json::Value>>,
     /// Created.
@@ -84,14 +87,6 @@ pub struct Operation {
     pub started_at: Option<DateTime<Utc>>,
     /// Finished.
     pub completed_at: Option<DateTime<Utc>>,
-}
-
-fn json<T: serde::Serialize>(v: &T) -> Json<serde_json::Value> {
-    Json(serde_json::to_value(v).unwrap_or_default())
-}
-
-fn wire<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 impl From<&OperationState> for Operation {
@@ -124,8 +119,7 @@ impl From<&OperationState> for Operation {
             pending_card: op.pending_card.as_ref().map(json),
             plan: op.plan.as_ref().map(json),
             todos: op.todos.as_ref().map(json),
-            artifacts: json(&op.artifacts),
-            scores: json(&op.scores),
+            from_stream: Some((json(&op.artifacts).0, json(&op.scores).0)),
             error: op.error.as_ref().map(json),
             created_at: op.created_at,
             started_at: op.started_at,
@@ -134,8 +128,178 @@ impl From<&OperationState> for Operation {
     }
 }
 
+impl From<OperationRow> for Operation {
+    fn from(op: OperationRow) -> Self {
+        Self {
+            id: op.id,
+            user_id: op.user_id,
+            status: op.status,
+            phase: op.phase,
+            kind: Some(op.kind),
+            completion_reason: op.completion_reason,
+            agent_id: Some(op.agent_id),
+            agent_config_version: Some(op.agent_config_version),
+            model: op.model,
+            provider: op.provider,
+            topic_id: op.topic_id,
+            task_id: op.task_id,
+            parent_operation_id: op.parent_operation_id,
+            child_ids: Vec::new(),
+            step_count: op.step_count,
+            input_tokens: op.input_tokens,
+            output_tokens: op.output_tokens,
+            total_tokens: op.total_tokens,
+            cost_micros: op.cost_micros,
+            tool_calls: op.tool_calls,
+            lease_worker_id: op.lease.as_ref().map(|l| l.worker_id.clone()),
+            lease_expires_at: op.lease.as_ref().map(|l| l.expires_at),
+            pending_card: op.pending_card.map(Json),
+            plan: op.plan.map(Json),
+            todos: op.todos.map(Json),
+            error: op.error.map(Json),
+            from_stream: None,
+            created_at: Some(op.created_at),
+            started_at: op.started_at,
+            completed_at: op.completed_at,
+        }
+    }
+}
+
+/// One recorded step of an operation.
+#[derive(SimpleObject, Clone)]
+pub struct OperationStep {
+    /// 1, 2, 3 …
+    pub step_index: i64,
+    /// The phase it ended in.
+    pub phase: String,
+    /// `[{id, name, status?}]`.
+    pub tool_calls: Json<serde_json::Value>,
+    /// How many tool calls.
+    pub tool_call_count: i64,
+    /// Prompt tokens (absent when unmeasured).
+    pub input_tokens: Option<i64>,
+    /// Completion tokens.
+    pub output_tokens: Option<i64>,
+    /// All tokens.
+    pub total_tokens: Option<i64>,
+    /// Cost in micro-units.
+    pub cost_micros: Option<i64>,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// Its event's position.
+    pub position: i64,
+}
+
+impl From<OperationStepRow> for OperationStep {
+    fn from(s: OperationStepRow) -> Self {
+        Self {
+            step_index: s.step_index,
+            phase: s.phase,
+            tool_calls: Json(s.tool_calls),
+            tool_call_count: s.tool_call_count,
+            input_tokens: s.input_tokens,
+            output_tokens: s.output_tokens,
+            total_tokens: s.total_tokens,
+            cost_micros: s.cost_micros,
+            at: s.at,
+            position: s.position,
+        }
+    }
+}
+
+/// A human-in-the-loop card an operation asked, and how it closed.
+#[derive(SimpleObject, Clone)]
+pub struct HitlCardNode {
+    /// The operation.
+    pub operation_id: String,
+    /// The card.
+    pub card_id: String,
+    /// `choice`, `input`, `confirm`, `form`.
+    pub kind: String,
+    /// Title.
+    pub title: String,
+    /// The whole card.
+    pub card: Json<serde_json::Value>,
+    /// Asked.
+    pub asked_at: DateTime<Utc>,
+    /// Answer due by.
+    pub deadline: Option<DateTime<Utc>>,
+    /// `pending`, `answered`, `timed_out`, `cancelled`.
+    pub outcome: String,
+    /// The answer.
+    pub answer: Option<Json<serde_json::Value>>,
+    /// How long the human took, ms.
+    pub waited_ms: Option<i64>,
+    /// Closed.
+    pub closed_at: Option<DateTime<Utc>>,
+}
+
+impl From<OperationCardRow> for HitlCardNode {
+    fn from(c: OperationCardRow) -> Self {
+        Self {
+            operation_id: c.operation_id,
+            card_id: c.card_id,
+            kind: c.kind,
+            title: c.title,
+            card: Json(c.card),
+            asked_at: c.asked_at,
+            deadline: c.deadline,
+            outcome: c.outcome,
+            answer: c.answer.map(Json),
+            waited_ms: c.waited_ms,
+            closed_at: c.closed_at,
+        }
+    }
+}
+
 #[ComplexObject]
 impl Operation {
+    /// Artifacts (`[{artifactId, title, kind, sizeBytes?, contentRef}]`).
+    async fn artifacts(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
+        if let Some((artifacts, _)) = &self.from_stream {
+            return Ok(Json(artifacts.clone()));
+        }
+        Ok(json(&read::artifacts(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
+    }
+
+    /// Review scores (`[{rubricId, score, passed, reason?}]`).
+    async fn scores(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
+        if let Some((_, scores)) = &self.from_stream {
+            return Ok(Json(scores.clone()));
+        }
+        Ok(json(&read::scores(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
+    }
+
+    /// Recorded steps, in order (read model).
+    async fn steps(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, OperationStep>> {
+        let request = page_request(ctx, first, after)?;
+        let page = read::steps(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
+        Ok(connection(page, request.after.is_some(), OperationStep::from))
+    }
+
+    /// Every human-in-the-loop card it asked, in order (read model).
+    async fn cards(&self, ctx: &Context<'_>) -> GqlResult<Vec<HitlCardNode>> {
+        let rows = read::cards(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        Ok(rows.into_iter().map(HitlCardNode::from).collect())
+    }
+
+    /// Sub-agents and other child operations, oldest first (read model).
+    async fn children(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, Operation>> {
+        let request = page_request(ctx, first, after)?;
+        let page = read::children(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
+        Ok(connection(page, request.after.is_some(), Operation::from))
+    }
+
     /// Every event of this operation's stream, oldest first.
     async fn history(&self, ctx: &Context<'_>, first: Option<i32>) -> GqlResult<Vec<Event>> {
         let first = page_size(ctx, first.or(Some(500)))?;
@@ -165,6 +329,66 @@ impl OperationsQuery {
         let loaded = Commands::new(app(ctx), who).load_operation(&id).await?;
         Ok(Operation::from(&loaded.state))
     }
+
+    /// Operations, newest first (read model). Filters combine.
+    async fn operations(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        filter: Option<OperationFilterInput>,
+    ) -> GqlResult<Connection<String, Operation>> {
+        let request = page_request(ctx, first, after)?;
+        let f = filter.unwrap_or_default();
+        let filter = OperationFilter {
+            status: f.status.as_deref().map(|s| from_wire("filter.status", s)).transpose()?,
+            kind: f.kind.map(OperationKind::from),
+            agent_id: f.agent_id,
+            topic_id: f.topic_id,
+            task_id: f.task_id,
+            group_id: f.group_id,
+            parent_operation_id: f.parent_operation_id,
+            created_from: f.created_from,
+            created_to: f.created_to,
+        };
+        let page = read::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        Ok(connection(page, request.after.is_some(), Operation::from))
+    }
+
+    /// Cards waiting for a human's answer, oldest first: what a human must decide next.
+    async fn pending_cards(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, HitlCardNode>> {
+        let request = page_request(ctx, first, after)?;
+        let page = read::pending_cards(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
+        Ok(connection(page, request.after.is_some(), HitlCardNode::from))
+    }
+}
+
+/// Which operations.
+#[derive(InputObject, Default)]
+pub struct OperationFilterInput {
+    /// Only this status (`running`, `waiting_for_human`, …).
+    pub status: Option<String>,
+    /// Only this kind.
+    pub kind: Option<OperationKindInput>,
+    /// Only this agent's.
+    pub agent_id: Option<String>,
+    /// Only this conversation's.
+    pub topic_id: Option<String>,
+    /// Only this task's.
+    pub task_id: Option<String>,
+    /// Only this group's.
+    pub group_id: Option<String>,
+    /// Only children of this operation.
+    pub parent_operation_id: Option<String>,
+    /// Created at or after.
+    pub created_from: Option<DateTime<Utc>>,
+    /// Created before.
+    pub created_to: Option<DateTime<Utc>>,
 }
 
 /// Kinds of operation.
@@ -279,10 +503,6 @@ pub struct OperationPayload {
     pub operation: Operation,
     /// Position of the last event appended (0 when nothing changed); subscribe from here.
     pub position: i64,
-}
-
-fn decode<T: DeserializeOwned>(field: &str, value: Json<serde_json::Value>) -> Result<T, ApiError> {
-    serde_json::from_value(value.0).map_err(|e| ApiError::validation(field, e.to_string()))
 }
 
 fn non_negative(field: &str, v: Option<i64>) -> Result<Option<u64>, ApiError> {

@@ -1,0 +1,118 @@
+//! Commands on aggregates that need no cross-stream rule: load, check the caller may act on it,
+//! run the command, settle the read models. One generic path for tasks, briefs, cron jobs,
+//! agents, groups and conversations.
+
+use agentlog_domain::{
+    agent::Agent, aggregate::Aggregate, brief::Brief, conversation::Conversation, cron::CronJob, envelope::Actor,
+    group::Group, task::Task,
+};
+use agentlog_eventlog::Loaded;
+
+use super::{Commands, check_id};
+use crate::error::ApiError;
+
+/// An aggregate whose state names its owner.
+pub trait Owned: Aggregate {
+    /// What it is called in errors (`task`, `brief`, …).
+    const WHAT: &'static str;
+    /// The owner, or `None` while it does not exist.
+    fn owner(&self) -> Option<&str>;
+}
+
+impl Owned for Task {
+    const WHAT: &'static str = "task";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+impl Owned for Brief {
+    const WHAT: &'static str = "brief";
+    fn owner(&self) -> Option<&str> {
+        self.brief.is_some().then_some(self.user_id.as_str())
+    }
+}
+
+impl Owned for CronJob {
+    const WHAT: &'static str = "cron job";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+impl Owned for Agent {
+    const WHAT: &'static str = "agent";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+impl Owned for Group {
+    const WHAT: &'static str = "group";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+impl Owned for Conversation {
+    const WHAT: &'static str = "conversation";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+/// What a command did.
+pub struct Outcome<A> {
+    /// The state after it.
+    pub state: A,
+    /// Position of its last event (0 when it decided nothing).
+    pub position: i64,
+}
+
+impl Commands<'_> {
+    /// Load an aggregate the caller may act on; someone else's, or a missing one, is NOT_FOUND.
+    pub async fn load_owned<A: Owned>(&self, id: &str) -> Result<Loaded<A>, ApiError> {
+        check_id(A::WHAT, id)?;
+        let loaded = self.state.handler.load::<A>(id).await?;
+        match loaded.state.owner() {
+            Some(owner) if self.caller.may_see(owner) => Ok(loaded),
+            _ => Err(ApiError::not_found(A::WHAT, id)),
+        }
+    }
+
+    /// Create aggregate `id` for `owner` (the caller unless an admin names another user).
+    /// An id already taken by someone else answers like any taken id: the domain's CONFLICT.
+    pub async fn create<A: Owned>(
+        &self,
+        id: &str,
+        command: A::Command,
+        owner: Option<&str>,
+        request_id: Option<&str>,
+    ) -> Result<Outcome<A>, ApiError> {
+        check_id(A::WHAT, id)?;
+        let owner = self.owner_for_new(owner)?;
+        let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let outcome = self.state.handler.execute::<A>(id, &command, &ctx).await?;
+        let position = outcome.last_position();
+        self.state.settle(position).await;
+        Ok(Outcome { state: outcome.state, position })
+    }
+
+    /// Run `command` on an existing aggregate the caller may act on, as `actor` (the caller by
+    /// default).
+    pub async fn command<A: Owned>(
+        &self,
+        id: &str,
+        command: A::Command,
+        actor: Option<Actor>,
+        request_id: Option<&str>,
+    ) -> Result<Outcome<A>, ApiError> {
+        let loaded = self.load_owned::<A>(id).await?;
+        let owner = loaded.state.owner().unwrap_or_default().to_string();
+        let ctx = self.context(&owner, actor.unwrap_or_else(|| self.user_actor()), request_id)?;
+        let outcome = self.state.handler.execute::<A>(id, &command, &ctx).await?;
+        let position = outcome.last_position();
+        self.state.settle(position).await;
+        Ok(Outcome { state: outcome.state, position })
+    }
+}

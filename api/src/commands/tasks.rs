@@ -1,0 +1,88 @@
+//! Task use cases that span streams: starting a run (the task's topic and its operation in one
+//! append).
+
+use agentlog_domain::{
+    agent::{Agent, INBOX_AGENT_ID},
+    operation::{AgentRef, Operation},
+    rules::task_run,
+    task::{RunTask, RunTrigger, Task},
+};
+
+use agentlog_domain::error::DomainError;
+use agentlog_eventlog::CommandError;
+
+use super::{Commands, aggregates::Owned, check_id};
+use crate::error::ApiError;
+
+impl Commands<'_> {
+    /// The agent a task runs under now: its assignee (or the inbox agent), at its current
+    /// config version; the task's own model settings win over the agent's.
+    async fn run_agent(&self, task: &Task) -> Result<AgentRef, ApiError> {
+        let agent_id = task.assignee_agent_id.as_deref().unwrap_or(INBOX_AGENT_ID);
+        let agent = self.state.handler.load::<Agent>(agent_id).await?.state;
+        let mut agent_ref = match agent.owner() {
+            Some(owner) if agent.builtin || self.caller.may_see(owner) => agent.run_ref()?,
+            // The inbox agent need not be registered: it runs at version 1 with defaults.
+            None if agent_id == INBOX_AGENT_ID => {
+                AgentRef { agent_id: agent_id.to_string(), config_version: 1, model: None, provider: None }
+            }
+            _ => return Err(ApiError::not_found("agent", agent_id)),
+        };
+        if task.config.model.is_some() {
+            agent_ref.model = task.config.model.clone();
+        }
+        if task.config.provider.is_some() {
+            agent_ref.provider = task.config.provider.clone();
+        }
+        Ok(agent_ref)
+    }
+
+    /// Start a manual run of task `id`: topic `topic_id`, operation `operation_id`. Answers the
+    /// position of the last event appended.
+    pub async fn run_task(
+        &self,
+        id: &str,
+        topic_id: &str,
+        operation_id: &str,
+        request_id: Option<&str>,
+    ) -> Result<i64, ApiError> {
+        check_id("topicId", topic_id)?;
+        check_id("operationId", operation_id)?;
+        let loaded = self.load_owned::<Task>(id).await?;
+        let owner = loaded.state.user_id.clone();
+        let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi(|| async {
+                let h = &self.state.handler;
+                let task = h.load::<Task>(id).await?;
+                let operation = h.load::<Operation>(operation_id).await?;
+                let agent = self.run_agent(&task.state).await.map_err(|e| match e {
+                    ApiError::Domain(d) => CommandError::Domain(d),
+                    other => CommandError::Domain(DomainError::validation("agent", other.to_string())),
+                })?;
+                let run = RunTask {
+                    topic_id: topic_id.to_string(),
+                    operation_id: operation_id.to_string(),
+                    trigger: RunTrigger::Manual,
+                    continue_topic: false,
+                    agent,
+                    extra_prompt: None,
+                };
+                let start = task_run::start_task_run(&task.state, &operation.state, &run, None, &ctx)?;
+                let writes = start.stamp(&task.state, &operation.state, &ctx);
+                Ok(writes
+                    .into_iter()
+                    .map(|w| {
+                        let v = if w.stream_id == task.stream_id { task.version } else { operation.version };
+                        (w, v)
+                    })
+                    .collect())
+            })
+            .await?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        Ok(position)
+    }
+}

@@ -1,0 +1,192 @@
+//! Streamed partial content (token deltas): relayed live to subscribers, never stored.
+//!
+//! A worker publishes each delta of a message it is writing; subscribers of the topic get it at
+//! once. The hub keeps the content so far per message, so a subscriber that joins (or falls
+//! behind) mid-stream first gets a snapshot of it. When the worker appends the finished message
+//! (`appendMessage`), the partial is dropped and subscribers get a final `done` delta: the log
+//! holds one event per finished message, never one per delta.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use tokio::sync::broadcast;
+
+/// Largest single delta, bytes.
+pub const MAX_DELTA_BYTES: usize = 64 * 1024;
+/// Largest partial message, bytes.
+pub const MAX_PARTIAL_BYTES: usize = 4 * 1024 * 1024;
+/// Messages being streamed at once, server-wide.
+const MAX_PARTIALS: usize = 10_000;
+/// A partial nobody extended for this long is dropped (its worker died).
+const IDLE: Duration = Duration::from_secs(600);
+/// Deltas a subscriber may fall behind by before it gets a snapshot instead.
+const CHANNEL: usize = 1_024;
+
+/// One delta as subscribers see it.
+#[derive(Debug, Clone, PartialEq, Eq, async_graphql::SimpleObject)]
+pub struct MessageDelta {
+    /// The topic.
+    pub topic_id: String,
+    /// The message being written.
+    pub message_id: String,
+    /// New content (with `snapshot`: all content so far).
+    pub delta: String,
+    /// `delta` is the whole content so far (sent on join and after falling behind).
+    pub snapshot: bool,
+    /// The message was appended: no more deltas follow; read it from the conversation.
+    pub done: bool,
+    /// Bytes of content so far.
+    pub length: i64,
+}
+
+/// Why a delta was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DeltaError {
+    /// Too large.
+    #[error("{0}")]
+    Limit(String),
+    /// Another user's message.
+    #[error("message {0} is being written by another user")]
+    NotYours(String),
+}
+
+struct Partial {
+    owner: String,
+    content: String,
+    touched: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    partials: HashMap<(String, String), Partial>,
+    topics: HashMap<String, broadcast::Sender<MessageDelta>>,
+}
+
+/// The live relay of partial content, per server process.
+#[derive(Clone, Default)]
+pub struct DeltaHub {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl DeltaHub {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves only partial text behind: keep serving.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Add `delta` to message `message_id` of `topic_id`, written by `owner`, and relay it.
+    pub fn publish(&self, owner: &str, topic_id: &str, message_id: &str, delta: &str) -> Result<i64, DeltaError> {
+        if delta.len() > MAX_DELTA_BYTES {
+            return Err(DeltaError::Limit(format!("a delta may be at most {MAX_DELTA_BYTES} bytes")));
+        }
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let key = (topic_id.to_string(), message_id.to_string());
+        if !inner.partials.contains_key(&key) {
+            inner.partials.retain(|_, p| now.duration_since(p.touched) < IDLE);
+            if inner.partials.len() >= MAX_PARTIALS {
+                return Err(DeltaError::Limit(format!("at most {MAX_PARTIALS} messages may stream at once")));
+            }
+        }
+        let partial =
+            inner.partials.entry(key).or_insert_with(|| Partial { owner: owner.to_string(), content: String::new(), touched: now });
+        if partial.owner != owner {
+            return Err(DeltaError::NotYours(message_id.to_string()));
+        }
+        if partial.content.len() + delta.len() > MAX_PARTIAL_BYTES {
+            return Err(DeltaError::Limit(format!("a streamed message may be at most {MAX_PARTIAL_BYTES} bytes")));
+        }
+        partial.content.push_str(delta);
+        partial.touched = now;
+        let length = partial.content.len() as i64;
+        if let Some(tx) = inner.topics.get(topic_id) {
+            let d = MessageDelta {
+                topic_id: topic_id.to_string(),
+                message_id: message_id.to_string(),
+                delta: delta.to_string(),
+                snapshot: false,
+                done: false,
+                length,
+            };
+            // No receiver left is fine: nobody is watching.
+            let _ = tx.send(d);
+        }
+        Ok(length)
+    }
+
+    /// The message was appended: drop its partial and tell subscribers.
+    pub fn finish(&self, topic_id: &str, message_id: &str) {
+        let mut inner = self.lock();
+        let removed = inner.partials.remove(&(topic_id.to_string(), message_id.to_string()));
+        if let (Some(p), Some(tx)) = (removed, inner.topics.get(topic_id)) {
+            let _ = tx.send(MessageDelta {
+                topic_id: topic_id.to_string(),
+                message_id: message_id.to_string(),
+                delta: String::new(),
+                snapshot: false,
+                done: true,
+                length: p.content.len() as i64,
+            });
+        }
+    }
+
+    /// Snapshots of every message of `topic_id` being written now.
+    pub fn snapshots(&self, topic_id: &str) -> Vec<MessageDelta> {
+        let inner = self.lock();
+        let mut out: Vec<MessageDelta> = inner
+            .partials
+            .iter()
+            .filter(|((t, _), _)| t == topic_id)
+            .map(|((t, m), p)| MessageDelta {
+                topic_id: t.clone(),
+                message_id: m.clone(),
+                delta: p.content.clone(),
+                snapshot: true,
+                done: false,
+                length: p.content.len() as i64,
+            })
+            .collect();
+        out.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+        out
+    }
+
+    /// Receive `topic_id`'s deltas from now on.
+    pub fn subscribe(&self, topic_id: &str) -> broadcast::Receiver<MessageDelta> {
+        let mut inner = self.lock();
+        // Drop channels nobody listens to any more.
+        inner.topics.retain(|_, tx| tx.receiver_count() > 0);
+        inner.topics.entry(topic_id.to_string()).or_insert_with(|| broadcast::channel(CHANNEL).0).subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_accumulate_and_reach_subscribers_then_finish() {
+        let hub = DeltaHub::default();
+        hub.publish("u", "t", "m", "He").unwrap();
+        let mut rx = hub.subscribe("t");
+        assert_eq!(hub.snapshots("t")[0].delta, "He");
+        assert_eq!(hub.publish("u", "t", "m", "llo").unwrap(), 5);
+        let d = rx.try_recv().unwrap();
+        assert_eq!((d.delta.as_str(), d.snapshot, d.done, d.length), ("llo", false, false, 5));
+        hub.finish("t", "m");
+        assert!(rx.try_recv().unwrap().done);
+        assert!(hub.snapshots("t").is_empty(), "a finished message keeps nothing in memory");
+    }
+
+    #[test]
+    fn another_users_message_and_oversized_deltas_are_refused() {
+        let hub = DeltaHub::default();
+        hub.publish("u", "t", "m", "x").unwrap();
+        assert_eq!(hub.publish("v", "t", "m", "y"), Err(DeltaError::NotYours("m".into())));
+        let big = "x".repeat(MAX_DELTA_BYTES + 1);
+        assert!(matches!(hub.publish("u", "t", "m", &big), Err(DeltaError::Limit(_))));
+        assert_eq!(hub.snapshots("t")[0].delta, "x", "refused deltas change nothing");
+    }
+}

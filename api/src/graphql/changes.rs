@@ -1,0 +1,325 @@
+//! Change subscriptions: an operation, a task or a conversation changed; a brief or a
+//! notification arrived for the caller; work is available for an agent. Each follows the log
+//! (resumable from a position, like `events`) and answers with the read-model row once the
+//! read models include the change, so a client never reads a row older than the event it was
+//! told about.
+
+use std::{future::Future, sync::Arc};
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::EventFilter;
+use agentlog_projections::{briefs, conversations, notifications, operations, tasks};
+use async_graphql::{Context, OutputType, SimpleObject, Subscription};
+use futures_util::{StreamExt, stream::BoxStream};
+
+use super::{
+    app, caller, conversations::ConversationNode, inbox::BriefNode, inbox::NotificationNode, operations::Operation,
+    tasks::TaskNode,
+};
+use crate::{
+    auth::Caller,
+    commands::Commands,
+    error::{ApiError, GqlResult},
+    metrics::SubscriberCount,
+    state::AppState,
+};
+
+/// Something changed: the event that changed it and the row as it is after that event.
+#[derive(SimpleObject)]
+#[graphql(concrete(name = "OperationChange", params(Operation)))]
+#[graphql(concrete(name = "TaskChange", params(TaskNode)))]
+#[graphql(concrete(name = "ConversationChange", params(ConversationNode)))]
+#[graphql(concrete(name = "BriefChange", params(BriefNode)))]
+#[graphql(concrete(name = "NotificationChange", params(NotificationNode)))]
+pub struct Change<T: OutputType> {
+    /// The event's position: resume from here (`fromPosition`) after a reconnect.
+    pub position: i64,
+    /// The event's type (`task.status_changed`, …).
+    pub event_type: String,
+    /// The row after the event (absent when it is gone, e.g. deleted, or no longer visible).
+    pub node: Option<T>,
+}
+
+/// Follow the log from `from` (exclusive), keep the events `keep` accepts, wait for the read
+/// models to include each, then `load` its row. Rows `load` answers `Skip` for are left out.
+fn follow<T, K, F, Fut>(state: AppState, from: i64, filter: EventFilter, keep: K, load: F) -> BoxStream<'static, GqlResult<Change<T>>>
+where
+    T: OutputType + Send + 'static,
+    K: Fn(&RecordedEvent) -> bool + Send + Sync + 'static,
+    F: Fn(AppState, Arc<RecordedEvent>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Loaded<T>, ApiError>> + Send + 'static,
+{
+    let counted = SubscriberCount::new(state.metrics.clone());
+    let load = Arc::new(load);
+    let events = state.store.subscribe(from, filter);
+    events
+        .filter(move |item| std::future::ready(item.as_ref().map_or(true, |e| keep(e))))
+        .then(move |item| {
+            let _alive = &counted;
+            let (state, load) = (state.clone(), Arc::clone(&load));
+            async move {
+                let event = item.map_err(ApiError::from)?;
+                state.settle(event.position).await;
+                let (position, event_type) = (event.position, event.event_type.clone());
+                Ok(match load(state, event).await? {
+                    Loaded::Row(node) => Some(Change { position, event_type, node }),
+                    Loaded::Skip => None,
+                })
+            }
+        })
+        .filter_map(|r: GqlResult<Option<Change<T>>>| std::future::ready(r.transpose()))
+        .boxed()
+}
+
+/// What a loader found.
+pub enum Loaded<T> {
+    /// Deliver this (absent row included).
+    Row(Option<T>),
+    /// Not for this subscriber.
+    Skip,
+}
+
+fn failed<T: Send + 'static>(e: ApiError) -> BoxStream<'static, GqlResult<T>> {
+    futures_util::stream::once(async move { Err(e.into()) }).boxed()
+}
+
+/// Where to start: after `from`, or (none given) after the head now: only what comes next.
+async fn start(state: &AppState, from: Option<i64>) -> Result<i64, ApiError> {
+    match from {
+        Some(p) if p < 0 => Err(ApiError::validation("fromPosition", "must not be negative")),
+        Some(p) => Ok(p),
+        None => Ok(state.store.head_position().await?),
+    }
+}
+
+fn stream_filter(caller: &Caller, stream_id: &str) -> EventFilter {
+    let mut filter = EventFilter::all();
+    filter.stream_prefix = Some(stream_id.to_string());
+    filter.user_id = caller.owner().map(str::to_string);
+    filter
+}
+
+fn id_of(event: &RecordedEvent, prefix: &str) -> String {
+    event.stream_id.strip_prefix(prefix).unwrap_or_default().to_string()
+}
+
+/// Change subscriptions.
+#[derive(Default)]
+pub struct ChangesSubscription;
+
+#[Subscription]
+impl ChangesSubscription {
+    /// Every change of one operation after `fromPosition` (default: from now on).
+    async fn operation_changed(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        from_position: Option<i64>,
+    ) -> BoxStream<'static, GqlResult<Change<Operation>>> {
+        let (state, who) = match (caller(ctx), app(ctx)) {
+            (Ok(c), s) => (s.clone(), c.clone()),
+            (Err(e), _) => return failed(e),
+        };
+        if let Err(e) = Commands::new(&state, &who).load_operation(&id).await {
+            return failed(e);
+        }
+        let from = match start(&state, from_position).await {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let stream = format!("operation-{id}");
+        let filter = stream_filter(&who, &stream);
+        follow(state, from, filter, move |e| e.stream_id == stream, move |state, _| {
+            let (id, owner) = (id.clone(), who.owner().map(str::to_string));
+            async move {
+                let row = operations::get(&state.db, owner.as_deref(), &id).await?;
+                Ok(Loaded::Row(row.map(Operation::from)))
+            }
+        })
+    }
+
+    /// Every change of one task after `fromPosition` (default: from now on).
+    async fn task_changed(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        from_position: Option<i64>,
+    ) -> BoxStream<'static, GqlResult<Change<TaskNode>>> {
+        let (state, who) = match caller(ctx) {
+            Ok(c) => (app(ctx).clone(), c.clone()),
+            Err(e) => return failed(e),
+        };
+        match tasks::task(&state.db, who.owner(), &id).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return failed(ApiError::not_found("task", id)),
+            Err(e) => return failed(e.into()),
+        }
+        let from = match start(&state, from_position).await {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let stream = format!("task-{id}");
+        let filter = stream_filter(&who, &stream);
+        follow(state, from, filter, move |e| e.stream_id == stream, move |state, _| {
+            let (id, owner) = (id.clone(), who.owner().map(str::to_string));
+            async move { Ok(Loaded::Row(tasks::task(&state.db, owner.as_deref(), &id).await?.map(TaskNode::from))) }
+        })
+    }
+
+    /// Every change of one conversation (messages appended, edited, deleted, branches
+    /// switched, threads) after `fromPosition` (default: from now on). Query its `tree` for the
+    /// new shape; only changed messages are re-read.
+    async fn conversation_changed(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        from_position: Option<i64>,
+    ) -> BoxStream<'static, GqlResult<Change<ConversationNode>>> {
+        let (state, who) = match caller(ctx) {
+            Ok(c) => (app(ctx).clone(), c.clone()),
+            Err(e) => return failed(e),
+        };
+        match conversations::conversation(&state.db, who.owner(), &topic_id).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return failed(ApiError::not_found("conversation", topic_id)),
+            Err(e) => return failed(e.into()),
+        }
+        let from = match start(&state, from_position).await {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let stream = format!("conversation-{topic_id}");
+        let filter = stream_filter(&who, &stream);
+        follow(state, from, filter, move |e| e.stream_id == stream, move |state, _| {
+            let (id, owner) = (topic_id.clone(), who.owner().map(str::to_string));
+            async move {
+                let row = conversations::conversation(&state.db, owner.as_deref(), &id).await?;
+                Ok(Loaded::Row(row.map(ConversationNode::from)))
+            }
+        })
+    }
+
+    /// Briefs created for the caller (an admin: for anyone) after `fromPosition` (default:
+    /// from now on).
+    async fn brief_created(
+        &self,
+        ctx: &Context<'_>,
+        from_position: Option<i64>,
+    ) -> BoxStream<'static, GqlResult<Change<BriefNode>>> {
+        let (state, who) = match caller(ctx) {
+            Ok(c) => (app(ctx).clone(), c.clone()),
+            Err(e) => return failed(e),
+        };
+        let from = match start(&state, from_position).await {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let mut filter = EventFilter::types(["brief.created"]);
+        filter.user_id = who.owner().map(str::to_string);
+        follow(state, from, filter, |_| true, move |state, event| {
+            let owner = who.owner().map(str::to_string);
+            async move {
+                let row = briefs::brief(&state.db, owner.as_deref(), &id_of(&event, "brief-")).await?;
+                Ok(Loaded::Row(row.map(BriefNode::from)))
+            }
+        })
+    }
+
+    /// Notifications created for the caller (an admin: for anyone) after `fromPosition`
+    /// (default: from now on).
+    async fn notification_created(
+        &self,
+        ctx: &Context<'_>,
+        from_position: Option<i64>,
+    ) -> BoxStream<'static, GqlResult<Change<NotificationNode>>> {
+        let (state, who) = match caller(ctx) {
+            Ok(c) => (app(ctx).clone(), c.clone()),
+            Err(e) => return failed(e),
+        };
+        let from = match start(&state, from_position).await {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let mut filter = EventFilter::types(["notification.created"]);
+        filter.user_id = who.owner().map(str::to_string);
+        follow(state, from, filter, |_| true, move |state, event| {
+            let owner = who.owner().map(str::to_string);
+            async move {
+                let Some(id) = event.payload.get("notificationId").and_then(|v| v.as_str()) else {
+                    return Ok(Loaded::Skip);
+                };
+                let row = notifications::notification(&state.db, owner.as_deref(), id).await?;
+                Ok(Loaded::Row(row.map(NotificationNode::from)))
+            }
+        })
+    }
+
+    /// Work for these agents: operations a worker can claim now (no lease, not paused, not
+    /// finished). First the backlog (up to 500, oldest first), then each operation as it
+    /// becomes claimable (created, lease expired, resumed after a human's answer or an async
+    /// result). A worker claims with `claimOperation`; losing a race answers CONFLICT.
+    async fn work_available(
+        &self,
+        ctx: &Context<'_>,
+        agent_ids: Vec<String>,
+    ) -> BoxStream<'static, GqlResult<Operation>> {
+        let (state, who) = match caller(ctx) {
+            Ok(c) => (app(ctx).clone(), c.clone()),
+            Err(e) => return failed(e),
+        };
+        if agent_ids.is_empty() || agent_ids.len() > 100 {
+            return failed(ApiError::validation("agentIds", "name 1 to 100 agents"));
+        }
+        // The head before the backlog is read: anything after it arrives live (possibly also
+        // in the backlog; claiming twice is refused, so a duplicate costs one failed claim).
+        let from = match start(&state, None).await {
+            Ok(f) => f,
+            Err(e) => return failed(e),
+        };
+        let mut backlog = Vec::new();
+        for agent in &agent_ids {
+            for status in ["idle", "running"] {
+                let filter = operations::OperationFilter {
+                    agent_id: Some(agent.clone()),
+                    status: serde_json::from_value(serde_json::Value::String(status.into())).ok(),
+                    ..Default::default()
+                };
+                let page = agentlog_projections::page::PageRequest::first(500);
+                match operations::list(&state.db, who.owner(), &filter, &page).await {
+                    Ok(p) => backlog.extend(p.items.into_iter().filter(|o| o.lease.is_none())),
+                    Err(e) => return failed(e.into()),
+                }
+            }
+        }
+        backlog.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let backlog: Vec<GqlResult<Operation>> = backlog.into_iter().map(|o| Ok(Operation::from(o))).collect();
+        let types = [
+            "operation.created",
+            "operation.lease_expired",
+            "operation.human_answered",
+            "operation.async_result_received",
+        ];
+        let mut filter = EventFilter::types(types);
+        filter.user_id = who.owner().map(str::to_string);
+        filter.stream_prefix = Some("operation-".into());
+        let agents = Arc::new(agent_ids);
+        let live = follow(state, from, filter, |_| true, move |state, event| {
+            let (owner, agents) = (who.owner().map(str::to_string), Arc::clone(&agents));
+            async move {
+                let row = operations::get(&state.db, owner.as_deref(), &id_of(&event, "operation-")).await?;
+                Ok(match row {
+                    Some(o)
+                        if o.lease.is_none()
+                            && matches!(o.status.as_str(), "idle" | "running")
+                            && agents.contains(&o.agent_id) =>
+                    {
+                        Loaded::Row(Some(Operation::from(o)))
+                    }
+                    _ => Loaded::Skip,
+                })
+            }
+        })
+        .filter_map(|c| std::future::ready(c.map(|c| c.node).transpose()));
+        futures_util::stream::iter(backlog).chain(live).boxed()
+    }
+}

@@ -1,0 +1,404 @@
+//! Conversations: a topic's messages, threads and its parsed tree (upstream's `contextTree`,
+//! `flatList`, `messageMap`), and the commands that change them.
+
+use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
+use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
+use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
+use futures_util::{StreamExt, stream::BoxStream};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::{
+    deltas::{DeltaError, MessageDelta},
+    metrics::SubscriberCount,
+    commands::Commands,
+    error::{ApiError, GqlResult},
+};
+
+/// A conversation (topic).
+#[derive(SimpleObject, Clone)]
+#[graphql(complex)]
+pub struct ConversationNode {
+    /// Its topic id.
+    pub topic_id: String,
+    /// Owner.
+    pub user_id: String,
+    /// Title.
+    pub title: Option<String>,
+    /// The agent it talks to.
+    pub agent_id: Option<String>,
+    /// Its group.
+    pub group_id: Option<String>,
+    /// Live messages.
+    pub message_count: i64,
+    /// Log position of the last message change.
+    pub messages_version: i64,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<ConversationRow> for ConversationNode {
+    fn from(c: ConversationRow) -> Self {
+        Self {
+            topic_id: c.topic_id,
+            user_id: c.user_id,
+            title: c.title,
+            agent_id: c.agent_id,
+            group_id: c.group_id,
+            message_count: c.message_count,
+            messages_version: c.messages_version,
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// A stored message.
+#[derive(SimpleObject, Clone)]
+pub struct MessageNode {
+    /// Its id.
+    pub message_id: String,
+    /// Order of creation within the topic.
+    pub seq: i64,
+    /// `user`, `assistant`, `tool`, `task`, …
+    pub role: String,
+    /// Parent message.
+    pub parent_id: Option<String>,
+    /// Thread it belongs to.
+    pub thread_id: Option<String>,
+    /// The message as LobeHub shapes it (what the parser reads).
+    pub message: Json<Value>,
+    /// Soft-deleted.
+    pub deleted: bool,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<MessageRow> for MessageNode {
+    fn from(m: MessageRow) -> Self {
+        Self {
+            message_id: m.message_id,
+            seq: m.seq,
+            role: m.role,
+            parent_id: m.parent_id,
+            thread_id: m.thread_id,
+            message: Json(m.message),
+            deleted: m.deleted,
+            created_at: m.created_at,
+            updated_at: m.updated_at,
+        }
+    }
+}
+
+/// A thread opened off a message.
+#[derive(SimpleObject, Clone)]
+pub struct ThreadNode {
+    /// Its id.
+    pub thread_id: String,
+    /// The message it branches from.
+    pub source_message_id: String,
+    /// `continuation`, `standalone`, …
+    pub kind: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Opened.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<ThreadRow> for ThreadNode {
+    fn from(t: ThreadRow) -> Self {
+        Self {
+            kind: wire(&t.kind),
+            thread_id: t.thread_id,
+            source_message_id: t.source_message_id,
+            title: t.title,
+            created_at: t.created_at,
+        }
+    }
+}
+
+/// The parsed tree of a topic, in upstream's shape.
+#[derive(SimpleObject)]
+pub struct ConversationTree {
+    /// Log position of the last message change the tree reflects.
+    pub version: i64,
+    /// Semantic nodes of the main line.
+    pub context_tree: Json<Value>,
+    /// The active path as render rows.
+    pub flat_list: Json<Value>,
+    /// Every kept message by id.
+    pub message_map: Json<Value>,
+    /// What was wrong with the input and how the parser handled it (`[{kind, …}]`).
+    pub diagnostics: Json<Value>,
+}
+
+fn tree_json(tree: &TopicTree) -> Result<ConversationTree, ApiError> {
+    let mut buf = Vec::new();
+    tree.result.write_json(&mut buf).map_err(|e| ApiError::Internal(format!("writing a tree: {e}")))?;
+    // serde_json stops at 128 levels of nesting: a tree branched deeper than that is refused
+    // rather than risking the stack.
+    let mut value: Value = serde_json::from_slice(&buf)
+        .map_err(|_| ApiError::Limit("the conversation tree is nested too deeply to serve as JSON".into()))?;
+    let mut take = |k: &str| value.get_mut(k).map(Value::take).unwrap_or(Value::Null);
+    Ok(ConversationTree {
+        version: tree.version,
+        context_tree: Json(take("contextTree")),
+        flat_list: Json(take("flatList")),
+        message_map: Json(take("messageMap")),
+        diagnostics: json(&tree.result.diagnostics),
+    })
+}
+
+async fn load_tree(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationTree, ApiError> {
+    let tree = app(ctx)
+        .trees
+        .tree(caller(ctx)?.owner(), topic_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation", topic_id))?;
+    tree_json(&tree)
+}
+
+#[ComplexObject]
+impl ConversationNode {
+    /// Messages in creation order (deleted ones only when asked for).
+    async fn messages(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        #[graphql(default)] include_deleted: bool,
+    ) -> GqlResult<Connection<String, MessageNode>> {
+        let request = page_request(ctx, first, after)?;
+        let page =
+            read::topic_messages(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id, include_deleted, &request).await?;
+        Ok(connection(page, request.after.is_some(), MessageNode::from))
+    }
+
+    /// Threads, in the order they were opened.
+    async fn threads(&self, ctx: &Context<'_>) -> GqlResult<Vec<ThreadNode>> {
+        let rows = read::topic_threads(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id).await?;
+        Ok(rows.into_iter().map(ThreadNode::from).collect())
+    }
+
+    /// The parsed tree (`contextTree`, `flatList`, `messageMap`), from the tree cache: only
+    /// messages changed since the cached version are read.
+    async fn tree(&self, ctx: &Context<'_>) -> GqlResult<ConversationTree> {
+        Ok(load_tree(ctx, &self.topic_id).await?)
+    }
+
+    /// Upstream's `contextTree` (shorthand for `tree { contextTree }`).
+    async fn context_tree(&self, ctx: &Context<'_>) -> GqlResult<Json<Value>> {
+        Ok(load_tree(ctx, &self.topic_id).await?.context_tree)
+    }
+
+    /// Upstream's `flatList` (shorthand for `tree { flatList }`).
+    async fn flat_list(&self, ctx: &Context<'_>) -> GqlResult<Json<Value>> {
+        Ok(load_tree(ctx, &self.topic_id).await?.flat_list)
+    }
+}
+
+async fn conversation_node(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationNode, ApiError> {
+    let row = read::conversation(&app(ctx).db, caller(ctx)?.owner(), topic_id).await?;
+    row.map(ConversationNode::from).ok_or_else(|| ApiError::not_found("conversation", topic_id))
+}
+
+/// Conversation queries.
+#[derive(Default)]
+pub struct ConversationsQuery;
+
+#[Object]
+impl ConversationsQuery {
+    /// One conversation. NOT_FOUND when missing or someone else's.
+    async fn conversation(&self, ctx: &Context<'_>, topic_id: String) -> GqlResult<ConversationNode> {
+        Ok(conversation_node(ctx, &topic_id).await?)
+    }
+
+    /// Conversations, newest first.
+    async fn conversations(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, ConversationNode>> {
+        let request = page_request(ctx, first, after)?;
+        let page = read::conversations(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
+        Ok(connection(page, request.after.is_some(), ConversationNode::from))
+    }
+}
+
+/// What a conversation mutation answers.
+#[derive(SimpleObject)]
+pub struct ConversationPayload {
+    /// The conversation after the command (read model, settled).
+    pub conversation: ConversationNode,
+    /// Position of the last event appended (0 when nothing changed).
+    pub position: i64,
+}
+
+async fn run(
+    ctx: &Context<'_>,
+    topic_id: &str,
+    command: ConversationCommand,
+    request_id: Option<String>,
+) -> GqlResult<ConversationPayload> {
+    let out = Commands::new(app(ctx), caller(ctx)?)
+        .command::<Conversation>(topic_id, command, None, request_id.as_deref())
+        .await?;
+    Ok(ConversationPayload { conversation: conversation_node(ctx, topic_id).await?, position: out.position })
+}
+
+/// Live partial content.
+#[derive(Default)]
+pub struct DeltasSubscription;
+
+#[Subscription]
+impl DeltasSubscription {
+    /// Partial content of the topic's messages as workers write them: first a snapshot of each
+    /// message being written, then every delta; `done` when the finished message was appended.
+    /// A subscriber that falls behind gets fresh snapshots instead of the deltas it missed.
+    async fn message_deltas(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+    ) -> BoxStream<'static, GqlResult<MessageDelta>> {
+        if let Err(e) = conversation_node(ctx, &topic_id).await {
+            return futures_util::stream::once(async move { Err(e.into()) }).boxed();
+        }
+        let hub = app(ctx).deltas.clone();
+        let counted = SubscriberCount::new(app(ctx).metrics.clone());
+        let rx = hub.subscribe(&topic_id);
+        let first = futures_util::stream::iter(hub.snapshots(&topic_id));
+        let live = futures_util::stream::unfold((rx, hub, topic_id, counted), |(mut rx, hub, topic, counted)| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(d) => return Some((vec![d], (rx, hub, topic, counted))),
+                    Err(RecvError::Lagged(_)) => {
+                        let snaps = hub.snapshots(&topic);
+                        return Some((snaps, (rx, hub, topic, counted)));
+                    }
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        })
+        .flat_map(futures_util::stream::iter);
+        first.chain(live).map(Ok).boxed()
+    }
+}
+
+/// Conversation mutations.
+#[derive(Default)]
+pub struct ConversationsMutation;
+
+#[Object]
+impl ConversationsMutation {
+    /// Open a conversation.
+    async fn create_conversation(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        title: Option<String>,
+        agent_id: Option<String>,
+        group_id: Option<String>,
+        owner_id: Option<String>,
+    ) -> GqlResult<ConversationPayload> {
+        let command = ConversationCommand::Create { topic_id: topic_id.clone(), title, agent_id, group_id };
+        let out = Commands::new(app(ctx), caller(ctx)?)
+            .create::<Conversation>(&topic_id, command, owner_id.as_deref(), None)
+            .await?;
+        Ok(ConversationPayload { conversation: conversation_node(ctx, &topic_id).await?, position: out.position })
+    }
+
+    /// Append a finished message (`{messageId, role, content, parentId?, threadId?, agentId?,
+    /// groupId?, operationId?, tools?, toolCallId?, model?, provider?, metadata?, extra?,
+    /// requestId?}`); a repeated `requestId` records nothing. Streamed partial content goes
+    /// through `publishMessageDelta`; only the finished message is stored.
+    async fn append_message(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        message: Json<Value>,
+    ) -> GqlResult<ConversationPayload> {
+        let message: ChatMessage = decode("message", message)?;
+        let message_id = message.message_id.clone();
+        let payload = run(ctx, &topic_id, ConversationCommand::AppendMessage(message), None).await?;
+        app(ctx).deltas.finish(&topic_id, &message_id);
+        Ok(payload)
+    }
+
+    /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.
+    /// Nothing is stored: append the finished message with `appendMessage`. Answers the bytes
+    /// streamed so far.
+    async fn publish_message_delta(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        message_id: String,
+        delta: String,
+    ) -> GqlResult<i64> {
+        let conversation = conversation_node(ctx, &topic_id).await?;
+        app(ctx).deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta).map_err(|e| match e {
+            DeltaError::Limit(m) => ApiError::Limit(m).into(),
+            DeltaError::NotYours(_) => ApiError::not_found("message", message_id).into(),
+        })
+    }
+
+    /// Change a message's content, metadata (replaced) or extra fields (merged).
+    async fn edit_message(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        message_id: String,
+        content: Option<String>,
+        metadata: Option<Json<Value>>,
+        extra: Option<Json<Value>>,
+    ) -> GqlResult<ConversationPayload> {
+        let extra = match extra.map(|e| e.0) {
+            None => serde_json::Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(ApiError::validation("extra", "must be a JSON object").into()),
+        };
+        let command =
+            ConversationCommand::EditMessage { message_id, content, metadata: metadata.map(|m| m.0), extra };
+        run(ctx, &topic_id, command, None).await
+    }
+
+    /// Delete a message (soft: the tree keeps its place).
+    async fn delete_message(&self, ctx: &Context<'_>, topic_id: String, message_id: String) -> GqlResult<ConversationPayload> {
+        run(ctx, &topic_id, ConversationCommand::DeleteMessage { message_id }, None).await
+    }
+
+    /// Choose a message's active branch (index among its non-tool children; equal to their
+    /// count means "a new branch").
+    async fn switch_branch(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        message_id: String,
+        active_branch_index: i32,
+    ) -> GqlResult<ConversationPayload> {
+        let active_branch_index = u32::try_from(active_branch_index)
+            .map_err(|_| ApiError::validation("activeBranchIndex", "must not be negative"))?;
+        run(ctx, &topic_id, ConversationCommand::SwitchBranch { message_id, active_branch_index }, None).await
+    }
+
+    /// Open a thread off a message (`kind` `continuation` or `standalone`, …).
+    async fn create_thread(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        thread_id: String,
+        source_message_id: String,
+        kind: String,
+        title: Option<String>,
+    ) -> GqlResult<ConversationPayload> {
+        let kind: ThreadKind = from_wire("kind", &kind)?;
+        run(ctx, &topic_id, ConversationCommand::CreateThread { thread_id, source_message_id, kind, title }, None).await
+    }
+}

@@ -1,0 +1,634 @@
+//! Tasks: the tasks read model (with dependencies, topics, comments, documents and subtask
+//! layers) and every task command.
+
+use agentlog_domain::task::{
+    AutomationMode, BlocksGraph, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task,
+    TaskCommand, TaskConfig, TaskStatus,
+};
+use agentlog_domain::{envelope::Actor, operation::ReviewScore};
+use agentlog_projections::tasks::{self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow};
+use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use chrono::{DateTime, Utc};
+
+use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
+use crate::{
+    commands::Commands,
+    error::{ApiError, GqlResult},
+};
+
+/// A task as it stands (the tasks read model).
+#[derive(SimpleObject, Clone)]
+#[graphql(complex)]
+pub struct TaskNode {
+    /// Its id.
+    pub task_id: String,
+    /// Owner.
+    pub user_id: String,
+    /// Human identifier (`T-12`).
+    pub identifier: String,
+    /// Name.
+    pub name: Option<String>,
+    /// What to do.
+    pub instruction: String,
+    /// Description.
+    pub description: Option<String>,
+    /// `backlog`, `running`, `paused`, `scheduled`, `completed`, `failed`, `canceled`.
+    pub status: String,
+    /// 0 none, 1 urgent, 2 high, 3 normal, 4 low.
+    pub priority: i64,
+    /// Parent task.
+    pub parent_task_id: Option<String>,
+    /// Assignee agent.
+    pub assignee_agent_id: Option<String>,
+    /// The agent that created it.
+    pub created_by_agent_id: Option<String>,
+    /// `heartbeat`, `schedule`, or absent (manual).
+    pub automation_mode: Option<String>,
+    /// Seconds between heartbeat runs.
+    pub heartbeat_interval_secs: Option<i64>,
+    /// A run without a heartbeat for this long times out.
+    pub heartbeat_timeout_secs: Option<i64>,
+    /// Last heartbeat.
+    pub last_heartbeat_at: Option<DateTime<Utc>>,
+    /// When the next heartbeat tick falls due.
+    pub next_heartbeat_at: Option<DateTime<Utc>>,
+    /// Cron pattern of a scheduled task.
+    pub schedule_pattern: Option<String>,
+    /// Time zone of the pattern.
+    pub schedule_timezone: String,
+    /// Runs allowed per schedule window.
+    pub schedule_max_executions: Option<i64>,
+    /// Topics (runs) so far.
+    pub total_topics: i64,
+    /// Most topics allowed.
+    pub max_topics: Option<i64>,
+    /// The running topic.
+    pub current_topic_id: Option<String>,
+    /// The last completed topic.
+    pub last_completed_topic_id: Option<String>,
+    /// Failures in a row.
+    pub consecutive_failures: i64,
+    /// Run settings (`{model?, provider?, pauseAfterTopic?, reviewEnabled}`).
+    pub config: Json<serde_json::Value>,
+    /// Error of a failed task.
+    pub error: Option<String>,
+    /// First run.
+    pub started_at: Option<DateTime<Utc>>,
+    /// Finished.
+    pub completed_at: Option<DateTime<Utc>>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<TaskRow> for TaskNode {
+    fn from(t: TaskRow) -> Self {
+        Self {
+            status: wire(&t.status),
+            automation_mode: t.automation_mode.as_ref().map(wire),
+            config: json(&t.config),
+            task_id: t.task_id,
+            user_id: t.user_id,
+            identifier: t.identifier,
+            name: t.name,
+            instruction: t.instruction,
+            description: t.description,
+            priority: t.priority,
+            parent_task_id: t.parent_task_id,
+            assignee_agent_id: t.assignee_agent_id,
+            created_by_agent_id: t.created_by_agent_id,
+            heartbeat_interval_secs: t.heartbeat_interval_secs,
+            heartbeat_timeout_secs: t.heartbeat_timeout_secs,
+            last_heartbeat_at: t.last_heartbeat_at,
+            next_heartbeat_at: t.next_heartbeat_at,
+            schedule_pattern: t.schedule_pattern,
+            schedule_timezone: t.schedule_timezone,
+            schedule_max_executions: t.schedule_max_executions,
+            total_topics: t.total_topics,
+            max_topics: t.max_topics,
+            current_topic_id: t.current_topic_id,
+            last_completed_topic_id: t.last_completed_topic_id,
+            consecutive_failures: t.consecutive_failures,
+            error: t.error,
+            started_at: t.started_at,
+            completed_at: t.completed_at,
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+        }
+    }
+}
+
+/// A dependency edge: `taskId` depends on `dependsOnId`.
+#[derive(SimpleObject, Clone)]
+pub struct TaskDependency {
+    /// The downstream task.
+    pub task_id: String,
+    /// The upstream task.
+    pub depends_on_id: String,
+    /// `blocks` or `relates`.
+    pub kind: String,
+    /// Since.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<DependencyRow> for TaskDependency {
+    fn from(d: DependencyRow) -> Self {
+        Self { kind: wire(&d.kind), task_id: d.task_id, depends_on_id: d.depends_on_id, created_at: d.created_at }
+    }
+}
+
+/// A document pinned to a task.
+#[derive(SimpleObject, Clone)]
+pub struct TaskDocument {
+    /// The document.
+    pub document_id: String,
+    /// `user` or `agent`.
+    pub pinned_by: String,
+    /// When.
+    pub pinned_at: DateTime<Utc>,
+}
+
+impl From<DocumentRow> for TaskDocument {
+    fn from(d: DocumentRow) -> Self {
+        Self { pinned_by: wire(&d.pinned_by), document_id: d.document_id, pinned_at: d.pinned_at }
+    }
+}
+
+/// One run of a task (a topic) with its hand-off.
+#[derive(SimpleObject, Clone)]
+pub struct TaskTopic {
+    /// The topic (conversation) id.
+    pub topic_id: String,
+    /// 1, 2, 3 … within the task.
+    pub seq: i64,
+    /// The run's operation.
+    pub operation_id: String,
+    /// The agent that ran it.
+    pub agent_id: String,
+    /// `running`, `completed`, `failed`, `canceled`, `timeout`.
+    pub status: String,
+    /// What started it.
+    pub trigger: String,
+    /// The worker's report: `{title, summary, keyFindings, nextAction}`.
+    pub handoff: Option<Json<serde_json::Value>>,
+    /// Error of a failed run.
+    pub error: Option<String>,
+    /// Reviewer's overall score.
+    pub review_score: Option<i64>,
+    /// Reviewer's verdict.
+    pub review_passed: Option<bool>,
+    /// Started.
+    pub started_at: DateTime<Utc>,
+    /// Ended.
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+impl From<TopicRow> for TaskTopic {
+    fn from(t: TopicRow) -> Self {
+        Self {
+            status: wire(&t.status),
+            trigger: wire(&t.trigger),
+            handoff: t.handoff.as_ref().map(json),
+            topic_id: t.topic_id,
+            seq: t.seq,
+            operation_id: t.operation_id,
+            agent_id: t.agent_id,
+            error: t.error,
+            review_score: t.review_score,
+            review_passed: t.review_passed,
+            started_at: t.started_at,
+            ended_at: t.ended_at,
+        }
+    }
+}
+
+/// A comment on a task.
+#[derive(SimpleObject, Clone)]
+pub struct TaskComment {
+    /// Its id.
+    pub comment_id: String,
+    /// `user` or `agent`.
+    pub author_kind: String,
+    /// The user or agent id.
+    pub author_id: String,
+    /// Text.
+    pub content: String,
+    /// The brief it answers.
+    pub brief_id: Option<String>,
+    /// The topic it concerns.
+    pub topic_id: Option<String>,
+    /// When.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<CommentRow> for TaskComment {
+    fn from(c: CommentRow) -> Self {
+        Self {
+            comment_id: c.comment_id,
+            author_kind: c.author_kind,
+            author_id: c.author_id,
+            content: c.content,
+            brief_id: c.brief_id,
+            topic_id: c.topic_id,
+            created_at: c.created_at,
+        }
+    }
+}
+
+/// A task's subtasks cut into layers that can run in parallel (identifiers).
+#[derive(SimpleObject, Clone)]
+pub struct SubtaskLayers {
+    /// Layers in order; each sorted.
+    pub layers: Vec<Vec<String>>,
+    /// How many subtasks the layers hold.
+    pub total_runnable: i32,
+    /// Completed or canceled.
+    pub already_done: Vec<String>,
+    /// Members of a dependency cycle.
+    pub cycles: Vec<String>,
+    /// Runnable but downstream of a cycle.
+    pub blocked_by_cycle: Vec<String>,
+    /// Held back by an upstream outside the subtree that is not done (or unknown).
+    pub blocked_externally: Vec<String>,
+    /// Running, scheduled or otherwise not startable.
+    pub ineligible: Vec<String>,
+}
+
+#[ComplexObject]
+impl TaskNode {
+    /// What this task depends on.
+    async fn dependencies(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
+        let rows = read::task_dependencies(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;
+        Ok(rows.into_iter().map(TaskDependency::from).collect())
+    }
+
+    /// The tasks that depend on this one.
+    async fn dependants(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
+        let rows = read::task_dependants(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;
+        Ok(rows.into_iter().map(TaskDependency::from).collect())
+    }
+
+    /// Pinned documents, in pin order.
+    async fn documents(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDocument>> {
+        let rows = read::task_documents(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;
+        Ok(rows.into_iter().map(TaskDocument::from).collect())
+    }
+
+    /// Runs, by sequence number.
+    async fn topics(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, TaskTopic>> {
+        let request = page_request(ctx, first, after)?;
+        let page = read::task_topics(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
+        Ok(connection(page, request.after.is_some(), TaskTopic::from))
+    }
+
+    /// Comments, oldest first.
+    async fn comments(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, TaskComment>> {
+        let request = page_request(ctx, first, after)?;
+        let page = read::task_comments(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
+        Ok(connection(page, request.after.is_some(), TaskComment::from))
+    }
+
+    /// Direct subtasks, oldest first.
+    async fn subtasks(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> GqlResult<Connection<String, TaskNode>> {
+        let request = page_request(ctx, first, after)?;
+        let filter = TaskFilter { parent_task_id: Some(self.task_id.clone()), ..Default::default() };
+        let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        Ok(connection(page, request.after.is_some(), TaskNode::from))
+    }
+
+    /// Every descendant cut by its `blocks` dependencies into layers that can run in parallel
+    /// (upstream's `planForParent`).
+    async fn layers(&self, ctx: &Context<'_>) -> GqlResult<SubtaskLayers> {
+        let plan = read::subtask_layers(&app(ctx).db, caller(ctx)?.owner(), &self.task_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("task", &self.task_id))?;
+        Ok(SubtaskLayers {
+            layers: plan.layers,
+            total_runnable: i32::try_from(plan.total_runnable).unwrap_or(i32::MAX),
+            already_done: plan.already_done,
+            cycles: plan.cycles,
+            blocked_by_cycle: plan.blocked_by_cycle,
+            blocked_externally: plan.blocked_externally,
+            ineligible: plan.ineligible,
+        })
+    }
+}
+
+/// Which tasks.
+#[derive(InputObject, Default)]
+pub struct TaskFilterInput {
+    /// Only this status.
+    pub status: Option<String>,
+    /// Only tasks assigned to this agent.
+    pub assignee_agent_id: Option<String>,
+    /// Only direct subtasks of this task.
+    pub parent_task_id: Option<String>,
+}
+
+/// Task queries.
+#[derive(Default)]
+pub struct TasksQuery;
+
+/// One task of the caller's (NOT_FOUND otherwise).
+pub async fn task_node(ctx: &Context<'_>, task_id: &str) -> Result<TaskNode, ApiError> {
+    let row = read::task(&app(ctx).db, caller(ctx)?.owner(), task_id).await?;
+    row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", task_id))
+}
+
+#[Object]
+impl TasksQuery {
+    /// One task by id or by identifier (`T-12`). NOT_FOUND when missing or someone else's.
+    async fn task(&self, ctx: &Context<'_>, id: Option<String>, identifier: Option<String>) -> GqlResult<TaskNode> {
+        match (id, identifier) {
+            (Some(id), None) => Ok(task_node(ctx, &id).await?),
+            (None, Some(identifier)) => {
+                let row = read::task_by_identifier(&app(ctx).db, caller(ctx)?.owner(), &identifier).await?;
+                Ok(row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", identifier))?)
+            }
+            _ => Err(ApiError::validation("task", "give exactly one of id and identifier").into()),
+        }
+    }
+
+    /// Tasks, oldest first.
+    async fn tasks(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        filter: Option<TaskFilterInput>,
+    ) -> GqlResult<Connection<String, TaskNode>> {
+        let request = page_request(ctx, first, after)?;
+        let input = filter.unwrap_or_default();
+        let filter = TaskFilter {
+            status: input.status.as_deref().map(|s| from_wire::<TaskStatus>("filter.status", s)).transpose()?,
+            assignee_agent_id: input.assignee_agent_id,
+            parent_task_id: input.parent_task_id,
+        };
+        let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        Ok(connection(page, request.after.is_some(), TaskNode::from))
+    }
+}
+
+/// What a task mutation answers.
+#[derive(SimpleObject)]
+pub struct TaskPayload {
+    /// The task after the command (read model, settled).
+    pub task: TaskNode,
+    /// Position of the last event appended (0 when nothing changed).
+    pub position: i64,
+}
+
+async fn run(
+    ctx: &Context<'_>,
+    id: &str,
+    command: TaskCommand,
+    actor: Option<Actor>,
+    request_id: Option<String>,
+) -> GqlResult<TaskPayload> {
+    let out = Commands::new(app(ctx), caller(ctx)?).command::<Task>(id, command, actor, request_id.as_deref()).await?;
+    Ok(TaskPayload { task: task_node(ctx, id).await?, position: out.position })
+}
+
+/// Task mutations.
+#[derive(Default)]
+pub struct TasksMutation;
+
+#[Object]
+impl TasksMutation {
+    /// Create a task (`{taskId, identifier, instruction, name?, description?, priority?,
+    /// parentTaskId?, assigneeAgentId?, automationMode?, heartbeat?, schedule?, maxTopics?,
+    /// config?}`); status backlog.
+    async fn create_task(
+        &self,
+        ctx: &Context<'_>,
+        input: Json<serde_json::Value>,
+        owner_id: Option<String>,
+        request_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        let create: agentlog_domain::task::CreateTask = decode("input", input)?;
+        let id = create.task_id.clone();
+        let commands = Commands::new(app(ctx), caller(ctx)?);
+        let out = commands
+            .create::<Task>(&id, TaskCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
+            .await?;
+        Ok(TaskPayload { task: task_node(ctx, &id).await?, position: out.position })
+    }
+
+    /// Change text fields or priority (`{name?, instruction?, description?, priority?}`).
+    async fn update_task(&self, ctx: &Context<'_>, id: String, patch: Json<serde_json::Value>) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::Update(decode("patch", patch)?), None, None).await
+    }
+
+    /// Assign an agent (or unassign with null).
+    async fn assign_task(&self, ctx: &Context<'_>, id: String, agent_id: Option<String>) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::Assign { agent_id }, None, None).await
+    }
+
+    /// How it runs on its own: `mode` `heartbeat`, `schedule` or null (manual); `heartbeat`
+    /// `{intervalSecs?, timeoutSecs?}`; `schedule` `{pattern?, timezone, maxExecutions?}`.
+    async fn configure_task_automation(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        mode: Option<String>,
+        heartbeat: Option<Json<serde_json::Value>>,
+        schedule: Option<Json<serde_json::Value>>,
+    ) -> GqlResult<TaskPayload> {
+        let mode = mode.as_deref().map(|m| from_wire::<AutomationMode>("mode", m)).transpose()?;
+        let heartbeat: HeartbeatConfig = heartbeat.map(|h| decode("heartbeat", h)).transpose()?.unwrap_or_default();
+        let schedule: ScheduleConfig = match schedule {
+            Some(s) => decode("schedule", s)?,
+            None => ScheduleConfig::default(),
+        };
+        run(ctx, &id, TaskCommand::ConfigureAutomation { mode, heartbeat, schedule }, None, None).await
+    }
+
+    /// Most topics (runs) allowed; null = unlimited.
+    async fn set_task_topic_quota(&self, ctx: &Context<'_>, id: String, max_topics: Option<i32>) -> GqlResult<TaskPayload> {
+        let max_topics = match max_topics {
+            Some(n) if n < 0 => return Err(ApiError::validation("maxTopics", "must not be negative").into()),
+            other => other.map(|n| n as u32),
+        };
+        run(ctx, &id, TaskCommand::SetTopicQuota { max_topics }, None, None).await
+    }
+
+    /// Replace the run settings (`{model?, provider?, pauseAfterTopic?, reviewEnabled?}`).
+    async fn configure_task(&self, ctx: &Context<'_>, id: String, config: Json<serde_json::Value>) -> GqlResult<TaskPayload> {
+        let config: TaskConfig = decode("config", config)?;
+        run(ctx, &id, TaskCommand::Configure(config), None, None).await
+    }
+
+    /// Move to another status (`backlog`, `paused`, `completed`, `failed` with `error`,
+    /// `canceled`; `running` is what `runTask` does).
+    async fn change_task_status(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        status: String,
+        error: Option<String>,
+        request_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        let to: TaskStatus = from_wire("status", &status)?;
+        run(ctx, &id, TaskCommand::ChangeStatus { to, error }, None, request_id).await
+    }
+
+    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); a `blocks`
+    /// edge that would close a cycle is refused.
+    async fn add_task_dependency(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        depends_on_id: String,
+        kind: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        let kind: DependencyKind = from_wire("kind", kind.as_deref().unwrap_or("blocks"))?;
+        let who = caller(ctx)?;
+        // The upstream must be the caller's too.
+        task_node(ctx, &depends_on_id).await?;
+        let graph = blocks_graph(ctx, who.owner(), &depends_on_id).await?;
+        run(ctx, &id, TaskCommand::AddDependency { depends_on_id, kind, graph }, None, None).await
+    }
+
+    /// Drop a dependency.
+    async fn remove_task_dependency(&self, ctx: &Context<'_>, id: String, depends_on_id: String) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::RemoveDependency { depends_on_id }, None, None).await
+    }
+
+    /// Pin a document (`pinnedBy` `user` (default) or `agent`).
+    async fn pin_task_document(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        document_id: String,
+        pinned_by: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        let pinned_by: PinnedBy = from_wire("pinnedBy", pinned_by.as_deref().unwrap_or("user"))?;
+        run(ctx, &id, TaskCommand::PinDocument { document_id, pinned_by }, None, None).await
+    }
+
+    /// Unpin a document.
+    async fn unpin_task_document(&self, ctx: &Context<'_>, id: String, document_id: String) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::UnpinDocument { document_id }, None, None).await
+    }
+
+    /// Comment, as the caller or (with `agentId`) as an agent.
+    #[allow(clippy::too_many_arguments)]
+    async fn add_task_comment(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        comment_id: String,
+        content: String,
+        agent_id: Option<String>,
+        brief_id: Option<String>,
+        topic_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        let who = caller(ctx)?;
+        let author = match agent_id {
+            Some(a) => CommentAuthor::Agent(a),
+            None => CommentAuthor::User(who.user_id.clone()),
+        };
+        run(ctx, &id, TaskCommand::AddComment { comment_id, author, content, brief_id, topic_id }, None, None).await
+    }
+
+    /// Delete a comment.
+    async fn delete_task_comment(&self, ctx: &Context<'_>, id: String, comment_id: String) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::DeleteComment { comment_id }, None, None).await
+    }
+
+    /// A worker's report that a run ended (`{topicId, status, handoff?, error?, errorCode?}`):
+    /// the hand-off becomes the next run's starting point.
+    async fn complete_task_topic(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        outcome: Json<serde_json::Value>,
+        request_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::CompleteTopic(decode("outcome", outcome)?), None, request_id).await
+    }
+
+    /// Cancel a running topic; the task pauses.
+    async fn cancel_task_topic(&self, ctx: &Context<'_>, id: String, topic_id: String) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::CancelTopic { topic_id }, None, None).await
+    }
+
+    /// A reviewer scored a topic (`score` 0–100; `scores` `[{rubricId, score, passed, reason?}]`).
+    async fn review_task_topic(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        topic_id: String,
+        score: i32,
+        passed: bool,
+        scores: Option<Json<serde_json::Value>>,
+    ) -> GqlResult<TaskPayload> {
+        let score = u8::try_from(score)
+            .ok()
+            .filter(|s| *s <= 100)
+            .ok_or_else(|| ApiError::validation("score", "must be 0 to 100"))?;
+        let scores: Vec<ReviewScore> = scores.map(|s| decode("scores", s)).transpose()?.unwrap_or_default();
+        run(ctx, &id, TaskCommand::ReviewTopic { topic_id, score, passed, scores }, None, None).await
+    }
+
+    /// The agent working on the task is alive.
+    async fn record_task_heartbeat(&self, ctx: &Context<'_>, id: String) -> GqlResult<TaskPayload> {
+        run(ctx, &id, TaskCommand::RecordHeartbeat, None, None).await
+    }
+
+    /// Start a run now: a new topic and its operation (kind `task`) under the assignee, in one
+    /// atomic append. Workers claim the operation like any other.
+    async fn run_task(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        topic_id: String,
+        operation_id: String,
+        request_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        let out = Commands::new(app(ctx), caller(ctx)?)
+            .run_task(&id, &topic_id, &operation_id, request_id.as_deref())
+            .await?;
+        Ok(TaskPayload { task: task_node(ctx, &id).await?, position: out })
+    }
+}
+
+/// The `blocks` edges reachable from `from` (for the cycle check of a new dependency), read
+/// from the read model breadth first.
+async fn blocks_graph(ctx: &Context<'_>, owner: Option<&str>, from: &str) -> Result<BlocksGraph, ApiError> {
+    let db = &app(ctx).db;
+    let mut graph = BlocksGraph::new();
+    let mut seen = std::collections::BTreeSet::from([from.to_string()]);
+    let mut frontier = vec![from.to_string()];
+    while let Some(task) = frontier.pop() {
+        for dep in read::task_dependencies(db, owner, &task).await? {
+            if dep.kind != DependencyKind::Blocks {
+                continue;
+            }
+            graph = graph.with_edge(&dep.task_id, &dep.depends_on_id);
+            if seen.insert(dep.depends_on_id.clone()) {
+                frontier.push(dep.depends_on_id);
+            }
+        }
+        if seen.len() > 10_000 {
+            return Err(ApiError::Limit("dependency graph larger than 10,000 tasks".into()));
+        }
+    }
+    Ok(graph)
+}
