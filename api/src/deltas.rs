@@ -91,8 +91,11 @@ impl DeltaHub {
                 return Err(DeltaError::Limit(format!("at most {MAX_PARTIALS} messages may stream at once")));
             }
         }
-        let partial =
-            inner.partials.entry(key).or_insert_with(|| Partial { owner: owner.to_string(), content: String::new(), touched: now });
+        let partial = inner.partials.entry(key).or_insert_with(|| Partial {
+            owner: owner.to_string(),
+            content: String::new(),
+            touched: now,
+        });
         if partial.owner != owner {
             return Err(DeltaError::NotYours(message_id.to_string()));
         }

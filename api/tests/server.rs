@@ -1,5 +1,6 @@
 //! The real server over real HTTP and websockets, on SQLite and on PostgreSQL.
 
+#[macro_use]
 mod support;
 
 use std::collections::HashSet;
@@ -277,17 +278,6 @@ async fn transport_ws(db: Db) {
 
 async fn legacy_ws(db: Db) {
     a_resumed_subscription_misses_nothing(db, "graphql-ws").await
-}
-
-macro_rules! both {
-    ($($f:ident as $name:ident),*) => { paste::paste! { $(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn [<$name _sqlite>]() { $f(Db::sqlite()).await }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn [<$name _postgres>]() {
-            if let Some(db) = Db::postgres(stringify!([<$name _postgres>])).await { $f(db).await }
-        }
-    )* } };
 }
 
 both!(

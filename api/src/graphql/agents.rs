@@ -434,7 +434,8 @@ impl AgentsMutation {
         let config: GroupConfig = decode("config", config)?;
         let members: Vec<GroupMember> = members.map(|m| decode("members", m)).transpose()?.unwrap_or_default();
         let command = GroupCommand::Create { group_id: id.clone(), title, config, members };
-        let out = Commands::new(app(ctx), caller(ctx)?).create::<Group>(&id, command, owner_id.as_deref(), None).await?;
+        let out =
+            Commands::new(app(ctx), caller(ctx)?).create::<Group>(&id, command, owner_id.as_deref(), None).await?;
         Ok(GroupPayload { group: group_node(ctx, &id).await?, position: out.position })
     }
 

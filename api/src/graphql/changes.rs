@@ -42,7 +42,13 @@ pub struct Change<T: OutputType> {
 
 /// Follow the log from `from` (exclusive), keep the events `keep` accepts, wait for the read
 /// models to include each, then `load` its row. Rows `load` answers `Skip` for are left out.
-fn follow<T, K, F, Fut>(state: AppState, from: i64, filter: EventFilter, keep: K, load: F) -> BoxStream<'static, GqlResult<Change<T>>>
+fn follow<T, K, F, Fut>(
+    state: AppState,
+    from: i64,
+    filter: EventFilter,
+    keep: K,
+    load: F,
+) -> BoxStream<'static, GqlResult<Change<T>>>
 where
     T: OutputType + Send + 'static,
     K: Fn(&RecordedEvent) -> bool + Send + Sync + 'static,
@@ -129,13 +135,19 @@ impl ChangesSubscription {
         };
         let stream = format!("operation-{id}");
         let filter = stream_filter(&who, &stream);
-        follow(state, from, filter, move |e| e.stream_id == stream, move |state, _| {
-            let (id, owner) = (id.clone(), who.owner().map(str::to_string));
-            async move {
-                let row = operations::get(&state.db, owner.as_deref(), &id).await?;
-                Ok(Loaded::Row(row.map(Operation::from)))
-            }
-        })
+        follow(
+            state,
+            from,
+            filter,
+            move |e| e.stream_id == stream,
+            move |state, _| {
+                let (id, owner) = (id.clone(), who.owner().map(str::to_string));
+                async move {
+                    let row = operations::get(&state.db, owner.as_deref(), &id).await?;
+                    Ok(Loaded::Row(row.map(Operation::from)))
+                }
+            },
+        )
     }
 
     /// Every change of one task after `fromPosition` (default: from now on).
@@ -160,10 +172,16 @@ impl ChangesSubscription {
         };
         let stream = format!("task-{id}");
         let filter = stream_filter(&who, &stream);
-        follow(state, from, filter, move |e| e.stream_id == stream, move |state, _| {
-            let (id, owner) = (id.clone(), who.owner().map(str::to_string));
-            async move { Ok(Loaded::Row(tasks::task(&state.db, owner.as_deref(), &id).await?.map(TaskNode::from))) }
-        })
+        follow(
+            state,
+            from,
+            filter,
+            move |e| e.stream_id == stream,
+            move |state, _| {
+                let (id, owner) = (id.clone(), who.owner().map(str::to_string));
+                async move { Ok(Loaded::Row(tasks::task(&state.db, owner.as_deref(), &id).await?.map(TaskNode::from))) }
+            },
+        )
     }
 
     /// Every change of one conversation (messages appended, edited, deleted, branches
@@ -190,13 +208,19 @@ impl ChangesSubscription {
         };
         let stream = format!("conversation-{topic_id}");
         let filter = stream_filter(&who, &stream);
-        follow(state, from, filter, move |e| e.stream_id == stream, move |state, _| {
-            let (id, owner) = (topic_id.clone(), who.owner().map(str::to_string));
-            async move {
-                let row = conversations::conversation(&state.db, owner.as_deref(), &id).await?;
-                Ok(Loaded::Row(row.map(ConversationNode::from)))
-            }
-        })
+        follow(
+            state,
+            from,
+            filter,
+            move |e| e.stream_id == stream,
+            move |state, _| {
+                let (id, owner) = (topic_id.clone(), who.owner().map(str::to_string));
+                async move {
+                    let row = conversations::conversation(&state.db, owner.as_deref(), &id).await?;
+                    Ok(Loaded::Row(row.map(ConversationNode::from)))
+                }
+            },
+        )
     }
 
     /// Briefs created for the caller (an admin: for anyone) after `fromPosition` (default:
@@ -216,13 +240,19 @@ impl ChangesSubscription {
         };
         let mut filter = EventFilter::types(["brief.created"]);
         filter.user_id = who.owner().map(str::to_string);
-        follow(state, from, filter, |_| true, move |state, event| {
-            let owner = who.owner().map(str::to_string);
-            async move {
-                let row = briefs::brief(&state.db, owner.as_deref(), &id_of(&event, "brief-")).await?;
-                Ok(Loaded::Row(row.map(BriefNode::from)))
-            }
-        })
+        follow(
+            state,
+            from,
+            filter,
+            |_| true,
+            move |state, event| {
+                let owner = who.owner().map(str::to_string);
+                async move {
+                    let row = briefs::brief(&state.db, owner.as_deref(), &id_of(&event, "brief-")).await?;
+                    Ok(Loaded::Row(row.map(BriefNode::from)))
+                }
+            },
+        )
     }
 
     /// Notifications created for the caller (an admin: for anyone) after `fromPosition`
@@ -242,16 +272,22 @@ impl ChangesSubscription {
         };
         let mut filter = EventFilter::types(["notification.created"]);
         filter.user_id = who.owner().map(str::to_string);
-        follow(state, from, filter, |_| true, move |state, event| {
-            let owner = who.owner().map(str::to_string);
-            async move {
-                let Some(id) = event.payload.get("notificationId").and_then(|v| v.as_str()) else {
-                    return Ok(Loaded::Skip);
-                };
-                let row = notifications::notification(&state.db, owner.as_deref(), id).await?;
-                Ok(Loaded::Row(row.map(NotificationNode::from)))
-            }
-        })
+        follow(
+            state,
+            from,
+            filter,
+            |_| true,
+            move |state, event| {
+                let owner = who.owner().map(str::to_string);
+                async move {
+                    let Some(id) = event.payload.get("notificationId").and_then(|v| v.as_str()) else {
+                        return Ok(Loaded::Skip);
+                    };
+                    let row = notifications::notification(&state.db, owner.as_deref(), id).await?;
+                    Ok(Loaded::Row(row.map(NotificationNode::from)))
+                }
+            },
+        )
     }
 
     /// Work for these agents: operations a worker can claim now (no lease, not paused, not
@@ -303,22 +339,28 @@ impl ChangesSubscription {
         filter.user_id = who.owner().map(str::to_string);
         filter.stream_prefix = Some("operation-".into());
         let agents = Arc::new(agent_ids);
-        let live = follow(state, from, filter, |_| true, move |state, event| {
-            let (owner, agents) = (who.owner().map(str::to_string), Arc::clone(&agents));
-            async move {
-                let row = operations::get(&state.db, owner.as_deref(), &id_of(&event, "operation-")).await?;
-                Ok(match row {
-                    Some(o)
-                        if o.lease.is_none()
-                            && matches!(o.status.as_str(), "idle" | "running")
-                            && agents.contains(&o.agent_id) =>
-                    {
-                        Loaded::Row(Some(Operation::from(o)))
-                    }
-                    _ => Loaded::Skip,
-                })
-            }
-        })
+        let live = follow(
+            state,
+            from,
+            filter,
+            |_| true,
+            move |state, event| {
+                let (owner, agents) = (who.owner().map(str::to_string), Arc::clone(&agents));
+                async move {
+                    let row = operations::get(&state.db, owner.as_deref(), &id_of(&event, "operation-")).await?;
+                    Ok(match row {
+                        Some(o)
+                            if o.lease.is_none()
+                                && matches!(o.status.as_str(), "idle" | "running")
+                                && agents.contains(&o.agent_id) =>
+                        {
+                            Loaded::Row(Some(Operation::from(o)))
+                        }
+                        _ => Loaded::Skip,
+                    })
+                }
+            },
+        )
         .filter_map(|c| std::future::ready(c.map(|c| c.node).transpose()));
         futures_util::stream::iter(backlog).chain(live).boxed()
     }

@@ -12,10 +12,10 @@ use futures_util::{StreamExt, stream::BoxStream};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::{
-    deltas::{DeltaError, MessageDelta},
-    metrics::SubscriberCount,
     commands::Commands,
+    deltas::{DeltaError, MessageDelta},
     error::{ApiError, GqlResult},
+    metrics::SubscriberCount,
 };
 
 /// A conversation (topic).
@@ -263,11 +263,7 @@ impl DeltasSubscription {
     /// Partial content of the topic's messages as workers write them: first a snapshot of each
     /// message being written, then every delta; `done` when the finished message was appended.
     /// A subscriber that falls behind gets fresh snapshots instead of the deltas it missed.
-    async fn message_deltas(
-        &self,
-        ctx: &Context<'_>,
-        topic_id: String,
-    ) -> BoxStream<'static, GqlResult<MessageDelta>> {
+    async fn message_deltas(&self, ctx: &Context<'_>, topic_id: String) -> BoxStream<'static, GqlResult<MessageDelta>> {
         if let Err(e) = conversation_node(ctx, &topic_id).await {
             return futures_util::stream::once(async move { Err(e.into()) }).boxed();
         }
@@ -275,19 +271,20 @@ impl DeltasSubscription {
         let counted = SubscriberCount::new(app(ctx).metrics.clone());
         let rx = hub.subscribe(&topic_id);
         let first = futures_util::stream::iter(hub.snapshots(&topic_id));
-        let live = futures_util::stream::unfold((rx, hub, topic_id, counted), |(mut rx, hub, topic, counted)| async move {
-            loop {
-                match rx.recv().await {
-                    Ok(d) => return Some((vec![d], (rx, hub, topic, counted))),
-                    Err(RecvError::Lagged(_)) => {
-                        let snaps = hub.snapshots(&topic);
-                        return Some((snaps, (rx, hub, topic, counted)));
+        let live =
+            futures_util::stream::unfold((rx, hub, topic_id, counted), |(mut rx, hub, topic, counted)| async move {
+                loop {
+                    match rx.recv().await {
+                        Ok(d) => return Some((vec![d], (rx, hub, topic, counted))),
+                        Err(RecvError::Lagged(_)) => {
+                            let snaps = hub.snapshots(&topic);
+                            return Some((snaps, (rx, hub, topic, counted)));
+                        }
+                        Err(RecvError::Closed) => return None,
                     }
-                    Err(RecvError::Closed) => return None,
                 }
-            }
-        })
-        .flat_map(futures_util::stream::iter);
+            })
+            .flat_map(futures_util::stream::iter);
         first.chain(live).map(Ok).boxed()
     }
 }
@@ -364,13 +361,17 @@ impl ConversationsMutation {
             Some(Value::Object(m)) => m,
             Some(_) => return Err(ApiError::validation("extra", "must be a JSON object").into()),
         };
-        let command =
-            ConversationCommand::EditMessage { message_id, content, metadata: metadata.map(|m| m.0), extra };
+        let command = ConversationCommand::EditMessage { message_id, content, metadata: metadata.map(|m| m.0), extra };
         run(ctx, &topic_id, command, None).await
     }
 
     /// Delete a message (soft: the tree keeps its place).
-    async fn delete_message(&self, ctx: &Context<'_>, topic_id: String, message_id: String) -> GqlResult<ConversationPayload> {
+    async fn delete_message(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        message_id: String,
+    ) -> GqlResult<ConversationPayload> {
         run(ctx, &topic_id, ConversationCommand::DeleteMessage { message_id }, None).await
     }
 

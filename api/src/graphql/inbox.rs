@@ -201,7 +201,11 @@ impl InboxQuery {
         let input = filter.unwrap_or_default();
         let filter = BriefFilter {
             brief_type: input.brief_type.as_deref().map(|t| from_wire::<BriefType>("filter.type", t)).transpose()?,
-            priority: input.priority.as_deref().map(|p| from_wire::<BriefPriority>("filter.priority", p)).transpose()?,
+            priority: input
+                .priority
+                .as_deref()
+                .map(|p| from_wire::<BriefPriority>("filter.priority", p))
+                .transpose()?,
             resolved: input.resolved,
             task_id: input.task_id,
         };

@@ -23,11 +23,26 @@ use crate::{auth::Caller, error::ApiError, state::AppState};
 
 /// All queries.
 #[derive(MergedObject, Default)]
-pub struct Query(events::EventsQuery, operations::OperationsQuery, tasks::TasksQuery, inbox::InboxQuery, conversations::ConversationsQuery, agents::AgentsQuery, analytics::AnalyticsQueryRoot);
+pub struct Query(
+    events::EventsQuery,
+    operations::OperationsQuery,
+    tasks::TasksQuery,
+    inbox::InboxQuery,
+    conversations::ConversationsQuery,
+    agents::AgentsQuery,
+    analytics::AnalyticsQueryRoot,
+);
 
 /// All mutations.
 #[derive(MergedObject, Default)]
-pub struct Mutation(operations::OperationsMutation, tasks::TasksMutation, inbox::InboxMutation, conversations::ConversationsMutation, agents::AgentsMutation, admin::AdminMutation);
+pub struct Mutation(
+    operations::OperationsMutation,
+    tasks::TasksMutation,
+    inbox::InboxMutation,
+    conversations::ConversationsMutation,
+    agents::AgentsMutation,
+    admin::AdminMutation,
+);
 
 /// All subscriptions.
 #[derive(MergedSubscription, Default)]

@@ -6,7 +6,9 @@ use agentlog_domain::task::{
     TaskCommand, TaskConfig, TaskStatus,
 };
 use agentlog_domain::{envelope::Actor, operation::ReviewScore};
-use agentlog_projections::tasks::{self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow};
+use agentlog_projections::tasks::{
+    self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow,
+};
 use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
@@ -431,7 +433,12 @@ impl TasksMutation {
     }
 
     /// Change text fields or priority (`{name?, instruction?, description?, priority?}`).
-    async fn update_task(&self, ctx: &Context<'_>, id: String, patch: Json<serde_json::Value>) -> GqlResult<TaskPayload> {
+    async fn update_task(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        patch: Json<serde_json::Value>,
+    ) -> GqlResult<TaskPayload> {
         run(ctx, &id, TaskCommand::Update(decode("patch", patch)?), None, None).await
     }
 
@@ -460,7 +467,12 @@ impl TasksMutation {
     }
 
     /// Most topics (runs) allowed; null = unlimited.
-    async fn set_task_topic_quota(&self, ctx: &Context<'_>, id: String, max_topics: Option<i32>) -> GqlResult<TaskPayload> {
+    async fn set_task_topic_quota(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        max_topics: Option<i32>,
+    ) -> GqlResult<TaskPayload> {
         let max_topics = match max_topics {
             Some(n) if n < 0 => return Err(ApiError::validation("maxTopics", "must not be negative").into()),
             other => other.map(|n| n as u32),
@@ -469,7 +481,12 @@ impl TasksMutation {
     }
 
     /// Replace the run settings (`{model?, provider?, pauseAfterTopic?, reviewEnabled?}`).
-    async fn configure_task(&self, ctx: &Context<'_>, id: String, config: Json<serde_json::Value>) -> GqlResult<TaskPayload> {
+    async fn configure_task(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        config: Json<serde_json::Value>,
+    ) -> GqlResult<TaskPayload> {
         let config: TaskConfig = decode("config", config)?;
         run(ctx, &id, TaskCommand::Configure(config), None, None).await
     }
@@ -506,7 +523,12 @@ impl TasksMutation {
     }
 
     /// Drop a dependency.
-    async fn remove_task_dependency(&self, ctx: &Context<'_>, id: String, depends_on_id: String) -> GqlResult<TaskPayload> {
+    async fn remove_task_dependency(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        depends_on_id: String,
+    ) -> GqlResult<TaskPayload> {
         run(ctx, &id, TaskCommand::RemoveDependency { depends_on_id }, None, None).await
     }
 

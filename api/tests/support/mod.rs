@@ -232,3 +232,16 @@ impl Ws {
         let _ = self.socket.close(None).await;
     }
 }
+
+/// Run `$f(db)` on SQLite and on PostgreSQL (`<name>_sqlite`, `<name>_postgres`); the
+/// PostgreSQL one is skipped (and says so) without `AGENTLOG_TEST_PG_URL`, and fails in CI.
+macro_rules! both {
+    ($($f:ident as $name:ident),*) => { paste::paste! { $(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn [<$name _sqlite>]() { $f(Db::sqlite()).await }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn [<$name _postgres>]() {
+            if let Some(db) = Db::postgres(stringify!([<$name _postgres>])).await { $f(db).await }
+        }
+    )* } };
+}
