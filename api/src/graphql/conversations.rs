@@ -273,16 +273,13 @@ impl DeltasSubscription {
         let first = futures_util::stream::iter(hub.snapshots(&topic_id));
         let live =
             futures_util::stream::unfold((rx, hub, topic_id, counted), |(mut rx, hub, topic, counted)| async move {
-                loop {
-                    match rx.recv().await {
-                        Ok(d) => return Some((vec![d], (rx, hub, topic, counted))),
-                        Err(RecvError::Lagged(_)) => {
-                            let snaps = hub.snapshots(&topic);
-                            return Some((snaps, (rx, hub, topic, counted)));
-                        }
-                        Err(RecvError::Closed) => return None,
-                    }
-                }
+                let batch = match rx.recv().await {
+                    Ok(d) => vec![d],
+                    // Fell behind: what it missed is in the snapshots.
+                    Err(RecvError::Lagged(_)) => hub.snapshots(&topic),
+                    Err(RecvError::Closed) => return None,
+                };
+                Some((batch, (rx, hub, topic, counted)))
             })
             .flat_map(futures_util::stream::iter);
         first.chain(live).map(Ok).boxed()
