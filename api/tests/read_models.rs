@@ -312,7 +312,32 @@ async fn subscriptions_follow_changes_and_deltas(db: Db) {
     s.stop();
 }
 
+async fn sources_are_received_once(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token(ALICE).await;
+    let bob = s.user_token("bob").await;
+    let emit = "mutation($id: String!, $t: String!) { emitSourceEvent(sourceId: $id, sourceType: $t, payload: {topicId: \"c1\"}, timestampMs: 1700000000000) { accepted position scopeKey } }";
+    let first = s.data(Some(&alice), emit, json!({"id": "src-1", "t": "agent.execution.completed"})).await;
+    assert_eq!(first["emitSourceEvent"]["accepted"], true, "{first}");
+    let again = s.data(Some(&alice), emit, json!({"id": "src-1", "t": "agent.execution.completed"})).await;
+    assert_eq!(again["emitSourceEvent"]["accepted"], false, "the same source id twice is one source: {again}");
+    let r = s.gql(Some(&bob), emit, json!({"id": "src-1", "t": "agent.execution.completed"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
+    let r = s.gql(Some(&alice), emit, json!({"id": "src-2", "t": "no.such.type"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let events = s
+        .data(
+            Some(&alice),
+            "{ events(filter: {eventTypes: [\"signal.source_received\"]}) { edges { node { streamId userId } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(events["events"]["edges"].as_array().map(Vec::len), Some(1), "{events}");
+    s.stop();
+}
+
 both!(
+    sources_are_received_once as sources_are_received_once,
     every_query_root_is_owner_isolated as read_model_roots_are_owner_isolated,
     notifications_dedupe_and_inbox as notifications_dedupe_never_conflicts,
     tasks_run_layers_and_briefs as tasks_run_layers_and_brief_approval,

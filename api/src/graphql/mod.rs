@@ -10,6 +10,7 @@ pub mod conversations;
 pub mod events;
 pub mod inbox;
 pub mod operations;
+pub mod sources;
 pub mod tasks;
 
 use agentlog_projections::page::{Page, PageRequest};
@@ -41,6 +42,7 @@ pub struct Mutation(
     inbox::InboxMutation,
     conversations::ConversationsMutation,
     agents::AgentsMutation,
+    sources::SourcesMutation,
     admin::AdminMutation,
 );
 
