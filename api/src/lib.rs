@@ -13,5 +13,6 @@ pub mod error;
 pub mod graphql;
 pub mod http;
 pub mod metrics;
+pub mod reactors;
 pub mod server;
 pub mod state;

@@ -16,6 +16,7 @@ use crate::{
     graphql::build_schema,
     http::{Http, router},
     metrics::Metrics,
+    reactors::Reactors,
     state::{ApiLimits, AppState},
 };
 
@@ -78,10 +79,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");
+    let reactors = Reactors::start(&state);
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving HTTP")?;
-    tracing::info!("shutting down: requests finished; closing the log");
+    tracing::info!("shutting down: requests finished; stopping reactors and projections, closing the log");
+    reactors.stop().await;
     state.runner.stop().await;
     state.store.close().await;
     Ok(())

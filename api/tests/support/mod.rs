@@ -21,6 +21,8 @@ pub enum Db {
     Sqlite(TempSqlite),
     /// A throwaway PostgreSQL database.
     Postgres(TempPostgres),
+    /// Another server's database (kept alive by that server).
+    Shared(String),
 }
 
 impl Db {
@@ -40,6 +42,7 @@ impl Db {
         match self {
             Db::Sqlite(f) => f.url(),
             Db::Postgres(p) => p.url.clone(),
+            Db::Shared(url) => url.clone(),
         }
     }
 }
@@ -96,6 +99,23 @@ impl Server {
             .map(|t| t.trim().to_string())
             .unwrap_or_default();
         Self { child, base: format!("http://{addr}"), admin_token, data_dir, db, client: reqwest::Client::new() }
+    }
+
+    /// A second server on this server's database, with its own data directory.
+    pub async fn sibling(&self) -> Server {
+        Server::start(Db::Shared(self.db.url())).await
+    }
+
+    /// Poll `query` until `done` holds for its data (at most 30 s); answers the last data.
+    pub async fn eventually(&self, token: &str, query: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let data = self.data(Some(token), query, json!({})).await;
+            if done(&data) || std::time::Instant::now() > deadline {
+                return data;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// POST a GraphQL request with an optional bearer token.

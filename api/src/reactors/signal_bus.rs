@@ -1,0 +1,153 @@
+//! The signal bus: runs the domain's built-in policies (`agentlog_domain::signal::policy`) for
+//! every new fact and appends what they call for — an operation that failed becomes an urgent
+//! error brief, a finished topic a result brief, a brief a notification, a question to a human
+//! a decision notification. Each reaction's command id is derived from the fact and the policy
+//! (`Context::reacting_to`), so its events carry the fact's chain and reacting twice — after a
+//! crash, or in two server processes — appends once.
+
+use agentlog_domain::{
+    aggregate::{Aggregate, DomainEvent},
+    brief::{Brief, BriefCommand, BriefEvent},
+    context::Context,
+    envelope::{Actor, RecordedEvent},
+    notification::{NotificationCommand, Notifications},
+    operation::{Operation, OperationEvent},
+    signal::policy::{self, Reaction, ids},
+    task::{Task, TaskEvent},
+};
+use agentlog_eventlog::{CommandError, EventFilter, EventLogError, fold_recorded};
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use super::checkpoint;
+use crate::{error::ApiError, state::AppState};
+
+/// The reactor's name (checkpoint, actor, command-id derivation).
+pub const NAME: &str = "signal-bus";
+
+/// The facts the built-in policies react to.
+pub const FACTS: [&str; 5] =
+    ["operation.failed", "operation.human_asked", "task.topic_failed", "task.topic_completed", "brief.created"];
+
+/// React to the log until `stop` turns true; a failure (the database gone, …) is logged and the
+/// bus resumes from its checkpoint a second later.
+pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        match follow(&state, &mut stop).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(error = %e, reactor = NAME, "reactor failed; resuming from its checkpoint"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+async fn follow(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ApiError> {
+    let from = checkpoint::load(&state.db, NAME).await?;
+    let mut facts = state.store.subscribe(from, EventFilter::types(FACTS));
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = stop.changed() => return Ok(()),
+            item = facts.next() => {
+                let Some(item) = item else {
+                    return Err(ApiError::Internal("the log subscription ended".into()));
+                };
+                let fact = item?;
+                react(state, &fact).await?;
+                checkpoint::save(&state.db, NAME, fact.position).await?;
+            }
+        }
+    }
+}
+
+/// The aggregate of `fact`'s stream as it was right after `fact` (what the policy saw).
+async fn state_at<A: Aggregate>(state: &AppState, fact: &RecordedEvent) -> Result<A, ApiError> {
+    let limit = usize::try_from(fact.stream_version).unwrap_or(usize::MAX);
+    let events = state.store.read_stream(&fact.stream_id, 1, limit).await?;
+    Ok(fold_recorded::<A>(&events, Some(fact.position))?.0)
+}
+
+fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ApiError> {
+    E::decode(&fact.event_type, fact.schema_version, &fact.payload)
+        .map_err(|e| ApiError::Internal(format!("event at {} cannot be decoded: {e}", fact.position)))
+}
+
+/// What the policies call for in answer to `fact`, each with the policy that called for it.
+pub async fn reactions(state: &AppState, fact: &RecordedEvent) -> Result<Vec<(&'static str, Reaction)>, ApiError> {
+    let tagged = |policy: &'static str, rs: Vec<Reaction>| rs.into_iter().map(move |r| (policy, r)).collect();
+    Ok(match decode_fact(fact)? {
+        Fact::Operation(OperationEvent::Failed(failed)) => {
+            let op = state_at::<Operation>(state, fact).await?;
+            tagged(ids::OPERATION_FAILED, policy::on_operation_failed(&op, &failed))
+        }
+        Fact::Operation(OperationEvent::HumanAsked(asked)) => {
+            let op = state_at::<Operation>(state, fact).await?;
+            tagged(ids::HUMAN_ASKED, policy::on_human_asked(&op, &asked))
+        }
+        Fact::Task(TaskEvent::TopicFailed(failed)) => {
+            let task = state_at::<Task>(state, fact).await?;
+            tagged(ids::TOPIC_FAILED, policy::on_topic_failed(&task, &failed))
+        }
+        Fact::Task(TaskEvent::TopicCompleted(completed)) => {
+            let task = state_at::<Task>(state, fact).await?;
+            tagged(ids::TOPIC_COMPLETED, policy::on_topic_completed(&task, &completed))
+        }
+        Fact::Brief(BriefEvent::Created(created)) => {
+            tagged(ids::BRIEF_NOTIFICATION, policy::on_brief_created(&created))
+        }
+        _ => Vec::new(),
+    })
+}
+
+enum Fact {
+    Operation(OperationEvent),
+    Task(TaskEvent),
+    Brief(BriefEvent),
+    Other,
+}
+
+fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ApiError> {
+    let prefix = fact.event_type.split('.').next().unwrap_or_default();
+    Ok(match prefix {
+        "operation" => Fact::Operation(decode(fact)?),
+        "task" => Fact::Task(decode(fact)?),
+        "brief" => Fact::Brief(decode(fact)?),
+        _ => Fact::Other,
+    })
+}
+
+/// Append what the policies call for in answer to `fact` (idempotently).
+pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    for (i, (policy_id, reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
+        let ctx = Context::reacting_to(fact, &format!("{policy_id}#{i}"), Actor::system(NAME));
+        let outcome = match reaction {
+            Reaction::CreateBrief(brief) => {
+                let id = brief.brief_id.clone();
+                state.handler.execute::<Brief>(&id, &BriefCommand::Create(brief), &ctx).await.map(|o| o.last_position())
+            }
+            Reaction::CreateNotification(n) => {
+                let user = n.user_id.clone();
+                let command = NotificationCommand::Create(n);
+                state.handler.execute::<Notifications>(&user, &command, &ctx).await.map(|o| o.last_position())
+            }
+        };
+        match outcome {
+            Ok(position) => {
+                tracing::debug!(policy = policy_id, fact = fact.position, position, "reacted");
+            }
+            // Deduplicated: the notification exists already.
+            Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
+            // The domain refused (e.g. the brief id taken with other content): nothing to retry.
+            Err(CommandError::Domain(e)) => {
+                tracing::warn!(policy = policy_id, fact = fact.position, error = %e, "a reaction was refused; skipped");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
