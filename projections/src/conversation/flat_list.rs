@@ -6,8 +6,6 @@
 //! output. This is the same procedure as an explicit stack of frames: each frame is one
 //! upstream call with its loop position saved, a "call" pushes frames, a finished frame pops.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
@@ -17,17 +15,15 @@ use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
 use super::processed::Processed;
+use super::rows::{GroupRow, Row};
 use super::virtual_message::{
-    GroupExtras, assistant_group, compare_from_children, compare_from_group, supervisor_content, tasks_message,
-    with_branch,
+    GroupExtras, assistant_group, compare_from_children, compare_from_group, group_value, tasks_message,
 };
 
-/// One flat-list row (borrowed from the input when unchanged) and its sort time.
-pub(crate) struct Row<'a> {
-    pub value: Cow<'a, Value>,
+/// One flat-list row and its sort time.
+pub(crate) struct Placed {
+    pub row: Row,
     pub time: f64,
-    /// The input message the row is (unchanged or with a `branch` marker), if any.
-    pub node: Option<u32>,
 }
 
 /// A `childrenMap` entry as read at call time (later narrowing does not affect it).
@@ -85,17 +81,17 @@ struct Builder<'i, 'a> {
     restricted: Vec<u32>,
     processed: Processed,
     groups_done: FastSet<&'a str>,
-    rows: Vec<Row<'a>>,
+    rows: Vec<Placed>,
 }
 
 /// Build the flat list (before parse's post-processing).
-pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
+pub(crate) fn build(ix: &Index<'_>) -> Vec<Placed> {
     let mut b = Builder {
         ix,
         restricted: vec![NONE; ix.nodes.len()],
         processed: Processed::new(ix),
         groups_done: FastSet::default(),
-        rows: Vec::new(),
+        rows: Vec::with_capacity(ix.nodes.len()),
     };
     // After indexing every message is reachable from a root (orphans are roots, cycles are
     // cut), so upstream's "no root: start at the first message's parent" case cannot arise.
@@ -120,9 +116,9 @@ pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
 
 /// Stable sort by time; a row without a usable time keeps the time of the row before it, so
 /// it stays where traversal put it (JS's NaN comparisons have no stable meaning).
-fn sort_rows(rows: &mut Vec<Row<'_>>) {
+fn sort_rows(rows: &mut Vec<Placed>) {
     let mut carried = f64::NEG_INFINITY;
-    let mut keyed: Vec<(f64, Row<'_>)> = Vec::with_capacity(rows.len());
+    let mut keyed: Vec<(f64, Placed)> = Vec::with_capacity(rows.len());
     for r in rows.drain(..) {
         if !r.time.is_nan() {
             carried = r.time;
@@ -153,18 +149,30 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn push_raw(&mut self, i: u32) {
         let node = self.ix.node(i);
-        self.rows.push(Row { value: node.row(), time: node.created, node: Some(i) });
+        self.rows.push(Placed { row: Row::Message { at: node.at, finish: true }, time: node.created });
     }
 
-    /// Push a virtual row. Its `createdAt` is the head's own value (groups, supervisor
-    /// bubbles) or a `Math.min` result, where `null` stands for JS NaN.
+    /// Push a tasks or compare row. Its `createdAt` is a `Math.min` result, where `null`
+    /// stands for JS NaN.
     fn push_value(&mut self, value: Value) {
         let min_row = matches!(value.get("role").and_then(Value::as_str), Some("tasks" | "groupTasks" | "compare"));
         let time = match value.get("createdAt") {
             Some(Value::Null) if min_row => f64::NAN,
             other => time_of(other),
         };
-        self.rows.push(Row { value: Cow::Owned(value), time, node: None });
+        self.rows.push(Placed { row: Row::Built(Box::new(value)), time });
+    }
+
+    /// Push a group row over `chain`; it sorts by its head's `createdAt`.
+    fn push_group(&mut self, group: GroupRow, chain: &[u32]) {
+        let time = chain.first().map_or(f64::NAN, |&h| self.ix.node(h).created);
+        self.rows.push(Placed { row: Row::Group(Box::new(group)), time });
+    }
+
+    /// Push a toolless supervisor turn's bubble; it sorts by the turn's `createdAt`.
+    fn push_supervisor(&mut self, i: u32) {
+        let node = self.ix.node(i);
+        self.rows.push(Placed { row: Row::Supervisor { at: node.at }, time: node.created });
     }
 
     fn step(&mut self, frame: &mut Frame) -> Step {
@@ -247,8 +255,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         return Step::Call(self.assistant_group_with_council(g));
                     }
                     if node.role == Role::Assistant && node.supervisor {
-                        let v = supervisor_content(self.ix, g);
-                        self.push_value(v);
+                        self.push_supervisor(g);
                     } else {
                         self.push_raw(g);
                     }
@@ -333,8 +340,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
         // 2b. Toolless supervisor turn.
         if node.role == Role::Assistant && node.supervisor && !node.has_tools {
-            let v = supervisor_content(ix, c);
-            self.push_value(v);
+            self.push_supervisor(c);
             self.mark(c);
             return Some(Step::Call1(build_frame(c)));
         }
@@ -369,8 +375,9 @@ impl<'i, 'a> Builder<'i, 'a> {
             let an = ix.node(active);
             if node.role == Role::User && an.role == Role::Assistant && an.has_tools {
                 let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), active, &mut self.processed);
-                let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
-                self.push_value(with_branch(v, count, index));
+                let mut group = assistant_group(ix, &chain, &tools, GroupExtras::default());
+                group.branch = Some((count as u32, index as u32));
+                self.push_group(group, &chain);
                 for &m in chain.iter().chain(&tools) {
                     self.mark(m);
                 }
@@ -380,8 +387,8 @@ impl<'i, 'a> Builder<'i, 'a> {
                     state: AfterState::Start,
                 }]));
             }
-            let v = with_branch(an.to_value(), count, index);
-            self.rows.push(Row { value: Cow::Owned(v), time: an.created, node: Some(active) });
+            let row = Row::Branch { at: an.at, count: count as u32, index: index as u32 };
+            self.rows.push(Placed { row, time: an.created });
             self.mark(active);
             return Some(Step::Call1(build_frame(active)));
         }
@@ -416,13 +423,13 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some((ids, vals)) => (ids, Some(vals)),
             None => (Vec::new(), None),
         };
-        let v = assistant_group(
+        let group = assistant_group(
             ix,
             &chain,
             &tools,
             GroupExtras { signal_blocks: &signal_blocks, task_completions: &completions, council: members },
         );
-        self.push_value(v);
+        self.push_group(group, &chain);
         for &m in chain.iter().chain(&tools) {
             self.mark(m);
         }
@@ -446,8 +453,8 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some((ids, vals)) => (ids, Some(vals)),
             None => (Vec::new(), None),
         };
-        let v = assistant_group(ix, &chain, &tools, GroupExtras { council: members, ..GroupExtras::default() });
-        self.push_value(v);
+        let group = assistant_group(ix, &chain, &tools, GroupExtras { council: members, ..GroupExtras::default() });
+        self.push_group(group, &chain);
         for &m in chain.iter().chain(&tools) {
             self.mark(m);
         }
@@ -497,7 +504,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         if node.role == Role::Assistant && node.has_tools {
             let mut fresh: FastSet<u32> = FastSet::default();
             let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), m, &mut fresh);
-            let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
+            let v = group_value(ix, &assistant_group(ix, &chain, &tools, GroupExtras::default()));
             for &x in chain.iter().chain(&tools) {
                 self.mark(x);
             }

@@ -4,8 +4,6 @@
 //! through untouched); a [`Node`] borrows one and caches every field a decision depends on,
 //! already reduced to the JS semantics upstream applies to it.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use super::diagnostics::Diagnostic;
@@ -60,7 +58,6 @@ impl Signal<'_> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Prepared<'a> {
     pub input_index: usize,
-    pub value: &'a Value,
     pub map: &'a Map<String, Value>,
     pub agent_override: Option<&'a Value>,
 }
@@ -87,20 +84,20 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
     }
 
     let mut out = Vec::with_capacity(last.len());
-    for (i, value, map, id) in valid {
+    for (i, _, map, id) in valid {
         let kept = last.get(id).copied().unwrap_or(i);
         if kept != i {
             diags.push(Diagnostic::DuplicateId { id: id.to_owned(), dropped_index: i, kept_index: kept });
             continue;
         }
-        out.push(Prepared { input_index: i, value, map, agent_override: sub_agent_override(map) });
+        out.push(Prepared { input_index: i, map, agent_override: sub_agent_override(map) });
     }
     out
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
 /// with `agentId = subAgentId`, so chains never merge across agents.
-fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
+pub(crate) fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
     let meta = map.get("metadata");
     let is_sub = field(meta, "scope").and_then(Value::as_str) == Some("sub_agent");
     let sub_id = field(meta, "subAgentId");
@@ -113,8 +110,8 @@ fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
 /// Everything one message contributes to parser decisions.
 #[derive(Debug)]
 pub(crate) struct Node<'a> {
-    /// The input message (rows that need no change borrow it).
-    pub value: &'a Value,
+    /// Position of the message in the input (what rows name it by).
+    pub at: u32,
     pub map: &'a Map<String, Value>,
     /// `agentId` after the `sub_agent` rewrite, when it applies.
     pub agent_override: Option<&'a Value>,
@@ -146,12 +143,6 @@ pub(crate) struct Node<'a> {
     pub parent_id: Option<&'a Value>,
     /// `role === 'compressedGroup'`.
     pub compressed_group: bool,
-    /// `role === 'assistant' && metadata.isSupervisor`: re-roled in post-processing.
-    pub legacy_supervisor: bool,
-    /// No truthy `usage` but a truthy `metadata.usage`: hoisted in the flat list.
-    pub hoist_usage: bool,
-    /// A still-assistant with tools and metadata: messageMap reduces its metadata.
-    pub reduce_metadata: bool,
 }
 
 /// The top-level fields parse reads, found in one pass over the message's map.
@@ -262,14 +253,10 @@ impl<'a> Node<'a> {
             None
         };
         let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
-        let legacy_supervisor = role == Role::Assistant && truthy(md.is_supervisor);
         Node {
             parent_id: f.parent_id,
             compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
-            legacy_supervisor,
-            hoist_usage: !truthy(f.usage) && truthy(md.usage),
-            reduce_metadata: !legacy_supervisor && role == Role::Assistant && non_empty(f.tools) && truthy(f.metadata),
-            value: p.value,
+            at: p.input_index as u32,
             map,
             agent_override: p.agent_override,
             id,
@@ -322,13 +309,5 @@ impl<'a> Node<'a> {
     /// The message as an owned JSON value.
     pub(crate) fn to_value(&self) -> Value {
         Value::Object(self.owned_map(&[]))
-    }
-
-    /// The message as a row: the input itself unless the `sub_agent` rewrite changed it.
-    pub(crate) fn row(&self) -> Cow<'a, Value> {
-        match self.agent_override {
-            None => Cow::Borrowed(self.value),
-            Some(_) => Cow::Owned(self.to_value()),
-        }
     }
 }

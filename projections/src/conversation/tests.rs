@@ -5,15 +5,34 @@ use serde_json::{Value, json};
 
 use super::{ContextNode, Diagnostic, ParseResult, parse, parse_document};
 
-fn run(messages: Value) -> ParseResult<'static> {
-    parse(messages.as_array().expect("array"), None).into_owned()
+/// A parse result as plain JSON values, for indexing in assertions.
+struct Parsed {
+    context_tree: Vec<ContextNode>,
+    flat_list: Vec<Value>,
+    message_map: serde_json::Map<String, Value>,
+    diagnostics: Vec<Diagnostic>,
 }
 
-fn flat_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
+impl From<ParseResult<'_>> for Parsed {
+    fn from(r: ParseResult<'_>) -> Parsed {
+        let message_map = match r.message_map().to_value() {
+            Value::Object(m) => m,
+            other => panic!("messageMap is not an object: {other}"),
+        };
+        let flat_list = r.flat_list().to_values();
+        Parsed { flat_list, message_map, context_tree: r.context_tree, diagnostics: r.diagnostics }
+    }
+}
+
+fn run(messages: Value) -> Parsed {
+    parse(messages.as_array().expect("array"), None).into()
+}
+
+fn flat_ids(r: &Parsed) -> Vec<&str> {
     r.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 
-fn tree_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
+fn tree_ids(r: &Parsed) -> Vec<&str> {
     r.context_tree
         .iter()
         .map(|n| match n {
@@ -184,7 +203,7 @@ fn message_groups_compare_path() {
     ]);
     let doc =
         json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
-    let r = parse_document(&doc).unwrap();
+    let r: Parsed = parse_document(&doc).unwrap().into();
     assert_eq!(flat_ids(&r), ["grp", "u2"]);
     let row = &r.flat_list[0];
     assert_eq!(row["role"], "compare");
@@ -200,7 +219,7 @@ fn message_groups_compare_path() {
     assert_eq!(tree[1]["id"], "compare-grp-1");
     assert_eq!(tree.as_array().unwrap().len(), 2);
     // Without messageGroups the groupId is inert.
-    let plain = parse(messages.as_array().unwrap(), None);
+    let plain: Parsed = parse(messages.as_array().unwrap(), None).into();
     assert_eq!(flat_ids(&plain), ["c1", "c2", "u2"]);
 }
 
