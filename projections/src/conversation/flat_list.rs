@@ -15,10 +15,8 @@ use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
 use super::processed::Processed;
-use super::rows::{GroupRow, Row};
-use super::virtual_message::{
-    GroupExtras, assistant_group, compare_from_children, compare_from_group, group_value, tasks_message,
-};
+use super::rows::{BuiltRow, GroupRow, Item, Row};
+use super::virtual_message::{GroupExtras, assistant_group, compare_from_children, compare_from_group, tasks_message};
 
 /// One flat-list row and its sort time.
 pub(crate) struct Placed {
@@ -154,13 +152,12 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     /// Push a tasks or compare row. Its `createdAt` is a `Math.min` result, where `null`
     /// stands for JS NaN.
-    fn push_value(&mut self, value: Value) {
-        let min_row = matches!(value.get("role").and_then(Value::as_str), Some("tasks" | "groupTasks" | "compare"));
-        let time = match value.get("createdAt") {
-            Some(Value::Null) if min_row => f64::NAN,
+    fn push_built(&mut self, row: BuiltRow) {
+        let time = match row.fields.get("createdAt") {
+            Some(Value::Null) => f64::NAN,
             other => time_of(other),
         };
-        self.rows.push(Placed { row: Row::Built(Box::new(value)), time });
+        self.rows.push(Placed { row: Row::Built(Box::new(row)), time });
     }
 
     /// Push a group row over `chain`; it sorts by its head's `createdAt`.
@@ -303,7 +300,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         }
         sorted.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
         let v = tasks_message(ix, parent, &sorted, agents.len() > 1);
-        self.push_value(v);
+        self.push_built(v);
         Some(BuildState::TasksRest { non_task, tasks, i: 0 })
     }
 
@@ -324,8 +321,9 @@ impl<'i, 'a> Builder<'i, 'a> {
         {
             let members: Vec<u32> = node.group_id.and_then(|g| ix.group_members.get(g)).cloned().unwrap_or_default();
             let v = compare_from_group(ix, group.id, group.mode, group.parent_message_id, &members);
-            let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
-            self.push_value(v);
+            let active =
+                v.fields.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
+            self.push_built(v);
             for &m in &members {
                 self.mark(m);
             }
@@ -359,8 +357,9 @@ impl<'i, 'a> Builder<'i, 'a> {
             self.push_raw(c);
             self.mark(c);
             let v = self.compare_row(c, &child_ids);
-            let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
-            self.push_value(v);
+            let active =
+                v.fields.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
+            self.push_built(v);
             return active.map(|a| Step::Call1(build_frame(a)));
         }
 
@@ -470,7 +469,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     /// `collectCouncilMembers`: members are the supervisor's other non-tool children (server
     /// shape) or else the council tool's (legacy shape); the tool's own children (barrier
     /// anchors) are consumed.
-    fn collect_council(&mut self, tools: &[u32]) -> Option<(Vec<u32>, Vec<Value>)> {
+    fn collect_council(&mut self, tools: &[u32]) -> Option<(Vec<u32>, Vec<Item>)> {
         let ix = self.ix;
         let &tool = tools.iter().find(|&&t| ix.node(t).agent_council)?;
         let open_non_tool = |b: &Self, of: u32| -> Vec<u32> {
@@ -498,25 +497,25 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     /// A compare column or council member: a tool-using assistant becomes its own group
     /// (chain collected with a fresh visited set, as upstream), anything else the raw message.
-    fn column_value(&mut self, m: u32) -> Value {
+    fn column_value(&mut self, m: u32) -> Item {
         let ix = self.ix;
         let node = ix.node(m);
         if node.role == Role::Assistant && node.has_tools {
             let mut fresh: FastSet<u32> = FastSet::default();
             let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), m, &mut fresh);
-            let v = group_value(ix, &assistant_group(ix, &chain, &tools, GroupExtras::default()));
+            let group = assistant_group(ix, &chain, &tools, GroupExtras::default());
             for &x in chain.iter().chain(&tools) {
                 self.mark(x);
             }
-            v
+            Item::Group(group)
         } else {
             self.mark(m);
-            node.to_value()
+            Item::Message(node.at)
         }
     }
 
     /// `createCompareMessageFromChildIds`.
-    fn compare_row(&mut self, parent: u32, child_ids: &[u32]) -> Value {
+    fn compare_row(&mut self, parent: u32, child_ids: &[u32]) -> BuiltRow {
         let mut active = None;
         let mut columns = Vec::with_capacity(child_ids.len());
         for &c in child_ids {

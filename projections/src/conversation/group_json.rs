@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::indexing::NONE;
 use super::js::{field, non_empty, truthy};
 use super::message::sub_agent_override;
-use super::rows::{BranchJson, GroupRow, Keys, id_of, object, write_patched};
+use super::rows::{BranchJson, GroupRow, ItemsJson, Keys, id_of, object, write_patched};
 use super::usage::{Aggregate, UsageView, is_usage_key, step_usage};
 
 /// Keys of the head message a group or supervisor row replaces or deletes (never copied).
@@ -284,6 +284,7 @@ impl Serialize for Children<'_, '_, '_> {
         }
         if let Some(members) = &g.row.council {
             let head = g.row.chain.first().map_or("undefined", |&h| id_of(g.input, h));
+            let members = ItemsJson { input: g.input, items: members, columns: false };
             seq.serialize_element(&Council { members, id: format!("council-{head}") })?;
         }
         seq.end()
@@ -292,7 +293,7 @@ impl Serialize for Children<'_, '_, '_> {
 
 /// `{content: '', council: [...], id}`.
 struct Council<'a> {
-    members: &'a [Value],
+    members: ItemsJson<'a>,
     id: String,
 }
 
@@ -300,7 +301,7 @@ impl Serialize for Council<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(3))?;
         m.serialize_entry("content", "")?;
-        m.serialize_entry("council", self.members)?;
+        m.serialize_entry("council", &self.members)?;
         m.serialize_entry("id", &self.id)?;
         m.end()
     }

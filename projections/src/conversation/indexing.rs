@@ -90,15 +90,16 @@ pub(crate) struct Index<'a> {
 
 impl<'a> Index<'a> {
     /// Build the index over prepared messages and message groups.
+    /// `by_id` maps each prepared message's id to its position.
     pub(crate) fn build(
         input: &'a [Value],
         prepared: &[Prepared<'a>],
+        by_id: FastMap<&'a str, u32>,
         groups: &'a [Value],
         diags: &mut Vec<Diagnostic>,
     ) -> Index<'a> {
         let mut nodes: Vec<Node<'a>> = prepared.iter().enumerate().map(|(pos, p)| Node::read(p, pos)).collect();
         let n = nodes.len();
-        let by_id: FastMap<&'a str, u32> = nodes.iter().enumerate().map(|(i, node)| (node.id, i as u32)).collect();
 
         resolve_tool_results(&mut nodes, &by_id);
         let redirect = compressed_redirects(&nodes);

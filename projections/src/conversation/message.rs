@@ -53,19 +53,24 @@ impl Signal<'_> {
     }
 }
 
-/// A message after pre-processing: its input position, the input object, and the `agentId`
-/// the `sub_agent` rewrite gives it (applied whenever the message is read or copied).
+/// A message after pre-processing: its input position, the input object and its id.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Prepared<'a> {
     pub input_index: usize,
     pub map: &'a Map<String, Value>,
-    pub agent_override: Option<&'a Value>,
+    pub id: &'a str,
 }
 
-/// Validate the input array, apply the `sub_agent` rewrite and drop duplicate ids (keeping the
-/// last, as upstream's `messageMap` does), reporting what was skipped.
-pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) -> Vec<Prepared<'a>> {
-    let mut valid: Vec<(usize, &'a Value, &'a Map<String, Value>, &'a str)> = Vec::with_capacity(messages.len());
+/// Validate the input array and drop duplicate ids (keeping the last, as upstream's
+/// `messageMap` does), reporting what was skipped. Also returns id → position among the kept
+/// messages.
+pub(crate) fn prepare<'a>(
+    messages: &'a [Value],
+    diags: &mut Vec<Diagnostic>,
+) -> (Vec<Prepared<'a>>, FastMap<&'a str, u32>) {
+    let mut out: Vec<Prepared<'a>> = Vec::with_capacity(messages.len());
+    let mut by_id: FastMap<&'a str, u32> = FastMap::with_capacity_and_hasher(messages.len(), Default::default());
+    let mut duplicates = false;
     for (i, v) in messages.iter().enumerate() {
         let Some(map) = v.as_object() else {
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "not an object".to_owned() });
@@ -75,24 +80,27 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "no string `id`".to_owned() });
             continue;
         };
-        valid.push((i, v, map, id));
+        duplicates |= by_id.insert(id, out.len() as u32).is_some();
+        out.push(Prepared { input_index: i, map, id });
     }
-
-    let mut last: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(valid.len(), Default::default());
-    for &(i, _, _, id) in &valid {
-        last.insert(id, i);
-    }
-
-    let mut out = Vec::with_capacity(last.len());
-    for (i, _, map, id) in valid {
-        let kept = last.get(id).copied().unwrap_or(i);
-        if kept != i {
-            diags.push(Diagnostic::DuplicateId { id: id.to_owned(), dropped_index: i, kept_index: kept });
-            continue;
+    if duplicates {
+        // Rare: keep only each id's last occurrence (`by_id` names it), then renumber.
+        let valid = std::mem::take(&mut out);
+        for p in &valid {
+            let kept = by_id.get(p.id).map_or(p.input_index, |&k| valid[k as usize].input_index);
+            if kept != p.input_index {
+                diags.push(Diagnostic::DuplicateId {
+                    id: p.id.to_owned(),
+                    dropped_index: p.input_index,
+                    kept_index: kept,
+                });
+                continue;
+            }
+            out.push(*p);
         }
-        out.push(Prepared { input_index: i, map, agent_override: sub_agent_override(map) });
+        by_id = out.iter().enumerate().map(|(pos, p)| (p.id, pos as u32)).collect();
     }
-    out
+    (out, by_id)
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
@@ -158,7 +166,6 @@ struct Fields<'a> {
     agent_id: Option<&'a Value>,
     tool_call_id: Option<&'a Value>,
     parent_id: Option<&'a Value>,
-    usage: Option<&'a Value>,
 }
 
 impl<'a> Fields<'a> {
@@ -176,7 +183,6 @@ impl<'a> Fields<'a> {
                 "agentId" => &mut f.agent_id,
                 "tool_call_id" => &mut f.tool_call_id,
                 "parentId" => &mut f.parent_id,
-                "usage" => &mut f.usage,
                 _ => continue,
             };
             *slot = Some(v);
@@ -196,7 +202,8 @@ struct MetaFields<'a> {
     agent_council: Option<&'a Value>,
     orchestration_role: Option<&'a Value>,
     agent_dispatch: Option<&'a Value>,
-    usage: Option<&'a Value>,
+    scope: Option<&'a Value>,
+    sub_agent_id: Option<&'a Value>,
 }
 
 impl<'a> MetaFields<'a> {
@@ -215,7 +222,8 @@ impl<'a> MetaFields<'a> {
                 "agentCouncil" => &mut f.agent_council,
                 "orchestrationRole" => &mut f.orchestration_role,
                 "agentDispatch" => &mut f.agent_dispatch,
-                "usage" => &mut f.usage,
+                "scope" => &mut f.scope,
+                "subAgentId" => &mut f.sub_agent_id,
                 _ => continue,
             };
             *slot = Some(v);
@@ -229,7 +237,7 @@ impl<'a> Node<'a> {
     pub(crate) fn read(p: &Prepared<'a>, pos: usize) -> Node<'a> {
         let map = p.map;
         let f = Fields::of(map);
-        let id = f.id.and_then(Value::as_str).unwrap_or_default();
+        let id = p.id;
         let role = match f.role.and_then(Value::as_str) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
@@ -239,6 +247,11 @@ impl<'a> Node<'a> {
             _ => Role::Other,
         };
         let md = MetaFields::of(f.metadata);
+        // `sub_agent_override`, from the fields already read.
+        let agent_override = match (md.scope.and_then(Value::as_str), md.sub_agent_id) {
+            (Some("sub_agent"), Some(sub)) if truthy(Some(sub)) => Some(sub),
+            _ => None,
+        };
         let tools_arr = f.tools.and_then(Value::as_array);
         let has_tools = tools_arr.is_some_and(|t| !t.is_empty());
         let signal = if role == Role::Assistant && !non_empty(f.tools) {
@@ -258,7 +271,7 @@ impl<'a> Node<'a> {
             compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
             at: p.input_index as u32,
             map,
-            agent_override: p.agent_override,
+            agent_override,
             id,
             role,
             created: time_of(f.created_at),
@@ -267,7 +280,7 @@ impl<'a> Node<'a> {
             thread: truthy(f.thread_id),
             thread_id: f.thread_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
             group_id: f.group_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
-            agent: Key::of(p.agent_override.or(f.agent_id), pos),
+            agent: Key::of(agent_override.or(f.agent_id), pos),
             tool_call_id: Key::of(f.tool_call_id, pos),
             tools: tools_arr
                 .map(|arr| {
@@ -291,23 +304,5 @@ impl<'a> Node<'a> {
             Some(agent) if key == "agentId" => Some(agent),
             _ => self.map.get(key),
         }
-    }
-
-    /// The message as an owned object, without `skip` keys (callers that replace or delete
-    /// keys never copy them).
-    pub(crate) fn owned_map(&self, skip: &[&str]) -> Map<String, Value> {
-        let mut out: Map<String, Value> =
-            self.map.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if let Some(agent) = self.agent_override
-            && !skip.contains(&"agentId")
-        {
-            out.insert("agentId".to_owned(), agent.clone());
-        }
-        out
-    }
-
-    /// The message as an owned JSON value.
-    pub(crate) fn to_value(&self) -> Value {
-        Value::Object(self.owned_map(&[]))
     }
 }

@@ -98,8 +98,8 @@ pub fn parse_document(doc: &Value) -> Result<ParseResult<'_>, InputError> {
 /// Upstream's `parse(messages, messageGroups?)`.
 pub fn parse<'a>(messages: &'a [Value], message_groups: Option<&'a [Value]>) -> ParseResult<'a> {
     let mut diagnostics = Vec::new();
-    let prepared = message::prepare(messages, &mut diagnostics);
-    let index = indexing::Index::build(messages, &prepared, message_groups.unwrap_or(&[]), &mut diagnostics);
+    let (prepared, by_id) = message::prepare(messages, &mut diagnostics);
+    let index = indexing::Index::build(messages, &prepared, by_id, message_groups.unwrap_or(&[]), &mut diagnostics);
     let context_tree = context_tree::build(&index);
     let placed = flat_list::build(&index);
     let rows = finish::flat_list(&index, placed);

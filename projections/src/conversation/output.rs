@@ -179,7 +179,7 @@ impl<'r> FlatRow<'r> {
         match self.row {
             Row::Message { at, .. } | Row::Branch { at, .. } | Row::Supervisor { at } => Some(id_of(self.input, *at)),
             Row::Group(g) => g.chain.first().map(|&h| id_of(self.input, h)),
-            Row::Built(v) => v.get("id").and_then(Value::as_str),
+            Row::Built(b) => b.fields.get("id").and_then(Value::as_str),
         }
     }
 

@@ -9,7 +9,7 @@
 //! Objects are written with their keys in byte order, as a `serde_json::Map` holds them, so
 //! the bytes are the same as serialising the equivalent `Value`.
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use super::group_json::{GroupJson, SupervisorJson};
@@ -28,8 +28,84 @@ pub(crate) enum Row {
     Group(Box<GroupRow>),
     /// `createSupervisorContentMessage`: a toolless supervisor turn as a one-block bubble.
     Supervisor { at: u32 },
-    /// A row built whole (tasks, compare: rare, and they embed copies upstream makes too).
-    Built(Box<Value>),
+    /// A tasks or compare row.
+    Built(Box<BuiltRow>),
+}
+
+/// A message (as given) or a group embedded in a row.
+#[derive(Debug, Clone)]
+pub(crate) enum Item {
+    Message(u32),
+    Group(GroupRow),
+}
+
+/// A tasks or compare row: its own small fields, and the messages or groups it embeds.
+#[derive(Debug, Clone)]
+pub(crate) struct BuiltRow {
+    /// Every key but `list_key`.
+    pub fields: Map<String, Value>,
+    /// `tasks` or `columns`.
+    pub list_key: &'static str,
+    pub items: Vec<Item>,
+    /// Compare columns: each item is a one-element array.
+    pub columns: bool,
+}
+
+/// An item with the input it points into.
+struct ItemJson<'r> {
+    input: &'r [Value],
+    item: &'r Item,
+}
+
+impl Serialize for ItemJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.item {
+            Item::Message(at) => {
+                MessageJson { map: object(self.input, *at), mode: Mode::AsGiven, branch: None }.serialize(s)
+            }
+            Item::Group(g) => GroupJson::new(self.input, g).serialize(s),
+        }
+    }
+}
+
+/// Embedded items as a JSON array (compare columns: an array of one-element arrays).
+pub(crate) struct ItemsJson<'r> {
+    pub input: &'r [Value],
+    pub items: &'r [Item],
+    pub columns: bool,
+}
+
+impl Serialize for ItemsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.items.len()))?;
+        for item in self.items {
+            let one = ItemJson { input: self.input, item };
+            if self.columns {
+                seq.serialize_element(&[one])?;
+            } else {
+                seq.serialize_element(&one)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for BuiltJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let b = self.row;
+        let mut m = s.serialize_map(None)?;
+        let items = ItemsJson { input: self.input, items: &b.items, columns: b.columns };
+        write_patched(&mut m, b.fields.iter().map(|(k, v)| (k.as_str(), v)), &[], &[b.list_key], |m, k| {
+            m.serialize_entry(k, &items)
+        })?;
+        m.end()
+    }
+}
+
+/// A built row with the input it points into.
+struct BuiltJson<'r> {
+    input: &'r [Value],
+    row: &'r BuiltRow,
 }
 
 /// An assistant group: the chain and what the parse resolved about it.
@@ -41,7 +117,7 @@ pub(crate) struct GroupRow {
     /// that answers it (`NONE`: the call is written as given).
     pub results: Vec<u32>,
     /// The council block's members (only when there are several).
-    pub council: Option<Vec<Value>>,
+    pub council: Option<Vec<Item>>,
     /// Signal-callback blocks: the source tool and its callbacks by sequence.
     pub signal_blocks: Vec<(u32, Vec<u32>)>,
     /// Task-completion turns, by time.
@@ -72,7 +148,7 @@ impl Serialize for RowJson<'_> {
             }
             Row::Group(g) => GroupJson::new(self.input, g).serialize(s),
             Row::Supervisor { at } => SupervisorJson { map: object(self.input, *at) }.serialize(s),
-            Row::Built(v) => v.serialize(s),
+            Row::Built(b) => BuiltJson { input: self.input, row: b }.serialize(s),
         }
     }
 }

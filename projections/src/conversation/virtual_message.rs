@@ -5,17 +5,16 @@ use serde_json::{Map, Value};
 
 use super::collector::SignalBlock;
 use super::fast_hash::FastMap;
-use super::group_json::GroupJson;
 use super::indexing::{Index, NONE};
 use super::js::{Key, js_number, time_of};
-use super::rows::GroupRow;
+use super::rows::{BuiltRow, GroupRow, Item};
 
 /// What only the full group rule (upstream priority 2) adds to a group.
 #[derive(Default)]
 pub(crate) struct GroupExtras<'x> {
     pub signal_blocks: &'x [SignalBlock],
     pub task_completions: &'x [u32],
-    pub council: Option<Vec<Value>>,
+    pub council: Option<Vec<Item>>,
 }
 
 fn s(v: &str) -> Value {
@@ -63,11 +62,6 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
     }
 }
 
-/// A group as an owned value (compare columns and council members embed it).
-pub(crate) fn group_value(ix: &Index<'_>, row: &GroupRow) -> Value {
-    serde_json::to_value(GroupJson::new(ix.input, row)).unwrap_or(Value::Null)
-}
-
 /// `Math.min`/`Math.max` over a timestamp field of several messages, as JSON: numbers combine
 /// like JS; other timestamps yield the extreme member's own value; unknown ones yield `null`.
 pub(crate) fn extreme_time(ix: &Index<'_>, ids: &[u32], key: &str, max: bool) -> Value {
@@ -106,7 +100,7 @@ pub(crate) fn extreme_time(ix: &Index<'_>, ids: &[u32], key: &str, max: bool) ->
 }
 
 /// `createTasksMessage` / `createGroupTasksMessage` over tasks already sorted by time.
-pub(crate) fn tasks_message(ix: &Index<'_>, parent: u32, tasks: &[u32], group: bool) -> Value {
+pub(crate) fn tasks_message(ix: &Index<'_>, parent: u32, tasks: &[u32], group: bool) -> BuiltRow {
     let prefix = if group { "groupTasks" } else { "tasks" };
     let ids: Vec<&str> = tasks.iter().map(|&t| ix.node(t).id).collect();
     let parent_id = ix.node(parent).id;
@@ -118,9 +112,9 @@ pub(crate) fn tasks_message(ix: &Index<'_>, parent: u32, tasks: &[u32], group: b
     m.insert("extra".to_owned(), Value::Object(extra));
     m.insert("id".to_owned(), s(&format!("{prefix}-{parent_id}-{}", ids.join("-"))));
     m.insert("role".to_owned(), s(prefix));
-    m.insert("tasks".to_owned(), Value::Array(tasks.iter().map(|&t| ix.node(t).to_value()).collect()));
     m.insert("updatedAt".to_owned(), extreme_time(ix, tasks, "updatedAt", true));
-    Value::Object(m)
+    let items = tasks.iter().map(|&t| Item::Message(ix.node(t).at)).collect();
+    BuiltRow { fields: m, list_key: "tasks", items, columns: false }
 }
 
 /// The compare row built from a parent's children (`metadata.compare`).
@@ -128,16 +122,15 @@ pub(crate) fn compare_from_children(
     ix: &Index<'_>,
     parent: u32,
     column_ids: &[u32],
-    columns: Vec<Value>,
+    columns: Vec<Item>,
     active_column: Option<u32>,
-) -> Value {
+) -> BuiltRow {
     let parent_id = ix.node(parent).id;
     let ids: Vec<&str> = column_ids.iter().map(|&c| ix.node(c).id).collect();
     let mut m = Map::new();
     if let Some(a) = active_column {
         m.insert("activeColumnId".to_owned(), s(ix.node(a).id));
     }
-    m.insert("columns".to_owned(), Value::Array(columns.into_iter().map(|c| Value::Array(vec![c])).collect()));
     m.insert("content".to_owned(), s(""));
     m.insert("createdAt".to_owned(), extreme_time(ix, column_ids, "createdAt", false));
     let mut extra = Map::new();
@@ -146,7 +139,7 @@ pub(crate) fn compare_from_children(
     m.insert("id".to_owned(), s(&format!("compare-{parent_id}-{}", ids.join("-"))));
     m.insert("role".to_owned(), s("compare"));
     m.insert("updatedAt".to_owned(), extreme_time(ix, column_ids, "updatedAt", true));
-    Value::Object(m)
+    BuiltRow { fields: m, list_key: "columns", items: columns, columns: true }
 }
 
 /// The compare row built from a `messageGroups` entry (`mode: 'compare'`).
@@ -156,15 +149,11 @@ pub(crate) fn compare_from_group(
     mode: Option<&Value>,
     parent_message_id: Option<&Value>,
     members: &[u32],
-) -> Value {
+) -> BuiltRow {
     let mut m = Map::new();
     if let Some(&a) = members.iter().find(|&&x| ix.node(x).active_column) {
         m.insert("activeColumnId".to_owned(), s(ix.node(a).id));
     }
-    m.insert(
-        "columns".to_owned(),
-        Value::Array(members.iter().map(|&x| Value::Array(vec![ix.node(x).to_value()])).collect()),
-    );
     m.insert("content".to_owned(), s(""));
     m.insert("createdAt".to_owned(), extreme_time(ix, members, "createdAt", false));
     let mut extra = Map::new();
@@ -178,5 +167,6 @@ pub(crate) fn compare_from_group(
     m.insert("id".to_owned(), s(group_id));
     m.insert("role".to_owned(), s("compare"));
     m.insert("updatedAt".to_owned(), extreme_time(ix, members, "updatedAt", true));
-    Value::Object(m)
+    let items = members.iter().map(|&x| Item::Message(ix.node(x).at)).collect();
+    BuiltRow { fields: m, list_key: "columns", items, columns: true }
 }
