@@ -80,15 +80,26 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
 /// messageMap: the input position of every kept message, in id order (ids are unique after
 /// `prepare`).
 pub(crate) fn message_map(ix: &Index<'_>) -> Vec<u32> {
-    // Sorting on the ids' first 16 bytes as a big-endian integer (zero-padded: byte order for
-    // the prefix) settles nearly every comparison without a string compare.
-    let prefix = |id: &str| {
+    // Each key packs an id's first 12 bytes (zero-padded, big-endian: their byte order) above
+    // the message's position, so one integer sort settles nearly every pair; only runs that
+    // share the whole 12-byte prefix are then ordered by the full ids.
+    let key = |(i, id): (usize, &str)| {
         let mut b = [0u8; 16];
-        let n = id.len().min(16);
+        let n = id.len().min(12);
         b[..n].copy_from_slice(&id.as_bytes()[..n]);
-        u128::from_be_bytes(b)
+        u128::from_be_bytes(b) | i as u128
     };
-    let mut entries: Vec<(u128, &str, u32)> = ix.nodes.iter().map(|n| (prefix(n.id), n.id, n.at)).collect();
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-    entries.into_iter().map(|(_, _, at)| at).collect()
+    let mut keys: Vec<u128> = ix.nodes.iter().enumerate().map(|(i, n)| key((i, n.id))).collect();
+    keys.sort_unstable();
+    let pos = |k: u128| k as u32;
+    let mut start = 0;
+    while start < keys.len() {
+        let prefix = keys[start] >> 32;
+        let end = start + keys[start..].iter().take_while(|&&k| k >> 32 == prefix).count();
+        if end - start > 1 {
+            keys[start..end].sort_unstable_by(|&a, &b| ix.node(pos(a)).id.cmp(ix.node(pos(b)).id));
+        }
+        start = end;
+    }
+    keys.into_iter().map(|k| ix.node(pos(k)).at).collect()
 }

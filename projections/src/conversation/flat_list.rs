@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};
-use super::fast_hash::FastSet;
+use super::fast_hash::{FastSet, SmallSet};
 use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
@@ -501,7 +501,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         let ix = self.ix;
         let node = ix.node(m);
         if node.role == Role::Assistant && node.has_tools {
-            let mut fresh: FastSet<u32> = FastSet::default();
+            let mut fresh = SmallSet::default();
             let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), m, &mut fresh);
             let group = assistant_group(ix, &chain, &tools, GroupExtras::default());
             for &x in chain.iter().chain(&tools) {

@@ -426,3 +426,22 @@ fn thread_messages_stay_out_of_the_tree_but_not_the_flat_list() {
     assert_eq!(tree_ids(&r), ["u1", "a1"]);
     assert_eq!(flat_ids(&r), ["u1", "a1", "tm"]);
 }
+
+/// messageMap is in id byte order, also for ids that share a long prefix or extend another.
+#[test]
+fn message_map_is_in_id_order() {
+    let ids =
+        ["conversation-message-2", "conversation-message-10", "conversation-message-1", "b", "conversation-mess", "a"];
+    let messages: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| json!({"id": id, "role": "user", "content": "x", "createdAt": i}))
+        .collect();
+    let r = parse(&messages, None);
+    let got: Vec<&str> = r.message_map().iter().map(|(id, _)| id).collect();
+    let mut want = ids.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert!(ids.iter().all(|id| r.message_map().contains_key(id)));
+    assert!(!r.message_map().contains_key("conversation-message"));
+}

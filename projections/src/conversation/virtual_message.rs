@@ -29,7 +29,7 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
     let mut results = Vec::new();
     let any_calls = chain.iter().any(|&a| !ix.node(a).tools.is_empty());
     if any_calls {
-        let mut tool_map: FastMap<Key<'_>, u32> = FastMap::default();
+        let mut tool_map: FastMap<Key<'_>, u32> = FastMap::with_capacity_and_hasher(tools.len(), Default::default());
         for &t in tools {
             let key = ix.node(t).tool_call_id;
             if key.is_truthy() {
