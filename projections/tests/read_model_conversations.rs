@@ -7,7 +7,7 @@ mod support;
 use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand as C, ThreadKind};
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{conversations, page::PageRequest};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::Harness;
 
 const U: &str = "user-1";
