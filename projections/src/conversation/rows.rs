@@ -7,7 +7,9 @@
 //! borrowed pointers (positions only), so it can share its input instead of copying it.
 //!
 //! Objects are written with their keys in byte order, as a `serde_json::Map` holds them, so
-//! the bytes are the same as serialising the equivalent `Value`.
+//! the bytes are the same as serialising the equivalent `Value`. Merging a message's entries
+//! with the keys a row adds relies on the input maps iterating in that order too (serde_json
+//! without `preserve_order`; `tests::input_maps_iterate_keys_in_byte_order` guards it).
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};

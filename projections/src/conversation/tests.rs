@@ -445,3 +445,13 @@ fn message_map_is_in_id_order() {
     assert!(ids.iter().all(|id| r.message_map().contains_key(id)));
     assert!(!r.message_map().contains_key("conversation-message"));
 }
+
+/// Rows are written by merging their input message's entries with the keys they add, which
+/// relies on `serde_json::Map` iterating keys in byte order (serde_json without
+/// `preserve_order`). If a dependency ever turns that feature on, this fails first.
+#[test]
+fn input_maps_iterate_keys_in_byte_order() {
+    let v = json!({"b": 1, "Z": 2, "a": 3, "agentId": 4});
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["Z", "a", "agentId", "b"]);
+}
