@@ -25,7 +25,7 @@ fn run(doc: &Value, with_json: bool) -> Result<(usize, Vec<u8>), conversation::I
     if with_json {
         let _ = result.write_json(&mut buf);
     }
-    Ok((result.flat_list.len(), buf))
+    Ok((result.flat_list().len(), buf))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -132,12 +132,16 @@ pairs! {
     compression_mixed_groups => "compression/mixed-groups.json",
 }
 
-fn roles<'r>(result: &'r ParseResult<'_>) -> Vec<&'r str> {
-    result.flat_list.iter().map(|m| m["role"].as_str().unwrap_or("")).collect()
+fn rows(result: &ParseResult<'_>) -> Vec<Value> {
+    result.flat_list().to_values()
 }
 
-fn ids<'r>(result: &'r ParseResult<'_>) -> Vec<&'r str> {
-    result.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
+fn roles(result: &ParseResult<'_>) -> Vec<String> {
+    rows(result).iter().map(|m| m["role"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+fn ids(result: &ParseResult<'_>) -> Vec<String> {
+    rows(result).iter().map(|m| m["id"].as_str().unwrap_or("").to_owned()).collect()
 }
 
 /// Every message has a parent outside the input (a thread view): the flat list is the four
@@ -158,7 +162,7 @@ fn edge_orphan_thread_root() {
 fn edge_task_completion_signal() {
     let result = parse_fixture("edgeCases/task-completion-signal.json");
     assert_eq!(roles(&result), ["user", "assistantGroup"]);
-    let group = &result.flat_list[1];
+    let group = &rows(&result)[1];
     let completions = group["taskCompletions"].as_array().expect("taskCompletions");
     assert_eq!(completions.len(), 1);
 }
@@ -175,7 +179,8 @@ fn edge_tasks_with_assistant_group_sibling() {
 #[test]
 fn edge_task_child_supervisor_summary() {
     let result = parse_fixture("edgeCases/task-child-supervisor-summary.json");
-    let summary = result.flat_list.iter().rev().find(|m| m["role"] == "supervisor").expect("a supervisor row");
+    let rows = rows(&result);
+    let summary = rows.iter().rev().find(|m| m["role"] == "supervisor").expect("a supervisor row");
     assert_eq!(summary["content"], "");
     assert_eq!(summary["children"].as_array().map(Vec::len), Some(1));
 }
@@ -192,10 +197,7 @@ fn edge_optimistic_assistant_branch() {
         .iter()
         .find(|m| m["metadata"]["activeBranchIndex"].is_number())
         .expect("a message with activeBranchIndex");
-    assert_eq!(
-        result.flat_list.last().map(|m| &m["id"]),
-        Some(&owner["id"]),
-        "the flat list stops at the branch owner"
-    );
-    assert!(result.flat_list.iter().all(|m| m.get("branch").is_none()));
+    let rows = rows(&result);
+    assert_eq!(rows.last().map(|m| &m["id"]), Some(&owner["id"]), "the flat list stops at the branch owner");
+    assert!(rows.iter().all(|m| m.get("branch").is_none()));
 }

@@ -25,9 +25,9 @@ fn chain(n: usize) -> Vec<Value> {
 fn a_100000_deep_chain_parses() {
     let messages = chain(100_000);
     let r = conversation::parse(&messages, None);
-    assert_eq!(r.flat_list.len(), 100_000);
+    assert_eq!(r.flat_list().len(), 100_000);
     assert_eq!(r.context_tree.len(), 100_000);
-    assert_eq!(r.flat_list[99_999]["id"], "m99999");
+    assert_eq!(r.flat_list().get(99_999).and_then(|row| row.id()), Some("m99999"));
     let mut out = Vec::new();
     r.write_json(&mut out).expect("writes");
     assert!(out.len() > 1_000_000);
@@ -48,8 +48,9 @@ fn a_100000_deep_tool_chain_is_one_group() {
         parent = t;
     }
     let r = conversation::parse(&messages, None);
-    assert_eq!(r.flat_list.len(), 2);
-    assert_eq!(r.flat_list[1]["children"].as_array().map(Vec::len), Some(50_000));
+    assert_eq!(r.flat_list().len(), 2);
+    let group = r.flat_list().get(1).map(|row| row.to_value()).expect("a group row");
+    assert_eq!(group["children"].as_array().map(Vec::len), Some(50_000));
 }
 
 /// Every level has two answers, the first continuing: branches nest 20,000 deep.
@@ -73,7 +74,7 @@ fn deeply_nested_branches_parse_write_and_drop() {
         parent = Some(format!("a{i}"));
     }
     let r = conversation::parse(&messages, None);
-    assert_eq!(r.flat_list.len(), 40_000);
+    assert_eq!(r.flat_list().len(), 40_000);
     let mut out = Vec::new();
     r.write_json(&mut out).expect("writes");
     assert!(out.ends_with(b"}"));
@@ -115,13 +116,13 @@ fn check_invariants(messages: &[Value], r: &ParseResult) {
         .filter_map(|m| m["lastMessageId"].as_str())
         .collect();
     let mut shown = HashSet::new();
-    for row in &r.flat_list {
-        ids_in(row, &mut shown);
+    for row in r.flat_list().to_values() {
+        ids_in(&row, &mut shown);
     }
     for m in messages {
         let Some(id) = m["id"].as_str() else { continue };
         // Every message is kept in messageMap (duplicates: the last copy, reported).
-        assert!(r.message_map.contains_key(id), "{id} missing from messageMap");
+        assert!(r.message_map().contains_key(id), "{id} missing from messageMap");
         let parent = m.get("parentId").and_then(Value::as_str);
         if parent == Some(id) {
             assert!(reported.contains(id), "self-parent {id} not reported");
@@ -134,7 +135,7 @@ fn check_invariants(messages: &[Value], r: &ParseResult) {
     }
     // Cycle members are reachable after the cut, so they are no longer invisible by accident.
     for id in cycle_members {
-        assert!(r.message_map.contains_key(id));
+        assert!(r.message_map().contains_key(id));
     }
     let _ = shown;
     let mut out = Vec::new();

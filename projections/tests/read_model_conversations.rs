@@ -7,7 +7,7 @@ mod support;
 use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand as C, ThreadKind};
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{conversations, page::PageRequest};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::Harness;
 
 const U: &str = "user-1";
@@ -22,8 +22,8 @@ fn message(id: &str, role: &str, parent: Option<&str>, thread: Option<&str>) -> 
     C::AppendMessage(m)
 }
 
-fn ids(rows: &[std::borrow::Cow<'_, Value>]) -> Vec<String> {
-    rows.iter().filter_map(|r| r.get("id").and_then(Value::as_str).map(str::to_string)).collect()
+fn ids(rows: agentlog_projections::conversation::FlatList<'_>) -> Vec<String> {
+    rows.iter().filter_map(|r| r.id().map(str::to_string)).collect()
 }
 
 /// The cached tree and a fresh parse of the stored rows agree.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::context_tree::{ContextNode, MessageNode, SignalCallbacksNode};
-use super::fast_hash::FastSet;
+use super::fast_hash::SmallSet;
 use super::indexing::Index;
 use super::js::{Key, cmp_time, to_number};
 use super::message::{Role, Signal};
@@ -23,9 +23,9 @@ pub(crate) trait Marks {
     fn mark(&mut self, i: u32);
 }
 
-impl Marks for FastSet<u32> {
+impl Marks for SmallSet {
     fn has(&self, i: u32) -> bool {
-        self.contains(&i)
+        self.contains(i)
     }
     fn mark(&mut self, i: u32) {
         self.insert(i);
@@ -43,7 +43,7 @@ pub(crate) struct SignalBlock {
 pub(crate) fn tool_messages(ix: &Index<'_>, a: u32) -> Vec<u32> {
     let node = ix.node(a);
     let mut out: Vec<u32> = Vec::new();
-    let mut seen: FastSet<u32> = FastSet::default();
+    let mut seen = SmallSet::default();
     for call in &node.tools {
         if let Some(t) = call.result_tool {
             if seen.insert(t) {
@@ -79,23 +79,17 @@ pub(crate) fn continuation<M: Marks>(
     marks: &mut M,
     group_agent: &Key<'_>,
 ) -> Option<u32> {
-    let mut parents: Vec<u32> = Vec::with_capacity(tools.len() + 1);
-    let mut fan_out = false;
-    for &t in tools {
-        if fans_out(ix, t) {
-            fan_out = true;
-            continue;
-        }
-        if !parents.contains(&t) {
-            parents.push(t);
-        }
-    }
-    if !fan_out && !parents.contains(&current) {
-        parents.push(current);
-    }
-    let mut candidates: Vec<u32> = parents
+    // Candidates hang off the step's tool results that do not fan out, and off the step
+    // itself unless one does. A parent listed twice only repeats candidates, which the dedup
+    // below removes, so the parents need no list of their own.
+    let fan_out = tools.iter().any(|&t| fans_out(ix, t));
+    let own = if fan_out { None } else { Some(current) };
+    let mut candidates: Vec<u32> = tools
         .iter()
-        .flat_map(|&p| ix.raw_children(p).iter().copied())
+        .copied()
+        .filter(|&t| !fans_out(ix, t))
+        .chain(own)
+        .flat_map(|p| ix.raw_children(p).iter().copied())
         .filter(|&m| {
             let n = ix.node(m);
             n.role == Role::Assistant && !marks.has(m) && n.agent.strict_eq(group_agent) && n.signal.is_none()
@@ -127,42 +121,46 @@ pub(crate) fn resolve_active_continuation(
     sorted: &[u32],
     owner: Option<u32>,
 ) -> Option<u32> {
-    if sorted.is_empty() {
-        return None;
+    match sorted {
+        [] => return None,
+        // One candidate: it is the earliest, and alone among its siblings.
+        [only] => return Some(*only),
+        _ => {}
     }
-    let mut candidates: Vec<u32> = sorted.to_vec();
-    if let Some(o) = owner
-        && candidates.len() > 1
-    {
+    let mut narrowed: Option<Vec<u32>> = None;
+    if let Some(o) = owner {
         let direct = view.kids(ix, o);
-        let direct_set: FastSet<u32> = direct.iter().copied().collect();
-        let mut branch_ids: FastSet<u32> = FastSet::default();
-        for &c in &candidates {
+        let direct_set: SmallSet = direct.iter().copied().collect();
+        let mut branch_ids = SmallSet::default();
+        for &c in sorted {
             let rp = ix.node(c).raw_parent;
             let b = if rp == Some(o) { Some(c) } else { rp };
             if let Some(b) = b
-                && direct_set.contains(&b)
+                && direct_set.contains(b)
             {
                 branch_ids.insert(b);
             }
         }
         if branch_ids.len() > 1 {
-            let ordered: Vec<u32> = direct.iter().copied().filter(|d| branch_ids.contains(d)).collect();
+            let ordered: Vec<u32> = direct.iter().copied().filter(|&d| branch_ids.contains(d)).collect();
             let index_space = non_tool(ix, direct);
             let active = resolve_flat(ix, view, o, &ordered, &index_space)?;
-            candidates.retain(|&c| c == active || ix.node(c).raw_parent == Some(active));
-            if candidates.is_empty() {
+            let kept: Vec<u32> =
+                sorted.iter().copied().filter(|&c| c == active || ix.node(c).raw_parent == Some(active)).collect();
+            if kept.is_empty() {
                 return None;
             }
+            narrowed = Some(kept);
         }
     }
+    let candidates: &[u32] = narrowed.as_deref().unwrap_or(sorted);
     let earliest = candidates[0];
     let Some(parent) = ix.node(earliest).raw_parent else {
         return Some(earliest);
     };
-    let eligible: FastSet<u32> = candidates.iter().copied().collect();
+    let eligible: SmallSet = candidates.iter().copied().collect();
     let direct_siblings = view.kids(ix, parent);
-    let siblings: Vec<u32> = direct_siblings.iter().copied().filter(|s| eligible.contains(s)).collect();
+    let siblings: Vec<u32> = direct_siblings.iter().copied().filter(|&s| eligible.contains(s)).collect();
     if siblings.len() <= 1 {
         return Some(earliest);
     }
@@ -223,7 +221,7 @@ pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
         && node.raw_parent.is_some_and(|p| ix.node(p).role == Role::User)
         && {
             let agent = node.agent;
-            let mut visited: FastSet<u32> = FastSet::from_iter([a]);
+            let mut visited: SmallSet = SmallSet::from_iter([a]);
             let mut current = a;
             loop {
                 match continuation(ix, View::BASE, current, &[], &mut visited, &agent) {
@@ -338,7 +336,7 @@ pub(crate) fn tree_group_steps(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
 /// the next sibling tool. Explicit stack.
 fn for_each_main_chain_tool(ix: &Index<'_>, head: u32, mut visit: impl FnMut(u32)) {
     let agent = ix.node(head).agent;
-    let mut visited: FastSet<u32> = FastSet::from_iter([head]);
+    let mut visited: SmallSet = SmallSet::from_iter([head]);
     let mut stack: Vec<(u32, usize)> = vec![(head, 0)];
     while let Some(top) = stack.last_mut() {
         let kids = ix.tree_children(top.0);

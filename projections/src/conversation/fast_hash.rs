@@ -73,3 +73,63 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A `HashSet` with [`FxHasher`].
 pub(crate) type FastSet<T> = HashSet<T, BuildHasherDefault<FxHasher>>;
+
+/// A set of message positions that stays inline (no allocation, no hashing) while it holds
+/// a few members, as nearly every set of candidates or visited steps does, and becomes a
+/// [`FastSet`] once it grows.
+#[derive(Default)]
+pub(crate) struct SmallSet {
+    inline: [u32; SmallSet::INLINE],
+    len: usize,
+    large: Option<FastSet<u32>>,
+}
+
+impl SmallSet {
+    const INLINE: usize = 8;
+
+    /// Is `v` in the set?
+    pub(crate) fn contains(&self, v: u32) -> bool {
+        match &self.large {
+            Some(set) => set.contains(&v),
+            None => self.inline[..self.len].contains(&v),
+        }
+    }
+
+    /// Add `v`; `false` if it was already there.
+    pub(crate) fn insert(&mut self, v: u32) -> bool {
+        if let Some(set) = &mut self.large {
+            return set.insert(v);
+        }
+        if self.inline[..self.len].contains(&v) {
+            return false;
+        }
+        if self.len == Self::INLINE {
+            let mut set: FastSet<u32> = FastSet::with_capacity_and_hasher(2 * Self::INLINE, Default::default());
+            set.extend(self.inline.iter().copied());
+            set.insert(v);
+            self.large = Some(set);
+            return true;
+        }
+        self.inline[self.len] = v;
+        self.len += 1;
+        true
+    }
+
+    /// Number of members.
+    pub(crate) fn len(&self) -> usize {
+        match &self.large {
+            Some(set) => set.len(),
+            None => self.len,
+        }
+    }
+}
+
+impl FromIterator<u32> for SmallSet {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> SmallSet {
+        let mut set = SmallSet::default();
+        for v in iter {
+            set.insert(v);
+        }
+        set
+    }
+}

@@ -1,76 +1,39 @@
-//! Post-processing (upstream `parse.ts` after the builders): supervisor roles, usage hoisting,
-//! hidden task-callback recovery and the messageMap clean-up.
-
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value};
+//! Post-processing (upstream `parse.ts` after the builders): hidden task-callback recovery and
+//! the messageMap's order. Supervisor re-roling, usage hoisting and the messageMap clean-up
+//! are per-message rewrites applied when rows are written (`rows::MessageJson`).
 
 use super::fast_hash::FastSet;
-use super::flat_list::Row;
+use super::flat_list::Placed;
 use super::indexing::Index;
-use super::js::{cmp_time, truthy};
-use super::message::{Node, Role};
-use super::usage::is_usage_key;
+use super::js::cmp_time;
+use super::message::Role;
+use super::rows::{Row, id_of};
 
-/// `role: 'assistant'` + `metadata.isSupervisor` (truthy): re-roled to `supervisor`.
-fn is_legacy_supervisor(m: &Map<String, Value>) -> bool {
-    m.get("role").and_then(Value::as_str) == Some("assistant")
-        && truthy(m.get("metadata").and_then(Value::as_object).and_then(|md| md.get("isSupervisor")))
-}
-
-/// `metadata.usage` when the row has no truthy top-level `usage` (upstream's usage hoisting).
-fn hoisted_usage(m: &Map<String, Value>) -> Option<&Value> {
-    if truthy(m.get("usage")) {
-        return None;
-    }
-    m.get("metadata").and_then(Value::as_object).and_then(|md| md.get("usage")).filter(|u| truthy(Some(u)))
-}
-
-/// Re-role and hoist on one row built by the parse (raw rows use the flags read in indexing).
-fn finish_owned_row(m: &mut Map<String, Value>) {
-    if is_legacy_supervisor(m) {
-        m.insert("role".to_owned(), Value::String("supervisor".to_owned()));
-    }
-    if let Some(u) = hoisted_usage(m).cloned() {
-        m.insert("usage".to_owned(), u);
+/// The id a row shows (a group shows its head's; an empty group none).
+fn row_id<'r>(ix: &Index<'r>, row: &'r Row) -> Option<&'r str> {
+    match row {
+        Row::Message { at, .. } | Row::Branch { at, .. } | Row::Supervisor { at } => Some(id_of(ix.input, *at)),
+        Row::Group(g) => g.chain.first().map(|&h| id_of(ix.input, h)),
+        Row::Built(b) => b.fields.get("id").and_then(serde_json::Value::as_str),
     }
 }
 
-/// Re-role and hoist on one input message's row; the input is copied only when one applies.
-fn finish_raw_row(node: &Node<'_>, row: &mut Cow<'_, Value>) {
-    if !node.legacy_supervisor && !node.hoist_usage {
-        return;
-    }
-    if let Value::Object(m) = row.to_mut() {
-        finish_owned_row(m);
-    }
-}
-
-/// The flat list as returned: re-roled supervisors, hoisted usage, recovered task callbacks.
-pub(crate) fn flat_list<'a>(ix: &Index<'a>, rows: Vec<Row<'a>>) -> Vec<Cow<'a, Value>> {
-    let mut rows = rows;
-    for row in &mut rows {
-        match (row.node, &mut row.value) {
-            (Some(i), value @ Cow::Borrowed(_)) => finish_raw_row(ix.node(i), value),
-            (_, Cow::Owned(Value::Object(m))) => finish_owned_row(m),
-            _ => {}
-        }
-    }
-
+/// The flat list as returned: recovered task callbacks inserted by time.
+pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
     let hidden_exist = ix.nodes.iter().any(|n| n.role == Role::TaskCallback);
     if !hidden_exist {
-        return rows.into_iter().map(|r| r.value).collect();
+        return rows.into_iter().map(|r| r.row).collect();
     }
-    let visible: FastSet<&str> = rows.iter().filter_map(|r| r.value.get("id").and_then(Value::as_str)).collect();
+    let visible: FastSet<&str> = rows.iter().filter_map(|r| row_id(ix, &r.row)).collect();
     let mut hidden: Vec<u32> = (0..ix.nodes.len() as u32)
         .filter(|&i| {
             let n = ix.node(i);
             n.role == Role::TaskCallback && !visible.contains(n.id)
         })
         .collect();
+    drop(visible);
     if hidden.is_empty() {
-        return rows.into_iter().map(|r| r.value).collect();
+        return rows.into_iter().map(|r| r.row).collect();
     }
     hidden.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
 
@@ -96,6 +59,8 @@ pub(crate) fn flat_list<'a>(ix: &Index<'a>, rows: Vec<Row<'a>>) -> Vec<Cow<'a, V
         .collect();
     at.sort_by_key(|&(pos, _)| pos);
 
+    // Recovered callbacks are inserted after post-processing: written as given.
+    let callback = |h: u32| Row::Message { at: ix.node(h).at, finish: false };
     let mut out = Vec::with_capacity(rows.len() + at.len());
     let mut next = at.into_iter().peekable();
     for (i, row) in rows.into_iter().enumerate() {
@@ -103,48 +68,38 @@ pub(crate) fn flat_list<'a>(ix: &Index<'a>, rows: Vec<Row<'a>>) -> Vec<Cow<'a, V
             if pos != i {
                 break;
             }
-            out.push(ix.node(h).row());
+            out.push(callback(h));
             next.next();
         }
-        out.push(row.value);
+        out.push(row.row);
     }
-    out.extend(next.map(|(_, h)| ix.node(h).row()));
+    out.extend(next.map(|(_, h)| callback(h)));
     out
 }
 
-/// messageMap: every kept message by id, supervisors re-roled, and tool-using assistants'
-/// metadata reduced to usage/performance keys (dropped when none remain). Unchanged messages
-/// borrow the input.
-pub(crate) fn message_map<'a>(ix: &Index<'a>) -> BTreeMap<Cow<'a, str>, Cow<'a, Value>> {
-    let mut entries: Vec<(Cow<'a, str>, Cow<'a, Value>)> = Vec::with_capacity(ix.nodes.len());
-    for node in &ix.nodes {
-        // Re-roled first, so a supervisor with tools keeps its full metadata.
-        let (supervisor, reduce) = (node.legacy_supervisor, node.reduce_metadata);
-        let value = if !supervisor && !reduce {
-            node.row()
-        } else {
-            let mut m = node.owned_map(&["metadata"]);
-            if supervisor {
-                m.insert("role".to_owned(), Value::String("supervisor".to_owned()));
-            }
-            match node.get("metadata") {
-                Some(Value::Object(md)) if reduce => {
-                    let kept: Map<String, Value> =
-                        md.iter().filter(|(k, _)| is_usage_key(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-                    if !kept.is_empty() {
-                        m.insert("metadata".to_owned(), Value::Object(kept));
-                    }
-                }
-                Some(_) if reduce => {}
-                Some(md) => {
-                    m.insert("metadata".to_owned(), md.clone());
-                }
-                None => {}
-            }
-            Cow::Owned(Value::Object(m))
-        };
-        entries.push((Cow::Borrowed(node.id), value));
+/// messageMap: the input position of every kept message, in id order (ids are unique after
+/// `prepare`).
+pub(crate) fn message_map(ix: &Index<'_>) -> Vec<u32> {
+    // Each key packs an id's first 12 bytes (zero-padded, big-endian: their byte order) above
+    // the message's position, so one integer sort settles nearly every pair; only runs that
+    // share the whole 12-byte prefix are then ordered by the full ids.
+    let key = |(i, id): (usize, &str)| {
+        let mut b = [0u8; 16];
+        let n = id.len().min(12);
+        b[..n].copy_from_slice(&id.as_bytes()[..n]);
+        u128::from_be_bytes(b) | i as u128
+    };
+    let mut keys: Vec<u128> = ix.nodes.iter().enumerate().map(|(i, n)| key((i, n.id))).collect();
+    keys.sort_unstable();
+    let pos = |k: u128| k as u32;
+    let mut start = 0;
+    while start < keys.len() {
+        let prefix = keys[start] >> 32;
+        let end = start + keys[start..].iter().take_while(|&&k| k >> 32 == prefix).count();
+        if end - start > 1 {
+            keys[start..end].sort_unstable_by(|&a, &b| ix.node(pos(a)).id.cmp(ix.node(pos(b)).id));
+        }
+        start = end;
     }
-    // Ids are unique after `prepare`; collecting sorts once and bulk-builds the tree.
-    entries.into_iter().collect()
+    keys.into_iter().map(|k| ix.node(pos(k)).at).collect()
 }

@@ -6,28 +6,22 @@
 //! output. This is the same procedure as an explicit stack of frames: each frame is one
 //! upstream call with its loop position saved, a "call" pushes frames, a finished frame pops.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};
-use super::fast_hash::FastSet;
+use super::fast_hash::{FastSet, SmallSet};
 use super::indexing::{Index, NONE};
 use super::js::{Key, cmp_time, time_of};
 use super::message::Role;
 use super::processed::Processed;
-use super::virtual_message::{
-    GroupExtras, assistant_group, compare_from_children, compare_from_group, supervisor_content, tasks_message,
-    with_branch,
-};
+use super::rows::{BuiltRow, GroupRow, Item, Row};
+use super::virtual_message::{GroupExtras, assistant_group, compare_from_children, compare_from_group, tasks_message};
 
-/// One flat-list row (borrowed from the input when unchanged) and its sort time.
-pub(crate) struct Row<'a> {
-    pub value: Cow<'a, Value>,
+/// One flat-list row and its sort time.
+pub(crate) struct Placed {
+    pub row: Row,
     pub time: f64,
-    /// The input message the row is (unchanged or with a `branch` marker), if any.
-    pub node: Option<u32>,
 }
 
 /// A `childrenMap` entry as read at call time (later narrowing does not affect it).
@@ -85,17 +79,17 @@ struct Builder<'i, 'a> {
     restricted: Vec<u32>,
     processed: Processed,
     groups_done: FastSet<&'a str>,
-    rows: Vec<Row<'a>>,
+    rows: Vec<Placed>,
 }
 
 /// Build the flat list (before parse's post-processing).
-pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
+pub(crate) fn build(ix: &Index<'_>) -> Vec<Placed> {
     let mut b = Builder {
         ix,
         restricted: vec![NONE; ix.nodes.len()],
         processed: Processed::new(ix),
         groups_done: FastSet::default(),
-        rows: Vec::new(),
+        rows: Vec::with_capacity(ix.nodes.len()),
     };
     // After indexing every message is reachable from a root (orphans are roots, cycles are
     // cut), so upstream's "no root: start at the first message's parent" case cannot arise.
@@ -120,9 +114,9 @@ pub(crate) fn build<'a>(ix: &Index<'a>) -> Vec<Row<'a>> {
 
 /// Stable sort by time; a row without a usable time keeps the time of the row before it, so
 /// it stays where traversal put it (JS's NaN comparisons have no stable meaning).
-fn sort_rows(rows: &mut Vec<Row<'_>>) {
+fn sort_rows(rows: &mut Vec<Placed>) {
     let mut carried = f64::NEG_INFINITY;
-    let mut keyed: Vec<(f64, Row<'_>)> = Vec::with_capacity(rows.len());
+    let mut keyed: Vec<(f64, Placed)> = Vec::with_capacity(rows.len());
     for r in rows.drain(..) {
         if !r.time.is_nan() {
             carried = r.time;
@@ -153,18 +147,29 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     fn push_raw(&mut self, i: u32) {
         let node = self.ix.node(i);
-        self.rows.push(Row { value: node.row(), time: node.created, node: Some(i) });
+        self.rows.push(Placed { row: Row::Message { at: node.at, finish: true }, time: node.created });
     }
 
-    /// Push a virtual row. Its `createdAt` is the head's own value (groups, supervisor
-    /// bubbles) or a `Math.min` result, where `null` stands for JS NaN.
-    fn push_value(&mut self, value: Value) {
-        let min_row = matches!(value.get("role").and_then(Value::as_str), Some("tasks" | "groupTasks" | "compare"));
-        let time = match value.get("createdAt") {
-            Some(Value::Null) if min_row => f64::NAN,
+    /// Push a tasks or compare row. Its `createdAt` is a `Math.min` result, where `null`
+    /// stands for JS NaN.
+    fn push_built(&mut self, row: BuiltRow) {
+        let time = match row.fields.get("createdAt") {
+            Some(Value::Null) => f64::NAN,
             other => time_of(other),
         };
-        self.rows.push(Row { value: Cow::Owned(value), time, node: None });
+        self.rows.push(Placed { row: Row::Built(Box::new(row)), time });
+    }
+
+    /// Push a group row over `chain`; it sorts by its head's `createdAt`.
+    fn push_group(&mut self, group: GroupRow, chain: &[u32]) {
+        let time = chain.first().map_or(f64::NAN, |&h| self.ix.node(h).created);
+        self.rows.push(Placed { row: Row::Group(Box::new(group)), time });
+    }
+
+    /// Push a toolless supervisor turn's bubble; it sorts by the turn's `createdAt`.
+    fn push_supervisor(&mut self, i: u32) {
+        let node = self.ix.node(i);
+        self.rows.push(Placed { row: Row::Supervisor { at: node.at }, time: node.created });
     }
 
     fn step(&mut self, frame: &mut Frame) -> Step {
@@ -247,8 +252,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         return Step::Call(self.assistant_group_with_council(g));
                     }
                     if node.role == Role::Assistant && node.supervisor {
-                        let v = supervisor_content(self.ix, g);
-                        self.push_value(v);
+                        self.push_supervisor(g);
                     } else {
                         self.push_raw(g);
                     }
@@ -296,7 +300,7 @@ impl<'i, 'a> Builder<'i, 'a> {
         }
         sorted.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
         let v = tasks_message(ix, parent, &sorted, agents.len() > 1);
-        self.push_value(v);
+        self.push_built(v);
         Some(BuildState::TasksRest { non_task, tasks, i: 0 })
     }
 
@@ -317,8 +321,9 @@ impl<'i, 'a> Builder<'i, 'a> {
         {
             let members: Vec<u32> = node.group_id.and_then(|g| ix.group_members.get(g)).cloned().unwrap_or_default();
             let v = compare_from_group(ix, group.id, group.mode, group.parent_message_id, &members);
-            let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
-            self.push_value(v);
+            let active =
+                v.fields.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
+            self.push_built(v);
             for &m in &members {
                 self.mark(m);
             }
@@ -333,8 +338,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
         // 2b. Toolless supervisor turn.
         if node.role == Role::Assistant && node.supervisor && !node.has_tools {
-            let v = supervisor_content(ix, c);
-            self.push_value(v);
+            self.push_supervisor(c);
             self.mark(c);
             return Some(Step::Call1(build_frame(c)));
         }
@@ -353,8 +357,9 @@ impl<'i, 'a> Builder<'i, 'a> {
             self.push_raw(c);
             self.mark(c);
             let v = self.compare_row(c, &child_ids);
-            let active = v.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
-            self.push_value(v);
+            let active =
+                v.fields.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
+            self.push_built(v);
             return active.map(|a| Step::Call1(build_frame(a)));
         }
 
@@ -369,8 +374,9 @@ impl<'i, 'a> Builder<'i, 'a> {
             let an = ix.node(active);
             if node.role == Role::User && an.role == Role::Assistant && an.has_tools {
                 let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), active, &mut self.processed);
-                let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
-                self.push_value(with_branch(v, count, index));
+                let mut group = assistant_group(ix, &chain, &tools, GroupExtras::default());
+                group.branch = Some((count as u32, index as u32));
+                self.push_group(group, &chain);
                 for &m in chain.iter().chain(&tools) {
                     self.mark(m);
                 }
@@ -380,8 +386,8 @@ impl<'i, 'a> Builder<'i, 'a> {
                     state: AfterState::Start,
                 }]));
             }
-            let v = with_branch(an.to_value(), count, index);
-            self.rows.push(Row { value: Cow::Owned(v), time: an.created, node: Some(active) });
+            let row = Row::Branch { at: an.at, count: count as u32, index: index as u32 };
+            self.rows.push(Placed { row, time: an.created });
             self.mark(active);
             return Some(Step::Call1(build_frame(active)));
         }
@@ -416,13 +422,13 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some((ids, vals)) => (ids, Some(vals)),
             None => (Vec::new(), None),
         };
-        let v = assistant_group(
+        let group = assistant_group(
             ix,
             &chain,
             &tools,
             GroupExtras { signal_blocks: &signal_blocks, task_completions: &completions, council: members },
         );
-        self.push_value(v);
+        self.push_group(group, &chain);
         for &m in chain.iter().chain(&tools) {
             self.mark(m);
         }
@@ -446,8 +452,8 @@ impl<'i, 'a> Builder<'i, 'a> {
             Some((ids, vals)) => (ids, Some(vals)),
             None => (Vec::new(), None),
         };
-        let v = assistant_group(ix, &chain, &tools, GroupExtras { council: members, ..GroupExtras::default() });
-        self.push_value(v);
+        let group = assistant_group(ix, &chain, &tools, GroupExtras { council: members, ..GroupExtras::default() });
+        self.push_group(group, &chain);
         for &m in chain.iter().chain(&tools) {
             self.mark(m);
         }
@@ -463,7 +469,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     /// `collectCouncilMembers`: members are the supervisor's other non-tool children (server
     /// shape) or else the council tool's (legacy shape); the tool's own children (barrier
     /// anchors) are consumed.
-    fn collect_council(&mut self, tools: &[u32]) -> Option<(Vec<u32>, Vec<Value>)> {
+    fn collect_council(&mut self, tools: &[u32]) -> Option<(Vec<u32>, Vec<Item>)> {
         let ix = self.ix;
         let &tool = tools.iter().find(|&&t| ix.node(t).agent_council)?;
         let open_non_tool = |b: &Self, of: u32| -> Vec<u32> {
@@ -491,25 +497,25 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     /// A compare column or council member: a tool-using assistant becomes its own group
     /// (chain collected with a fresh visited set, as upstream), anything else the raw message.
-    fn column_value(&mut self, m: u32) -> Value {
+    fn column_value(&mut self, m: u32) -> Item {
         let ix = self.ix;
         let node = ix.node(m);
         if node.role == Role::Assistant && node.has_tools {
-            let mut fresh: FastSet<u32> = FastSet::default();
+            let mut fresh = SmallSet::default();
             let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), m, &mut fresh);
-            let v = assistant_group(ix, &chain, &tools, GroupExtras::default());
+            let group = assistant_group(ix, &chain, &tools, GroupExtras::default());
             for &x in chain.iter().chain(&tools) {
                 self.mark(x);
             }
-            v
+            Item::Group(group)
         } else {
             self.mark(m);
-            node.to_value()
+            Item::Message(node.at)
         }
     }
 
     /// `createCompareMessageFromChildIds`.
-    fn compare_row(&mut self, parent: u32, child_ids: &[u32]) -> Value {
+    fn compare_row(&mut self, parent: u32, child_ids: &[u32]) -> BuiltRow {
         let mut active = None;
         let mut columns = Vec::with_capacity(child_ids.len());
         for &c in child_ids {

@@ -67,6 +67,8 @@ impl Group<'_> {
 
 /// Everything parse reads, indexed by message position.
 pub(crate) struct Index<'a> {
+    /// The input messages (rows name them by position).
+    pub input: &'a [Value],
     pub nodes: Vec<Node<'a>>,
     pub by_id: FastMap<&'a str, u32>,
     /// Effective roots (children of `null`), input order.
@@ -88,10 +90,16 @@ pub(crate) struct Index<'a> {
 
 impl<'a> Index<'a> {
     /// Build the index over prepared messages and message groups.
-    pub(crate) fn build(prepared: &[Prepared<'a>], groups: &'a [Value], diags: &mut Vec<Diagnostic>) -> Index<'a> {
+    /// `by_id` maps each prepared message's id to its position.
+    pub(crate) fn build(
+        input: &'a [Value],
+        prepared: &[Prepared<'a>],
+        by_id: FastMap<&'a str, u32>,
+        groups: &'a [Value],
+        diags: &mut Vec<Diagnostic>,
+    ) -> Index<'a> {
         let mut nodes: Vec<Node<'a>> = prepared.iter().enumerate().map(|(pos, p)| Node::read(p, pos)).collect();
         let n = nodes.len();
-        let by_id: FastMap<&'a str, u32> = nodes.iter().enumerate().map(|(i, node)| (node.id, i as u32)).collect();
 
         resolve_tool_results(&mut nodes, &by_id);
         let redirect = compressed_redirects(&nodes);
@@ -139,6 +147,7 @@ impl<'a> Index<'a> {
         }
 
         Index {
+            input,
             nodes,
             by_id,
             roots,

@@ -127,10 +127,10 @@ impl JsSum {
     }
 
     /// The sum as JSON.
-    pub(crate) fn into_value(self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         match self {
-            JsSum::Num(n) => js_number(n),
-            JsSum::Str(s) => Value::String(s),
+            JsSum::Num(n) => js_number(*n),
+            JsSum::Str(s) => Value::String(s.clone()),
         }
     }
 }
@@ -257,9 +257,9 @@ mod tests {
     #[test]
     fn js_plus_concatenates_strings() {
         let s = JsSum::add_or_zero(None, &json!("5"));
-        assert_eq!(s.into_value(), json!("05"));
+        assert_eq!(s.to_value(), json!("05"));
         let n = JsSum::add_or_zero(Some(&JsSum::Num(2.0)), &json!(3));
-        assert_eq!(n.into_value(), json!(5));
+        assert_eq!(n.to_value(), json!(5));
     }
 
     #[test]

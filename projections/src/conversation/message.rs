@@ -4,8 +4,6 @@
 //! through untouched); a [`Node`] borrows one and caches every field a decision depends on,
 //! already reduced to the JS semantics upstream applies to it.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
 use super::diagnostics::Diagnostic;
@@ -55,20 +53,24 @@ impl Signal<'_> {
     }
 }
 
-/// A message after pre-processing: its input position, the input object, and the `agentId`
-/// the `sub_agent` rewrite gives it (applied whenever the message is read or copied).
+/// A message after pre-processing: its input position, the input object and its id.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Prepared<'a> {
     pub input_index: usize,
-    pub value: &'a Value,
     pub map: &'a Map<String, Value>,
-    pub agent_override: Option<&'a Value>,
+    pub id: &'a str,
 }
 
-/// Validate the input array, apply the `sub_agent` rewrite and drop duplicate ids (keeping the
-/// last, as upstream's `messageMap` does), reporting what was skipped.
-pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) -> Vec<Prepared<'a>> {
-    let mut valid: Vec<(usize, &'a Value, &'a Map<String, Value>, &'a str)> = Vec::with_capacity(messages.len());
+/// Validate the input array and drop duplicate ids (keeping the last, as upstream's
+/// `messageMap` does), reporting what was skipped. Also returns id → position among the kept
+/// messages.
+pub(crate) fn prepare<'a>(
+    messages: &'a [Value],
+    diags: &mut Vec<Diagnostic>,
+) -> (Vec<Prepared<'a>>, FastMap<&'a str, u32>) {
+    let mut out: Vec<Prepared<'a>> = Vec::with_capacity(messages.len());
+    let mut by_id: FastMap<&'a str, u32> = FastMap::with_capacity_and_hasher(messages.len(), Default::default());
+    let mut duplicates = false;
     for (i, v) in messages.iter().enumerate() {
         let Some(map) = v.as_object() else {
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "not an object".to_owned() });
@@ -78,29 +80,32 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "no string `id`".to_owned() });
             continue;
         };
-        valid.push((i, v, map, id));
+        duplicates |= by_id.insert(id, out.len() as u32).is_some();
+        out.push(Prepared { input_index: i, map, id });
     }
-
-    let mut last: FastMap<&str, usize> = FastMap::with_capacity_and_hasher(valid.len(), Default::default());
-    for &(i, _, _, id) in &valid {
-        last.insert(id, i);
-    }
-
-    let mut out = Vec::with_capacity(last.len());
-    for (i, value, map, id) in valid {
-        let kept = last.get(id).copied().unwrap_or(i);
-        if kept != i {
-            diags.push(Diagnostic::DuplicateId { id: id.to_owned(), dropped_index: i, kept_index: kept });
-            continue;
+    if duplicates {
+        // Rare: keep only each id's last occurrence (`by_id` names it), then renumber.
+        let valid = std::mem::take(&mut out);
+        for p in &valid {
+            let kept = by_id.get(p.id).map_or(p.input_index, |&k| valid[k as usize].input_index);
+            if kept != p.input_index {
+                diags.push(Diagnostic::DuplicateId {
+                    id: p.id.to_owned(),
+                    dropped_index: p.input_index,
+                    kept_index: kept,
+                });
+                continue;
+            }
+            out.push(*p);
         }
-        out.push(Prepared { input_index: i, value, map, agent_override: sub_agent_override(map) });
+        by_id = out.iter().enumerate().map(|(pos, p)| (p.id, pos as u32)).collect();
     }
-    out
+    (out, by_id)
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
 /// with `agentId = subAgentId`, so chains never merge across agents.
-fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
+pub(crate) fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
     let meta = map.get("metadata");
     let is_sub = field(meta, "scope").and_then(Value::as_str) == Some("sub_agent");
     let sub_id = field(meta, "subAgentId");
@@ -113,8 +118,8 @@ fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
 /// Everything one message contributes to parser decisions.
 #[derive(Debug)]
 pub(crate) struct Node<'a> {
-    /// The input message (rows that need no change borrow it).
-    pub value: &'a Value,
+    /// Position of the message in the input (what rows name it by).
+    pub at: u32,
     pub map: &'a Map<String, Value>,
     /// `agentId` after the `sub_agent` rewrite, when it applies.
     pub agent_override: Option<&'a Value>,
@@ -146,12 +151,6 @@ pub(crate) struct Node<'a> {
     pub parent_id: Option<&'a Value>,
     /// `role === 'compressedGroup'`.
     pub compressed_group: bool,
-    /// `role === 'assistant' && metadata.isSupervisor`: re-roled in post-processing.
-    pub legacy_supervisor: bool,
-    /// No truthy `usage` but a truthy `metadata.usage`: hoisted in the flat list.
-    pub hoist_usage: bool,
-    /// A still-assistant with tools and metadata: messageMap reduces its metadata.
-    pub reduce_metadata: bool,
 }
 
 /// The top-level fields parse reads, found in one pass over the message's map.
@@ -167,7 +166,6 @@ struct Fields<'a> {
     agent_id: Option<&'a Value>,
     tool_call_id: Option<&'a Value>,
     parent_id: Option<&'a Value>,
-    usage: Option<&'a Value>,
 }
 
 impl<'a> Fields<'a> {
@@ -185,7 +183,6 @@ impl<'a> Fields<'a> {
                 "agentId" => &mut f.agent_id,
                 "tool_call_id" => &mut f.tool_call_id,
                 "parentId" => &mut f.parent_id,
-                "usage" => &mut f.usage,
                 _ => continue,
             };
             *slot = Some(v);
@@ -205,7 +202,8 @@ struct MetaFields<'a> {
     agent_council: Option<&'a Value>,
     orchestration_role: Option<&'a Value>,
     agent_dispatch: Option<&'a Value>,
-    usage: Option<&'a Value>,
+    scope: Option<&'a Value>,
+    sub_agent_id: Option<&'a Value>,
 }
 
 impl<'a> MetaFields<'a> {
@@ -224,7 +222,8 @@ impl<'a> MetaFields<'a> {
                 "agentCouncil" => &mut f.agent_council,
                 "orchestrationRole" => &mut f.orchestration_role,
                 "agentDispatch" => &mut f.agent_dispatch,
-                "usage" => &mut f.usage,
+                "scope" => &mut f.scope,
+                "subAgentId" => &mut f.sub_agent_id,
                 _ => continue,
             };
             *slot = Some(v);
@@ -238,7 +237,7 @@ impl<'a> Node<'a> {
     pub(crate) fn read(p: &Prepared<'a>, pos: usize) -> Node<'a> {
         let map = p.map;
         let f = Fields::of(map);
-        let id = f.id.and_then(Value::as_str).unwrap_or_default();
+        let id = p.id;
         let role = match f.role.and_then(Value::as_str) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
@@ -248,6 +247,11 @@ impl<'a> Node<'a> {
             _ => Role::Other,
         };
         let md = MetaFields::of(f.metadata);
+        // `sub_agent_override`, from the fields already read.
+        let agent_override = match (md.scope.and_then(Value::as_str), md.sub_agent_id) {
+            (Some("sub_agent"), Some(sub)) if truthy(Some(sub)) => Some(sub),
+            _ => None,
+        };
         let tools_arr = f.tools.and_then(Value::as_array);
         let has_tools = tools_arr.is_some_and(|t| !t.is_empty());
         let signal = if role == Role::Assistant && !non_empty(f.tools) {
@@ -262,16 +266,12 @@ impl<'a> Node<'a> {
             None
         };
         let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
-        let legacy_supervisor = role == Role::Assistant && truthy(md.is_supervisor);
         Node {
             parent_id: f.parent_id,
             compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
-            legacy_supervisor,
-            hoist_usage: !truthy(f.usage) && truthy(md.usage),
-            reduce_metadata: !legacy_supervisor && role == Role::Assistant && non_empty(f.tools) && truthy(f.metadata),
-            value: p.value,
+            at: p.input_index as u32,
             map,
-            agent_override: p.agent_override,
+            agent_override,
             id,
             role,
             created: time_of(f.created_at),
@@ -280,7 +280,7 @@ impl<'a> Node<'a> {
             thread: truthy(f.thread_id),
             thread_id: f.thread_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
             group_id: f.group_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
-            agent: Key::of(p.agent_override.or(f.agent_id), pos),
+            agent: Key::of(agent_override.or(f.agent_id), pos),
             tool_call_id: Key::of(f.tool_call_id, pos),
             tools: tools_arr
                 .map(|arr| {
@@ -303,32 +303,6 @@ impl<'a> Node<'a> {
         match self.agent_override {
             Some(agent) if key == "agentId" => Some(agent),
             _ => self.map.get(key),
-        }
-    }
-
-    /// The message as an owned object, without `skip` keys (callers that replace or delete
-    /// keys never copy them).
-    pub(crate) fn owned_map(&self, skip: &[&str]) -> Map<String, Value> {
-        let mut out: Map<String, Value> =
-            self.map.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        if let Some(agent) = self.agent_override
-            && !skip.contains(&"agentId")
-        {
-            out.insert("agentId".to_owned(), agent.clone());
-        }
-        out
-    }
-
-    /// The message as an owned JSON value.
-    pub(crate) fn to_value(&self) -> Value {
-        Value::Object(self.owned_map(&[]))
-    }
-
-    /// The message as a row: the input itself unless the `sub_agent` rewrite changed it.
-    pub(crate) fn row(&self) -> Cow<'a, Value> {
-        match self.agent_override {
-            None => Cow::Borrowed(self.value),
-            Some(_) => Cow::Owned(self.to_value()),
         }
     }
 }

@@ -11,7 +11,8 @@
 //!     json!({"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1", "createdAt": 2}),
 //! ];
 //! let result = conversation::parse(&messages, None);
-//! assert_eq!(result.flat_list.len(), 2);
+//! assert_eq!(result.flat_list().len(), 2);
+//! assert_eq!(result.flat_list().get(1).and_then(|row| row.id()), Some("a1"));
 //! assert!(result.diagnostics.is_empty());
 //! ```
 //!
@@ -20,8 +21,9 @@
 //! terminates with a diagnostic instead of a panic or a silent drop. Module map:
 //! [`message`] typed view over input fields, [`indexing`] phases 1–2, `branch` branch
 //! resolution, `collector` assistant chains, `context_tree` / `flat_list` phase 3, `finish`
-//! post-processing, `virtual_message` and `usage` row shapes, `js` the JS semantics upstream
-//! relies on.
+//! post-processing, `virtual_message` the decisions behind virtual rows, `rows` / `group_json` /
+//! `usage` the JSON the rows stand for, `output` the result's public views, `js` the JS
+//! semantics upstream relies on.
 
 mod branch;
 mod collector;
@@ -30,18 +32,18 @@ mod diagnostics;
 mod fast_hash;
 mod finish;
 mod flat_list;
+mod group_json;
 mod indexing;
 mod js;
 mod message;
+mod output;
 mod processed;
+mod rows;
 mod usage;
 mod virtual_message;
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value;
 
 pub use context_tree::{
@@ -49,53 +51,7 @@ pub use context_tree::{
     TasksNode,
 };
 pub use diagnostics::Diagnostic;
-
-/// The parse output; serialises to upstream's `{contextTree, flatList, messageMap}`.
-///
-/// Rows and messageMap entries that upstream returns unchanged borrow the input messages
-/// (`Cow::Borrowed`); only rows the parse builds or changes are owned. Use
-/// [`ParseResult::into_owned`] to keep a result beyond its input.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ParseResult<'a> {
-    /// Semantic nodes of the main line (thread messages excluded).
-    pub context_tree: Vec<ContextNode>,
-    /// The active path as render rows, virtual rows included, sorted by `createdAt`.
-    pub flat_list: Vec<Cow<'a, Value>>,
-    /// Every kept input message by id (after upstream's clean-up), in key order.
-    pub message_map: BTreeMap<Cow<'a, str>, Cow<'a, Value>>,
-    /// What was wrong with the input and how it was handled (not part of upstream's shape).
-    #[serde(skip)]
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl ParseResult<'_> {
-    /// Copy the borrowed rows, so the result outlives its input.
-    pub fn into_owned(self) -> ParseResult<'static> {
-        ParseResult {
-            context_tree: self.context_tree,
-            flat_list: self.flat_list.into_iter().map(|r| Cow::Owned(r.into_owned())).collect(),
-            message_map: self
-                .message_map
-                .into_iter()
-                .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
-                .collect(),
-            diagnostics: self.diagnostics,
-        }
-    }
-
-    /// Write `{"contextTree","flatList","messageMap"}` as compact JSON. Unlike serde, this does
-    /// not recurse on branch nesting, so any parse result can be written.
-    pub fn write_json<W: Write>(&self, mut w: W) -> io::Result<()> {
-        w.write_all(b"{\"contextTree\":")?;
-        context_tree::write_json(&mut w, &self.context_tree)?;
-        w.write_all(b",\"flatList\":")?;
-        serde_json::to_writer(&mut w, &self.flat_list)?;
-        w.write_all(b",\"messageMap\":")?;
-        serde_json::to_writer(&mut w, &self.message_map)?;
-        w.write_all(b"}")
-    }
-}
+pub use output::{FlatList, FlatRow, MessageEntry, MessageMap, ParseResult};
 
 /// Why a JSON document is not parser input.
 #[derive(Debug, thiserror::Error)]
@@ -142,13 +98,20 @@ pub fn parse_document(doc: &Value) -> Result<ParseResult<'_>, InputError> {
 /// Upstream's `parse(messages, messageGroups?)`.
 pub fn parse<'a>(messages: &'a [Value], message_groups: Option<&'a [Value]>) -> ParseResult<'a> {
     let mut diagnostics = Vec::new();
-    let prepared = message::prepare(messages, &mut diagnostics);
-    let index = indexing::Index::build(&prepared, message_groups.unwrap_or(&[]), &mut diagnostics);
+    let (prepared, by_id) = message::prepare(messages, &mut diagnostics);
+    let index = indexing::Index::build(messages, &prepared, by_id, message_groups.unwrap_or(&[]), &mut diagnostics);
     let context_tree = context_tree::build(&index);
-    let rows = flat_list::build(&index);
-    let flat_list = finish::flat_list(&index, rows);
+    let placed = flat_list::build(&index);
+    let rows = finish::flat_list(&index, placed);
     let message_map = finish::message_map(&index);
-    ParseResult { context_tree, flat_list, message_map, diagnostics }
+    ParseResult::new(messages, context_tree, rows, message_map, diagnostics)
+}
+
+/// [`parse`] over shared messages: the result keeps them (no copy) and outlives the caller's
+/// handle.
+pub fn parse_shared(messages: Arc<Vec<Value>>, message_groups: Option<&[Value]>) -> ParseResult<'static> {
+    let result = parse(&messages, message_groups);
+    result.over_shared(Arc::clone(&messages))
 }
 
 #[cfg(test)]

@@ -5,15 +5,34 @@ use serde_json::{Value, json};
 
 use super::{ContextNode, Diagnostic, ParseResult, parse, parse_document};
 
-fn run(messages: Value) -> ParseResult<'static> {
-    parse(messages.as_array().expect("array"), None).into_owned()
+/// A parse result as plain JSON values, for indexing in assertions.
+struct Parsed {
+    context_tree: Vec<ContextNode>,
+    flat_list: Vec<Value>,
+    message_map: serde_json::Map<String, Value>,
+    diagnostics: Vec<Diagnostic>,
 }
 
-fn flat_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
+impl From<ParseResult<'_>> for Parsed {
+    fn from(r: ParseResult<'_>) -> Parsed {
+        let message_map = match r.message_map().to_value() {
+            Value::Object(m) => m,
+            other => panic!("messageMap is not an object: {other}"),
+        };
+        let flat_list = r.flat_list().to_values();
+        Parsed { flat_list, message_map, context_tree: r.context_tree, diagnostics: r.diagnostics }
+    }
+}
+
+fn run(messages: Value) -> Parsed {
+    parse(messages.as_array().expect("array"), None).into()
+}
+
+fn flat_ids(r: &Parsed) -> Vec<&str> {
     r.flat_list.iter().map(|m| m["id"].as_str().unwrap_or("")).collect()
 }
 
-fn tree_ids<'r>(r: &'r ParseResult<'_>) -> Vec<&'r str> {
+fn tree_ids(r: &Parsed) -> Vec<&str> {
     r.context_tree
         .iter()
         .map(|n| match n {
@@ -184,7 +203,7 @@ fn message_groups_compare_path() {
     ]);
     let doc =
         json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
-    let r = parse_document(&doc).unwrap();
+    let r: Parsed = parse_document(&doc).unwrap().into();
     assert_eq!(flat_ids(&r), ["grp", "u2"]);
     let row = &r.flat_list[0];
     assert_eq!(row["role"], "compare");
@@ -200,7 +219,7 @@ fn message_groups_compare_path() {
     assert_eq!(tree[1]["id"], "compare-grp-1");
     assert_eq!(tree.as_array().unwrap().len(), 2);
     // Without messageGroups the groupId is inert.
-    let plain = parse(messages.as_array().unwrap(), None);
+    let plain: Parsed = parse(messages.as_array().unwrap(), None).into();
     assert_eq!(flat_ids(&plain), ["c1", "c2", "u2"]);
 }
 
@@ -406,4 +425,33 @@ fn thread_messages_stay_out_of_the_tree_but_not_the_flat_list() {
     ]));
     assert_eq!(tree_ids(&r), ["u1", "a1"]);
     assert_eq!(flat_ids(&r), ["u1", "a1", "tm"]);
+}
+
+/// messageMap is in id byte order, also for ids that share a long prefix or extend another.
+#[test]
+fn message_map_is_in_id_order() {
+    let ids =
+        ["conversation-message-2", "conversation-message-10", "conversation-message-1", "b", "conversation-mess", "a"];
+    let messages: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| json!({"id": id, "role": "user", "content": "x", "createdAt": i}))
+        .collect();
+    let r = parse(&messages, None);
+    let got: Vec<&str> = r.message_map().iter().map(|(id, _)| id).collect();
+    let mut want = ids.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    assert!(ids.iter().all(|id| r.message_map().contains_key(id)));
+    assert!(!r.message_map().contains_key("conversation-message"));
+}
+
+/// Rows are written by merging their input message's entries with the keys they add, which
+/// relies on `serde_json::Map` iterating keys in byte order (serde_json without
+/// `preserve_order`). If a dependency ever turns that feature on, this fails first.
+#[test]
+fn input_maps_iterate_keys_in_byte_order() {
+    let v = json!({"b": 1, "Z": 2, "a": 3, "agentId": 4});
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["Z", "a", "agentId", "b"]);
 }

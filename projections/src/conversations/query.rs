@@ -5,7 +5,7 @@ use super::{
     tree_cache::{TopicInput, TopicTree, changed_messages, topic_version},
 };
 use crate::{
-    conversation::parse,
+    conversation::parse_shared,
     db::ReadDb,
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
@@ -88,7 +88,7 @@ pub fn parse_input(messages: &[MessageRow]) -> Vec<serde_json::Value> {
             })
             .collect(),
     );
-    input.messages
+    std::sync::Arc::unwrap_or_clone(input.messages)
 }
 
 /// A topic's tree parsed from all its stored messages, bypassing any cache (for verification
@@ -104,6 +104,6 @@ pub async fn fresh_tree(
     Ok(Some(TopicTree {
         topic_id: topic_id.to_string(),
         version: input.version.max(version),
-        result: parse(&input.messages, None).into_owned(),
+        result: parse_shared(input.messages, None),
     }))
 }

@@ -6,7 +6,9 @@
 //! `messages_version`; when it moved, only rows with `changed_at` above the cached version are
 //! fetched, folded into the input, and the topic is parsed again. One appended message in a
 //! 10,000-message topic therefore costs one row read and one parse, never a re-read of the
-//! topic (figures: BENCHMARKS.md, "Conversation parse", one appended message).
+//! topic (figures: BENCHMARKS.md, "Conversation parse", one appended message). The tree shares
+//! the cached input (`Arc`) instead of copying it: the parse result only points into it, and
+//! the next refresh updates the input in place once no reader holds the previous tree.
 //!
 //! Topics are evicted least recently used first once the cached messages exceed the capacity.
 //! The cache is per process and holds nothing the tables do not: a stale or evicted entry only
@@ -23,7 +25,6 @@
 //! ```
 
 use std::{
-    borrow::Cow,
     collections::{HashMap, HashSet},
     sync::{Arc, Mutex},
 };
@@ -33,7 +34,7 @@ use serde_json::Value;
 use super::message_json::parse_view;
 use crate::{
     columns::Columns,
-    conversation::{ContextNode, ParseResult, parse},
+    conversation::{ContextNode, FlatList, ParseResult, parse_shared},
     db::{ReadDb, SqlValue},
     error::ProjectionError,
 };
@@ -55,8 +56,8 @@ impl TopicTree {
         &self.result.context_tree
     }
     /// Upstream's `flatList`.
-    pub fn flat_list(&self) -> &[Cow<'static, Value>] {
-        &self.result.flat_list
+    pub fn flat_list(&self) -> FlatList<'_> {
+        self.result.flat_list()
     }
 }
 
@@ -74,8 +75,9 @@ const CHANGE_COLUMNS: &[&str] = &["seq", "message_id", "deleted", "message", "ch
 /// The parser input of one topic, kept current from changed rows.
 #[derive(Default)]
 pub(crate) struct TopicInput {
-    /// Live messages in creation order, as the parser reads them.
-    pub(crate) messages: Vec<Value>,
+    /// Live messages in creation order, as the parser reads them (shared with the tree parsed
+    /// from them; changed in place when no reader holds that tree any more, else copied).
+    pub(crate) messages: Arc<Vec<Value>>,
     seqs: Vec<i64>,
     index: HashMap<String, usize>,
     deleted: HashSet<String>,
@@ -86,6 +88,10 @@ pub(crate) struct TopicInput {
 impl TopicInput {
     /// Fold changed rows (in `seq` order) into the input.
     pub(crate) fn apply(&mut self, rows: Vec<ChangedMessage>) {
+        if rows.is_empty() {
+            return;
+        }
+        let messages = Arc::make_mut(&mut self.messages);
         let newly_deleted: HashSet<String> = rows
             .iter()
             .filter(|r| r.deleted && self.deleted.insert(r.message_id.clone()))
@@ -93,18 +99,18 @@ impl TopicInput {
             .collect();
         if !newly_deleted.is_empty() {
             // Rare: drop the deleted messages and cut their children loose, then re-index.
-            let mut kept = Vec::with_capacity(self.messages.len());
+            let mut kept = Vec::with_capacity(messages.len());
             let mut seqs = Vec::with_capacity(self.seqs.len());
-            for (m, s) in self.messages.drain(..).zip(self.seqs.drain(..)) {
+            for (m, s) in messages.drain(..).zip(self.seqs.drain(..)) {
                 let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
                 if !newly_deleted.contains(id) {
                     kept.push(parse_view(&m, &newly_deleted));
                     seqs.push(s);
                 }
             }
-            self.messages = kept;
+            *messages = kept;
             self.seqs = seqs;
-            self.reindex();
+            self.index = index_of(messages);
         }
         for row in rows {
             self.version = self.version.max(row.changed_at);
@@ -113,30 +119,30 @@ impl TopicInput {
             }
             let view = parse_view(&row.message, &self.deleted);
             match self.index.get(&row.message_id) {
-                Some(&i) => self.messages[i] = view,
+                Some(&i) => messages[i] = view,
                 None if self.seqs.last().is_none_or(|&last| last < row.seq) => {
-                    self.index.insert(row.message_id, self.messages.len());
-                    self.messages.push(view);
+                    self.index.insert(row.message_id, messages.len());
+                    messages.push(view);
                     self.seqs.push(row.seq);
                 }
                 None => {
                     let at = self.seqs.partition_point(|&s| s < row.seq);
-                    self.messages.insert(at, view);
+                    messages.insert(at, view);
                     self.seqs.insert(at, row.seq);
-                    self.reindex();
+                    self.index = index_of(messages);
                 }
             }
         }
     }
+}
 
-    fn reindex(&mut self) {
-        self.index = self
-            .messages
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| m.get("id").and_then(Value::as_str).map(|id| (id.to_string(), i)))
-            .collect();
-    }
+/// Message id → position.
+fn index_of(messages: &[Value]) -> HashMap<String, usize> {
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.get("id").and_then(Value::as_str).map(|id| (id.to_string(), i)))
+        .collect()
 }
 
 /// Rows of `topic_id` changed after `since`, in creation order.
@@ -263,7 +269,9 @@ impl ConversationTrees {
                 *cached = Some(c);
                 return Ok(Some(tree));
             }
-            // Behind: fetch what changed since. Ahead (the read model was rebuilt): start over.
+            // Behind: fetch what changed since (the old tree is dropped here, so unless a
+            // reader still holds it the input is updated in place). Ahead (the read model was
+            // rebuilt): start over.
             Some(c) if c.input.version < version => c.input,
             _ => TopicInput::default(),
         };
@@ -272,7 +280,7 @@ impl ConversationTrees {
         let tree = Arc::new(TopicTree {
             topic_id: topic_id.to_string(),
             version: input.version,
-            result: parse(&input.messages, None).into_owned(),
+            result: parse_shared(Arc::clone(&input.messages), None),
         });
         let size = input.messages.len();
         *cached = Some(CachedTopic { input, tree: Arc::clone(&tree) });

@@ -1,0 +1,339 @@
+//! Output rows as descriptors over the input, and the JSON they stand for.
+//!
+//! A row is not a built `serde_json::Value`: it names input messages by position and records
+//! only what the parse decided (which messages form a group, which tool result answers which
+//! call, the branch marker). Its JSON — upstream's row, key for key — is produced when the
+//! row is serialised, reading the input in place; nothing is copied, and a result holds no
+//! borrowed pointers (positions only), so it can share its input instead of copying it.
+//!
+//! Objects are written with their keys in byte order, as a `serde_json::Map` holds them, so
+//! the bytes are the same as serialising the equivalent `Value`. Merging a message's entries
+//! with the keys a row adds relies on the input maps iterating in that order too (serde_json
+//! without `preserve_order`; `tests::input_maps_iterate_keys_in_byte_order` guards it).
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::{Map, Value};
+
+use super::group_json::{GroupJson, SupervisorJson};
+use super::js::{non_empty, truthy};
+use super::message::sub_agent_override;
+use super::usage::is_usage_key;
+
+/// One flat-list row.
+#[derive(Debug, Clone)]
+pub(crate) enum Row {
+    /// An input message; `finish`: with post-processing (re-roled supervisor, hoisted usage).
+    Message { at: u32, finish: bool },
+    /// `{...message, branch: {activeBranchIndex, count}}`, post-processed.
+    Branch { at: u32, count: u32, index: u32 },
+    /// `createAssistantGroupMessage`.
+    Group(Box<GroupRow>),
+    /// `createSupervisorContentMessage`: a toolless supervisor turn as a one-block bubble.
+    Supervisor { at: u32 },
+    /// A tasks or compare row.
+    Built(Box<BuiltRow>),
+}
+
+/// A message (as given) or a group embedded in a row.
+#[derive(Debug, Clone)]
+pub(crate) enum Item {
+    Message(u32),
+    Group(GroupRow),
+}
+
+/// A tasks or compare row: its own small fields, and the messages or groups it embeds.
+#[derive(Debug, Clone)]
+pub(crate) struct BuiltRow {
+    /// Every key but `list_key`.
+    pub fields: Map<String, Value>,
+    /// `tasks` or `columns`.
+    pub list_key: &'static str,
+    pub items: Vec<Item>,
+    /// Compare columns: each item is a one-element array.
+    pub columns: bool,
+}
+
+/// An item with the input it points into.
+struct ItemJson<'r> {
+    input: &'r [Value],
+    item: &'r Item,
+}
+
+impl Serialize for ItemJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.item {
+            Item::Message(at) => {
+                MessageJson { map: object(self.input, *at), mode: Mode::AsGiven, branch: None }.serialize(s)
+            }
+            Item::Group(g) => GroupJson::new(self.input, g).serialize(s),
+        }
+    }
+}
+
+/// Embedded items as a JSON array (compare columns: an array of one-element arrays).
+pub(crate) struct ItemsJson<'r> {
+    pub input: &'r [Value],
+    pub items: &'r [Item],
+    pub columns: bool,
+}
+
+impl Serialize for ItemsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.items.len()))?;
+        for item in self.items {
+            let one = ItemJson { input: self.input, item };
+            if self.columns {
+                seq.serialize_element(&[one])?;
+            } else {
+                seq.serialize_element(&one)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for BuiltJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let b = self.row;
+        let mut m = s.serialize_map(None)?;
+        let items = ItemsJson { input: self.input, items: &b.items, columns: b.columns };
+        write_patched(&mut m, b.fields.iter().map(|(k, v)| (k.as_str(), v)), &[], &[b.list_key], |m, k| {
+            m.serialize_entry(k, &items)
+        })?;
+        m.end()
+    }
+}
+
+/// A built row with the input it points into.
+struct BuiltJson<'r> {
+    input: &'r [Value],
+    row: &'r BuiltRow,
+}
+
+/// An assistant group: the chain and what the parse resolved about it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GroupRow {
+    /// Input positions of the chain's steps, in order (the first is the head).
+    pub chain: Vec<u32>,
+    /// For every tool call of every step, in order: the input position of the tool message
+    /// that answers it (`NONE`: the call is written as given).
+    pub results: Vec<u32>,
+    /// The council block's members (only when there are several).
+    pub council: Option<Vec<Item>>,
+    /// Signal-callback blocks: the source tool and its callbacks by sequence.
+    pub signal_blocks: Vec<(u32, Vec<u32>)>,
+    /// Task-completion turns, by time.
+    pub completions: Vec<u32>,
+    /// The head is a supervisor: role `supervisor` and the supervisor metadata flags.
+    pub supervisor: bool,
+    /// The active-branch marker `(count, activeBranchIndex)`, when the group is a branch.
+    pub branch: Option<(u32, u32)>,
+}
+
+/// A row with the input it points into.
+#[derive(Clone, Copy)]
+pub(crate) struct RowJson<'r> {
+    pub input: &'r [Value],
+    pub row: &'r Row,
+}
+
+impl Serialize for RowJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.row {
+            Row::Message { at, finish } => {
+                let mode = if *finish { Mode::FlatRow } else { Mode::AsGiven };
+                MessageJson { map: object(self.input, *at), mode, branch: None }.serialize(s)
+            }
+            Row::Branch { at, count, index } => {
+                MessageJson { map: object(self.input, *at), mode: Mode::FlatRow, branch: Some((*count, *index)) }
+                    .serialize(s)
+            }
+            Row::Group(g) => GroupJson::new(self.input, g).serialize(s),
+            Row::Supervisor { at } => SupervisorJson { map: object(self.input, *at) }.serialize(s),
+            Row::Built(b) => BuiltJson { input: self.input, row: b }.serialize(s),
+        }
+    }
+}
+
+static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
+/// The input message at `at` (rows only ever name object messages).
+pub(crate) fn object(input: &[Value], at: u32) -> &Map<String, Value> {
+    input.get(at as usize).and_then(Value::as_object).unwrap_or(&EMPTY)
+}
+
+/// The `id` of the input message at `at`.
+pub(crate) fn id_of(input: &[Value], at: u32) -> &str {
+    object(input, at).get("id").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// How an input message is changed on its way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Only the `sub_agent` rewrite (nested copies, recovered task callbacks).
+    AsGiven,
+    /// A flat-list row: legacy supervisors re-roled, `metadata.usage` hoisted.
+    FlatRow,
+    /// A messageMap entry: legacy supervisors re-roled, tool-using assistants' metadata
+    /// reduced to usage/performance keys.
+    MapEntry,
+}
+
+/// `role: 'assistant'` + `metadata.isSupervisor` (truthy): re-roled to `supervisor`.
+pub(crate) fn is_legacy_supervisor(m: &Map<String, Value>) -> bool {
+    m.get("role").and_then(Value::as_str) == Some("assistant")
+        && truthy(m.get("metadata").and_then(Value::as_object).and_then(|md| md.get("isSupervisor")))
+}
+
+/// `metadata.usage` when the row has no truthy top-level `usage` (upstream's usage hoisting).
+pub(crate) fn hoisted_usage(m: &Map<String, Value>) -> Option<&Value> {
+    if truthy(m.get("usage")) {
+        return None;
+    }
+    m.get("metadata").and_then(Value::as_object).and_then(|md| md.get("usage")).filter(|u| truthy(Some(u)))
+}
+
+/// An input message as one of the output shapes of [`Mode`], optionally with a branch marker.
+pub(crate) struct MessageJson<'r> {
+    pub map: &'r Map<String, Value>,
+    pub mode: Mode,
+    pub branch: Option<(u32, u32)>,
+}
+
+/// `{activeBranchIndex, count}` from `(count, activeBranchIndex)`.
+pub(crate) struct BranchJson(pub u32, pub u32);
+
+impl Serialize for BranchJson {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("activeBranchIndex", &self.1)?;
+        m.serialize_entry("count", &self.0)?;
+        m.end()
+    }
+}
+
+/// `metadata` of a tool-using assistant in messageMap: its usage/performance keys only.
+struct ReducedMetadata<'r>(&'r Map<String, Value>);
+
+impl Serialize for ReducedMetadata<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.0.iter().filter(|(k, _)| is_usage_key(k)) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for MessageJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let map = self.map;
+        let agent = sub_agent_override(map);
+        let supervisor = self.mode != Mode::AsGiven && is_legacy_supervisor(map);
+        let hoisted = if self.mode == Mode::FlatRow { hoisted_usage(map) } else { None };
+        // messageMap: a still-assistant with tools and metadata keeps only usage keys (and
+        // drops `metadata` when none remain or it is not an object).
+        let reduce = self.mode == Mode::MapEntry
+            && !supervisor
+            && map.get("role").and_then(Value::as_str) == Some("assistant")
+            && non_empty(map.get("tools"))
+            && truthy(map.get("metadata"));
+        let reduced = match map.get("metadata") {
+            Some(Value::Object(md)) if reduce && md.keys().any(|k| is_usage_key(k)) => Some(md),
+            _ => None,
+        };
+        let mut keys = Keys::new();
+        if agent.is_some() {
+            keys.push("agentId");
+        }
+        if self.branch.is_some() {
+            keys.push("branch");
+        }
+        if reduced.is_some() {
+            keys.push("metadata");
+        }
+        if supervisor {
+            keys.push("role");
+        }
+        if hoisted.is_some() {
+            keys.push("usage");
+        }
+        let skip: &[&str] = if reduce { &["metadata"] } else { &[] };
+        let mut m = s.serialize_map(None)?;
+        write_patched(&mut m, map.iter().map(|(k, v)| (k.as_str(), v)), skip, keys.sorted(), |m, k| match k {
+            "agentId" => m.serialize_entry(k, &agent),
+            "branch" => match self.branch {
+                Some((count, index)) => m.serialize_entry(k, &BranchJson(count, index)),
+                None => Ok(()),
+            },
+            "metadata" => match reduced {
+                Some(md) => m.serialize_entry(k, &ReducedMetadata(md)),
+                None => Ok(()),
+            },
+            "role" => m.serialize_entry(k, "supervisor"),
+            "usage" => m.serialize_entry(k, &hoisted),
+            _ => Ok(()),
+        })?;
+        m.end()
+    }
+}
+
+/// The keys an object adds or replaces, sorted before writing (at most a dozen).
+pub(crate) struct Keys {
+    keys: [&'static str; 12],
+    len: usize,
+}
+
+impl Keys {
+    /// No keys.
+    pub(crate) fn new() -> Keys {
+        Keys { keys: [""; 12], len: 0 }
+    }
+
+    /// Add a key (callers add each key at most once, and never more than twelve).
+    pub(crate) fn push(&mut self, key: &'static str) {
+        if let Some(slot) = self.keys.get_mut(self.len) {
+            *slot = key;
+            self.len += 1;
+        }
+    }
+
+    /// The keys in byte order.
+    pub(crate) fn sorted(&mut self) -> &[&'static str] {
+        let keys = &mut self.keys[..self.len];
+        keys.sort_unstable();
+        keys
+    }
+}
+
+/// Write `base` (entries in key order) without `skip` keys, merged with the `added` keys
+/// (sorted), which replace base entries of the same name; `emit` writes one added entry.
+pub(crate) fn write_patched<'b, M: SerializeMap>(
+    m: &mut M,
+    base: impl Iterator<Item = (&'b str, &'b Value)>,
+    skip: &[&str],
+    added: &[&'static str],
+    mut emit: impl FnMut(&mut M, &'static str) -> Result<(), M::Error>,
+) -> Result<(), M::Error> {
+    let mut next = 0;
+    for (k, v) in base {
+        while let Some(&a) = added.get(next)
+            && a < k
+        {
+            emit(m, a)?;
+            next += 1;
+        }
+        if added.get(next) == Some(&k) {
+            emit(m, added[next])?;
+            next += 1;
+            continue;
+        }
+        if !skip.contains(&k) {
+            m.serialize_entry(k, v)?;
+        }
+    }
+    for &a in &added[next..] {
+        emit(m, a)?;
+    }
+    Ok(())
+}
