@@ -8,11 +8,16 @@
 # Installs Debian's `postgresql` package when no server is found (needs root and apt-get).
 # Runs the server as the `postgres` system user when called as root (postgres refuses root).
 # Listens on 127.0.0.1:$PG_PORT only, trust auth, data under $PG_DIR (wiped on every start).
+# Tests create and drop a database each; with fsync on that costs ~7 s per test, so by default
+# the server does not wait for the disk (fsync, synchronous_commit, full_page_writes off: a
+# throwaway server loses nothing a test can observe unless the machine itself crashes).
+# Benchmarks start it with PG_DURABLE=1 to measure PostgreSQL as it runs in production.
 # Only the URL goes to stdout; everything else to stderr.
 set -euo pipefail
 
 PG_PORT="${PG_PORT:-55432}"
 PG_DIR="${PG_DIR:-/tmp/agentlog-pg-${PG_PORT}}"
+PG_DURABLE="${PG_DURABLE:-0}"
 ACTION="${1:-start}"
 
 say() { printf '[pg-test-server] %s\n' "$*" >&2; }
@@ -77,6 +82,9 @@ max_connections = 400
 shared_buffers = 256MB
 logging_collector = off
 CONF
+if [ "$PG_DURABLE" != 1 ]; then
+    printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >> "$PG_DIR/data/postgresql.conf"
+fi
 as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start >&2 \
     || { tail -n 30 "$PG_DIR/server.log" >&2; fail "the server did not start"; }
 for _ in $(seq 1 60); do up && break; sleep 1; done

@@ -3,6 +3,7 @@
 
 use agentlog_domain::{
     agent::{Agent, INBOX_AGENT_ID},
+    context::Context,
     operation::{AgentRef, Operation},
     rules::task_run,
     task::{RunTask, RunTrigger, Task},
@@ -19,15 +20,7 @@ impl Commands<'_> {
     /// config version; the task's own model settings win over the agent's.
     async fn run_agent(&self, task: &Task) -> Result<AgentRef, ApiError> {
         let agent_id = task.assignee_agent_id.as_deref().unwrap_or(INBOX_AGENT_ID);
-        let agent = self.state.handler.load::<Agent>(agent_id).await?.state;
-        let mut agent_ref = match agent.owner() {
-            Some(owner) if agent.builtin || self.caller.may_see(owner) => agent.run_ref()?,
-            // The inbox agent need not be registered: it runs at version 1 with defaults.
-            None if agent_id == INBOX_AGENT_ID => {
-                AgentRef { agent_id: agent_id.to_string(), config_version: 1, model: None, provider: None }
-            }
-            _ => return Err(ApiError::not_found("agent", agent_id)),
-        };
+        let mut agent_ref = self.agent_ref(agent_id).await?;
         if task.config.model.is_some() {
             agent_ref.model = task.config.model.clone();
         }
@@ -35,6 +28,19 @@ impl Commands<'_> {
             agent_ref.provider = task.config.provider.clone();
         }
         Ok(agent_ref)
+    }
+
+    /// Agent `agent_id` at its current config version, when the caller may run it.
+    pub async fn agent_ref(&self, agent_id: &str) -> Result<AgentRef, ApiError> {
+        let agent = self.state.handler.load::<Agent>(agent_id).await?.state;
+        Ok(match agent.owner() {
+            Some(owner) if agent.builtin || self.caller.may_see(owner) => agent.run_ref()?,
+            // The inbox agent need not be registered: it runs at version 1 with defaults.
+            None if agent_id == INBOX_AGENT_ID => {
+                AgentRef { agent_id: agent_id.to_string(), config_version: 1, model: None, provider: None }
+            }
+            _ => return Err(ApiError::not_found("agent", agent_id)),
+        })
     }
 
     /// Start a manual run of task `id`: topic `topic_id`, operation `operation_id`. Answers the
@@ -51,6 +57,22 @@ impl Commands<'_> {
         let loaded = self.load_owned::<Task>(id).await?;
         let owner = loaded.state.user_id.clone();
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let position = self.start_run(id, topic_id, operation_id, RunTrigger::Manual, &ctx).await?;
+        self.state.settle(position).await;
+        Ok(position)
+    }
+
+    /// Start a run of task `id` triggered by `trigger` under `ctx` (a user's, or the
+    /// scheduler's deterministic one): the topic and its operation in one atomic append.
+    /// Answers the position of the last event appended; does not wait for the read models.
+    pub async fn start_run(
+        &self,
+        id: &str,
+        topic_id: &str,
+        operation_id: &str,
+        trigger: RunTrigger,
+        ctx: &Context,
+    ) -> Result<i64, ApiError> {
         let results = self
             .state
             .handler
@@ -65,13 +87,13 @@ impl Commands<'_> {
                 let run = RunTask {
                     topic_id: topic_id.to_string(),
                     operation_id: operation_id.to_string(),
-                    trigger: RunTrigger::Manual,
+                    trigger,
                     continue_topic: false,
                     agent,
                     extra_prompt: None,
                 };
-                let start = task_run::start_task_run(&task.state, &operation.state, &run, None, &ctx)?;
-                let writes = start.stamp(&task.state, &operation.state, &ctx);
+                let start = task_run::start_task_run(&task.state, &operation.state, &run, None, ctx)?;
+                let writes = start.stamp(&task.state, &operation.state, ctx);
                 Ok(writes
                     .into_iter()
                     .map(|w| {
@@ -81,8 +103,6 @@ impl Commands<'_> {
                     .collect())
             })
             .await?;
-        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
-        self.state.settle(position).await;
-        Ok(position)
+        Ok(results.iter().map(|r| r.last_position()).max().unwrap_or(0))
     }
 }

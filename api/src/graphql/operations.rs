@@ -732,15 +732,18 @@ impl OperationsMutation {
         run(ctx, &id, OperationCommand::ReceiveAsyncResult { key, success, result }, None, None).await
     }
 
-    /// The worker finished the run.
+    /// The worker finished the run. A task run's `handoff` becomes its topic's hand-off (the
+    /// task lifecycle reacts to the completion) and the next run starts from it.
     async fn complete_operation(
         &self,
         ctx: &Context<'_>,
         id: String,
         result: Option<String>,
+        handoff: Option<HandoffInput>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::Complete { result }, None, request_id).await
+        let handoff = handoff.map(HandoffInput::into_domain);
+        run(ctx, &id, OperationCommand::Complete { result, handoff }, None, request_id).await
     }
 
     /// The worker reports failure.
@@ -787,5 +790,31 @@ fn lease(secs: Option<i32>) -> Result<u32, ApiError> {
         None => Ok(300),
         Some(s) if (1..=86_400).contains(&s) => Ok(s as u32),
         Some(_) => Err(ApiError::validation("leaseSecs", "must be between 1 and 86400")),
+    }
+}
+
+/// A task run's hand-off, written by the worker as it completes the run.
+#[derive(Debug, async_graphql::InputObject)]
+pub struct HandoffInput {
+    /// Title of what was done.
+    pub title: Option<String>,
+    /// Summary.
+    pub summary: Option<String>,
+    /// Key findings.
+    #[graphql(default)]
+    pub key_findings: Vec<String>,
+    /// What the next run should do.
+    pub next_action: Option<String>,
+}
+
+impl HandoffInput {
+    fn into_domain(self) -> agentlog_domain::task::Handoff {
+        agentlog_domain::task::Handoff {
+            title: self.title,
+            summary: self.summary,
+            key_findings: self.key_findings,
+            next_action: self.next_action,
+            ..Default::default()
+        }
     }
 }

@@ -3,11 +3,67 @@
 //! restart or a second server process never doubles an effect.
 
 pub mod checkpoint;
+pub mod lease_reaper;
+pub mod scheduler;
 pub mod signal_bus;
+pub mod task_lifecycle;
 
+use std::time::Duration;
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::EventFilter;
+use futures_util::StreamExt;
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::state::AppState;
+use crate::{error::ApiError, state::AppState};
+
+/// A reactor that follows the log: it reacts to each of its facts in log order, from its
+/// checkpoint, and its reactions are idempotent (ids derived from the fact), so reacting again
+/// after a crash, or in a second server process, appends nothing new.
+pub trait Reactor {
+    /// Its name (checkpoint, actor, command-id derivation).
+    const NAME: &'static str;
+    /// The event types it reacts to.
+    const FACTS: &'static [&'static str];
+    /// Append what `fact` calls for.
+    fn react(state: &AppState, fact: &RecordedEvent) -> impl Future<Output = Result<(), ApiError>> + Send;
+}
+
+/// Run reactor `R` until `stop` turns true; a failure (the database gone, …) is logged and the
+/// reactor resumes from its checkpoint a second later.
+pub async fn follow<R: Reactor>(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        match follow_once::<R>(&state, &mut stop).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(error = %e, reactor = R::NAME, "reactor failed; resuming from its checkpoint"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ApiError> {
+    let from = checkpoint::load(&state.db, R::NAME).await?;
+    let mut facts = state.store.subscribe(from, EventFilter::types(R::FACTS.iter().copied()));
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = stop.changed() => return Ok(()),
+            item = facts.next() => {
+                let Some(item) = item else {
+                    return Err(ApiError::Internal("the log subscription ended".into()));
+                };
+                let fact = item?;
+                R::react(state, &fact).await?;
+                checkpoint::save(&state.db, R::NAME, fact.position).await?;
+            }
+        }
+    }
+}
 
 /// The running reactors of one server.
 pub struct Reactors {
@@ -19,7 +75,12 @@ impl Reactors {
     /// Start every reactor.
     pub fn start(state: &AppState) -> Self {
         let (stop, rx) = watch::channel(false);
-        let tasks = vec![tokio::spawn(signal_bus::run(state.clone(), rx))];
+        let tasks = vec![
+            tokio::spawn(follow::<signal_bus::SignalBus>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<task_lifecycle::TaskLifecycle>(state.clone(), rx.clone())),
+            tokio::spawn(scheduler::run(state.clone(), rx.clone())),
+            tokio::spawn(lease_reaper::run(state.clone(), rx)),
+        ];
         Self { stop, tasks }
     }
 

@@ -15,64 +15,44 @@ use agentlog_domain::{
     signal::policy::{self, Reaction, ids},
     task::{Task, TaskEvent},
 };
-use agentlog_eventlog::{CommandError, EventFilter, EventLogError, fold_recorded};
-use futures_util::StreamExt;
-use tokio::sync::watch;
+use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
 
-use super::checkpoint;
+use super::Reactor;
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "signal-bus";
 
 /// The facts the built-in policies react to.
-pub const FACTS: [&str; 5] =
-    ["operation.failed", "operation.human_asked", "task.topic_failed", "task.topic_completed", "brief.created"];
+pub const FACTS: [&str; 6] = [
+    "operation.failed",
+    "operation.human_asked",
+    "operation.lease_expired",
+    "task.topic_failed",
+    "task.topic_completed",
+    "brief.created",
+];
 
-/// React to the log until `stop` turns true; a failure (the database gone, …) is logged and the
-/// bus resumes from its checkpoint a second later.
-pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
-    loop {
-        match follow(&state, &mut stop).await {
-            Ok(()) => return,
-            Err(e) => tracing::warn!(error = %e, reactor = NAME, "reactor failed; resuming from its checkpoint"),
-        }
-        tokio::select! {
-            _ = stop.changed() => return,
-            () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-        }
-    }
-}
+/// The signal bus as a log follower.
+pub struct SignalBus;
 
-async fn follow(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ApiError> {
-    let from = checkpoint::load(&state.db, NAME).await?;
-    let mut facts = state.store.subscribe(from, EventFilter::types(FACTS));
-    loop {
-        if *stop.borrow() {
-            return Ok(());
-        }
-        tokio::select! {
-            _ = stop.changed() => return Ok(()),
-            item = facts.next() => {
-                let Some(item) = item else {
-                    return Err(ApiError::Internal("the log subscription ended".into()));
-                };
-                let fact = item?;
-                react(state, &fact).await?;
-                checkpoint::save(&state.db, NAME, fact.position).await?;
-            }
-        }
+impl Reactor for SignalBus {
+    const NAME: &'static str = NAME;
+    const FACTS: &'static [&'static str] = &FACTS;
+
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+        react(state, fact).await
     }
 }
 
 /// The aggregate of `fact`'s stream as it was right after `fact` (what the policy saw).
-async fn state_at<A: Aggregate>(state: &AppState, fact: &RecordedEvent) -> Result<A, ApiError> {
+pub(crate) async fn state_at<A: Aggregate>(state: &AppState, fact: &RecordedEvent) -> Result<A, ApiError> {
     let limit = usize::try_from(fact.stream_version).unwrap_or(usize::MAX);
     let events = state.store.read_stream(&fact.stream_id, 1, limit).await?;
     Ok(fold_recorded::<A>(&events, Some(fact.position))?.0)
 }
 
-fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ApiError> {
+pub(crate) fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ApiError> {
     E::decode(&fact.event_type, fact.schema_version, &fact.payload)
         .map_err(|e| ApiError::Internal(format!("event at {} cannot be decoded: {e}", fact.position)))
 }
@@ -88,6 +68,10 @@ pub async fn reactions(state: &AppState, fact: &RecordedEvent) -> Result<Vec<(&'
         Fact::Operation(OperationEvent::HumanAsked(asked)) => {
             let op = state_at::<Operation>(state, fact).await?;
             tagged(ids::HUMAN_ASKED, policy::on_human_asked(&op, &asked))
+        }
+        Fact::Operation(OperationEvent::LeaseExpired(expired)) => {
+            let op = state_at::<Operation>(state, fact).await?;
+            tagged(ids::LEASE_EXPIRED, policy::on_lease_expired(&op, &expired))
         }
         Fact::Task(TaskEvent::TopicFailed(failed)) => {
             let task = state_at::<Task>(state, fact).await?;

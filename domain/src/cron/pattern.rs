@@ -17,6 +17,8 @@
 
 use std::collections::BTreeSet;
 
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+
 /// A pattern that is not a valid 5-field cron pattern.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CronPatternError {
@@ -118,6 +120,14 @@ impl CronPattern {
     /// Does the local time (minute, hour, day of month 1–31, month 1–12, weekday 0–6 with
     /// 0 = Sunday) match?
     pub fn matches(&self, minute: u8, hour: u8, day_of_month: u8, month: u8, weekday: u8) -> bool {
+        self.day_matches(day_of_month, month, weekday)
+            && self.minutes.contains(&minute)
+            && self.hours.contains(&hour)
+    }
+
+    /// The day part of [`Self::matches`]: month, and day of month or weekday (classic cron:
+    /// either one when both are restricted).
+    fn day_matches(&self, day_of_month: u8, month: u8, weekday: u8) -> bool {
         let dom = self.days_of_month.contains(&day_of_month);
         let dow = self.days_of_week.contains(&(weekday % 7));
         let day = match (self.dom_restricted, self.dow_restricted) {
@@ -126,9 +136,50 @@ impl CronPattern {
             (false, true) => dow,
             (false, false) => true,
         };
-        day && self.minutes.contains(&minute)
-            && self.hours.contains(&hour)
-            && self.months.contains(&month)
+        day && self.months.contains(&month)
+    }
+}
+
+impl CronPattern {
+    /// Does the pattern allow this local date (day of month, month and weekday)?
+    pub fn matches_day(&self, date: NaiveDate) -> bool {
+        let weekday = date.weekday().num_days_from_sunday() as u8;
+        self.day_matches(date.day() as u8, date.month() as u8, weekday)
+    }
+
+    /// The latest local minute at or before `at` that matches, not earlier than `not_before`;
+    /// `None` when no minute in that window matches. Walks back a day, an hour or a run of
+    /// minutes at a time, so a year-long window costs at most a few hundred steps.
+    pub fn latest_at_or_before(
+        &self,
+        at: NaiveDateTime,
+        not_before: NaiveDateTime,
+    ) -> Option<NaiveDateTime> {
+        let mut t = at.with_second(0)?.with_nanosecond(0)?;
+        while t >= not_before {
+            let date = t.date();
+            if !self.matches_day(date) {
+                t = date.pred_opt()?.and_time(NaiveTime::from_hms_opt(23, 59, 0)?);
+                continue;
+            }
+            let hour = t.hour() as u8;
+            if !self.hours.contains(&hour) {
+                t = match self.hours.range(..hour).next_back() {
+                    Some(h) => date.and_time(NaiveTime::from_hms_opt(u32::from(*h), 59, 0)?),
+                    None => date.pred_opt()?.and_time(NaiveTime::from_hms_opt(23, 59, 0)?),
+                };
+                continue;
+            }
+            let minute = t.minute() as u8;
+            if self.minutes.contains(&minute) {
+                return Some(t);
+            }
+            t = match self.minutes.range(..minute).next_back() {
+                Some(m) => t.with_minute(u32::from(*m))?,
+                None => t.with_minute(0)? - Duration::minutes(1),
+            };
+        }
+        None
     }
 }
 

@@ -294,3 +294,71 @@ proptest! {
         exercise::<CronJob>(&steps);
     }
 }
+
+fn naive(s: &str) -> chrono::NaiveDateTime {
+    chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap()
+}
+
+#[test]
+fn the_latest_matching_minute_is_found_walking_back() {
+    let latest = |p: &str, at: &str, since: &str| {
+        CronPattern::parse(p)
+            .unwrap()
+            .latest_at_or_before(naive(at), naive(since))
+            .map(|t| t.to_string())
+    };
+    // Every 15 minutes: the slot at or before `at`.
+    assert_eq!(
+        latest("*/15 * * * *", "2026-11-30 12:44", "2026-11-30 00:00").as_deref(),
+        Some("2026-11-30 12:30:00")
+    );
+    assert_eq!(
+        latest("*/15 * * * *", "2026-11-30 12:45", "2026-11-30 00:00").as_deref(),
+        Some("2026-11-30 12:45:00")
+    );
+    // Not before the window: nothing.
+    assert_eq!(latest("*/15 * * * *", "2026-11-30 12:44", "2026-11-30 12:31"), None);
+    // Weekdays at 09:30; 2026-11-30 is a Monday, so Sunday morning finds Friday's slot.
+    assert_eq!(
+        latest("30 9 * * MON-FRI", "2026-11-29 10:00", "2026-11-01 00:00").as_deref(),
+        Some("2026-11-27 09:30:00")
+    );
+    // Hour rollover: 23:05 daily seen just after midnight is yesterday's.
+    assert_eq!(
+        latest("5 23 * * *", "2026-11-30 00:01", "2026-11-01 00:00").as_deref(),
+        Some("2026-11-29 23:05:00")
+    );
+    // Yearly (Feb 29): more than a year back is found in a few hundred steps.
+    assert_eq!(
+        latest("0 0 29 2 *", "2026-11-30 00:00", "2020-01-01 00:00").as_deref(),
+        Some("2024-02-29 00:00:00")
+    );
+    // Day of month OR weekday when both are restricted.
+    assert_eq!(
+        latest("0 12 1 * SUN", "2026-11-30 13:00", "2026-11-01 00:00").as_deref(),
+        Some("2026-11-29 12:00:00")
+    );
+}
+
+proptest! {
+    /// The walk agrees with checking every minute, and never returns a minute outside the window.
+    #[test]
+    fn latest_matches_a_minute_by_minute_scan(
+        minute in prop::sample::select(vec!["*", "0", "*/7", "5-10", "59"]),
+        hour in prop::sample::select(vec!["*", "0", "9-17", "*/5", "23"]),
+        dom in prop::sample::select(vec!["*", "1", "15-20", "31"]),
+        dow in prop::sample::select(vec!["*", "0", "MON-FRI", "6"]),
+        back_minutes in 0i64..6_000,
+        offset in 0i64..200_000,
+    ) {
+        use chrono::Timelike;
+        let pattern = CronPattern::parse(&format!("{minute} {hour} {dom} * {dow}")).unwrap();
+        let at = naive("2026-01-01 00:00") + chrono::Duration::minutes(offset);
+        let since = at - chrono::Duration::minutes(back_minutes);
+        let scan = (0..=back_minutes).map(|i| at - chrono::Duration::minutes(i)).find(|t| {
+            use chrono::Datelike;
+            pattern.matches(t.minute() as u8, t.hour() as u8, t.day() as u8, t.month() as u8, t.weekday().num_days_from_sunday() as u8)
+        });
+        prop_assert_eq!(pattern.latest_at_or_before(at, since), scan);
+    }
+}

@@ -159,6 +159,9 @@ pub enum OperationCommand {
     Complete {
         /// The final result text (a sub-agent's answer to its parent).
         result: Option<String>,
+        /// A task run's hand-off (title, summary, key findings, next action): the task's
+        /// lifecycle stores it on the topic and the next run starts from it.
+        handoff: Option<crate::task::Handoff>,
     },
     /// The worker reports failure.
     Fail(OperationError),

@@ -342,9 +342,10 @@ fn decide_running(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, Doma
             }
             Ok(vec![E::AsyncWaitStarted(AsyncWaitStarted { keys: pending, at: ctx.now })])
         }
-        C::Complete { result } => Ok(vec![E::Completed(OperationCompleted {
+        C::Complete { result, handoff } => Ok(vec![E::Completed(OperationCompleted {
             reason: CompletionReason::Done,
             result: result.clone(),
+            handoff: handoff.clone(),
             at: ctx.now,
         })]),
         C::Fail(error) => {
@@ -379,7 +380,12 @@ fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E
         None
     };
     if let Some(reason) = stop {
-        events.push(E::Completed(OperationCompleted { reason, result: None, at: ctx.now }));
+        events.push(E::Completed(OperationCompleted {
+            reason,
+            result: None,
+            handoff: None,
+            at: ctx.now,
+        }));
     }
     Ok(events)
 }

@@ -222,6 +222,9 @@ pub struct OperationCompleted {
     /// The final result text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// A task run's hand-off, as the worker wrote it (absent in events before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<crate::task::Handoff>,
     /// When.
     pub at: DateTime<Utc>,
 }

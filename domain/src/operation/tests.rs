@@ -46,7 +46,7 @@ pub(crate) fn op_in(status: OperationStatus) -> Operation {
         S::Running => return op,
         S::WaitingForHuman => C::AskHuman(choice_card()),
         S::WaitingForAsyncTool => C::AwaitAsync { keys: vec!["k1".into(), "k2".into()] },
-        S::Done => C::Complete { result: Some("ok".into()) },
+        S::Done => C::Complete { result: Some("ok".into()), handoff: None },
         S::Error => {
             C::Fail(OperationError { message: "boom".into(), error_type: None, code: None })
         }
@@ -219,7 +219,11 @@ fn transition_table_every_command_in_every_status() {
             ]
             .concat(),
         ),
-        ("complete", C::Complete { result: None }, running_only("operation.completed")),
+        (
+            "complete",
+            C::Complete { result: None, handoff: None },
+            running_only("operation.completed"),
+        ),
         (
             "fail",
             C::Fail(OperationError { message: "x".into(), error_type: None, code: None }),
@@ -249,7 +253,7 @@ fn transition_table_every_command_in_every_status() {
 fn ends_exactly_once() {
     use OperationCommand as C;
     let terminal = [
-        C::Complete { result: None },
+        C::Complete { result: None, handoff: None },
         C::Fail(OperationError { message: "x".into(), error_type: None, code: None }),
         C::Interrupt { reason: "r".into(), can_resume: false },
         C::Cancel { reason: None },
@@ -457,7 +461,8 @@ fn artifacts_scores_and_agent_config_version_are_recorded() {
         refused(&op, &OperationCommand::RecordArtifact(art), &system_ctx(6)),
         DomainError::AlreadyExists { .. }
     ));
-    let (op, _) = apply(op, &OperationCommand::Complete { result: None }, &system_ctx(7));
+    let (op, _) =
+        apply(op, &OperationCommand::Complete { result: None, handoff: None }, &system_ctx(7));
     let score = ReviewScore { rubric_id: "r".into(), score: 101, passed: true, reason: None };
     assert!(matches!(
         refused(&op, &OperationCommand::RecordScore(score.clone()), &system_ctx(8)),

@@ -41,11 +41,35 @@ pub fn start_task_run(
     create.task_id = Some(task.id().to_string());
     create.topic_id = Some(run.topic_id.clone());
     create.trigger = Some(format!("task:{}", run.trigger.as_str()));
-    create.instruction = Some(task.instruction.clone());
+    create.instruction = Some(run_prompt(task));
     create.max_steps = max_steps;
     let operation_events = existing_operation.decide(&OperationCommand::Create(create), ctx)?;
     Ok(TaskRunStart {
         task: StreamEvents::new(stream_of::<Task>(task.id()), task_events),
         operation: StreamEvents::new(stream_of::<Operation>(&run.operation_id), operation_events),
     })
+}
+
+/// What a run is told: the task's instruction and, after a completed run, where that run left
+/// off (its hand-off's title, summary, key findings and next action), so each run starts from
+/// the last one instead of from scratch.
+pub fn run_prompt(task: &Task) -> String {
+    let Some(h) = &task.last_handoff else { return task.instruction.clone() };
+    let mut lines = Vec::new();
+    if let Some(title) = h.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        lines.push(format!("Last run: {title}"));
+    }
+    if let Some(summary) = h.summary.as_deref().filter(|t| !t.trim().is_empty()) {
+        lines.push(format!("Summary: {summary}"));
+    }
+    for finding in h.key_findings.iter().filter(|f| !f.trim().is_empty()) {
+        lines.push(format!("- {finding}"));
+    }
+    if let Some(next) = h.next_action.as_deref().filter(|t| !t.trim().is_empty()) {
+        lines.push(format!("Next action: {next}"));
+    }
+    if lines.is_empty() {
+        return task.instruction.clone();
+    }
+    format!("{}\n\n## Where the last run left off\n{}", task.instruction, lines.join("\n"))
 }

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::brief::{BriefCreated, BriefPriority, BriefType, CreateBrief};
 use crate::ids::derived_id;
 use crate::notification::CreateNotification;
-use crate::operation::event::{HumanAsked, OperationFailed};
+use crate::operation::event::{HumanAsked, LeaseExpired, OperationFailed};
 use crate::operation::{Operation, OperationKind};
 use crate::signal::source::SourceReceived;
 use crate::task::Task;
@@ -48,6 +48,8 @@ pub mod ids {
     pub const BRIEF_NOTIFICATION: &str = "policy.brief-notification";
     /// Human asked → notification.
     pub const HUMAN_ASKED: &str = "policy.human-asked-notification";
+    /// Lease expired (the worker vanished) → notification.
+    pub const LEASE_EXPIRED: &str = "policy.lease-expired-notification";
 }
 
 /// A brief id derived from what caused it, so the same cause never makes two briefs.
@@ -175,6 +177,30 @@ pub fn on_human_asked(op: &Operation, asked: &HumanAsked) -> Vec<Reaction> {
         action_url: Some(format!("/operations/{}", op.id())),
         metadata: Some(
             json!({ "operationId": op.id(), "cardId": asked.card.card_id, "deadline": asked.deadline }),
+        ),
+    })]
+}
+
+/// `operation.lease_expired` → a warning notification for the operation's owner: its worker
+/// stopped renewing, the run was interrupted and may be resumed.
+pub fn on_lease_expired(op: &Operation, expired: &LeaseExpired) -> Vec<Reaction> {
+    if op.user_id.is_empty() {
+        return Vec::new();
+    }
+    vec![Reaction::CreateNotification(CreateNotification {
+        user_id: op.user_id.clone(),
+        category: "operation".into(),
+        notification_type: "run_interrupted".into(),
+        title: "A run was interrupted".into(),
+        body: format!(
+            "Worker {} stopped renewing its lease on operation {}; the run was interrupted and can be resumed.",
+            expired.worker_id,
+            op.id()
+        ),
+        dedupe_key: Some(format!("lease:{}:{}", op.id(), expired.expired_at.timestamp_millis())),
+        action_url: Some(format!("/operations/{}", op.id())),
+        metadata: Some(
+            json!({ "operationId": op.id(), "workerId": expired.worker_id, "expiredAt": expired.expired_at }),
         ),
     })]
 }

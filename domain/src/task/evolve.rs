@@ -111,6 +111,7 @@ pub(super) fn evolve(mut task: Task, event: &E) -> Task {
         E::TopicCompleted(e) => {
             end_topic(&mut task, &e.topic_id, TopicStatus::Completed, e.at);
             task.last_completed_topic_id = Some(e.topic_id.clone());
+            task.last_handoff = Some(e.handoff.clone());
             task.consecutive_failures = 0;
         }
         E::TopicFailed(e) => {

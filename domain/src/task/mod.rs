@@ -106,6 +106,9 @@ pub struct Task {
     pub next_tick_at: Option<DateTime<Utc>>,
     /// Start of the current schedule max-executions window.
     pub schedule_started_at: Option<DateTime<Utc>>,
+    /// The hand-off of the last completed topic: the next run starts from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_handoff: Option<Handoff>,
 }
 
 impl Task {

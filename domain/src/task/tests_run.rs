@@ -475,3 +475,47 @@ fn schedule_tick_rules() {
     let manual = run_all::<Task>(&[create_with(|_| {})]);
     assert_eq!(schedule_tick(&manual, false), Err(TickSkip::ModeChanged));
 }
+
+#[test]
+fn the_next_runs_prompt_carries_the_last_hand_off() {
+    let t = manual();
+    assert_eq!(
+        crate::rules::task_run::run_prompt(&t),
+        t.instruction,
+        "no run yet: the instruction alone"
+    );
+    let (t, _) = apply(t, &run("tp1", "op1", RunTrigger::Manual), &system_ctx(1));
+    let TaskCommand::CompleteTopic(mut outcome) =
+        end("tp1", "op1", TopicEnd::Done, RunTrigger::Manual)
+    else {
+        panic!()
+    };
+    outcome.handoff = Some(Handoff {
+        title: Some("Drafted the release notes".into()),
+        summary: Some("Sections 1-3 done".into()),
+        key_findings: vec!["the changelog misses 2 PRs".into()],
+        next_action: Some("write section 4".into()),
+        ..Handoff::default()
+    });
+    let (t, _) = apply(t, &TaskCommand::CompleteTopic(outcome), &system_ctx(2));
+    let prompt = crate::rules::task_run::run_prompt(&t);
+    assert!(prompt.starts_with(&t.instruction), "{prompt}");
+    for part in [
+        "Last run: Drafted the release notes",
+        "Summary: Sections 1-3 done",
+        "- the changelog misses 2 PRs",
+        "Next action: write section 4",
+    ] {
+        assert!(prompt.contains(part), "{part} missing from {prompt}");
+    }
+    // A failed run does not replace the hand-off the next run starts from.
+    let (t, _) = apply(t, &run("tp2", "op2", RunTrigger::Manual), &system_ctx(3));
+    let failed = end(
+        "tp2",
+        "op2",
+        TopicEnd::Error { message: "boom".into(), code: None },
+        RunTrigger::Manual,
+    );
+    let (t, _) = apply(t, &failed, &system_ctx(4));
+    assert_eq!(crate::rules::task_run::run_prompt(&t), prompt);
+}

@@ -1,7 +1,10 @@
 //! The event log's conformance suite: the same test functions run against SQLite and PostgreSQL.
-//! Each `foo` below becomes `foo_sqlite` and `foo_postgres`.
+//! Each `foo` below becomes `foo_sqlite` and `foo_postgres`. One binary for the crate's
+//! integration tests: each `tests/*.rs` file would be a separately linked executable.
 
 mod appends;
+mod command_handler;
+mod postgres_ordering;
 mod reads;
 mod subscriptions;
 mod support;

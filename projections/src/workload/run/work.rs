@@ -105,7 +105,7 @@ impl RunMachine {
             Ending::Complete | Ending::MaxSteps | Ending::CostLimit => {
                 let ctx = self.worker_ctx(g);
                 let result = Some(g.rng.words(5, 40));
-                self.op_decision(world, OperationCommand::Complete { result }, ctx)
+                self.op_decision(world, OperationCommand::Complete { result, handoff: None }, ctx)
             }
             Ending::Fail => {
                 let ctx = self.worker_ctx(g);

@@ -2,7 +2,7 @@
 //! deletes and branch switches, threads, and the conversation tree served from the cache equal
 //! to a fresh parse of the stored messages, before and after more messages arrive.
 
-mod support;
+use crate::support;
 
 use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand as C, ThreadKind};
 use agentlog_eventlog::testing::TestLog;

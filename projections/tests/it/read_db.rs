@@ -2,8 +2,6 @@
 //! working with values of the columns' real types (PostgreSQL caches prepared statements by SQL
 //! text, with the parameter types of their first use), and bulk upserts round-trip.
 
-mod support;
-
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{ReadDb, SqlValue};
 

@@ -2,8 +2,7 @@
 //! notification in the run's causal chain, a question to a human a decision notification; each
 //! effect happens once across restarts and with two server processes on one database.
 
-#[macro_use]
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{Db, Server};

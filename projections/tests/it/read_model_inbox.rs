@@ -1,7 +1,7 @@
 //! The briefs, notifications and cron-jobs read models on both backends: what the log says is
 //! what the queries return, owner scoping holds, and a rebuild changes nothing.
 
-mod support;
+use crate::support;
 
 use agentlog_domain::{
     brief::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief},

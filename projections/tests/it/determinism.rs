@@ -4,8 +4,6 @@
 //! and the result equals, table by table (order-independent checksums), a rebuild of every
 //! projection from position 0 into a fresh database.
 
-mod support;
-
 use std::{
     collections::BTreeMap,
     sync::{

@@ -1,11 +1,9 @@
 //! The example worker (`api/examples/worker.rs`) drives its scripted agent end to end against
 //! the real server: work announced over a websocket, claimed, streamed, stored, completed.
 
-#[macro_use]
-mod support;
+use crate::support;
 
-#[path = "../examples/worker.rs"]
-mod worker;
+use crate::worker;
 
 use serde_json::json;
 use support::{Db, Server};

@@ -1,7 +1,6 @@
 //! The real server over real HTTP and websockets, on SQLite and on PostgreSQL.
 
-#[macro_use]
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 

@@ -2,7 +2,7 @@
 //! hand-offs and reviews, subtask layers, owner scoping, paging, and a rebuild that changes
 //! nothing.
 
-mod support;
+use crate::support;
 
 use agentlog_domain::{
     operation::AgentRef,

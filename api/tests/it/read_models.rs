@@ -2,8 +2,7 @@
 //! cannot see or touch (NOT_FOUND, nothing written), what an admin sees; notification dedupe;
 //! the task and conversation mutations; change subscriptions and live message deltas.
 
-#[macro_use]
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::{Db, Server, Ws, error_code};

@@ -1,7 +1,7 @@
 //! Shared by the read-model tests: a log on either backend, domain commands run through the
 //! eventlog's command handler, and the projection runner caught up on demand.
 
-#![allow(dead_code)] // each test binary uses its own part
+#![allow(dead_code)] // not every helper is used by every test
 
 use std::{sync::Arc, time::Duration};
 

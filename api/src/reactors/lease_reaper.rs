@@ -1,0 +1,78 @@
+//! The lease reaper: a running operation whose worker stopped renewing its lease is
+//! interrupted (resumable), and the signal bus tells its owner (`operation.lease_expired` →
+//! a notification).
+//!
+//! The first pass runs as the server starts: that is the reconcile pass, which interrupts every
+//! run whose lease ran out while no server was up. Each expiry's command id derives from the
+//! operation and the lease's expiry instant, so two server processes expire a lease once.
+
+use std::time::Duration;
+
+use agentlog_domain::{
+    context::Context,
+    envelope::Actor,
+    error::DomainError,
+    ids::derived_id,
+    operation::{Operation, OperationCommand},
+};
+use agentlog_eventlog::{CommandError, EventLogError};
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::{error::ApiError, state::AppState};
+
+/// The reactor's name (actor, command-id derivation).
+pub const NAME: &str = "lease-reaper";
+
+/// How often it looks for expired leases.
+pub const PASS_EVERY: Duration = Duration::from_secs(1);
+
+/// Pass every [`PASS_EVERY`] until `stop` turns true.
+pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match pass(&state, Utc::now()).await {
+            Ok(expired) if !expired.is_empty() => tracing::info!(?expired, "leases expired; runs interrupted"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, reactor = NAME, "lease reaper pass failed; retrying"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(PASS_EVERY) => {}
+        }
+    }
+}
+
+/// One pass at `now`: interrupt every running operation whose lease expired. Answers the ids
+/// of the operations this pass interrupted. Public so tests can drive the clock.
+pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ApiError> {
+    let rows = state
+        .db
+        .fetch(
+            "SELECT id FROM operations WHERE status = 'running' AND lease_expires_at IS NOT NULL \
+             AND lease_expires_at <= $1 ORDER BY lease_expires_at, id",
+            &[now.timestamp_micros().into()],
+        )
+        .await?;
+    let mut expired = Vec::new();
+    for id in rows.iter().filter_map(|r| r.str(0)) {
+        // The read model found the candidate; the operation's own state decides.
+        let op = state.handler.load::<Operation>(id).await?.state;
+        let Some(lease) = op.lease.as_ref().filter(|l| l.expires_at <= now) else { continue };
+        let key = format!("{id}\u{0}{}\u{0}{}", lease.worker_id, lease.expires_at.timestamp_micros());
+        let command_id = derived_id(NAME, &key, lease.expires_at.timestamp_millis());
+        let ctx = Context::new(now, command_id, Actor::system(NAME), op.user_id.clone());
+        match state.handler.execute::<Operation>(id, &OperationCommand::ExpireLease, &ctx).await {
+            Ok(_) => expired.push(id.to_string()),
+            // Another process expired it, or the worker renewed or finished meanwhile.
+            Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
+            Err(CommandError::Domain(e @ (DomainError::NotDue { .. } | DomainError::InvalidTransition { .. }))) => {
+                tracing::debug!(operation = id, reason = %e, "lease not expired after all");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(expired)
+}

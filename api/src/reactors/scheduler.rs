@@ -1,0 +1,313 @@
+//! The scheduler: cron jobs, scheduled (cron-pattern) tasks and heartbeat ticks.
+//!
+//! Every pass re-reads the truth — the read models to find candidates, then each candidate's
+//! aggregate, whose rules (`cron::should_fire`, `task::heartbeat_tick`, `task::schedule_tick`)
+//! decide — so a job or task that was disabled, deleted, paused, finished, switched mode, is
+//! already running or waits for a human is skipped, whatever an earlier pass saw.
+//!
+//! **Once per slot.** A fire's command id, and so its event ids, the run's topic id and its
+//! operation id, derive from the job or task and the slot (the scheduled minute, or the
+//! heartbeat's tick token). Two server processes firing the same slot, or a restart in the
+//! middle of a pass, write it once: the second attempt finds the events, the topic or the
+//! operation there and appends nothing.
+//!
+//! **Missed slots.** A pass fires only the latest slot at or before now that is after the last
+//! fire (a cron job's `lastExecutedAt`, a scheduled task's last run or the start of its
+//! schedule). A server that was down for a day fires each job once on start, not once per
+//! missed minute. Slots older than [`MAX_CATCH_UP_DAYS`] are not looked for.
+//!
+//! **Time zones.** Patterns are matched in the job's or task's IANA zone (chrono-tz). A slot in
+//! a daylight-saving gap does not exist and is skipped; a slot in the repeated hour fires at its
+//! first occurrence.
+
+use std::time::Duration;
+
+use agentlog_domain::{
+    aggregate::{Aggregate, StreamEvents},
+    context::Context,
+    cron::{CronCommand, CronJob, pattern::CronPattern},
+    envelope::Actor,
+    error::DomainError,
+    ids::derived_id,
+    operation::{CreateOperation, Operation, OperationCommand, OperationKind},
+    task::{self as domain_task, RunTrigger, Task, TaskStatus},
+};
+use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_projections::{SqlValue, cron_jobs, cron_jobs::CronJobRow};
+use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc};
+use chrono_tz::Tz;
+use tokio::sync::watch;
+
+use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
+
+/// The reactor's name (actor, command-id derivation).
+pub const NAME: &str = "scheduler";
+
+/// How far back a pass looks for a missed slot.
+pub const MAX_CATCH_UP_DAYS: i64 = 366;
+
+/// How often the scheduler passes (cron slots are minutes; heartbeats may be seconds).
+pub const PASS_EVERY: Duration = Duration::from_secs(1);
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PassReport {
+    /// Cron jobs fired, as `job@slot`.
+    pub cron_fired: Vec<String>,
+    /// Tasks run, as `task:topic`.
+    pub tasks_run: Vec<String>,
+    /// Scheduled tasks completed because their executions were used up.
+    pub tasks_completed: Vec<String>,
+    /// Candidates skipped, with the rule's reason.
+    pub skipped: Vec<(String, String)>,
+}
+
+/// Pass every [`PASS_EVERY`] until `stop` turns true. A failed pass is logged; the next one
+/// starts from the truth again.
+pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match pass(&state, Utc::now()).await {
+            Ok(report) if report != PassReport::default() => tracing::debug!(?report, "scheduler pass"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, reactor = NAME, "scheduler pass failed; retrying"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(PASS_EVERY) => {}
+        }
+    }
+}
+
+/// One pass at `now`: fire what is due. Public so tests can drive the clock.
+pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<PassReport, ApiError> {
+    let mut report = PassReport::default();
+    for job in cron_jobs::dispatchable_jobs(&state.db, None).await? {
+        fire_cron_job(state, &job, now, &mut report).await?;
+    }
+    for task_id in candidate_tasks(state, "heartbeat", Some(now)).await? {
+        heartbeat_tick(state, &task_id, now, &mut report).await?;
+    }
+    for task_id in candidate_tasks(state, "schedule", None).await? {
+        schedule_tick(state, &task_id, now, &mut report).await?;
+    }
+    Ok(report)
+}
+
+/// The latest slot of `pattern` in zone `tz` at or before `now` and after `last` (exclusive,
+/// by minute), as the instant it falls on.
+pub fn latest_slot(pattern: &str, tz: Tz, now: DateTime<Utc>, last: DateTime<Utc>) -> Option<DateTime<Tz>> {
+    let pattern = CronPattern::parse(pattern).ok()?;
+    let local_now = now.with_timezone(&tz).naive_local();
+    let after_last = minute_of(last.with_timezone(&tz).naive_local()) + Span::minutes(1);
+    let not_before = after_last.max(local_now - Span::days(MAX_CATCH_UP_DAYS));
+    let mut at = local_now;
+    // A slot in a DST gap has no instant: look further back.
+    loop {
+        let slot = pattern.latest_at_or_before(at, not_before)?;
+        if let Some(instant) = tz.from_local_datetime(&slot).earliest() {
+            return Some(instant);
+        }
+        at = slot - Span::minutes(1);
+    }
+}
+
+fn minute_of(t: NaiveDateTime) -> NaiveDateTime {
+    t.with_second(0).and_then(|t| t.with_nanosecond(0)).unwrap_or(t)
+}
+
+/// The scheduler acting for the owner of what it fires.
+fn system_context(kind: &str, key: &str, at: DateTime<Utc>, owner: &str) -> Context {
+    let command_id = derived_id(NAME, &format!("{kind}\u{0}{key}"), at.timestamp_millis());
+    Context::new(at, command_id, Actor::system(NAME), owner)
+}
+
+/// The scheduler's caller: it acts on every user's data.
+fn system_caller() -> Caller {
+    Caller { user_id: NAME.to_string(), admin: true }
+}
+
+/// Was this attempt's effect already there (another instance, an earlier pass)?
+fn already_done(e: &CommandError) -> bool {
+    matches!(
+        e,
+        CommandError::Log(EventLogError::IdempotencyConflict { .. })
+            | CommandError::Domain(DomainError::AlreadyExists { .. } | DomainError::TopicRunning { .. })
+    )
+}
+
+async fn fire_cron_job(
+    state: &AppState,
+    job: &CronJobRow,
+    now: DateTime<Utc>,
+    report: &mut PassReport,
+) -> Result<(), ApiError> {
+    let Ok(tz) = job.timezone.parse::<Tz>() else {
+        report.skipped.push((job.job_id.clone(), format!("unknown time zone {}", job.timezone)));
+        return Ok(());
+    };
+    let last = job.last_executed_at.unwrap_or(job.created_at);
+    let Some(slot) = latest_slot(&job.pattern, tz, now, last) else { return Ok(()) };
+    let slot_utc = slot.with_timezone(&Utc);
+    let key = format!("{}@{}", job.job_id, slot.naive_local().format("%Y-%m-%dT%H:%M"));
+    let fires_today = job.fires_on(&slot.date_naive().to_string());
+    let ctx = system_context("cron", &key, slot_utc, &job.user_id);
+    let caller = system_caller();
+    let commands = Commands::new(state, &caller);
+    let agent = match commands.agent_ref(&job.agent_id).await {
+        Ok(agent) => agent,
+        Err(e) => {
+            report.skipped.push((job.job_id.clone(), format!("agent {}: {e}", job.agent_id)));
+            return Ok(());
+        }
+    };
+    let operation_id = format!("op-cron-{}", ctx.derived_id("operation", 0));
+    let result = state
+        .handler
+        .execute_multi(|| async {
+            let h = &state.handler;
+            let cron = h.load::<CronJob>(&job.job_id).await?;
+            let operation = h.load::<Operation>(&operation_id).await?;
+            let fired = cron.state.decide(&CronCommand::Fire { at: slot.fixed_offset(), fires_today }, &ctx)?;
+            let mut create = CreateOperation::new(operation_id.clone(), OperationKind::Conversation, agent.clone());
+            create.group_id = job.group_id.clone();
+            create.trigger = Some(format!("cron:{}", job.job_id));
+            create.instruction = Some(cron.state.content.clone());
+            let created = operation.state.decide(&OperationCommand::Create(create), &ctx)?;
+            let mut stamper = ctx.stamper();
+            let cron_write = stamper.write(&cron.state, &StreamEvents::new(cron.stream_id.clone(), fired));
+            let op_write = stamper.write(&operation.state, &StreamEvents::new(operation.stream_id.clone(), created));
+            Ok(vec![(cron_write, cron.version), (op_write, operation.version)])
+        })
+        .await;
+    match result {
+        Ok(_) => report.cron_fired.push(key),
+        Err(e) if already_done(&e) => {}
+        // The job's own rules said no (active hours, days, daily maximum, disabled meanwhile).
+        Err(CommandError::Domain(e)) => report.skipped.push((job.job_id.clone(), e.to_string())),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
+}
+
+/// Tasks in `mode` that are not finished or paused (and for heartbeats, whose tick is due).
+async fn candidate_tasks(state: &AppState, mode: &str, due_by: Option<DateTime<Utc>>) -> Result<Vec<String>, ApiError> {
+    let mut sql = "SELECT task_id FROM tasks WHERE automation_mode = $1 \
+                   AND status NOT IN ('completed', 'canceled', 'paused')"
+        .to_string();
+    let mut args: Vec<SqlValue> = vec![mode.into()];
+    if let Some(due) = due_by {
+        sql.push_str(" AND next_heartbeat_at IS NOT NULL AND next_heartbeat_at <= $2");
+        args.push(due.timestamp_micros().into());
+    }
+    sql.push_str(" ORDER BY task_id");
+    let rows = state.db.fetch(&sql, &args).await?;
+    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+}
+
+/// Does an unresolved urgent brief (not an error report) wait on a human for this task?
+pub(crate) async fn human_waiting(state: &AppState, task_id: &str) -> Result<bool, ApiError> {
+    let rows = state
+        .db
+        .fetch(
+            "SELECT 1 FROM briefs WHERE task_id = $1 AND priority = 'urgent' AND brief_type <> 'error' \
+             AND resolved_at IS NULL LIMIT 1",
+            &[task_id.into()],
+        )
+        .await?;
+    Ok(!rows.is_empty())
+}
+
+async fn heartbeat_tick(
+    state: &AppState,
+    task_id: &str,
+    now: DateTime<Utc>,
+    report: &mut PassReport,
+) -> Result<(), ApiError> {
+    let task = state.handler.load::<Task>(task_id).await?.state;
+    let Some(token) = task.tick_token.clone() else { return Ok(()) };
+    if task.next_tick_at.is_some_and(|due| due > now) {
+        return Ok(());
+    }
+    let waiting = human_waiting(state, task_id).await?;
+    if let Err(skip) = domain_task::tick::heartbeat_tick(&task, Some(&token), waiting) {
+        report.skipped.push((task_id.to_string(), skip.as_str().to_string()));
+        return Ok(());
+    }
+    // `now` (not the due time) starts the run: it is also the run's first heartbeat.
+    let ctx = system_context("heartbeat", &format!("{task_id}\u{0}{token}"), now, &task.user_id);
+    start_run(state, &task, RunTrigger::Heartbeat, &ctx, report).await
+}
+
+async fn schedule_tick(
+    state: &AppState,
+    task_id: &str,
+    now: DateTime<Utc>,
+    report: &mut PassReport,
+) -> Result<(), ApiError> {
+    let task = state.handler.load::<Task>(task_id).await?.state;
+    // A schedule runs once the user started it (status scheduled), and goes on after each run.
+    if !matches!(task.status, TaskStatus::Scheduled | TaskStatus::Running) {
+        return Ok(());
+    }
+    let (Some(pattern), Some(started)) = (task.schedule.pattern.clone(), task.schedule_started_at) else {
+        return Ok(());
+    };
+    let Ok(tz) = task.schedule.timezone.parse::<Tz>() else {
+        report.skipped.push((task_id.to_string(), format!("unknown time zone {}", task.schedule.timezone)));
+        return Ok(());
+    };
+    let last_run = task.topics.values().filter(|t| t.trigger == RunTrigger::Schedule).map(|t| t.started_at).max();
+    let last = last_run.map_or(started, |r| r.max(started));
+    let Some(slot) = latest_slot(&pattern, tz, now, last) else { return Ok(()) };
+    let key = format!("{task_id}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
+    let waiting = human_waiting(state, task_id).await?;
+    match domain_task::tick::schedule_tick(&task, waiting) {
+        Ok(()) => {
+            let ctx = system_context("schedule", &key, now, &task.user_id);
+            start_run(state, &task, RunTrigger::Schedule, &ctx, report).await
+        }
+        Err(domain_task::tick::TickSkip::MaxExecutionsReached) => {
+            // The schedule is used up: the task is done (upstream completes it on the tick).
+            let ctx = system_context("schedule-complete", &key, now, &task.user_id);
+            let command = domain_task::TaskCommand::ChangeStatus { to: TaskStatus::Completed, error: None };
+            match state.handler.execute::<Task>(task_id, &command, &ctx).await {
+                Ok(_) => report.tasks_completed.push(task_id.to_string()),
+                Err(e) if already_done(&e) => {}
+                Err(CommandError::Domain(e)) => report.skipped.push((task_id.to_string(), e.to_string())),
+                Err(e) => return Err(e.into()),
+            }
+            Ok(())
+        }
+        Err(skip) => {
+            report.skipped.push((task_id.to_string(), skip.as_str().to_string()));
+            Ok(())
+        }
+    }
+}
+
+async fn start_run(
+    state: &AppState,
+    task: &Task,
+    trigger: RunTrigger,
+    ctx: &Context,
+    report: &mut PassReport,
+) -> Result<(), ApiError> {
+    let topic_id = format!("topic-{}", ctx.derived_id("topic", 0));
+    let operation_id = format!("op-{}", ctx.derived_id("operation", 0));
+    let caller = system_caller();
+    match Commands::new(state, &caller).start_run(task.id(), &topic_id, &operation_id, trigger, ctx).await {
+        Ok(_) => report.tasks_run.push(format!("{}:{topic_id}", task.id())),
+        Err(
+            ApiError::Log(EventLogError::IdempotencyConflict { .. })
+            | ApiError::Domain(DomainError::AlreadyExists { .. } | DomainError::TopicRunning { .. }),
+        ) => {}
+        Err(ApiError::Domain(e)) => {
+            report.skipped.push((task.id().to_string(), e.to_string()));
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}

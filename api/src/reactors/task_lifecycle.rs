@@ -1,0 +1,108 @@
+//! The task lifecycle: when a task run's operation ends, its topic ends too (upstream
+//! `TaskLifecycleService.onTopicComplete`). The worker's hand-off (given with
+//! `completeOperation`) becomes the topic's hand-off, the task moves to its next status by the
+//! domain's rules (`agentlog_domain::task::lifecycle`), a heartbeat task is re-armed, and the next
+//! run starts from the hand-off (`previousHandoffTopicId`).
+//!
+//! - `operation.completed` (reason done) → the topic is done; max steps or cost limit → the
+//!   run ended otherwise (topic canceled, task paused for a human);
+//! - `operation.failed` → the topic failed, with the error (the signal bus then raises the
+//!   urgent error brief from `task.topic_failed`);
+//! - `operation.interrupted` or `operation.cancelled` → ended otherwise.
+//!
+//! A pause (waiting for a human or a tool) is not an end: the operation stays unfinished and no
+//! completion event is written, so nothing here fires. A topic already ended — by
+//! `completeTaskTopic`, or by the task leaving `running` — is left alone.
+
+use agentlog_domain::{
+    context::Context,
+    envelope::{Actor, RecordedEvent},
+    error::DomainError,
+    operation::{CompletionReason, Operation, OperationEvent, OperationKind},
+    task::{Task, TaskCommand, TopicEnd, TopicOutcome, TopicStatus},
+};
+use agentlog_eventlog::{CommandError, EventLogError};
+
+use super::{Reactor, scheduler, signal_bus};
+use crate::{error::ApiError, state::AppState};
+
+/// The reactor's name (checkpoint, actor, command-id derivation).
+pub const NAME: &str = "task-lifecycle";
+
+/// The ends of an operation.
+pub const FACTS: [&str; 4] =
+    ["operation.completed", "operation.failed", "operation.interrupted", "operation.cancelled"];
+
+/// The task lifecycle as a log follower.
+pub struct TaskLifecycle;
+
+impl Reactor for TaskLifecycle {
+    const NAME: &'static str = NAME;
+    const FACTS: &'static [&'static str] = &FACTS;
+
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+        react(state, fact).await
+    }
+}
+
+/// How a run ended, as the task is told.
+fn topic_end(event: &OperationEvent) -> Option<(TopicEnd, Option<&OperationEvent>)> {
+    Some(match event {
+        OperationEvent::Completed(c) if c.reason.is_pause() => return None,
+        OperationEvent::Completed(c) if c.reason == CompletionReason::Done => (TopicEnd::Done, Some(event)),
+        OperationEvent::Completed(c) => {
+            let detail = serde_json::to_value(c.reason).ok().and_then(|v| v.as_str().map(str::to_string));
+            (TopicEnd::Other { detail: detail.unwrap_or_else(|| "completed".into()) }, Some(event))
+        }
+        OperationEvent::Failed(f) => {
+            (TopicEnd::Error { message: f.error.message.clone(), code: f.error.code.clone() }, None)
+        }
+        OperationEvent::Interrupted(_) => (TopicEnd::Other { detail: "interrupted".into() }, None),
+        OperationEvent::Cancelled(_) => (TopicEnd::Other { detail: "cancelled".into() }, None),
+        _ => return None,
+    })
+}
+
+/// End the topic that `fact`'s operation ran, when it is a task run whose topic still runs.
+pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    let event: OperationEvent = signal_bus::decode(fact)?;
+    let Some((end, completed)) = topic_end(&event) else { return Ok(()) };
+    let op = signal_bus::state_at::<Operation>(state, fact).await?;
+    let Some(spec) = op.spec.as_ref().filter(|s| s.kind == OperationKind::Task) else { return Ok(()) };
+    let (Some(task_id), Some(topic_id)) = (spec.task_id.as_deref(), spec.topic_id.as_deref()) else {
+        return Ok(());
+    };
+    let task = state.handler.load::<Task>(task_id).await?.state;
+    let Some(topic) = task.topics.get(topic_id) else { return Ok(()) };
+    if topic.status != TopicStatus::Running || topic.operation_id != spec.operation_id {
+        return Ok(());
+    }
+    let (handoff, last_content) = match completed {
+        Some(OperationEvent::Completed(c)) => (c.handoff.clone(), c.result.clone()),
+        _ => (None, None),
+    };
+    let outcome = TopicOutcome {
+        topic_id: topic_id.to_string(),
+        operation_id: spec.operation_id.clone(),
+        end,
+        run_trigger: topic.trigger,
+        handoff,
+        last_assistant_content: last_content,
+        human_waiting: scheduler::human_waiting(state, task_id).await?,
+        brief_judgement: None,
+    };
+    let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
+    match state.handler.execute::<Task>(task_id, &TaskCommand::CompleteTopic(outcome), &ctx).await {
+        Ok(o) => tracing::debug!(task = task_id, topic = topic_id, position = o.last_position(), "topic ended"),
+        Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
+        // The topic ended meanwhile (by hand, or the task left running): nothing to do.
+        Err(CommandError::Domain(e @ (DomainError::InvalidTransition { .. } | DomainError::NotFound { .. }))) => {
+            tracing::debug!(task = task_id, topic = topic_id, reason = %e, "topic already ended");
+        }
+        Err(CommandError::Domain(e)) => {
+            tracing::warn!(task = task_id, topic = topic_id, error = %e, "the topic's end was refused; skipped");
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
+}

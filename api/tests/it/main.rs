@@ -1,0 +1,17 @@
+//! The server's integration tests, in one binary (each `tests/*.rs` file would be a separately
+//! linked executable, and linking dominated CI). Every test starts the real server on a free
+//! port, against SQLite and against PostgreSQL (`AGENTLOG_TEST_PG_URL`), and drives it over
+//! real HTTP and websocket.
+
+// First: `both!` must be defined before the modules that use it.
+#[macro_use]
+mod support;
+
+#[path = "../../examples/worker.rs"]
+mod worker;
+
+mod example_worker;
+mod reactors;
+mod read_models;
+mod schema_drift;
+mod server;
