@@ -50,6 +50,10 @@ pub struct Operation {
     pub topic_id: Option<String>,
     /// Task.
     pub task_id: Option<String>,
+    /// What started it (`task:heartbeat`, `cron:<jobId>`, …).
+    pub trigger: Option<String>,
+    /// What the agent was told (a task run's instruction carries the last run's hand-off).
+    pub instruction: Option<String>,
     /// Parent (sub-agents).
     pub parent_operation_id: Option<String>,
     /// Children.
@@ -106,6 +110,8 @@ impl From<&OperationState> for Operation {
             provider: spec.and_then(|s| s.agent.provider.clone()),
             topic_id: spec.and_then(|s| s.topic_id.clone()),
             task_id: spec.and_then(|s| s.task_id.clone()),
+            trigger: spec.and_then(|s| s.trigger.clone()),
+            instruction: spec.and_then(|s| s.instruction.clone()),
             parent_operation_id: spec.and_then(|s| s.parent_operation_id.clone()),
             child_ids: op.child_ids().map(str::to_string).collect(),
             step_count: op.step_count.into(),
@@ -143,6 +149,8 @@ impl From<OperationRow> for Operation {
             provider: op.provider,
             topic_id: op.topic_id,
             task_id: op.task_id,
+            trigger: op.trigger,
+            instruction: op.instruction,
             parent_operation_id: op.parent_operation_id,
             child_ids: Vec::new(),
             step_count: op.step_count,

@@ -13,5 +13,6 @@ mod worker;
 mod example_worker;
 mod reactors;
 mod read_models;
+mod scheduling;
 mod schema_drift;
 mod server;

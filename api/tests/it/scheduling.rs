@@ -1,0 +1,299 @@
+//! The scheduler, the task lifecycle and the lease reaper.
+//!
+//! End to end over the real server: a heartbeat task runs three times (each run's hand-off
+//! reaching the next run's prompt) and completes; a failed run pauses its task and yields an
+//! urgent brief and a notification. In process, with the clock driven by the test: cron slots
+//! fire once across two instances and concurrent passes, missed slots once, in the job's time
+//! zone, with executions counted down; expired leases interrupt their runs once and notify.
+
+use crate::support;
+
+use agentlog_api::{
+    reactors::{lease_reaper, scheduler, signal_bus},
+    server::open_app,
+    state::{ApiLimits, AppState},
+};
+use agentlog_domain::{
+    context::Context,
+    cron::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+    envelope::Actor,
+    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind},
+};
+use agentlog_eventlog::EventFilter;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+use support::{Db, Server};
+use uuid::Uuid;
+
+const TASK: &str = "{ task(id: \"t1\") { status error totalTopics topics { edges { node { topicId operationId status trigger handoff } } } } }";
+
+fn topics(d: &Value) -> Vec<Value> {
+    d["task"]["topics"]["edges"].as_array().map(|e| e.iter().map(|n| n["node"].clone()).collect()).unwrap_or_default()
+}
+
+/// Act as the worker for the task's running topic: claim its operation and complete it with a
+/// hand-off. Answers the operation id.
+async fn work_the_running_topic(s: &Server, token: &str, n: usize) -> String {
+    let d = s
+        .eventually(token, TASK, |d| {
+            topics(d).iter().filter(|t| t["status"] == "running").count() == 1 && topics(d).len() == n
+        })
+        .await;
+    let topic = topics(&d).into_iter().find(|t| t["status"] == "running").expect("a running topic");
+    let op = topic["operationId"].as_str().expect("operation id").to_string();
+    assert_eq!(topic["trigger"], "heartbeat", "{d}");
+    s.data(
+        Some(token),
+        "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 60) { position } }",
+        json!({"id": op}),
+    )
+    .await;
+    let handoff = json!({"title": format!("run {n}"), "summary": "did part of it", "keyFindings": [format!("finding {n}")], "nextAction": format!("do part {}", n + 1)});
+    s.data(
+        Some(token),
+        "mutation($id: String!, $h: HandoffInput) { completeOperation(id: $id, result: \"A substantive summary of the work.\", handoff: $h) { position } }",
+        json!({"id": op, "h": handoff}),
+    )
+    .await;
+    op
+}
+
+async fn a_heartbeat_task_runs_three_times_and_completes(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Write the report.",
+        "automationMode": "heartbeat", "heartbeat": {"intervalSecs": 1}, "maxTopics": 3});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    // Scheduling a heartbeat task publishes its first tick, due now.
+    s.data(Some(&alice), "mutation { changeTaskStatus(id: \"t1\", status: \"scheduled\") { position } }", json!({}))
+        .await;
+    let mut ops = Vec::new();
+    for n in 1..=3 {
+        ops.push(work_the_running_topic(&s, &alice, n).await);
+    }
+    let d = s.eventually(&alice, TASK, |d| d["task"]["status"] == "completed").await;
+    let done = topics(&d);
+    assert_eq!(done.len(), 3, "{d}");
+    assert!(done.iter().all(|t| t["status"] == "completed"), "{d}");
+    for (i, t) in done.iter().enumerate() {
+        assert_eq!(t["handoff"]["title"], format!("run {}", i + 1), "{d}");
+    }
+    // Each run after the first starts from the last one's hand-off.
+    for (i, op) in ops.iter().enumerate() {
+        let o = s
+            .data(
+                Some(&alice),
+                "query($id: String!) { operation(id: $id) { kind trigger instruction } }",
+                json!({"id": op}),
+            )
+            .await;
+        assert_eq!(o["operation"]["trigger"], "task:heartbeat", "{o}");
+        let instruction = o["operation"]["instruction"].as_str().unwrap_or_default();
+        assert!(instruction.starts_with("Write the report."), "{o}");
+        if i == 0 {
+            assert!(!instruction.contains("Where the last run left off"), "{o}");
+        } else {
+            assert!(instruction.contains(&format!("Last run: run {i}")), "{o}");
+            assert!(instruction.contains(&format!("Next action: do part {}", i + 1)), "{o}");
+        }
+    }
+    // Completed: no fourth run, however long we wait for one.
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let d = s.data(Some(&alice), TASK, json!({})).await;
+    assert_eq!(topics(&d).len(), 3, "{d}");
+    s.stop();
+}
+
+async fn a_failed_run_pauses_its_task_with_an_urgent_brief_and_a_notification(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Deploy."});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    s.data(
+        Some(&alice),
+        "mutation { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\") { position } }",
+        json!({}),
+    )
+    .await;
+    s.data(Some(&alice), "mutation { claimOperation(id: \"run1\", workerId: \"w1\") { position } }", json!({})).await;
+    s.data(
+        Some(&alice),
+        "mutation { failOperation(id: \"run1\", message: \"the cluster refused the deploy\", code: \"DEPLOY_REFUSED\") { position } }",
+        json!({}),
+    )
+    .await;
+    let d = s.eventually(&alice, TASK, |d| d["task"]["status"] == "paused").await;
+    assert_eq!(d["task"]["error"], "the cluster refused the deploy", "{d}");
+    assert_eq!(topics(&d)[0]["status"], "failed", "{d}");
+    let briefs = s
+        .eventually(
+            &alice,
+            "{ briefs(filter: {type: \"error\"}) { edges { node { priority taskId summary } } } }",
+            |d| d["briefs"]["edges"].as_array().is_some_and(|e| e.iter().any(|b| b["node"]["taskId"] == "t1")),
+        )
+        .await;
+    let brief = briefs["briefs"]["edges"].as_array().unwrap().iter().find(|b| b["node"]["taskId"] == "t1").unwrap();
+    assert_eq!(brief["node"]["priority"], "urgent", "{briefs}");
+    s.eventually(&alice, "{ notifications { edges { node { dedupeKey } } } }", |d| {
+        d["notifications"]["edges"].as_array().is_some_and(|e| !e.is_empty())
+    })
+    .await;
+    s.stop();
+}
+
+// ---- in process, the clock driven by the test ----------------------------------------------
+
+async fn app(db: &Db) -> AppState {
+    open_app(&db.url(), ApiLimits::default()).await.expect("open the app")
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+}
+
+fn ctx(now: DateTime<Utc>, user: &str) -> Context {
+    Context::new(now, Uuid::now_v7(), Actor::user(user), user)
+}
+
+async fn create_job(state: &AppState, id: &str, pattern: &str, tz: &str, max: Option<u32>, now: DateTime<Utc>) {
+    let create = CreateCronJob {
+        job_id: id.into(),
+        agent_id: "inbox".into(),
+        group_id: None,
+        name: None,
+        pattern: pattern.into(),
+        timezone: tz.into(),
+        content: format!("run {id}"),
+        enabled: true,
+        max_executions: max,
+        conditions: ExecutionConditions::default(),
+    };
+    state.handler.execute::<CronJob>(id, &CronCommand::Create(create), &ctx(now, "alice")).await.expect("create job");
+}
+
+async fn fired(state: &AppState, job: &str) -> Vec<Value> {
+    let events = state.store.read_stream(&format!("cron-{job}"), 1, 10_000).await.expect("read");
+    events.into_iter().filter(|e| e.event_type == "cron.fired").map(|e| e.payload).collect()
+}
+
+async fn caught_up(states: &[&AppState]) {
+    for s in states {
+        s.runner.catch_up().await.expect("catch up");
+    }
+}
+
+async fn cron_slots_fire_once(db: Db) {
+    let one = app(&db).await;
+    let two = app(&db).await;
+    let t0 = at("2026-11-30T08:00:30Z");
+    create_job(&one, "j1", "*/5 * * * *", "Europe/Berlin", None, t0).await;
+    create_job(&one, "j2", "0 9 * * *", "America/New_York", Some(2), t0).await;
+    caught_up(&[&one, &two]).await;
+
+    // Not due yet: the first slot after creation is 08:05.
+    let r = scheduler::pass(&one, at("2026-11-30T08:04:59Z")).await.expect("pass");
+    assert!(r.cron_fired.is_empty(), "{r:?}");
+
+    // Ten minutes on, both instances pass: the latest slot (09:10 Berlin) fires once, the
+    // missed 09:05 not at all.
+    let now = at("2026-11-30T08:10:20Z");
+    let r1 = scheduler::pass(&one, now).await.expect("pass");
+    let r2 = scheduler::pass(&two, now).await.expect("pass");
+    assert_eq!(r1.cron_fired, ["j1@2026-11-30T09:10"], "{r1:?}");
+    assert!(r2.cron_fired.is_empty(), "the second instance fires nothing: {r2:?}");
+    let f = fired(&one, "j1").await;
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["localTime"], "2026-11-30T09:10:00+01:00");
+
+    // Concurrent passes on a new slot: still once.
+    caught_up(&[&one, &two]).await;
+    let now = at("2026-11-30T08:15:01Z");
+    let (a, b) = tokio::join!(scheduler::pass(&one, now), scheduler::pass(&two, now));
+    let total = a.expect("pass").cron_fired.len() + b.expect("pass").cron_fired.len();
+    assert!(total <= 2, "each instance reports at most its own fire");
+    assert_eq!(fired(&one, "j1").await.len(), 2, "one event for the 09:15 slot");
+
+    // Three days down: each job fires once on the way back up, not once per missed slot.
+    caught_up(&[&one, &two]).await;
+    let later = at("2026-12-03T15:00:00Z");
+    scheduler::pass(&one, later).await.expect("pass");
+    scheduler::pass(&two, later).await.expect("pass");
+    assert_eq!(fired(&one, "j1").await.len(), 3);
+    // j2: 09:00 New York is 14:00 UTC in December.
+    let f2 = fired(&one, "j2").await;
+    assert_eq!(f2.len(), 1, "{f2:?}");
+    assert_eq!(f2[0]["localTime"], "2026-12-03T09:00:00-05:00");
+    assert_eq!(f2[0]["remainingExecutions"], 1);
+
+    // Each fire started a run of the job's agent, told the job's content.
+    let runs = one.store.read_all(0, &EventFilter::types(["operation.created"]), 10_000).await.expect("read");
+    let for_j2: Vec<_> = runs.iter().filter(|e| e.payload["trigger"] == "cron:j2").collect();
+    assert_eq!(for_j2.len(), 1);
+    assert_eq!(for_j2[0].payload["instruction"], "run j2");
+    assert_eq!(runs.len(), 4, "one run per fire");
+
+    // j2's second and last execution disables it; a day later nothing fires.
+    caught_up(&[&one]).await;
+    scheduler::pass(&one, at("2026-12-04T14:00:30Z")).await.expect("pass");
+    caught_up(&[&one]).await;
+    scheduler::pass(&one, at("2026-12-05T14:00:30Z")).await.expect("pass");
+    assert_eq!(fired(&one, "j2").await.len(), 2);
+    let job = one.handler.load::<CronJob>("j2").await.expect("load").state;
+    assert!(!job.enabled);
+    assert_eq!(job.remaining_executions, Some(0));
+}
+
+async fn expired_leases_interrupt_once_and_notify(db: Db) {
+    let one = app(&db).await;
+    let two = app(&db).await;
+    let t = Utc::now();
+    let agent = AgentRef { agent_id: "a1".into(), config_version: 1, model: None, provider: None };
+    let create = CreateOperation::new("op1", OperationKind::Conversation, agent);
+    one.handler.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx(t, "alice")).await.expect("create");
+    let claim = OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 60 };
+    let worker = Context::new(t, Uuid::now_v7(), Actor::worker("w1"), "alice");
+    one.handler.execute::<Operation>("op1", &claim, &worker).await.expect("claim");
+    caught_up(&[&one, &two]).await;
+
+    assert!(lease_reaper::pass(&one, t + Duration::seconds(30)).await.expect("pass").is_empty());
+    let later = t + Duration::seconds(61);
+    let (a, b) = tokio::join!(lease_reaper::pass(&one, later), lease_reaper::pass(&two, later));
+    let interrupted = a.expect("pass").len() + b.expect("pass").len();
+    assert!(interrupted >= 1);
+    let op = one.handler.load::<Operation>("op1").await.expect("load").state;
+    assert_eq!(op.status.as_str(), "interrupted");
+    let events = one.store.read_stream("operation-op1", 1, 100).await.expect("read");
+    let expired: Vec<_> = events.iter().filter(|e| e.event_type == "operation.lease_expired").collect();
+    assert_eq!(expired.len(), 1, "expired once across two instances");
+    // The signal bus tells the owner (once, however often it reacts).
+    signal_bus::react(&one, expired[0]).await.expect("react");
+    signal_bus::react(&two, expired[0]).await.expect("react");
+    let inbox = one.store.read_stream("notification-alice", 1, 100).await.expect("read");
+    let created: Vec<_> = inbox.iter().filter(|e| e.event_type == "notification.created").collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(created[0].payload["type"], "run_interrupted");
+    // A pass after the interruption finds nothing to do.
+    caught_up(&[&one]).await;
+    assert!(lease_reaper::pass(&one, later + Duration::seconds(5)).await.expect("pass").is_empty());
+}
+
+both!(
+    a_heartbeat_task_runs_three_times_and_completes as scheduled_task_runs_three_times_and_completes,
+    a_failed_run_pauses_its_task_with_an_urgent_brief_and_a_notification as failed_task_run_pauses_with_brief,
+    cron_slots_fire_once as scheduler_cron_slots_fire_once,
+    expired_leases_interrupt_once_and_notify as lease_reaper_interrupts_once_and_notifies
+);
+
+#[test]
+fn slots_skip_daylight_saving_gaps_and_take_the_first_of_repeated_hours() {
+    let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
+    // 2026-03-29 02:30 does not exist in Berlin (02:00 → 03:00): the latest slot is the day before.
+    let now = at("2026-03-29T01:30:00Z"); // 03:30 local
+    let last = at("2026-03-27T00:00:00Z");
+    let slot = scheduler::latest_slot("30 2 * * *", berlin, now, last).expect("a slot");
+    assert_eq!(slot.with_timezone(&Utc), at("2026-03-28T01:30:00Z"));
+    // 2026-10-25 02:30 happens twice: the first (CEST, 00:30 UTC) is the slot.
+    let now = at("2026-10-25T02:00:00Z");
+    let slot = scheduler::latest_slot("30 2 * * *", berlin, now, at("2026-10-24T12:00:00Z")).expect("a slot");
+    assert_eq!(slot.with_timezone(&Utc), at("2026-10-25T00:30:00Z"));
+}
