@@ -420,6 +420,24 @@ impl AgentsMutation {
         agent_command(ctx, &id, AgentCommand::Archive).await
     }
 
+    /// Start a run of a group: its supervisor agent's operation `operationId` (kind group),
+    /// told `instruction`. The supervisor's worker claims it like any operation and reports its
+    /// decisions as tool calls (`speak`, `broadcast`, `executeAgentTask`, `executeAgentTasks`,
+    /// `delegate`, `finish`, with their arguments); the orchestration dispatches the members.
+    async fn start_group_run(
+        &self,
+        ctx: &Context<'_>,
+        group_id: String,
+        operation_id: String,
+        instruction: Option<String>,
+        request_id: Option<String>,
+    ) -> GqlResult<GroupPayload> {
+        let position = Commands::new(app(ctx), caller(ctx)?)
+            .start_group_run(&group_id, &operation_id, instruction, request_id.as_deref())
+            .await?;
+        Ok(GroupPayload { group: group_node(ctx, &group_id).await?, position })
+    }
+
     /// Create a group (`config` `{maxRounds, systemPrompt?, …}`; `members` `[{agentId, role,
     /// enabled, order}]`).
     async fn create_group(

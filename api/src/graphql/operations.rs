@@ -296,6 +296,12 @@ impl Operation {
         Ok(rows.into_iter().map(HitlCardNode::from).collect())
     }
 
+    /// Results delivered to this run while it waited (async tools, sub-agents, a group's
+    /// members), in order: `[{operationId, resultKey, success, result, truncated, resumed, …}]`.
+    async fn async_results(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
+        Ok(json(&read::async_results(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
+    }
+
     /// Sub-agents and other child operations, oldest first (read model).
     async fn children(
         &self,
@@ -542,6 +548,8 @@ pub struct ToolCallInput {
     pub name: String,
     /// Outcome.
     pub status: Option<String>,
+    /// Arguments (a group supervisor's decision parameters).
+    pub arguments: Option<Json<serde_json::Value>>,
 }
 
 /// Operation mutations.
@@ -641,7 +649,7 @@ impl OperationsMutation {
             tool_calls: tool_calls
                 .unwrap_or_default()
                 .into_iter()
-                .map(|t| ToolCall { id: t.id, name: t.name, status: t.status })
+                .map(|t| ToolCall { id: t.id, name: t.name, status: t.status, arguments: t.arguments.map(|a| a.0) })
                 .collect(),
             usage: Usage {
                 input_tokens: non_negative("usage.inputTokens", usage.input_tokens)?,

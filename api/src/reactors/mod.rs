@@ -3,7 +3,9 @@
 //! restart or a second server process never doubles an effect.
 
 pub mod checkpoint;
+pub mod child_results;
 pub mod lease_reaper;
+pub mod orchestration;
 pub mod scheduler;
 pub mod signal_bus;
 pub mod task_lifecycle;
@@ -78,6 +80,8 @@ impl Reactors {
         let tasks = vec![
             tokio::spawn(follow::<signal_bus::SignalBus>(state.clone(), rx.clone())),
             tokio::spawn(follow::<task_lifecycle::TaskLifecycle>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<child_results::ChildResults>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<orchestration::Orchestration>(state.clone(), rx.clone())),
             tokio::spawn(scheduler::run(state.clone(), rx.clone())),
             tokio::spawn(lease_reaper::run(state.clone(), rx)),
         ];

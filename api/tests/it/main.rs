@@ -11,6 +11,7 @@ mod support;
 mod worker;
 
 mod example_worker;
+mod orchestration;
 mod reactors;
 mod read_models;
 mod scheduling;

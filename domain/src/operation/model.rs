@@ -208,6 +208,10 @@ pub struct ToolCall {
     /// Outcome, when known (`succeeded`, `failed`, `pending`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The call's arguments, when the worker reports them (a group supervisor's decisions
+    /// arrive this way: `broadcast {agentIds, instruction}`, `delegate {agentId}`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
 }
 
 /// A worker's lease on an operation.

@@ -86,7 +86,12 @@ fn command() -> impl Strategy<Value = OperationCommand> {
         (usage(), 0usize..3).prop_map(|(usage, calls)| C::RecordStep(StepReport {
             phase: Phase::Acting,
             tool_calls: (0..calls)
-                .map(|i| ToolCall { id: format!("t{i}"), name: "tool".into(), status: None })
+                .map(|i| ToolCall {
+                    id: format!("t{i}"),
+                    name: "tool".into(),
+                    status: None,
+                    arguments: None
+                })
                 .collect(),
             usage,
         })),

@@ -400,7 +400,12 @@ fn max_steps_and_cost_limit_stop_the_run() {
     let step = |cost| {
         OperationCommand::RecordStep(StepReport {
             phase: Phase::Acting,
-            tool_calls: vec![ToolCall { id: "t".into(), name: "search".into(), status: None }],
+            tool_calls: vec![ToolCall {
+                id: "t".into(),
+                name: "search".into(),
+                status: None,
+                arguments: None,
+            }],
             usage: Usage { cost_micros: cost, ..Usage::default() },
         })
     };

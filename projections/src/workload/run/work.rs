@@ -82,6 +82,7 @@ impl RunMachine {
                 id: format!("{}-{index}-{n}", self.op_id),
                 name: tools[r.below(tools.len())].into(),
                 status: Some(if r.chance(92) { "succeeded" } else { "failed" }.into()),
+                arguments: None,
             })
             .collect();
         let usage = if self.plan.measured {

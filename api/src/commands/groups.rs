@@ -1,0 +1,64 @@
+//! Group use cases that span streams: starting an orchestration run (the supervisor's operation
+//! and the group's `init` step in one append).
+
+use agentlog_domain::error::DomainError;
+use agentlog_domain::{
+    aggregate::{Aggregate, StreamEvents},
+    group::{Group, GroupCommand},
+    operation::{CreateOperation, Operation, OperationCommand, OperationKind},
+};
+use agentlog_eventlog::CommandError;
+
+use super::{Commands, check_id};
+use crate::error::ApiError;
+
+impl Commands<'_> {
+    /// Start a run of group `group_id`: its supervisor agent's operation `operation_id` (kind
+    /// group), told `instruction`, and the orchestration's first step (call the supervisor).
+    /// Answers the position of the last event appended.
+    pub async fn start_group_run(
+        &self,
+        group_id: &str,
+        operation_id: &str,
+        instruction: Option<String>,
+        request_id: Option<&str>,
+    ) -> Result<i64, ApiError> {
+        check_id("operationId", operation_id)?;
+        let loaded = self.load_owned::<Group>(group_id).await?;
+        let supervisor = loaded
+            .state
+            .supervisor()
+            .filter(|m| m.enabled)
+            .ok_or_else(|| ApiError::validation("groupId", "the group has no enabled supervisor"))?
+            .agent_id
+            .clone();
+        let agent = self.agent_ref(&supervisor).await?;
+        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi(|| async {
+                let h = &self.state.handler;
+                let group = h.load::<Group>(group_id).await?;
+                let operation = h.load::<Operation>(operation_id).await?;
+                let mut create = CreateOperation::new(operation_id, OperationKind::Group, agent.clone());
+                create.group_id = Some(group_id.to_string());
+                create.trigger = Some(format!("group:{group_id}"));
+                create.instruction = instruction.clone();
+                let created = operation.state.decide(&OperationCommand::Create(create), &ctx)?;
+                let started = group
+                    .state
+                    .decide(&GroupCommand::StartOrchestration { operation_id: operation_id.to_string() }, &ctx)
+                    .map_err(|e: DomainError| CommandError::Domain(e))?;
+                let mut stamper = ctx.stamper();
+                let op_write =
+                    stamper.write(&operation.state, &StreamEvents::new(operation.stream_id.clone(), created));
+                let group_write = stamper.write(&group.state, &StreamEvents::new(group.stream_id.clone(), started));
+                Ok(vec![(op_write, operation.version), (group_write, group.version)])
+            })
+            .await?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        Ok(position)
+    }
+}

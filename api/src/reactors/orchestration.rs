@@ -1,0 +1,318 @@
+//! Group orchestration: the runtime around the supervisor's decision table
+//! (`agentlog_domain::supervisor`).
+//!
+//! 1. The supervisor's worker reports its decision as a tool call in a step
+//!    (`speak`, `broadcast`, `executeAgentTask`, `executeAgentTasks`, `delegate`, `finish`, with
+//!    their arguments); the group records `supervisor_decided` and the instruction it yields.
+//! 2. An instruction that calls members dispatches one operation per member (kind sub-agent,
+//!    child of the supervisor's operation, told the instruction) and holds the supervisor in
+//!    `waiting_for_async_tool` until every one of them reported (the barrier; results reach
+//!    the supervisor through [`super::child_results`]).
+//! 3. When the barrier opens, the group records the action's result (`agent_spoke`,
+//!    `agents_broadcasted`, `task_completed`, `tasks_completed`, `delegated`); the table then
+//!    calls the supervisor again (its worker finds it running with the members' results), or
+//!    finishes — after `maxRounds` rounds, a delegation, `finish` or `skipCallSupervisor` — and
+//!    the supervisor's operation completes with the reason.
+//!
+//! Cancelling the supervisor's operation cancels its members (the cancel cascade). Every
+//! append's ids derive from the fact it answers, so a restart or a second server re-reacting
+//! appends nothing new.
+
+use agentlog_domain::{
+    aggregate::{Aggregate, StreamEvents},
+    context::Context,
+    envelope::{Actor, RecordedEvent},
+    error::DomainError,
+    group::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
+    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind},
+    supervisor::{ActionPayload, DecidedPayload, ExecutorResult, SupervisorInstruction},
+};
+use agentlog_eventlog::{CommandError, EventLogError};
+use serde_json::{Map, Value};
+
+use super::{Reactor, signal_bus};
+use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
+
+/// The reactor's name (checkpoint, actor, command-id derivation).
+pub const NAME: &str = "orchestration";
+
+/// A supervisor's steps, the group's steps, and results reaching a supervisor.
+pub const FACTS: [&str; 3] =
+    ["operation.step_recorded", "group.orchestration_advanced", "operation.async_result_received"];
+
+/// Group orchestration as a log follower.
+pub struct Orchestration;
+
+impl Reactor for Orchestration {
+    const NAME: &'static str = NAME;
+    const FACTS: &'static [&'static str] = &FACTS;
+
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+        match fact.event_type.as_str() {
+            "group.orchestration_advanced" => {
+                let GroupEvent::OrchestrationAdvanced(step) = signal_bus::decode(fact)? else { return Ok(()) };
+                carry_out(state, fact, &step).await
+            }
+            _ => match signal_bus::decode::<OperationEvent>(fact)? {
+                OperationEvent::StepRecorded(step) => {
+                    let Some(decision) = step.tool_calls.iter().find_map(|c| decision(&c.name, c.arguments.as_ref()))
+                    else {
+                        return Ok(());
+                    };
+                    advance(state, fact, ExecutorResult::SupervisorDecided { payload: decision }).await
+                }
+                OperationEvent::AsyncResultReceived(r) if r.resumes => barrier_opened(state, fact).await,
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// The supervisor tool a call names (`speak`, `lobe-group/broadcast`, …) as a decision.
+fn decision(tool: &str, arguments: Option<&Value>) -> Option<DecidedPayload> {
+    let name = tool.rsplit(['/', '.', '_']).next().unwrap_or(tool);
+    let decision = match name {
+        "speak" => "speak",
+        "broadcast" => "broadcast",
+        "executeAgentTask" => "execute_task",
+        "executeAgentTasks" => "execute_tasks",
+        "delegate" => "delegate",
+        "finish" => "finish",
+        _ => return None,
+    };
+    let params: Map<String, Value> = arguments.and_then(Value::as_object).cloned().unwrap_or_default();
+    let skip_call_supervisor = params.get("skipCallSupervisor").and_then(Value::as_bool);
+    Some(DecidedPayload { decision: decision.into(), params, skip_call_supervisor })
+}
+
+/// The group a supervisor operation (at `fact`) orchestrates, when it is one.
+async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ApiError> {
+    let op = signal_bus::state_at::<Operation>(state, fact).await?;
+    let group = op.spec.as_ref().filter(|s| s.kind == OperationKind::Group).and_then(|s| s.group_id.clone());
+    Ok(group.map(|g| (op, g)))
+}
+
+/// Record an executor result on the group (idempotently).
+async fn advance(state: &AppState, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ApiError> {
+    let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
+    let group = state.handler.load::<Group>(&group_id).await?.state;
+    if !group.orchestrations.contains_key(op.id()) {
+        return Ok(());
+    }
+    let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
+    let command = GroupCommand::AdvanceOrchestration { operation_id: op.id().to_string(), result };
+    settle(state.handler.execute::<Group>(&group_id, &command, &ctx).await.map(|_| ()), "advance")
+}
+
+fn settle(outcome: Result<(), CommandError>, what: &str) -> Result<(), ApiError> {
+    match outcome {
+        Ok(()) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
+        Err(CommandError::Domain(e)) => {
+            tracing::warn!(step = what, error = %e, "an orchestration step was refused; skipped");
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The members an instruction calls, with what each is told.
+fn calls(instruction: &SupervisorInstruction, group: &Group) -> Option<Vec<(String, Option<String>)>> {
+    use SupervisorInstruction as I;
+    let one = |agent: &Option<String>, text: &Option<String>| agent.clone().map(|a| vec![(a, text.clone())]);
+    match instruction {
+        I::CallAgent { payload } => one(&payload.agent_id, &payload.instruction),
+        I::ExecAsyncTask { payload } | I::ExecClientAsyncTask { payload } => {
+            one(&payload.agent_id, &payload.instruction)
+        }
+        I::Delegate { payload } => one(&payload.agent_id, &payload.reason),
+        I::ParallelCallAgents { payload } => {
+            let agents = payload.agent_ids.clone().unwrap_or_else(|| {
+                let supervisor = group.supervisor().map(|m| m.agent_id.clone());
+                group
+                    .members
+                    .values()
+                    .filter(|m| m.enabled && Some(&m.agent_id) != supervisor.as_ref())
+                    .map(|m| m.agent_id.clone())
+                    .collect()
+            });
+            Some(agents.into_iter().map(|a| (a, payload.instruction.clone())).collect())
+        }
+        I::BatchExecAsyncTasks { payload } => Some(
+            payload
+                .tasks
+                .as_ref()
+                .and_then(Value::as_array)
+                .map(|tasks| {
+                    tasks
+                        .iter()
+                        .filter_map(|t| {
+                            let agent = t.get("agentId").and_then(Value::as_str)?;
+                            Some((agent.to_string(), t.get("instruction").and_then(Value::as_str).map(str::to_string)))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        I::CallSupervisor { .. } | I::Finish { .. } => None,
+    }
+}
+
+/// Carry out a recorded step's instruction.
+async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationAdvanced) -> Result<(), ApiError> {
+    let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
+    let supervisor_id = step.operation_id.as_str();
+    if let SupervisorInstruction::Finish { reason } = &step.instruction {
+        let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None };
+        let outcome = state.handler.execute::<Operation>(supervisor_id, &command, &ctx).await.map(|_| ());
+        return settle(outcome, "finish");
+    }
+    let group = state.handler.load::<Group>(fact.stream_id.trim_start_matches("group-")).await?.state;
+    let Some(calls) = calls(&step.instruction, &group) else { return Ok(()) };
+    // Only enabled, runnable members take part; the supervisor hears about the rest.
+    let caller = Caller { user_id: NAME.into(), admin: true };
+    let commands = Commands::new(state, &caller);
+    let mut members = Vec::new();
+    let mut strangers = Vec::new();
+    for (agent_id, told) in calls {
+        let runnable = match group.members.get(&agent_id).filter(|m| m.enabled) {
+            Some(_) => commands.agent_ref(&agent_id).await.ok(),
+            None => None,
+        };
+        match runnable {
+            Some(agent) => members.push((agent, told)),
+            None => strangers.push(agent_id),
+        }
+    }
+    if members.is_empty() {
+        let error = format!("no enabled, registered member among {strangers:?}");
+        let payload = ActionPayload { error: Some(Value::String(error)), ..ActionPayload::default() };
+        let result = result_for(&step.instruction, payload);
+        let command = GroupCommand::AdvanceOrchestration { operation_id: supervisor_id.to_string(), result };
+        return settle(state.handler.execute::<Group>(&group.group_id, &command, &ctx).await.map(|_| ()), "no members");
+    }
+    if !strangers.is_empty() {
+        tracing::warn!(supervisor = supervisor_id, ?strangers, "not members (or not runnable); left out");
+    }
+    dispatch(state, &group, supervisor_id, &members, &ctx).await
+}
+
+/// One operation per member, registered as the supervisor's children, and the supervisor held
+/// until all of them reported — one atomic append.
+async fn dispatch(
+    state: &AppState,
+    group: &Group,
+    supervisor_id: &str,
+    members: &[(AgentRef, Option<String>)],
+    ctx: &Context,
+) -> Result<(), ApiError> {
+    let child_ids: Vec<String> = (0..members.len())
+        .map(|i| format!("op-{}", ctx.derived_id("member", u32::try_from(i).unwrap_or(u32::MAX))))
+        .collect();
+    let outcome = state
+        .handler
+        .execute_multi(|| async {
+            let h = &state.handler;
+            let parent = h.load::<Operation>(supervisor_id).await?;
+            let mut parent_state = parent.state.clone();
+            let mut parent_events = Vec::new();
+            let mut stamper = ctx.stamper();
+            let mut writes = Vec::new();
+            for ((agent, instruction), child_id) in members.iter().zip(&child_ids) {
+                let child = h.load::<Operation>(child_id).await?;
+                let mut create = CreateOperation::new(child_id.clone(), OperationKind::Subagent, agent.clone());
+                create.parent_operation_id = Some(supervisor_id.to_string());
+                create.group_id = Some(group.group_id.clone());
+                create.trigger = Some(format!("group:{}", group.group_id));
+                create.instruction = instruction.clone();
+                let created = child.state.decide(&OperationCommand::Create(create), ctx)?;
+                writes.push((
+                    stamper.write(&child.state, &StreamEvents::new(child.stream_id.clone(), created)),
+                    child.version,
+                ));
+                let register =
+                    OperationCommand::RegisterChild { child_operation_id: child_id.clone(), background: false };
+                for e in parent_state.decide(&register, ctx)? {
+                    parent_state = parent_state.evolve(&e);
+                    parent_events.push(e);
+                }
+            }
+            let wait = parent_state.decide(&OperationCommand::AwaitAsync { keys: child_ids.clone() }, ctx)?;
+            parent_events.extend(wait);
+            let part = StreamEvents::new(parent.stream_id.clone(), parent_events);
+            writes.push((stamper.write(&parent.state, &part), parent.version));
+            Ok(writes)
+        })
+        .await
+        .map(|_| ());
+    match outcome {
+        Err(CommandError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
+        other => settle(other, "dispatch"),
+    }
+}
+
+/// The action result an instruction's members' results make.
+fn result_for(instruction: &SupervisorInstruction, payload: ActionPayload) -> ExecutorResult {
+    use SupervisorInstruction as I;
+    match instruction {
+        I::CallAgent { .. } => ExecutorResult::AgentSpoke { payload },
+        I::ParallelCallAgents { .. } => ExecutorResult::AgentsBroadcasted { payload },
+        I::ExecAsyncTask { .. } | I::ExecClientAsyncTask { .. } => ExecutorResult::TaskCompleted { payload },
+        I::BatchExecAsyncTasks { .. } => ExecutorResult::TasksCompleted { payload },
+        I::Delegate { .. } => ExecutorResult::Delegated { payload },
+        I::CallSupervisor { .. } | I::Finish { .. } => ExecutorResult::Unknown,
+    }
+}
+
+/// Every member the supervisor waited on reported: record the action's result on the group.
+async fn barrier_opened(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
+    // The instruction being waited on: the group's last step for this supervisor.
+    let steps = state.store.read_stream(&format!("group-{group_id}"), 1, usize::MAX).await?;
+    let Some(instruction) = steps.iter().rev().find_map(|e| match signal_bus::decode::<GroupEvent>(e).ok()? {
+        GroupEvent::OrchestrationAdvanced(s) if s.operation_id == op.id() => Some(s.instruction),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    // The results since the supervisor started waiting, with the member that gave each.
+    let events = state.store.read_stream(&fact.stream_id, 1, usize::MAX).await?;
+    let since_wait = events.iter().rposition(|e| e.event_type == "operation.async_wait_started").unwrap_or(0);
+    let mut results = Vec::new();
+    let mut agent_ids = Vec::new();
+    for e in events[since_wait..].iter().filter(|e| e.position <= fact.position) {
+        if let OperationEvent::AsyncResultReceived(r) = signal_bus::decode::<OperationEvent>(e)? {
+            let child = state.handler.load::<Operation>(&r.key).await?.state;
+            let agent = child.spec.as_ref().map(|s| s.agent.agent_id.clone()).unwrap_or_default();
+            agent_ids.push(agent.clone());
+            results.push(serde_json::json!({
+                "agentId": agent, "operationId": r.key, "success": r.success, "result": r.result,
+            }));
+        }
+    }
+    let single = results.len() == 1;
+    let payload = ActionPayload {
+        agent_id: single.then(|| agent_ids[0].clone()),
+        agent_ids: (!single).then_some(agent_ids),
+        result: single.then(|| results[0]["result"].clone()),
+        results: (!single).then_some(results),
+        ..ActionPayload::default()
+    };
+    advance(state, fact, result_for(&instruction, payload)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_map_to_decisions() {
+        let d =
+            decision("lobe-group/broadcast", Some(&serde_json::json!({"agentIds": ["a"], "skipCallSupervisor": true})))
+                .expect("a decision");
+        assert_eq!(d.decision, "broadcast");
+        assert_eq!(d.skip_call_supervisor, Some(true));
+        assert_eq!(decision("executeAgentTasks", None).map(|d| d.decision).as_deref(), Some("execute_tasks"));
+        assert_eq!(decision("executeAgentTask", None).map(|d| d.decision).as_deref(), Some("execute_task"));
+        assert!(decision("web-search/search", None).is_none());
+    }
+}

@@ -1,0 +1,196 @@
+//! Group orchestration over the real server: a supervisor broadcasts to two members, waits at
+//! the barrier until both answered, is woken with their results, delegates to one member and
+//! finishes; cancelling a group run cancels its members.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{Db, Server};
+
+const OP: &str = "query($id: String!) { operation(id: $id) { status completionReason asyncResults children { edges { node { id status agentId instruction } } } } }";
+
+fn children(d: &Value) -> Vec<Value> {
+    d["operation"]["children"]["edges"]
+        .as_array()
+        .map(|e| e.iter().map(|n| n["node"].clone()).collect())
+        .unwrap_or_default()
+}
+
+async fn setup(s: &Server, token: &str) {
+    for agent in ["sup", "m1", "m2"] {
+        s.data(
+            Some(token),
+            "mutation($i: JSON!) { registerAgent(input: $i) { position } }",
+            json!({"i": {"agentId": agent, "config": {"slug": agent, "title": agent}}}),
+        )
+        .await;
+    }
+    let members = json!([
+        {"agentId": "sup", "role": "supervisor", "enabled": true, "order": 0},
+        {"agentId": "m1", "role": "participant", "enabled": true, "order": 1},
+        {"agentId": "m2", "role": "participant", "enabled": true, "order": 2},
+    ]);
+    s.data(
+        Some(token),
+        "mutation($c: JSON!, $m: JSON) { createGroup(id: \"g1\", title: \"launch team\", config: $c, members: $m) { position } }",
+        json!({"c": {"maxRounds": 5}, "m": members}),
+    )
+    .await;
+}
+
+/// The supervisor's worker reports a decision as a tool call.
+async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, arguments: Value) {
+    s.data(
+        Some(token),
+        "mutation($id: String!, $c: [ToolCallInput!]) { reportStep(id: $id, phase: ACTING, toolCalls: $c) { position } }",
+        json!({"id": op, "c": [{"id": format!("call-{step}"), "name": tool, "status": "succeeded", "arguments": arguments}]}),
+    )
+    .await;
+}
+
+/// A member's worker answers.
+async fn answer(s: &Server, token: &str, op: &str, text: &str) {
+    s.data(
+        Some(token),
+        "mutation($id: String!) { claimOperation(id: $id, workerId: \"member-worker\") { position } }",
+        json!({"id": op}),
+    )
+    .await;
+    s.data(
+        Some(token),
+        "mutation($id: String!, $r: String!) { completeOperation(id: $id, result: $r) { position } }",
+        json!({"id": op, "r": text}),
+    )
+    .await;
+}
+
+async fn a_supervisor_broadcasts_then_delegates(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+    s.data(
+        Some(&alice),
+        "mutation { startGroupRun(groupId: \"g1\", operationId: \"sup1\", instruction: \"Plan the launch\") { position } }",
+        json!({}),
+    )
+    .await;
+    s.data(
+        Some(&alice),
+        "mutation { claimOperation(id: \"sup1\", workerId: \"sup-worker\", leaseSecs: 120) { position } }",
+        json!({}),
+    )
+    .await;
+
+    // Round 0: broadcast to both members; the supervisor waits at the barrier.
+    decide(
+        &s,
+        &alice,
+        "sup1",
+        1,
+        "broadcast",
+        json!({"agentIds": ["m1", "m2"], "instruction": "Ideas for the launch?"}),
+    )
+    .await;
+    let d = s.eventually(&alice, &op_query("sup1"), |d| children(d).len() == 2).await;
+    assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
+    let kids = children(&d);
+    let mut agents: Vec<&str> = kids.iter().filter_map(|k| k["agentId"].as_str()).collect();
+    agents.sort_unstable();
+    assert_eq!(agents, ["m1", "m2"]);
+    assert!(kids.iter().all(|k| k["instruction"] == "Ideas for the launch?"), "{d}");
+
+    // One answer is not enough: still waiting.
+    let first = kids[0]["id"].as_str().unwrap().to_string();
+    let second = kids[1]["id"].as_str().unwrap().to_string();
+    answer(&s, &alice, &first, "a teaser video").await;
+    let d = s
+        .eventually(&alice, &op_query("sup1"), |d| {
+            d["operation"]["asyncResults"].as_array().is_some_and(|r| r.len() == 1)
+        })
+        .await;
+    assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
+    answer(&s, &alice, &second, "a launch-day AMA").await;
+
+    // Both answered: the supervisor runs again, with both results.
+    // (status comes from the operation's stream, asyncResults from the read model: wait for both)
+    let d = s
+        .eventually(&alice, &op_query("sup1"), |d| {
+            d["operation"]["status"] == "running"
+                && d["operation"]["asyncResults"].as_array().is_some_and(|r| r.len() == 2)
+        })
+        .await;
+    let results: Vec<&str> =
+        d["operation"]["asyncResults"].as_array().unwrap().iter().filter_map(|r| r["result"].as_str()).collect();
+    assert_eq!(results.len(), 2, "{d}");
+    assert!(results.contains(&"a teaser video") && results.contains(&"a launch-day AMA"), "{d}");
+
+    // Round 1: delegate to m2; when m2 is done the run finishes.
+    decide(&s, &alice, "sup1", 2, "delegate", json!({"agentId": "m2", "reason": "m2 owns the AMA"})).await;
+    let d = s.eventually(&alice, &op_query("sup1"), |d| children(d).len() == 3).await;
+    let delegated = children(&d).into_iter().find(|k| k["id"] != first && k["id"] != second).unwrap();
+    assert_eq!(delegated["agentId"], "m2", "{d}");
+    answer(&s, &alice, delegated["id"].as_str().unwrap(), "AMA scheduled for Friday").await;
+    let d = s.eventually(&alice, &op_query("sup1"), |d| d["operation"]["status"] == "done").await;
+    assert_eq!(d["operation"]["completionReason"], "done", "{d}");
+
+    // The group recorded every step, in order.
+    let events = s
+        .data(
+            Some(&alice),
+            "{ events(filter: {eventTypes: [\"group.orchestration_advanced\"]}) { edges { node { payload } } } }",
+            json!({}),
+        )
+        .await;
+    let steps: Vec<(String, String)> = events["events"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let p = &e["node"]["payload"];
+            (
+                p["result"]["type"].as_str().unwrap_or("").to_string(),
+                p["instruction"]["type"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("init", "call_supervisor"),
+        ("supervisor_decided", "parallel_call_agents"),
+        ("agents_broadcasted", "call_supervisor"),
+        ("supervisor_decided", "delegate"),
+        ("delegated", "finish"),
+    ];
+    let expected: Vec<(String, String)> = expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(steps, expected);
+
+    // Cancelling a group run cancels the members it is waiting on.
+    s.data(Some(&alice), "mutation { startGroupRun(groupId: \"g1\", operationId: \"sup2\") { position } }", json!({}))
+        .await;
+    s.data(Some(&alice), "mutation { claimOperation(id: \"sup2\", workerId: \"sup-worker\") { position } }", json!({}))
+        .await;
+    decide(
+        &s,
+        &alice,
+        "sup2",
+        1,
+        "executeAgentTasks",
+        json!({"tasks": [{"agentId": "m1", "instruction": "a"}, {"agentId": "m2", "instruction": "b"}]}),
+    )
+    .await;
+    s.eventually(&alice, &op_query("sup2"), |d| children(d).len() == 2).await;
+    s.data(
+        Some(&alice),
+        "mutation { cancelOperation(id: \"sup2\", reason: \"changed plans\") { position } }",
+        json!({}),
+    )
+    .await;
+    let d = s.eventually(&alice, &op_query("sup2"), |d| children(d).iter().all(|k| k["status"] == "cancelled")).await;
+    assert_eq!(d["operation"]["status"], "cancelled", "{d}");
+    s.stop();
+}
+
+fn op_query(id: &str) -> String {
+    OP.replace("query($id: String!) ", "").replace("$id", &format!("\"{id}\""))
+}
+
+both!(a_supervisor_broadcasts_then_delegates as group_supervisor_broadcasts_then_delegates);
