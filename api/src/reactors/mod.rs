@@ -8,6 +8,7 @@ pub mod lease_reaper;
 pub mod orchestration;
 pub mod scheduler;
 pub mod signal_bus;
+pub mod sources;
 pub mod task_lifecycle;
 
 use std::time::Duration;
@@ -82,6 +83,7 @@ impl Reactors {
             tokio::spawn(follow::<task_lifecycle::TaskLifecycle>(state.clone(), rx.clone())),
             tokio::spawn(follow::<child_results::ChildResults>(state.clone(), rx.clone())),
             tokio::spawn(follow::<orchestration::Orchestration>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<sources::Sources>(state.clone(), rx.clone())),
             tokio::spawn(scheduler::run(state.clone(), rx.clone())),
             tokio::spawn(lease_reaper::run(state.clone(), rx)),
         ];

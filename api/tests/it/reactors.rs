@@ -118,7 +118,92 @@ async fn each_effect_happens_once_across_restarts_and_two_servers(db: Db) {
     drop(s);
 }
 
+const EMIT: &str = "mutation($id: String!, $t: String!, $p: JSON!) { emitSourceEvent(sourceId: $id, sourceType: $t, payload: $p, timestampMs: 1700000000000) { accepted } }";
+
+fn types_in(data: &Value, root: &str) -> Vec<String> {
+    let mut types: Vec<String> = data[root]
+        .as_array()
+        .map_or(Vec::new(), |a| a.iter().filter_map(|e| e["eventType"].as_str().map(str::to_string)).collect());
+    types.sort();
+    types
+}
+
+async fn chain_of(s: &Server, token: &str, source_id: &str) -> Value {
+    let sources = s
+        .data(
+            Some(token),
+            "{ events(first: 500, filter: {eventTypes: [\"signal.source_received\"]}) { edges { node { rootSourceId payload } } } }",
+            json!({}),
+        )
+        .await;
+    let root = sources["events"]["edges"]
+        .as_array()
+        .and_then(|e| e.iter().find(|n| n["node"]["payload"]["sourceId"] == source_id))
+        .map(|n| n["node"]["rootSourceId"].clone())
+        .unwrap_or(Value::Null);
+    s.data(Some(token), "query($r: UUID!) { chain(rootSourceId: $r) { eventType } }", json!({"r": root})).await
+}
+
+/// Sources run through the registries — source → signal → actions (two processors for one
+/// signal type) → results and a notification — once, with two servers and across a kill in
+/// the middle of reacting; a pause reported as `completed` is not a finished run.
+async fn sources_run_through_the_registries_once(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let other = s.sibling().await;
+    let pause = json!({"operationId": "op9", "reason": "waiting_for_human"});
+    s.data(Some(&alice), EMIT, json!({"id": "src-pause", "t": "agent.execution.completed", "p": pause})).await;
+    let failed = json!({"operationId": "op9", "error": {"message": "boom"}});
+    other.data(Some(&alice), EMIT, json!({"id": "src-fail", "t": "agent.execution.failed", "p": failed})).await;
+    let want = [
+        "notification.created",
+        "signal.action_completed",
+        "signal.action_completed",
+        "signal.action_dispatched",
+        "signal.action_dispatched",
+        "signal.emitted",
+        "signal.source_received",
+    ];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut chain = chain_of(&s, &alice, "src-fail").await;
+    while types_in(&chain, "chain") != want && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        chain = chain_of(&s, &alice, "src-fail").await;
+    }
+    assert_eq!(types_in(&chain, "chain"), want, "{chain}");
+    let paused = chain_of(&s, &alice, "src-pause").await;
+    assert_eq!(types_in(&paused, "chain"), ["signal.source_received"], "a pause is not an end: {paused}");
+    drop(other);
+
+    // Tool failures, and the server killed while it reacts: the restart finishes the work, once.
+    for i in 0..5 {
+        let p = json!({"operationId": "op9", "tool": {"identifier": "web-search"}, "outcome": {"status": "failed", "error": {"message": "timeout"}}});
+        s.data(Some(&alice), EMIT, json!({"id": format!("tool-{i}"), "t": "tool.outcome.failed", "p": p})).await;
+    }
+    let (data_dir, url) = (s.data_dir.clone(), s.db.url());
+    let mut s = s;
+    s.kill();
+    let s2 = Server::start_in(Db::Shared(url), data_dir).await;
+    let tool_failed = |d: &Value| {
+        d["notifications"]["edges"]
+            .as_array()
+            .map_or(0, |e| e.iter().filter(|n| n["node"]["type"] == "tool_failed").count())
+    };
+    s2.eventually(&alice, INBOX_TYPES, |d| tool_failed(d) >= 5).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let inbox = s2.data(Some(&alice), INBOX_TYPES, json!({})).await;
+    assert_eq!(tool_failed(&inbox), 5, "{inbox}");
+    let completed = "{ events(first: 500, filter: {eventTypes: [\"signal.action_completed\"]}) { edges { cursor } } }";
+    let n = s2.data(Some(&alice), completed, json!({})).await["events"]["edges"].as_array().map(Vec::len);
+    assert_eq!(n, Some(2 + 5), "one result per action, none doubled");
+    drop(s2);
+    drop(s);
+}
+
+const INBOX_TYPES: &str = "{ notifications(first: 100) { edges { node { type dedupeKey } } } }";
+
 both!(
     a_failed_run_yields_an_urgent_brief_and_a_notification as signal_bus_failed_run_brief_and_notification,
-    each_effect_happens_once_across_restarts_and_two_servers as signal_bus_effects_happen_once
+    each_effect_happens_once_across_restarts_and_two_servers as signal_bus_effects_happen_once,
+    sources_run_through_the_registries_once as signal_sources_run_through_registries_once
 );

@@ -1,10 +1,12 @@
 //! The agent-signal bus's pure parts: source types, the source stream (source → signals →
 //! actions, all events on `source-<sourceId>`), and the policies that turn events into commands.
 //!
-//! Registries (which handlers run for which type) live in the api crate; here is only what can
-//! be decided without I/O.
+//! The registries ([`registry`]) and the built-in source and signal processors ([`processors`])
+//! are pure; the action handlers, which do I/O, live in the api crate's source reactor.
 
 pub mod policy;
+pub mod processors;
+pub mod registry;
 pub mod source;
 pub mod source_types;
 
