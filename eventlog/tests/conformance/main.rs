@@ -2,6 +2,7 @@
 //! Each `foo` below becomes `foo_sqlite` and `foo_postgres`.
 
 mod appends;
+mod imports;
 mod reads;
 mod subscriptions;
 mod support;
