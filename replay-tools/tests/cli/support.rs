@@ -32,7 +32,7 @@ pub struct Fixture {
 pub fn workload() -> &'static Workload {
     static WORKLOAD: OnceLock<Workload> = OnceLock::new();
     WORKLOAD.get_or_init(|| {
-        Workload::generate(&WorkloadConfig { min_events: 1_500, users: 3, ..WorkloadConfig::default() })
+        Workload::generate(&WorkloadConfig { min_events: 500, users: 3, ..WorkloadConfig::default() })
             .expect("generate the workload")
     })
 }
