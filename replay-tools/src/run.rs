@@ -87,7 +87,7 @@ impl OperationSummary {
             phase: op.phase.and_then(|p| text(serde_json::to_value(p).unwrap_or(Value::Null))),
             step_count: op.step_count,
             completion_reason: op.completion_reason.and_then(|r| text(serde_json::to_value(r).unwrap_or(Value::Null))),
-            usage: serde_json::to_value(&op.usage).unwrap_or(Value::Null),
+            usage: serde_json::to_value(op.usage).unwrap_or(Value::Null),
         }
     }
 
