@@ -7,7 +7,13 @@ use agentlog_domain::envelope::RecordedEvent;
 use chrono::{DateTime, Utc};
 use tokio::{sync::Notify, task::JoinHandle};
 
-use crate::{append::AppendResult, batch::PreparedAppend, error::EventLogError, filter::EventFilter};
+use crate::{
+    append::AppendResult,
+    batch::PreparedAppend,
+    error::EventLogError,
+    filter::EventFilter,
+    import::{ImportResult, PreparedImport},
+};
 
 /// Answers for each append of a committed batch, in order.
 pub(crate) type BatchAnswers = Vec<Result<Vec<AppendResult>, EventLogError>>;
@@ -28,6 +34,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
         batch: &[&PreparedAppend],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<BatchAnswers, EventLogError>> + Send;
+
+    /// Import events recorded elsewhere (see [`crate::import`]) in one transaction that holds
+    /// the same lock as appends, on a connection of its own.
+    fn import_batch(
+        &self,
+        events: &[PreparedImport],
+    ) -> impl Future<Output = Result<ImportResult, EventLogError>> + Send;
 
     /// Events with `after < position <= up_to` that pass `filter`, in position order.
     fn read_all(

@@ -31,6 +31,7 @@ use crate::{
     batch::{self, PreparedAppend, StoredEvent},
     error::EventLogError,
     filter::EventFilter,
+    import::{ImportResult, PreparedImport, plan_import},
     store::{BackendKind, LogCore, StoreOptions, impl_event_store},
 };
 
@@ -117,23 +118,22 @@ pub(crate) fn decode_row(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
     })
 }
 
-async fn commit_in_transaction(
+/// The stored events with these ids and the current versions of these streams, in one round trip.
+async fn load_state(
     conn: &mut PgConnection,
-    batch: &[&PreparedAppend],
-    now: DateTime<Utc>,
-) -> Result<BatchAnswers, EventLogError> {
-    let ids = batch::event_ids(batch);
+    ids: &[Uuid],
+    streams: Vec<String>,
+) -> Result<(HashMap<Uuid, StoredEvent>, HashMap<String, i64>), EventLogError> {
     let mut stored = HashMap::new();
     let mut versions = HashMap::new();
-    // One round trip for both lookups; the lock was taken by the BEGIN statement before it.
     let rows = sqlx::query(
         "SELECT 0, stream_id, MAX(stream_version), NULL::uuid, NULL::int8, NULL::text, NULL::int4, NULL::jsonb, \
          NULL::jsonb FROM events WHERE stream_id = ANY($1) GROUP BY stream_id \
          UNION ALL SELECT 1, stream_id, stream_version, event_id, position, event_type, schema_version, payload, \
          metadata FROM events WHERE event_id = ANY($2)",
     )
-    .bind(batch::stream_ids(batch))
-    .bind(&ids)
+    .bind(streams)
+    .bind(ids)
     .fetch_all(&mut *conn)
     .await
     .map_err(EventLogError::db("reading stream versions and event ids"))?;
@@ -158,6 +158,16 @@ async fn commit_in_transaction(
             },
         );
     }
+    Ok((stored, versions))
+}
+
+async fn commit_in_transaction(
+    conn: &mut PgConnection,
+    batch: &[&PreparedAppend],
+    now: DateTime<Utc>,
+) -> Result<BatchAnswers, EventLogError> {
+    // The lock was taken by the BEGIN statement before this lookup.
+    let (stored, versions) = load_state(conn, &batch::event_ids(batch), batch::stream_ids(batch)).await?;
     let plan = batch::plan(batch, &stored, versions);
     let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
     if !plan.rows.is_empty() {
@@ -242,6 +252,113 @@ async fn commit_in_transaction(
     Ok(batch::answers(batch, plan.verdicts, &located))
 }
 
+async fn import_in_transaction(
+    conn: &mut PgConnection,
+    events: &[PreparedImport],
+) -> Result<ImportResult, EventLogError> {
+    let ids: Vec<Uuid> = events.iter().map(|e| e.recorded.event_id).collect();
+    let mut streams: Vec<String> = events.iter().map(|e| e.recorded.stream_id.clone()).collect();
+    streams.sort_unstable();
+    streams.dedup();
+    let (stored, versions) = load_state(conn, &ids, streams).await?;
+    let last: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(position), 0)::int8 FROM events")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(EventLogError::db("reading the log head"))?;
+    let plan = plan_import(events, &stored, versions, last)?;
+    if plan.rows.is_empty() {
+        return Ok(plan.result);
+    }
+    let n = plan.rows.len();
+    let mut cols = ImportColumns::with_capacity(n);
+    for row in &plan.rows {
+        let r = &row.event.recorded;
+        cols.positions.push(row.position);
+        cols.event_ids.push(r.event_id);
+        cols.streams.push(r.stream_id.as_str());
+        cols.versions.push(r.stream_version);
+        cols.types.push(r.event_type.as_str());
+        cols.schemas.push(r.schema_version);
+        cols.payloads.push(row.event.prepared.payload_json.as_str());
+        cols.metas.push(row.event.prepared.metadata_json.as_str());
+        cols.roots.push(r.metadata.chain.root_source_id);
+        cols.parents.push(r.metadata.chain.parent_node_id);
+        cols.users.push(r.metadata.user_id.as_str());
+        cols.recorded.push(r.recorded_at);
+    }
+    sqlx::query(
+        "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, payload, \
+         metadata, root_source_id, parent_node_id, user_id, recorded_at) OVERRIDING SYSTEM VALUE \
+         SELECT t.position, t.event_id, t.stream_id, t.stream_version, t.event_type, t.schema_version, \
+         t.payload::jsonb, t.metadata::jsonb, t.root_source_id, t.parent_node_id, t.user_id, t.recorded_at \
+         FROM UNNEST($1::int8[], $2::uuid[], $3::text[], $4::int8[], $5::text[], $6::int4[], $7::text[], \
+         $8::text[], $9::uuid[], $10::uuid[], $11::text[], $12::timestamptz[]) \
+         AS t(position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
+         root_source_id, parent_node_id, user_id, recorded_at)",
+    )
+    .bind(&cols.positions)
+    .bind(&cols.event_ids)
+    .bind(&cols.streams)
+    .bind(&cols.versions)
+    .bind(&cols.types)
+    .bind(&cols.schemas)
+    .bind(&cols.payloads)
+    .bind(&cols.metas)
+    .bind(&cols.roots)
+    .bind(&cols.parents)
+    .bind(&cols.users)
+    .bind(&cols.recorded)
+    .execute(&mut *conn)
+    .await
+    .map_err(EventLogError::db("inserting imported events"))?;
+    // Explicit positions do not move the identity sequence: move it past them, or the next
+    // append would collide. (nextval may leave a gap of one; positions may have gaps.)
+    sqlx::query(
+        "SELECT setval(pg_get_serial_sequence('events', 'position'), \
+         GREATEST($1, nextval(pg_get_serial_sequence('events', 'position'))))",
+    )
+    .bind(plan.result.last_position)
+    .execute(&mut *conn)
+    .await
+    .map_err(EventLogError::db("moving the position sequence past imported events"))?;
+    Ok(plan.result)
+}
+
+/// The columns of an import's rows, one array each for `UNNEST`.
+struct ImportColumns<'a> {
+    positions: Vec<i64>,
+    event_ids: Vec<Uuid>,
+    streams: Vec<&'a str>,
+    versions: Vec<i64>,
+    types: Vec<&'a str>,
+    schemas: Vec<i32>,
+    payloads: Vec<&'a str>,
+    metas: Vec<&'a str>,
+    roots: Vec<Uuid>,
+    parents: Vec<Option<Uuid>>,
+    users: Vec<&'a str>,
+    recorded: Vec<DateTime<Utc>>,
+}
+
+impl ImportColumns<'_> {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            positions: Vec::with_capacity(n),
+            event_ids: Vec::with_capacity(n),
+            streams: Vec::with_capacity(n),
+            versions: Vec::with_capacity(n),
+            types: Vec::with_capacity(n),
+            schemas: Vec::with_capacity(n),
+            payloads: Vec::with_capacity(n),
+            metas: Vec::with_capacity(n),
+            roots: Vec::with_capacity(n),
+            parents: Vec::with_capacity(n),
+            users: Vec::with_capacity(n),
+            recorded: Vec::with_capacity(n),
+        }
+    }
+}
+
 impl Backend for PgBackend {
     type Writer = PgConnection;
 
@@ -264,6 +381,25 @@ impl Backend for PgBackend {
                 Err(e) => {
                     let _ = conn.execute("ROLLBACK").await;
                     Err(EventLogError::Database { context: "committing appends", source: e })
+                }
+            },
+            Err(e) => {
+                let _ = conn.execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn import_batch(&self, events: &[PreparedImport]) -> Result<ImportResult, EventLogError> {
+        let mut conn = self.pool.acquire().await.map_err(EventLogError::db("opening an import connection"))?;
+        // The append lock orders the import with every appender, exactly as an append.
+        conn.execute(BEGIN_AND_LOCK).await.map_err(EventLogError::db("starting an import transaction"))?;
+        match import_in_transaction(&mut conn, events).await {
+            Ok(result) => match conn.execute("COMMIT").await {
+                Ok(_) => Ok(result),
+                Err(e) => {
+                    let _ = conn.execute("ROLLBACK").await;
+                    Err(EventLogError::Database { context: "committing an import", source: e })
                 }
             },
             Err(e) => {

@@ -17,6 +17,7 @@ use crate::{
     batch::{self, PreparedAppend, StoredEvent},
     error::EventLogError,
     filter::EventFilter,
+    import::{ImportResult, PreparedImport, plan_import},
     store::{BackendKind, LogCore, StoreOptions, impl_event_store},
 };
 
@@ -238,6 +239,41 @@ async fn commit_in_transaction(
     Ok(batch::answers(batch, plan.verdicts, &located))
 }
 
+async fn import_in_transaction(
+    conn: &mut SqliteConnection,
+    events: &[PreparedImport],
+) -> Result<ImportResult, EventLogError> {
+    let ids: Vec<Uuid> = events.iter().map(|e| e.recorded.event_id).collect();
+    let mut streams: Vec<String> = events.iter().map(|e| e.recorded.stream_id.clone()).collect();
+    streams.sort_unstable();
+    streams.dedup();
+    let (stored, versions, last) = load_state(conn, &ids, &streams).await?;
+    let plan = plan_import(events, &stored, versions, last)?;
+    for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, \
+             payload, metadata, root_source_id, parent_node_id, user_id, recorded_at) ",
+        );
+        q.push_values(chunk, |mut b, row| {
+            let r = &row.event.recorded;
+            b.push_bind(row.position)
+                .push_bind(r.event_id.to_string())
+                .push_bind(r.stream_id.as_str())
+                .push_bind(r.stream_version)
+                .push_bind(r.event_type.as_str())
+                .push_bind(r.schema_version)
+                .push_bind(row.event.prepared.payload_json.as_str())
+                .push_bind(row.event.prepared.metadata_json.as_str())
+                .push_bind(r.metadata.chain.root_source_id.to_string())
+                .push_bind(r.metadata.chain.parent_node_id.map(|p| p.to_string()))
+                .push_bind(r.metadata.user_id.as_str())
+                .push_bind(r.recorded_at.timestamp_micros());
+        });
+        q.build().execute(&mut *conn).await.map_err(EventLogError::db("inserting imported events"))?;
+    }
+    Ok(plan.result)
+}
+
 impl Backend for SqliteBackend {
     type Writer = SqliteConnection;
 
@@ -259,6 +295,25 @@ impl Backend for SqliteBackend {
                 Err(e) => {
                     let _ = conn.execute("ROLLBACK").await;
                     Err(EventLogError::Database { context: "committing appends", source: e })
+                }
+            },
+            Err(e) => {
+                let _ = conn.execute("ROLLBACK").await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn import_batch(&self, events: &[PreparedImport]) -> Result<ImportResult, EventLogError> {
+        let mut conn = self.pool.acquire().await.map_err(EventLogError::db("opening an import connection"))?;
+        // IMMEDIATE: the file's write lock, the same one the writer's appends take.
+        conn.execute("BEGIN IMMEDIATE").await.map_err(EventLogError::db("starting an import transaction"))?;
+        match import_in_transaction(&mut conn, events).await {
+            Ok(result) => match conn.execute("COMMIT").await {
+                Ok(_) => Ok(result),
+                Err(e) => {
+                    let _ = conn.execute("ROLLBACK").await;
+                    Err(EventLogError::Database { context: "committing an import", source: e })
                 }
             },
             Err(e) => {

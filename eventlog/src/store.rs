@@ -15,6 +15,7 @@ use crate::{
     batch::{PreparedAppend, PreparedPart},
     error::EventLogError,
     filter::EventFilter,
+    import::{ImportResult, prepare_import},
     subscription::{EventSubscription, subscribe},
     tail::{Tail, run_tailer},
     validate::{Limits, prepare_all},
@@ -92,6 +93,10 @@ pub trait EventStore: Send + Sync {
 
     /// The highest committed position in the database right now (0 when empty).
     async fn head_position(&self) -> Result<i64, EventLogError>;
+
+    /// Store events recorded by another log, keeping their ids, stream versions and recording
+    /// times (and positions where possible); idempotent. See [`crate::import`] for the rules.
+    async fn import(&self, events: Vec<RecordedEvent>) -> Result<ImportResult, EventLogError>;
 
     /// Every event after `after` that passes `filter`: the history first, then live.
     fn subscribe(&self, after: i64, filter: EventFilter) -> EventSubscription;
@@ -207,6 +212,19 @@ impl<B: Backend> LogCore<B> {
         answer.await.map_err(|_| EventLogError::Closed)?
     }
 
+    pub(crate) async fn import(&self, events: Vec<RecordedEvent>) -> Result<ImportResult, EventLogError> {
+        if events.is_empty() {
+            return Ok(ImportResult::default());
+        }
+        let prepared = prepare_import(events, &self.limits)?;
+        let result = self.backend.import_batch(&prepared).await?;
+        if result.imported > 0 {
+            // The import bypassed the writer: tell the tailer to look now rather than at its poll.
+            self.tail.wake.notify_one();
+        }
+        Ok(result)
+    }
+
     pub(crate) fn subscribe(&self, after: i64, filter: EventFilter) -> EventSubscription {
         subscribe(Arc::clone(&self.backend), Arc::clone(&self.tail), after, filter)
     }
@@ -261,6 +279,12 @@ macro_rules! impl_event_store {
                 limit: usize,
             ) -> Result<Vec<agentlog_domain::envelope::RecordedEvent>, $crate::error::EventLogError> {
                 $crate::backend::Backend::read_all(&*self.core.backend, after, None, filter, limit).await
+            }
+            async fn import(
+                &self,
+                events: Vec<agentlog_domain::envelope::RecordedEvent>,
+            ) -> Result<$crate::import::ImportResult, $crate::error::EventLogError> {
+                self.core.import(events).await
             }
             async fn stream_version(&self, stream_id: &str) -> Result<i64, $crate::error::EventLogError> {
                 $crate::backend::Backend::stream_version(&*self.core.backend, stream_id).await

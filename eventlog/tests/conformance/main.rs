@@ -4,6 +4,7 @@
 
 mod appends;
 mod command_handler;
+mod imports;
 mod postgres_ordering;
 mod reads;
 mod subscriptions;

@@ -1,0 +1,91 @@
+//! `agentlog-replay rebuild [--projection NAME]`: empty one read model (or all) and apply the
+//! log again from position 0, with a progress bar. Stop the server first: its runner keeps its
+//! own idea of where each projection stands.
+
+use std::{process::ExitCode, sync::Arc, time::Instant};
+
+use agentlog_eventlog::EventStore;
+use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections};
+use anyhow::{Context, bail};
+use serde::Serialize;
+
+use crate::{Global, output, store};
+
+/// Arguments of `rebuild`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only this read model (default: all). One of: chains, operations, agents, groups,
+    /// analytics, tasks, briefs, notifications, cron_jobs, conversations.
+    #[arg(long)]
+    pub projection: Option<String>,
+}
+
+/// What a rebuild did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rebuilt {
+    /// The read models rebuilt.
+    pub projections: Vec<String>,
+    /// The position they reached (the log's head when it started).
+    pub position: i64,
+    /// Wall time, in milliseconds.
+    pub millis: u64,
+}
+
+/// Rebuild `projection` (all when `None`) up to the log's head.
+pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json: bool) -> anyhow::Result<Rebuilt> {
+    let all = all_projections();
+    if let Some(name) = projection
+        && !all.iter().any(|p| p.name() == name)
+    {
+        let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+        bail!("no read model `{name}`; there are: {}", names.join(", "));
+    }
+    let names: Vec<String> =
+        all.iter().filter(|p| projection.is_none_or(|n| n == p.name())).map(|p| p.name().to_string()).collect();
+    let started = Instant::now();
+    let head = store.head_position().await.context("reading the log head")?;
+    let db = ReadDb::from(store.database());
+    let runner = ProjectionRunner::new(store, db, all, RunnerOptions::default());
+    runner.rebuild(projection).await.context("emptying the read models")?;
+    let bar = output::progress(u64::try_from(head).unwrap_or(0), "rebuild", json);
+    let mut progress = runner.watch_position();
+    let watcher_bar = bar.clone();
+    let watcher = tokio::spawn(async move {
+        while progress.changed().await.is_ok() {
+            let p = *progress.borrow_and_update();
+            if p != i64::MAX {
+                watcher_bar.set_position(u64::try_from(p).unwrap_or(0));
+            }
+        }
+    });
+    let reached = runner.catch_up().await;
+    watcher.abort();
+    bar.finish_and_clear();
+    let reached = reached.context("applying the log")?;
+    let failed: Vec<String> =
+        runner.status().into_iter().filter_map(|s| s.failed.map(|reason| format!("{}: {reason}", s.name))).collect();
+    if !failed.is_empty() {
+        bail!("rebuild failed for {}", failed.join("; "));
+    }
+    Ok(Rebuilt { projections: names, position: reached, millis: started.elapsed().as_millis() as u64 })
+}
+
+/// Run `rebuild`.
+pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let store = store::open(&global.database, store::Create::No).await?;
+    let result = rebuild(Arc::clone(&store), args.projection.as_deref(), global.json).await;
+    store.close().await;
+    let r = result?;
+    if global.json {
+        output::print_json(&r)?;
+    } else {
+        output::print_text(&format!(
+            "rebuilt {} up to position {} in {} ms\n",
+            r.projections.join(", "),
+            r.position,
+            r.millis
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

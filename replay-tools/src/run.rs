@@ -1,0 +1,277 @@
+//! `agentlog-replay run <operation-id> [--at <position>]`: a run's timeline.
+//!
+//! What belongs to a run: the events of its operation stream and of its sub-agents' (found
+//! through `operation.child_spawned`, recursively); the messages of its conversation that name
+//! one of these operations (and their edits and deletions); and, from the causal chains these
+//! events sit in, their causes back to the source and everything they caused — signals,
+//! actions, briefs, notifications. All of it in log order, each event with the root operation's
+//! state after it (folded with the domain's `evolve`, so it is what the server saw then).
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
+    process::ExitCode,
+};
+
+use agentlog_domain::{
+    aggregate::{Aggregate, DomainEvent},
+    envelope::RecordedEvent,
+    operation::{Operation, OperationEvent},
+};
+use agentlog_eventlog::{EventFilter, EventStore};
+use anyhow::{Context, bail};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::{Global, output, store};
+
+/// Arguments of `run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The operation (run) id, without the `operation-` prefix.
+    pub operation_id: String,
+    /// Stop the timeline at this position (inclusive).
+    #[arg(long)]
+    pub at: Option<i64>,
+}
+
+/// Why an event is on a run's timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// An event of the run's own operation stream.
+    Run,
+    /// An event of a sub-agent's operation stream.
+    SubAgent,
+    /// A conversation event about the run's messages.
+    Message,
+    /// A cause of the run's events, up to the chain's source.
+    Cause,
+    /// Something the run's events caused (signals, actions, briefs, notifications…).
+    Effect,
+}
+
+/// One event of the timeline.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEntry {
+    /// Why it is here.
+    pub role: Role,
+    /// The event.
+    pub event: RecordedEvent,
+    /// The root operation's state after this event.
+    pub operation: OperationSummary,
+}
+
+/// The parts of an operation's state a timeline shows after each event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationSummary {
+    /// Status (`idle`, `running`, …, `done`).
+    pub status: String,
+    /// Phase while running.
+    pub phase: Option<String>,
+    /// Steps recorded.
+    pub step_count: u32,
+    /// Why it stopped.
+    pub completion_reason: Option<String>,
+    /// Summed usage (absent fields were never measured).
+    pub usage: Value,
+}
+
+impl OperationSummary {
+    fn of(op: &Operation) -> Self {
+        let text = |v: Value| v.as_str().map(str::to_string);
+        Self {
+            status: op.status.as_str().to_string(),
+            phase: op.phase.and_then(|p| text(serde_json::to_value(p).unwrap_or(Value::Null))),
+            step_count: op.step_count,
+            completion_reason: op.completion_reason.and_then(|r| text(serde_json::to_value(r).unwrap_or(Value::Null))),
+            usage: serde_json::to_value(op.usage).unwrap_or(Value::Null),
+        }
+    }
+
+    fn short(&self) -> String {
+        let mut s = self.status.clone();
+        if let Some(p) = &self.phase {
+            s.push('/');
+            s.push_str(p);
+        }
+        s.push_str(&format!(" steps={}", self.step_count));
+        if let Some(r) = &self.completion_reason {
+            s.push_str(&format!(" reason={r}"));
+        }
+        s
+    }
+}
+
+/// A run's timeline.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    /// The root operation.
+    pub operation_id: String,
+    /// Its sub-agents (all descendants), in the order they were found.
+    pub sub_agents: Vec<String>,
+    /// The position the timeline stops at, when asked.
+    pub at: Option<i64>,
+    /// The events, in log order.
+    pub entries: Vec<TimelineEntry>,
+    /// The root operation's full state at the end of the timeline.
+    pub state: Value,
+}
+
+/// The operation ids a stream's `operation.child_spawned` events name.
+fn children_of(events: &[RecordedEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.event_type == "operation.child_spawned")
+        .filter_map(|e| e.payload.get("childOperationId").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// Build the timeline of `operation_id`.
+pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64>) -> anyhow::Result<Timeline> {
+    let root_stream = Operation::stream_id(operation_id);
+    let root_events = store::read_stream(store, &root_stream).await?;
+    if root_events.is_empty() {
+        bail!("no operation `{operation_id}`: stream `{root_stream}` has no events");
+    }
+    // 1. the run and its sub-agents, breadth first (a cycle cannot loop: ids are visited once)
+    let mut roles: HashMap<Uuid, Role> = HashMap::new();
+    let mut collected: BTreeMap<i64, RecordedEvent> = BTreeMap::new();
+    let mut ops: Vec<String> = vec![operation_id.to_string()];
+    let mut seen_ops: HashSet<String> = ops.iter().cloned().collect();
+    let mut topics: BTreeSet<String> = BTreeSet::new();
+    let mut i = 0;
+    while i < ops.len() {
+        let events = if i == 0 {
+            root_events.clone()
+        } else {
+            store::read_stream(store, &Operation::stream_id(&ops[i])).await?
+        };
+        let role = if i == 0 { Role::Run } else { Role::SubAgent };
+        for child in children_of(&events) {
+            if seen_ops.insert(child.clone()) {
+                ops.push(child);
+            }
+        }
+        for e in events {
+            if e.event_type == "operation.created"
+                && let Some(topic) = e.payload.get("topicId").and_then(Value::as_str)
+            {
+                topics.insert(topic.to_string());
+            }
+            roles.insert(e.event_id, role);
+            collected.insert(e.position, e);
+        }
+        i += 1;
+    }
+    // 2. the messages of its conversations that belong to these operations
+    for topic in &topics {
+        let mut messages: HashSet<String> = HashSet::new();
+        for e in store::read_stream(store, &format!("conversation-{topic}")).await? {
+            let names_op = e.payload.get("operationId").and_then(Value::as_str).is_some_and(|op| seen_ops.contains(op));
+            let message = e.payload.get("messageId").and_then(Value::as_str);
+            if names_op && let Some(m) = message {
+                messages.insert(m.to_string());
+            }
+            if names_op || message.is_some_and(|m| messages.contains(m)) {
+                roles.insert(e.event_id, Role::Message);
+                collected.insert(e.position, e);
+            }
+        }
+    }
+    // 3. causes and effects in the chains of everything so far
+    let roots: BTreeSet<Uuid> = collected.values().map(|e| e.metadata.chain.root_source_id).collect();
+    for root in roots {
+        let chain = store::read_all(store, 0, None, &EventFilter::all().with_root_source(root)).await?;
+        let by_id: HashMap<Uuid, &RecordedEvent> = chain.iter().map(|e| (e.event_id, e)).collect();
+        let mut inside: HashSet<Uuid> = collected.values().map(|e| e.event_id).collect();
+        // causes: walk each collected event's parents up to the source
+        let starts: Vec<Uuid> = chain.iter().filter(|e| inside.contains(&e.event_id)).map(|e| e.event_id).collect();
+        for start in starts {
+            let mut cursor = by_id.get(&start).and_then(|e| e.metadata.chain.parent_node_id);
+            while let Some(parent) = cursor {
+                let Some(e) = by_id.get(&parent) else { break };
+                if !inside.insert(parent) {
+                    break;
+                }
+                roles.insert(parent, Role::Cause);
+                collected.insert(e.position, (*e).clone());
+                cursor = e.metadata.chain.parent_node_id;
+            }
+        }
+        // effects: in log order a child comes after its parent, so one pass finds them all
+        for e in &chain {
+            let from_run = e.metadata.chain.parent_node_id.is_some_and(|p| {
+                inside.contains(&p)
+                    && matches!(roles.get(&p), Some(Role::Run | Role::SubAgent | Role::Message | Role::Effect))
+            });
+            if from_run && !inside.contains(&e.event_id) {
+                inside.insert(e.event_id);
+                roles.insert(e.event_id, Role::Effect);
+                collected.insert(e.position, e.clone());
+            }
+        }
+    }
+    // 4. in log order, with the root operation's state after each event
+    let mut op = Operation::default();
+    let mut entries = Vec::with_capacity(collected.len());
+    for (position, event) in collected {
+        if at.is_some_and(|p| position > p) {
+            break;
+        }
+        if event.stream_id == root_stream {
+            let typed = OperationEvent::decode(&event.event_type, event.schema_version, &event.payload)
+                .with_context(|| format!("decoding {} at position {position}", event.event_type))?;
+            op = op.evolve(&typed);
+        }
+        let role = roles.get(&event.event_id).copied().unwrap_or(Role::Effect);
+        entries.push(TimelineEntry { role, event, operation: OperationSummary::of(&op) });
+    }
+    Ok(Timeline {
+        operation_id: operation_id.to_string(),
+        sub_agents: ops[1..].to_vec(),
+        at,
+        entries,
+        state: serde_json::to_value(&op).context("encoding the operation's state")?,
+    })
+}
+
+/// Run `run`.
+pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    let store = store::open(&global.database, store::Create::No).await?;
+    let result = timeline(&*store, &args.operation_id, args.at).await;
+    store.close().await;
+    let t = result?;
+    if global.json {
+        output::print_json(&t)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut table =
+        output::Table::new(["POSITION", "TIME", "ROLE", "STREAM", "VER", "TYPE", "OPERATION AFTER", "DETAIL"]);
+    for e in &t.entries {
+        let role = serde_json::to_value(e.role).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        table.row([
+            e.event.position.to_string(),
+            e.event.recorded_at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+            role,
+            e.event.stream_id.clone(),
+            e.event.stream_version.to_string(),
+            e.event.event_type.clone(),
+            e.operation.short(),
+            output::summarize(&e.event.payload),
+        ]);
+    }
+    let mut text = format!(
+        "run {} — {} events, {} sub-agent(s){}\n",
+        t.operation_id,
+        t.entries.len(),
+        t.sub_agents.len(),
+        t.at.map_or(String::new(), |p| format!(", up to position {p}"))
+    );
+    text.push_str(&table.render());
+    output::print_text(&text)?;
+    Ok(ExitCode::SUCCESS)
+}

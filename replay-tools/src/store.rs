@@ -1,0 +1,141 @@
+//! Opening the log the way the server does (`sqlite:…`, a file path, or `postgres://…`; the
+//! read models share its database), and reading it in pages.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, open_store};
+use anyhow::{Context, bail};
+
+/// Events per read: large enough to amortise a query, small enough to bound memory.
+pub const PAGE: usize = 2_000;
+
+/// Whether opening may create a database that does not exist yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// Only an existing log (every command that reads).
+    No,
+    /// Create (and migrate) a missing SQLite file (the target of `import` and `copy`).
+    Yes,
+}
+
+/// Open the log at `url`. A SQLite file that does not exist is an error unless `create` says
+/// otherwise: a mistyped path must not quietly audit an empty new log.
+pub async fn open(url: &str, create: Create) -> anyhow::Result<Arc<dyn EventStore>> {
+    if create == Create::No
+        && let Some(path) = sqlite_path(url)
+        && !Path::new(path).exists()
+    {
+        bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
+    }
+    let options = StoreOptions {
+        // A CLI process does not need to hear about other instances' appends quickly.
+        listen_notify: false,
+        poll_interval: Duration::from_secs(5),
+        read_connections: 4,
+        ..StoreOptions::default()
+    };
+    open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
+}
+
+/// The file of a SQLite URL or path (`None` for PostgreSQL and in-memory databases).
+pub fn sqlite_path(url: &str) -> Option<&str> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return None;
+    }
+    let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+    let path = path.split('?').next().unwrap_or(path);
+    (!path.is_empty() && path != ":memory:").then_some(path)
+}
+
+/// The URL without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match url[s + 3..at].find(':') {
+            Some(colon) => format!("{}:***{}", &url[..s + 3 + colon], &url[at..]),
+            None => url.to_string(),
+        },
+        _ => url.to_string(),
+    }
+}
+
+/// Every event of one stream, in version order.
+pub async fn read_stream(store: &dyn EventStore, stream_id: &str) -> anyhow::Result<Vec<RecordedEvent>> {
+    let mut out: Vec<RecordedEvent> = Vec::new();
+    loop {
+        let from = out.last().map_or(1, |e| e.stream_version + 1);
+        let page =
+            store.read_stream(stream_id, from, PAGE).await.with_context(|| format!("reading stream `{stream_id}`"))?;
+        let done = page.len() < PAGE;
+        out.extend(page);
+        if done {
+            return Ok(out);
+        }
+    }
+}
+
+/// Every event after `after` (up to `up_to`, inclusive, when given) that passes `filter`,
+/// handed to `each` page by page in log order.
+pub async fn for_each_page<F>(
+    store: &dyn EventStore,
+    after: i64,
+    up_to: Option<i64>,
+    filter: &EventFilter,
+    mut each: F,
+) -> anyhow::Result<()>
+where
+    F: AsyncFnMut(Vec<RecordedEvent>) -> anyhow::Result<()>,
+{
+    let mut cursor = after;
+    loop {
+        let mut page = store
+            .read_all(cursor, filter, PAGE)
+            .await
+            .with_context(|| format!("reading the log after position {cursor}"))?;
+        let full = page.len() == PAGE;
+        let Some(last) = page.last().map(|e| e.position) else { return Ok(()) };
+        cursor = last;
+        if let Some(limit) = up_to {
+            page.retain(|e| e.position <= limit);
+        }
+        let reached_end = up_to.is_some_and(|limit| cursor >= limit);
+        if !page.is_empty() {
+            each(page).await?;
+        }
+        if !full || reached_end {
+            return Ok(());
+        }
+    }
+}
+
+/// Every event after `after` that passes `filter`, in log order.
+pub async fn read_all(
+    store: &dyn EventStore,
+    after: i64,
+    up_to: Option<i64>,
+    filter: &EventFilter,
+) -> anyhow::Result<Vec<RecordedEvent>> {
+    let mut out = Vec::new();
+    for_each_page(store, after, up_to, filter, async |page| {
+        out.extend(page);
+        Ok(())
+    })
+    .await?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_paths_and_redaction() {
+        assert_eq!(sqlite_path("sqlite:agentlog.db"), Some("agentlog.db"));
+        assert_eq!(sqlite_path("sqlite:///tmp/a.db?mode=rwc"), Some("/tmp/a.db"));
+        assert_eq!(sqlite_path("/tmp/a.db"), Some("/tmp/a.db"));
+        assert_eq!(sqlite_path("postgres://u@h/db"), None);
+        assert_eq!(sqlite_path("sqlite::memory:"), None);
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+    }
+}

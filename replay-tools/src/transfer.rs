@@ -1,0 +1,339 @@
+//! Moving events between logs: `export` (NDJSON, one `RecordedEvent` per line, filtered),
+//! `import` (from that NDJSON) and `copy` (store to store, e.g. SQLite → PostgreSQL).
+//!
+//! `import` and `copy` go through the log's `import`: event ids, stream versions and recording
+//! times are kept, and positions too when the target has not used them (always, for a copy into
+//! an empty log); events already present are skipped, so re-running either is a no-op and an
+//! interrupted one can simply be run again. A batch is atomic. The target's read models are not
+//! touched: the server catches them up at its next start (or run `rebuild`).
+
+use std::{
+    fs::File,
+    io::{self, BufRead, BufReader, BufWriter, Write},
+    path::PathBuf,
+    process::ExitCode,
+};
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::{EventFilter, EventStore, ImportResult};
+use anyhow::{Context, bail};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+
+use crate::{Global, output, store};
+
+/// Events per import transaction.
+const IMPORT_BATCH: usize = 1_000;
+
+/// A time given on the command line: RFC 3339, or a date (midnight UTC).
+fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| format!("`{s}` is neither an RFC 3339 time nor a YYYY-MM-DD date"))
+}
+
+/// Arguments of `export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Only events at or after this position.
+    #[arg(long)]
+    pub from: Option<i64>,
+    /// Only events at or before this position.
+    #[arg(long)]
+    pub to: Option<i64>,
+    /// Only events recorded at or after this time (RFC 3339 or YYYY-MM-DD, UTC).
+    #[arg(long, value_parser = parse_time)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only events recorded before this time (RFC 3339 or YYYY-MM-DD, UTC).
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<DateTime<Utc>>,
+    /// Only these event types (repeatable; `operation.*` for a whole aggregate).
+    #[arg(long = "type")]
+    pub types: Vec<String>,
+    /// Only these streams (repeatable; a trailing `*` makes it a prefix, e.g. `operation-*`).
+    #[arg(long = "stream")]
+    pub streams: Vec<String>,
+}
+
+/// Which events an export keeps beyond what the store's filter does.
+#[derive(Debug, Clone, Default)]
+struct Selection {
+    types: Vec<String>,
+    streams: Vec<String>,
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+}
+
+/// Does `pattern` (exact, or a prefix when it ends in `*`) match `value`?
+fn matches(pattern: &str, value: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => value.starts_with(prefix),
+        None => pattern == value,
+    }
+}
+
+impl Selection {
+    fn keeps(&self, e: &RecordedEvent) -> bool {
+        (self.types.is_empty() || self.types.iter().any(|t| matches(t, &e.event_type)))
+            && (self.streams.is_empty() || self.streams.iter().any(|s| matches(s, &e.stream_id)))
+            && self.since.is_none_or(|t| e.recorded_at >= t)
+            && self.until.is_none_or(|t| e.recorded_at < t)
+    }
+
+    /// The part of the selection the store can apply in SQL.
+    fn store_filter(&self) -> EventFilter {
+        let mut filter = EventFilter::all();
+        if !self.types.is_empty() && self.types.iter().all(|t| !t.ends_with('*')) {
+            filter.event_types = self.types.clone();
+        }
+        if let [one] = self.streams.as_slice() {
+            filter.stream_prefix = Some(one.strip_suffix('*').unwrap_or(one).to_string());
+        }
+        filter
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Exported {
+    /// Events written.
+    pub events: u64,
+    /// Position of the first and the last event written.
+    pub first_position: Option<i64>,
+    /// See `first_position`.
+    pub last_position: Option<i64>,
+}
+
+/// Write the selected events of `store` as NDJSON to `out`.
+async fn export_to(
+    store: &dyn EventStore,
+    args: &ExportArgs,
+    out: &mut dyn Write,
+    json: bool,
+) -> anyhow::Result<Exported> {
+    let selection =
+        Selection { types: args.types.clone(), streams: args.streams.clone(), since: args.since, until: args.until };
+    let after = args.from.map_or(0, |p| p.saturating_sub(1).max(0));
+    let head = store.head_position().await.context("reading the log head")?;
+    let end = args.to.map_or(head, |t| t.min(head));
+    let bar = output::progress(u64::try_from(end - after).unwrap_or(0), "export", json);
+    let mut done = Exported::default();
+    store::for_each_page(store, after, args.to, &selection.store_filter(), async |page| {
+        for e in page.iter().filter(|e| selection.keeps(e)) {
+            serde_json::to_writer(&mut *out, e).context("encoding an event")?;
+            out.write_all(b"\n").context("writing the export")?;
+            done.events += 1;
+            done.first_position.get_or_insert(e.position);
+            done.last_position = Some(e.position);
+        }
+        if let Some(last) = page.last() {
+            bar.set_position(u64::try_from(last.position - after).unwrap_or(0));
+        }
+        Ok(())
+    })
+    .await?;
+    out.flush().context("writing the export")?;
+    bar.finish_and_clear();
+    Ok(done)
+}
+
+/// Run `export`.
+pub async fn export(global: &Global, args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let store = store::open(&global.database, store::Create::No).await?;
+    let result = match &args.output {
+        Some(path) => match File::create(path) {
+            Ok(file) => export_to(&*store, args, &mut BufWriter::new(file), global.json).await,
+            Err(e) => Err(anyhow::Error::new(e).context(format!("creating {}", path.display()))),
+        },
+        None => export_to(&*store, args, &mut BufWriter::new(io::stdout().lock()), global.json).await,
+    };
+    store.close().await;
+    let done = result?;
+    let summary = format!(
+        "exported {} events (positions {}–{})",
+        done.events,
+        done.first_position.map_or("-".into(), |p| p.to_string()),
+        done.last_position.map_or("-".into(), |p| p.to_string())
+    );
+    match (&args.output, global.json) {
+        // stdout carries the NDJSON: the summary goes to stderr
+        (None, _) => eprintln!("{summary}"),
+        (Some(_), true) => output::print_json(&done)?,
+        (Some(_), false) => output::print_text(&format!("{summary}\n"))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Read from this NDJSON file (default: stdin).
+    #[arg(short, long)]
+    pub input: Option<PathBuf>,
+}
+
+/// What an import or copy did, over all its batches.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transferred {
+    /// Events read from the source.
+    pub read: u64,
+    /// Events written.
+    pub imported: u64,
+    /// Events already in the target (skipped).
+    pub skipped: u64,
+    /// Events whose position was taken in the target and that got the next free one.
+    pub renumbered: u64,
+    /// The target's highest position written (0 when nothing was).
+    pub last_position: i64,
+}
+
+impl Transferred {
+    fn add(&mut self, r: &ImportResult) {
+        self.imported += r.imported as u64;
+        self.skipped += r.skipped as u64;
+        self.renumbered += r.renumbered as u64;
+        self.last_position = self.last_position.max(r.last_position);
+    }
+
+    fn print(&self, json: bool) -> anyhow::Result<()> {
+        if json {
+            return output::print_json(self);
+        }
+        output::print_text(&format!(
+            "read {} events: {} imported, {} already present, {} renumbered; last position written {}\n",
+            self.read, self.imported, self.skipped, self.renumbered, self.last_position
+        ))
+    }
+}
+
+async fn import_batch(store: &dyn EventStore, batch: Vec<RecordedEvent>, done: &mut Transferred) -> anyhow::Result<()> {
+    let (first, last) = (batch.first().map(|e| e.position), batch.last().map(|e| e.position));
+    let n = batch.len() as u64;
+    let result = store.import(batch).await.with_context(|| {
+        format!(
+            "importing the events at source positions {}–{} ({} imported before them)",
+            first.unwrap_or(0),
+            last.unwrap_or(0),
+            done.imported
+        )
+    })?;
+    done.read += n;
+    done.add(&result);
+    Ok(())
+}
+
+async fn import_from(
+    store: &dyn EventStore,
+    input: Box<dyn BufRead + '_>,
+    len: Option<u64>,
+    json: bool,
+) -> anyhow::Result<Transferred> {
+    let bar = output::progress(len.unwrap_or(0), "import", json);
+    let mut done = Transferred::default();
+    let mut batch = Vec::with_capacity(IMPORT_BATCH);
+    for (i, line) in input.lines().enumerate() {
+        let line = line.with_context(|| format!("reading line {}", i + 1))?;
+        bar.inc(line.len() as u64 + 1);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let event: RecordedEvent =
+            serde_json::from_str(&line).with_context(|| format!("line {} is not an exported event", i + 1))?;
+        batch.push(event);
+        if batch.len() == IMPORT_BATCH {
+            import_batch(store, std::mem::take(&mut batch), &mut done).await?;
+        }
+    }
+    if !batch.is_empty() {
+        import_batch(store, batch, &mut done).await?;
+    }
+    bar.finish_and_clear();
+    Ok(done)
+}
+
+/// Run `import`.
+pub async fn import(global: &Global, args: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let (input, len): (Box<dyn BufRead>, Option<u64>) = match &args.input {
+        Some(path) if path.as_os_str() != "-" => {
+            let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            let len = file.metadata().ok().map(|m| m.len());
+            (Box::new(BufReader::new(file)), len)
+        }
+        _ => (Box::new(BufReader::new(io::stdin().lock())), None),
+    };
+    let store = store::open(&global.database, store::Create::Yes).await?;
+    let result = import_from(&*store, input, len, global.json).await;
+    store.close().await;
+    result?.print(global.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `copy`.
+#[derive(Debug, clap::Args)]
+pub struct CopyArgs {
+    /// The source log (`sqlite:…`, a path or `postgres://…`).
+    pub from: String,
+    /// The target log (created when it is a SQLite file that does not exist).
+    pub to: String,
+}
+
+/// Copy every event of `from` into `to`, in log order.
+pub async fn copy_log(from: &dyn EventStore, to: &dyn EventStore, json: bool) -> anyhow::Result<Transferred> {
+    let head = from.head_position().await.context("reading the source's head")?;
+    let bar = output::progress(u64::try_from(head).unwrap_or(0), "copy", json);
+    let mut done = Transferred::default();
+    store::for_each_page(from, 0, Some(head), &EventFilter::all(), async |page| {
+        let last = page.last().map_or(0, |e| e.position);
+        import_batch(to, page, &mut done).await?;
+        bar.set_position(u64::try_from(last).unwrap_or(0));
+        Ok(())
+    })
+    .await?;
+    bar.finish_and_clear();
+    Ok(done)
+}
+
+/// Run `copy`.
+pub async fn copy(global: &Global, args: &CopyArgs) -> anyhow::Result<ExitCode> {
+    if args.from == args.to {
+        bail!("copy needs two different logs; both are {}", store::redact(&args.from));
+    }
+    let from = store::open(&args.from, store::Create::No).await.context("the source")?;
+    let to = match store::open(&args.to, store::Create::Yes).await.context("the target") {
+        Ok(to) => to,
+        Err(e) => {
+            from.close().await;
+            return Err(e);
+        }
+    };
+    let result = copy_log(&*from, &*to, global.json).await;
+    from.close().await;
+    to.close().await;
+    result?.print(global.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_and_times() {
+        assert!(matches("operation-*", "operation-1"));
+        assert!(matches("operation.started", "operation.started"));
+        assert!(!matches("operation-1", "operation-12"));
+        assert_eq!(parse_time("2026-11-02").unwrap().to_rfc3339(), "2026-11-02T00:00:00+00:00");
+        assert!(parse_time("2026-11-02T08:00:00Z").is_ok());
+        assert!(parse_time("yesterday").is_err());
+    }
+}

@@ -1,0 +1,9 @@
+//! The real `agentlog-replay` binary, every command, against a generated realistic log
+//! (`Workload`) on SQLite and on PostgreSQL. PostgreSQL tests need `AGENTLOG_TEST_PG_URL`
+//! (skipped with a message without it, failing under `CI=true`).
+
+mod conversation_parse;
+mod inspect;
+mod support;
+mod transfer;
+mod verify;

@@ -1,0 +1,124 @@
+//! `export`, `import` and `copy`: an export round-trips through import exactly (ids, versions,
+//! positions, recording times, content); filters select what they say; re-running an import
+//! or a copy is a no-op; a copy SQLite → PostgreSQL → SQLite gives back the same log.
+
+use std::collections::BTreeSet;
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::{
+    StoreOptions,
+    testing::{TempPostgres, TempSqlite, pg_url},
+};
+use chrono::Utc;
+
+use crate::{
+    both,
+    support::{Fixture, all_events, fast, fixture, json_ok, replay},
+};
+
+fn read_ndjson(path: &std::path::Path) -> Vec<RecordedEvent> {
+    std::fs::read_to_string(path)
+        .expect("read the export")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an exported event"))
+        .collect()
+}
+
+async fn events_at(url: &str) -> Vec<RecordedEvent> {
+    let store = agentlog_eventlog::open_store(url, StoreOptions::default()).await.expect("open");
+    let events = all_events(&*store).await;
+    store.close().await;
+    events
+}
+
+async fn export_import_round_trip(f: Fixture) {
+    let original = all_events(&*f.log.store).await;
+    let dir = std::env::temp_dir();
+    let file = dir.join(format!("agentlog-export-{}.ndjson", uuid::Uuid::now_v7().simple()));
+    let path = file.to_str().unwrap();
+    let v = json_ok(&replay(&f.url, &["--json", "export", "-o", path]));
+    assert_eq!(v["events"].as_u64(), Some(original.len() as u64));
+    assert_eq!(read_ndjson(&file), original);
+
+    // into a new SQLite file (created by import), then again: nothing new
+    let target = TempSqlite::new();
+    let v = json_ok(&replay(&target.url(), &["--json", "import", "-i", path]));
+    assert_eq!((v["imported"].as_u64(), v["skipped"].as_u64()), (Some(original.len() as u64), Some(0)));
+    assert_eq!(v["renumbered"].as_u64(), Some(0));
+    assert_eq!(events_at(&target.url()).await, original, "ids, versions, positions, times and content kept");
+    let v = json_ok(&replay(&target.url(), &["--json", "import", "-i", path]));
+    assert_eq!((v["imported"].as_u64(), v["skipped"].as_u64()), (Some(0), Some(original.len() as u64)));
+    // the imported log keeps every invariant
+    json_ok(&replay(&target.url(), &["--json", "verify", "--log-only"]));
+
+    // filters: types (exact and by aggregate), streams (exact and prefix), positions, time
+    let filtered = |args: &[&str]| {
+        let out = replay(&f.url, &[&["export"], args].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<RecordedEvent>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let want = |keep: &dyn Fn(&RecordedEvent) -> bool| original.iter().filter(|e| keep(e)).cloned().collect::<Vec<_>>();
+    assert_eq!(
+        filtered(&["--type", "operation.started", "--type", "operation.failed"]),
+        want(&|e| e.event_type == "operation.started" || e.event_type == "operation.failed")
+    );
+    assert_eq!(filtered(&["--type", "brief.*"]), want(&|e| e.event_type.starts_with("brief.")));
+    let one = &original.iter().find(|e| e.stream_id.starts_with("task-")).unwrap().stream_id;
+    assert_eq!(filtered(&["--stream", one]), want(&|e| &e.stream_id == one));
+    assert_eq!(
+        filtered(&["--stream", "cron-*", "--stream", one]),
+        want(&|e| e.stream_id.starts_with("cron-") || &e.stream_id == one)
+    );
+    let (from, to) = (original[10].position, original[40].position);
+    assert_eq!(
+        filtered(&["--from", &from.to_string(), "--to", &to.to_string()]),
+        want(&|e| e.position >= from && e.position <= to)
+    );
+    let tomorrow = (Utc::now() + chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
+    assert!(filtered(&["--since", &tomorrow]).is_empty());
+    assert_eq!(filtered(&["--until", &tomorrow]).len(), original.len());
+
+    // bad input: a line that is not an event fails with its line number, and writes nothing more
+    std::fs::write(&file, "{\"not\": \"an event\"}\n").unwrap();
+    let out = replay(&target.url(), &["import", "-i", path]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    let _ = std::fs::remove_file(&file);
+}
+
+both!(export_import_round_trip as export_import);
+
+/// SQLite → PostgreSQL → SQLite keeps everything; a second copy writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_sqlite_to_postgres_and_back() {
+    let Some(admin) = pg_url("transfer::copy_sqlite_to_postgres_and_back") else { return };
+    let f = fixture(agentlog_eventlog::testing::sqlite_log(fast()).await).await;
+    let original = all_events(&*f.log.store).await;
+    let pg = TempPostgres::create(&admin).await.expect("a PostgreSQL database");
+    let back = TempSqlite::new();
+
+    let v = json_ok(&replay(&f.url, &["--json", "copy", &f.url, &pg.url]));
+    assert_eq!(v["imported"].as_u64(), Some(original.len() as u64));
+    assert_eq!(events_at(&pg.url).await, original);
+    let v = json_ok(&replay(&f.url, &["--json", "copy", &pg.url, &back.url()]));
+    assert_eq!(v["imported"].as_u64(), Some(original.len() as u64));
+    assert_eq!(events_at(&back.url()).await, original);
+
+    // re-running is a no-op, both ways
+    let back_url = back.url();
+    for (from, to) in [(f.url.as_str(), pg.url.as_str()), (pg.url.as_str(), back_url.as_str())] {
+        let v = json_ok(&replay(&f.url, &["--json", "copy", from, to]));
+        assert_eq!((v["imported"].as_u64(), v["skipped"].as_u64()), (Some(0), Some(original.len() as u64)));
+    }
+    assert_eq!(events_at(&pg.url).await.len(), original.len());
+
+    // the copy keeps every invariant of the log
+    json_ok(&replay(&pg.url, &["--json", "verify", "--log-only"]));
+    let types: BTreeSet<&str> = original.iter().map(|e| e.event_type.as_str()).collect();
+    assert!(types.len() > 40, "a realistic log: {} event types", types.len());
+
+    let out = replay(&f.url, &["copy", &f.url, &f.url]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("two different logs"));
+}
