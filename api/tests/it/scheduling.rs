@@ -1,8 +1,9 @@
 //! The scheduler, the task lifecycle and the lease reaper.
 //!
 //! End to end over the real server: a heartbeat task runs three times (each run's hand-off
-//! reaching the next run's prompt) and completes; a failed run pauses its task and yields an
-//! urgent brief and a notification. In process, with the clock driven by the test: cron slots
+//! reaching the next run's prompt) and completes, with two server processes scheduling; a
+//! failed run pauses its task and yields an urgent brief and a notification; a human-in-the-loop
+//! round trip; a cron job's minute fires once with two server processes on the real clock. In process, with the clock driven by the test: cron slots
 //! fire once across two instances and concurrent passes, missed slots once, in the job's time
 //! zone, with executions counted down; expired leases interrupt their runs once and notify.
 
@@ -60,6 +61,9 @@ async fn work_the_running_topic(s: &Server, token: &str, n: usize) -> String {
 
 async fn a_heartbeat_task_runs_three_times_and_completes(db: Db) {
     let s = Server::start(db).await;
+    // A second server process on the same database runs its scheduler too: each tick still
+    // starts one run (exactly three topics below).
+    let other = s.sibling().await;
     let alice = s.user_token("alice").await;
     let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Write the report.",
         "automationMode": "heartbeat", "heartbeat": {"intervalSecs": 1}, "maxTopics": 3});
@@ -101,6 +105,7 @@ async fn a_heartbeat_task_runs_three_times_and_completes(db: Db) {
     tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
     let d = s.data(Some(&alice), TASK, json!({})).await;
     assert_eq!(topics(&d).len(), 3, "{d}");
+    drop(other);
     s.stop();
 }
 
@@ -138,6 +143,99 @@ async fn a_failed_run_pauses_its_task_with_an_urgent_brief_and_a_notification(db
         d["notifications"]["edges"].as_array().is_some_and(|e| !e.is_empty())
     })
     .await;
+    s.stop();
+}
+
+async fn a_human_in_the_loop_round_trip(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Deploy."});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    s.data(
+        Some(&alice),
+        "mutation { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\") { position } }",
+        json!({}),
+    )
+    .await;
+    s.data(
+        Some(&alice),
+        "mutation { claimOperation(id: \"run1\", workerId: \"w1\", leaseSecs: 60) { position } }",
+        json!({}),
+    )
+    .await;
+    let card = json!({"cardId": "c1", "title": "Deploy to production?", "kind": "confirm"});
+    s.data(Some(&alice), "mutation($c: JSON!) { askHuman(id: \"run1\", card: $c) { position } }", json!({"c": card}))
+        .await;
+    // The owner is asked (a decision notification); the run waits, and its topic goes on.
+    let inbox = s
+        .eventually(&alice, "{ notifications { edges { node { type dedupeKey title } } } }", |d| {
+            d["notifications"]["edges"]
+                .as_array()
+                .is_some_and(|e| e.iter().any(|n| n["node"]["type"] == "decision_required"))
+        })
+        .await;
+    let asked = inbox["notifications"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"]["type"] == "decision_required")
+        .unwrap();
+    assert_eq!(asked["node"]["dedupeKey"], "hitl:run1:c1", "{inbox}");
+    assert_eq!(asked["node"]["title"], "Deploy to production?");
+    let d = s.data(Some(&alice), TASK, json!({})).await;
+    assert_eq!(topics(&d)[0]["status"], "running", "a pause is not an end: {d}");
+    // The human answers; the worker goes on and finishes with a hand-off.
+    let d = s
+        .data(
+            Some(&alice),
+            "mutation { answerCard(id: \"run1\", cardId: \"c1\", answer: {kind: \"confirm\", confirmed: true}) { operation { status } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(d["answerCard"]["operation"]["status"], "running", "{d}");
+    s.data(
+        Some(&alice),
+        "mutation { completeOperation(id: \"run1\", result: \"Deployed version 42 to production.\", handoff: {title: \"deployed\"}) { position } }",
+        json!({}),
+    )
+    .await;
+    // A manual task pauses for its human after a run (pauseAfterTopic defaults to true).
+    let d = s.eventually(&alice, TASK, |d| topics(d).first().is_some_and(|t| t["status"] == "completed")).await;
+    assert_eq!(topics(&d)[0]["handoff"]["title"], "deployed", "{d}");
+    let d = s.eventually(&alice, TASK, |d| d["task"]["status"] == "paused").await;
+    assert_eq!(d["task"]["status"], "paused");
+    s.stop();
+}
+
+/// Two server processes on one database, each running its scheduler against the real clock: a
+/// cron job's next minute fires once, and starts one run.
+async fn cron_fires_once_across_two_server_processes(db: Db) {
+    let s = Server::start(db).await;
+    let other = s.sibling().await;
+    let alice = s.user_token("alice").await;
+    let job = json!({"jobId": "j1", "agentId": "inbox", "pattern": "* * * * *", "timezone": "UTC", "content": "tick", "enabled": true});
+    s.data(Some(&alice), "mutation($i: JSON!) { createCronJob(input: $i) { position } }", json!({"i": job})).await;
+    let fired = "{ events(first: 100, filter: {eventTypes: [\"cron.fired\"]}) { edges { node { payload } } } }";
+    let d = s
+        .eventually_for(&alice, fired, std::time::Duration::from_secs(75), |d| {
+            d["events"]["edges"].as_array().is_some_and(|e| !e.is_empty())
+        })
+        .await;
+    let slot = d["events"]["edges"][0]["node"]["payload"]["localTime"].clone();
+    // Both schedulers have passed that minute several times by now.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let d = s.data(Some(&alice), fired, json!({})).await;
+    let slots: Vec<&Value> =
+        d["events"]["edges"].as_array().unwrap().iter().map(|e| &e["node"]["payload"]["localTime"]).collect();
+    assert_eq!(slots.iter().filter(|t| ***t == slot).count(), 1, "{d}");
+    let runs = s
+        .data(Some(&alice), "{ operations(first: 100) { edges { node { id trigger instruction } } } }", json!({}))
+        .await;
+    let cron_runs: Vec<&Value> =
+        runs["operations"]["edges"].as_array().unwrap().iter().filter(|e| e["node"]["trigger"] == "cron:j1").collect();
+    assert_eq!(cron_runs.len(), slots.len(), "one run per fire: {runs}");
+    assert_eq!(cron_runs[0]["node"]["instruction"], "tick");
+    drop(other);
     s.stop();
 }
 
@@ -280,6 +378,8 @@ async fn expired_leases_interrupt_once_and_notify(db: Db) {
 both!(
     a_heartbeat_task_runs_three_times_and_completes as scheduled_task_runs_three_times_and_completes,
     a_failed_run_pauses_its_task_with_an_urgent_brief_and_a_notification as failed_task_run_pauses_with_brief,
+    a_human_in_the_loop_round_trip as human_in_the_loop_round_trip,
+    cron_fires_once_across_two_server_processes as scheduler_cron_fires_once_across_two_processes,
     cron_slots_fire_once as scheduler_cron_slots_fire_once,
     expired_leases_interrupt_once_and_notify as lease_reaper_interrupts_once_and_notifies
 );

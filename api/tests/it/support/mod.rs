@@ -108,7 +108,18 @@ impl Server {
 
     /// Poll `query` until `done` holds for its data (at most 30 s); answers the last data.
     pub async fn eventually(&self, token: &str, query: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        self.eventually_for(token, query, Duration::from_secs(30), done).await
+    }
+
+    /// [`Self::eventually`] with another time limit.
+    pub async fn eventually_for(
+        &self,
+        token: &str,
+        query: &str,
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = std::time::Instant::now() + within;
         loop {
             let data = self.data(Some(token), query, json!({})).await;
             if done(&data) || std::time::Instant::now() > deadline {
