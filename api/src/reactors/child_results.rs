@@ -18,16 +18,12 @@ use crate::{error::ApiError, state::AppState};
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "child-results";
 
-/// The ends of an operation.
-pub const FACTS: [&str; 4] =
-    ["operation.completed", "operation.failed", "operation.interrupted", "operation.cancelled"];
-
 /// Children reporting to parents, as a log follower.
 pub struct ChildResults;
 
 impl Reactor for ChildResults {
     const NAME: &'static str = NAME;
-    const FACTS: &'static [&'static str] = &FACTS;
+    const FACTS: &'static [&'static str] = &super::OPERATION_ENDS;
 
     async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
         let event: OperationEvent = signal_bus::decode(fact)?;

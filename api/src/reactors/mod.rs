@@ -20,6 +20,10 @@ use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{error::ApiError, state::AppState};
 
+/// The events that end an operation (the task lifecycle and child results react to them).
+pub const OPERATION_ENDS: [&str; 4] =
+    ["operation.completed", "operation.failed", "operation.interrupted", "operation.cancelled"];
+
 /// A reactor that follows the log: it reacts to each of its facts in log order, from its
 /// checkpoint, and its reactions are idempotent (ids derived from the fact), so reacting again
 /// after a crash, or in a second server process, appends nothing new.

@@ -29,16 +29,12 @@ use crate::{error::ApiError, state::AppState};
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "task-lifecycle";
 
-/// The ends of an operation.
-pub const FACTS: [&str; 4] =
-    ["operation.completed", "operation.failed", "operation.interrupted", "operation.cancelled"];
-
 /// The task lifecycle as a log follower.
 pub struct TaskLifecycle;
 
 impl Reactor for TaskLifecycle {
     const NAME: &'static str = NAME;
-    const FACTS: &'static [&'static str] = &FACTS;
+    const FACTS: &'static [&'static str] = &super::OPERATION_ENDS;
 
     async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
         react(state, fact).await
