@@ -19,13 +19,17 @@ use crate::error::EventLogError;
 /// `(file name, SQL)` of each migration, in order.
 type Files = &'static [(&'static str, &'static str)];
 
+/// The migration files, the same names in both folders: `(SQLite files, PostgreSQL files)`.
 macro_rules! migration_files {
-    ($dir:literal: $($name:literal),* $(,)?) => {
-        &[$(($name, include_str!(concat!("../../migrations/", $dir, "/", $name)))),*]
+    ($($name:literal),* $(,)?) => {
+        (
+            &[$(($name, include_str!(concat!("../../migrations/sqlite/", $name)))),*],
+            &[$(($name, include_str!(concat!("../../migrations/postgres/", $name)))),*],
+        )
     };
 }
 
-const SQLITE_FILES: Files = migration_files!("sqlite":
+const FILES: (Files, Files) = migration_files!(
     "0001_events.sql",
     "0002_read_models_core.sql",
     "0003_snapshots.sql",
@@ -34,16 +38,8 @@ const SQLITE_FILES: Files = migration_files!("sqlite":
     "0006_api_tokens.sql",
     "0007_reactor_checkpoints.sql",
 );
-
-const POSTGRES_FILES: Files = migration_files!("postgres":
-    "0001_events.sql",
-    "0002_read_models_core.sql",
-    "0003_snapshots.sql",
-    "0004_read_models_operations.sql",
-    "0005_read_models_work.sql",
-    "0006_api_tokens.sql",
-    "0007_reactor_checkpoints.sql",
-);
+const SQLITE_FILES: Files = FILES.0;
+const POSTGRES_FILES: Files = FILES.1;
 
 /// A migrator over `files`, named as `sqlx::migrate!` names them.
 fn migrator(files: Files) -> Migrator {

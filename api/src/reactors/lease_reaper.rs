@@ -16,6 +16,7 @@ use agentlog_domain::{
     operation::{Operation, OperationCommand},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_projections::operations;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
@@ -48,16 +49,9 @@ pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
 /// One pass at `now`: interrupt every running operation whose lease expired. Answers the ids
 /// of the operations this pass interrupted. Public so tests can drive the clock.
 pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ApiError> {
-    let rows = state
-        .db
-        .fetch(
-            "SELECT id FROM operations WHERE status = 'running' AND lease_expires_at IS NOT NULL \
-             AND lease_expires_at <= $1 ORDER BY lease_expires_at, id",
-            &[now.timestamp_micros().into()],
-        )
-        .await?;
     let mut expired = Vec::new();
-    for id in rows.iter().filter_map(|r| r.str(0)) {
+    for id in operations::expired_leases(&state.db, now).await? {
+        let id = id.as_str();
         // The read model found the candidate; the operation's own state decides.
         let op = state.handler.load::<Operation>(id).await?.state;
         let Some(lease) = op.lease.as_ref().filter(|l| l.expires_at <= now) else { continue };

@@ -30,10 +30,10 @@ use agentlog_domain::{
     error::DomainError,
     ids::derived_id,
     operation::{CreateOperation, Operation, OperationCommand, OperationKind},
-    task::{self as domain_task, RunTrigger, Task, TaskStatus},
+    task::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
-use agentlog_projections::{SqlValue, cron_jobs, cron_jobs::CronJobRow};
+use agentlog_projections::{briefs, cron_jobs, cron_jobs::CronJobRow, tasks};
 use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use tokio::sync::watch;
@@ -87,10 +87,10 @@ pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<PassReport, Ap
     for job in cron_jobs::dispatchable_jobs(&state.db, None).await? {
         fire_cron_job(state, &job, now, &mut report).await?;
     }
-    for task_id in candidate_tasks(state, "heartbeat", Some(now)).await? {
+    for task_id in tasks::automated_candidates(&state.db, AutomationMode::Heartbeat, Some(now)).await? {
         heartbeat_tick(state, &task_id, now, &mut report).await?;
     }
-    for task_id in candidate_tasks(state, "schedule", None).await? {
+    for task_id in tasks::automated_candidates(&state.db, AutomationMode::Schedule, None).await? {
         schedule_tick(state, &task_id, now, &mut report).await?;
     }
     Ok(report)
@@ -192,34 +192,6 @@ async fn fire_cron_job(
     Ok(())
 }
 
-/// Tasks in `mode` that are not finished or paused (and for heartbeats, whose tick is due).
-async fn candidate_tasks(state: &AppState, mode: &str, due_by: Option<DateTime<Utc>>) -> Result<Vec<String>, ApiError> {
-    let mut sql = "SELECT task_id FROM tasks WHERE automation_mode = $1 \
-                   AND status NOT IN ('completed', 'canceled', 'paused')"
-        .to_string();
-    let mut args: Vec<SqlValue> = vec![mode.into()];
-    if let Some(due) = due_by {
-        sql.push_str(" AND next_heartbeat_at IS NOT NULL AND next_heartbeat_at <= $2");
-        args.push(due.timestamp_micros().into());
-    }
-    sql.push_str(" ORDER BY task_id");
-    let rows = state.db.fetch(&sql, &args).await?;
-    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
-}
-
-/// Does an unresolved urgent brief (not an error report) wait on a human for this task?
-pub(crate) async fn human_waiting(state: &AppState, task_id: &str) -> Result<bool, ApiError> {
-    let rows = state
-        .db
-        .fetch(
-            "SELECT 1 FROM briefs WHERE task_id = $1 AND priority = 'urgent' AND brief_type <> 'error' \
-             AND resolved_at IS NULL LIMIT 1",
-            &[task_id.into()],
-        )
-        .await?;
-    Ok(!rows.is_empty())
-}
-
 async fn heartbeat_tick(
     state: &AppState,
     task_id: &str,
@@ -231,7 +203,7 @@ async fn heartbeat_tick(
     if task.next_tick_at.is_some_and(|due| due > now) {
         return Ok(());
     }
-    let waiting = human_waiting(state, task_id).await?;
+    let waiting = briefs::human_waiting(&state.db, task_id).await?;
     if let Err(skip) = domain_task::tick::heartbeat_tick(&task, Some(&token), waiting) {
         report.skipped.push((task_id.to_string(), skip.as_str().to_string()));
         return Ok(());
@@ -263,7 +235,7 @@ async fn schedule_tick(
     let last = last_run.map_or(started, |r| r.max(started));
     let Some(slot) = latest_slot(&pattern, tz, now, last) else { return Ok(()) };
     let key = format!("{task_id}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
-    let waiting = human_waiting(state, task_id).await?;
+    let waiting = briefs::human_waiting(&state.db, task_id).await?;
     match domain_task::tick::schedule_tick(&task, waiting) {
         Ok(()) => {
             let ctx = system_context("schedule", &key, now, &task.user_id);

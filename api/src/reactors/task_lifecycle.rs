@@ -18,12 +18,14 @@ use agentlog_domain::{
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
-    operation::{CompletionReason, Operation, OperationEvent, OperationKind},
+    operation::{CompletionReason, Operation, OperationEvent, OperationKind, event::OperationCompleted},
     task::{Task, TaskCommand, TopicEnd, TopicOutcome, TopicStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::{Reactor, scheduler, signal_bus};
+use agentlog_projections::briefs;
+
+use super::{Reactor, signal_bus};
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -41,14 +43,15 @@ impl Reactor for TaskLifecycle {
     }
 }
 
-/// How a run ended, as the task is told.
-fn topic_end(event: &OperationEvent) -> Option<(TopicEnd, Option<&OperationEvent>)> {
+/// How a run ended, as the task is told, with the completion when it finished normally (it
+/// carries the worker's hand-off and last text). `None` for a pause or another event.
+fn topic_end(event: &OperationEvent) -> Option<(TopicEnd, Option<&OperationCompleted>)> {
     Some(match event {
         OperationEvent::Completed(c) if c.reason.is_pause() => return None,
-        OperationEvent::Completed(c) if c.reason == CompletionReason::Done => (TopicEnd::Done, Some(event)),
+        OperationEvent::Completed(c) if c.reason == CompletionReason::Done => (TopicEnd::Done, Some(c)),
         OperationEvent::Completed(c) => {
             let detail = serde_json::to_value(c.reason).ok().and_then(|v| v.as_str().map(str::to_string));
-            (TopicEnd::Other { detail: detail.unwrap_or_else(|| "completed".into()) }, Some(event))
+            (TopicEnd::Other { detail: detail.unwrap_or_else(|| "completed".into()) }, Some(c))
         }
         OperationEvent::Failed(f) => {
             (TopicEnd::Error { message: f.error.message.clone(), code: f.error.code.clone() }, None)
@@ -73,10 +76,8 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
     if topic.status != TopicStatus::Running || topic.operation_id != spec.operation_id {
         return Ok(());
     }
-    let (handoff, last_content) = match completed {
-        Some(OperationEvent::Completed(c)) => (c.handoff.clone(), c.result.clone()),
-        _ => (None, None),
-    };
+    let handoff = completed.and_then(|c| c.handoff.clone());
+    let last_content = completed.and_then(|c| c.result.clone());
     let outcome = TopicOutcome {
         topic_id: topic_id.to_string(),
         operation_id: spec.operation_id.clone(),
@@ -84,7 +85,7 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
         run_trigger: topic.trigger,
         handoff,
         last_assistant_content: last_content,
-        human_waiting: scheduler::human_waiting(state, task_id).await?,
+        human_waiting: briefs::human_waiting(&state.db, task_id).await?,
         brief_judgement: None,
     };
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));

@@ -12,8 +12,7 @@ use agentlog_domain::{
     operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage},
 };
 use agentlog_eventlog::{
-    CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded,
-    testing::{TestLog, postgres_log, sqlite_log},
+    CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded, testing::TestLog,
 };
 use chrono::Utc;
 use uuid::Uuid;
@@ -157,18 +156,7 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
     assert_eq!(b[0].metadata.chain.parent_node_id, Some(a[0].event_id));
 }
 
-macro_rules! both {
-    ($($f:ident as $name:ident),*) => { paste::paste! { $(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn [<$name _sqlite>]() { $f(sqlite_log(StoreOptions::default()).await).await }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn [<$name _postgres>]() {
-            if let Some(log) = postgres_log(stringify!([<$name _postgres>]), StoreOptions::default()).await { $f(log).await }
-        }
-    )* } };
-}
-
-both!(
+crate::on_both_backends!(StoreOptions::default() =>
     decide_append_and_refuse as command_decides_appends_and_refuses,
     a_retried_command_is_applied_once as command_retry_is_applied_once,
     concurrent_commands_retry_until_they_land as command_conflicts_are_retried,

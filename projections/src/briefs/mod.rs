@@ -15,5 +15,5 @@ mod query;
 mod rows;
 
 pub use projection::BriefsProjection;
-pub use query::{BriefFilter, brief, briefs};
+pub use query::{BriefFilter, brief, briefs, human_waiting};
 pub use rows::BriefRow;

@@ -570,3 +570,16 @@ pub async fn async_results(
         })
         .collect())
 }
+
+/// Running operations whose lease expired at or before `now`, soonest expired first (the lease
+/// reaper's candidates; each operation's own state still decides).
+pub async fn expired_leases(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<String>, ProjectionError> {
+    let rows = db
+        .fetch(
+            "SELECT id FROM operations WHERE status = 'running' AND lease_expires_at IS NOT NULL \
+             AND lease_expires_at <= $1 ORDER BY lease_expires_at, id",
+            &[now.timestamp_micros().into()],
+        )
+        .await?;
+    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+}

@@ -237,3 +237,24 @@ pub async fn subtask_layers(
         external_members.values().map(|m| (m.identifier.clone(), m.status)).collect();
     Ok(Some(plan_subtask_layers(&nodes, &external)))
 }
+
+/// Tasks in automation `mode` that are not finished or paused, by id — for heartbeats only those
+/// whose tick is due by `heartbeat_due_by`. The scheduler's candidates: each one's own rules
+/// still decide.
+pub async fn automated_candidates(
+    db: &ReadDb,
+    mode: agentlog_domain::task::AutomationMode,
+    heartbeat_due_by: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Vec<String>, ProjectionError> {
+    let mut sql = "SELECT task_id FROM tasks WHERE automation_mode = $1 \
+                   AND status NOT IN ('completed', 'canceled', 'paused')"
+        .to_string();
+    let mut args: Vec<SqlValue> = vec![wire_name(&mode).into()];
+    if let Some(due) = heartbeat_due_by {
+        sql.push_str(" AND next_heartbeat_at IS NOT NULL AND next_heartbeat_at <= $2");
+        args.push(due.timestamp_micros().into());
+    }
+    sql.push_str(" ORDER BY task_id");
+    let rows = db.fetch(&sql, &args).await?;
+    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+}

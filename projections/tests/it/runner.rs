@@ -10,10 +10,7 @@ use std::{
 };
 
 use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent, RecordedEvent};
-use agentlog_eventlog::{
-    ExpectedVersion, StoreOptions,
-    testing::{TestLog, postgres_log, sqlite_log},
-};
+use agentlog_eventlog::{ExpectedVersion, testing::TestLog};
 use agentlog_projections::{
     Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, chains::ChainsProjection,
 };
@@ -185,17 +182,6 @@ async fn a_failing_projection_stops_alone(log: TestLog) {
     let err = r.wait_for_projections(&["chains", "test_counter"], head, Duration::from_secs(30)).await.unwrap_err();
     assert!(err.to_string().contains("poisoned"), "{err}");
     r.stop().await;
-}
-
-macro_rules! both {
-    ($($f:ident as $name:ident),*) => { paste::paste! { $(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn [<$name _sqlite>]() { $f(sqlite_log(StoreOptions::default()).await).await }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn [<$name _postgres>]() {
-            if let Some(log) = postgres_log(stringify!([<$name _postgres>]), StoreOptions::default()).await { $f(log).await }
-        }
-    )* } };
 }
 
 both!(
