@@ -5,9 +5,14 @@
 //! Run: `cargo bench -p agentlog-api --bench server`
 //! - `AGENTLOG_BENCH_EVENTS` (default 100000): the workload log loaded first (1000000 works,
 //!   slowly: the read models are built before measuring);
-//! - `AGENTLOG_BENCH_SUBSCRIBERS` (default 1000): websocket subscribers;
-//! - SQLite only (a temp file); `AGENTLOG_BENCH_DATABASE` names another store (e.g. a fresh
-//!   PostgreSQL database URL) instead.
+//! - `AGENTLOG_BENCH_SUBSCRIBERS` (default 1000): websocket subscribers, of which
+//!   `AGENTLOG_BENCH_SLOW` (default 100) read slowly (200 ms per message);
+//! - a temp SQLite file by default; `AGENTLOG_BENCH_DATABASE` names another store (e.g. a
+//!   fresh PostgreSQL database's URL; the bench's own mutations need a database it has not
+//!   run on before).
+//!
+//! Resident memory (`VmRSS`, and the peak `VmHWM`) of the process is printed at each stage: it
+//! holds the server and the clients.
 //!
 //! The server runs in this process on its own 2-thread runtime; the clients on another. Both
 //! share the machine, so the figures include the clients' own cost.
@@ -24,7 +29,7 @@ use agentlog_api::{
     server::open_app,
     state::ApiLimits,
 };
-use agentlog_eventlog::{EventStore, SqliteEventStore, StoreOptions, testing::TempSqlite};
+use agentlog_eventlog::{StoreOptions, open_store, testing::TempSqlite};
 use agentlog_projections::workload::{Workload, WorkloadConfig};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -80,14 +85,39 @@ impl Client {
     }
 }
 
+/// `VmRSS` and `VmHWM` of this process, MiB (Linux; zeros elsewhere).
+fn memory() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+}
+
+fn print_memory(stage: &str) {
+    let (rss, peak) = memory();
+    println!("memory {stage}: resident {rss:.0} MiB (peak so far {peak:.0} MiB)");
+}
+
 async fn load_log(url: &str, events: usize) -> Result<(), BoxError> {
+    let store = open_store(url, StoreOptions::default()).await?;
+    let head = store.head_position().await?;
+    if head > 0 {
+        println!("log: {head} events already there (not loaded again)");
+        store.close().await;
+        return Ok(());
+    }
     let start = Instant::now();
     let workload = Workload::generate(&WorkloadConfig {
         min_events: events,
         users: (events / 1_000).clamp(6, 400),
         ..WorkloadConfig::default()
     })?;
-    let store = SqliteEventStore::open(url, StoreOptions::default()).await?;
     for batch in workload.batches(20) {
         store.append_multi(batch).await?;
     }
@@ -97,7 +127,13 @@ async fn load_log(url: &str, events: usize) -> Result<(), BoxError> {
     Ok(())
 }
 
-async fn subscriber(ws_url: String, token: String, from: i64, expect: usize) -> Result<Vec<f64>, BoxError> {
+async fn subscriber(
+    ws_url: String,
+    token: String,
+    from: i64,
+    expect: usize,
+    pause: Duration,
+) -> Result<Vec<f64>, BoxError> {
     let mut request = ws_url.into_client_request()?;
     request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
     let (mut socket, _) = tokio_tungstenite::connect_async(request).await?;
@@ -117,12 +153,29 @@ async fn subscriber(ws_url: String, token: String, from: i64, expect: usize) -> 
             let recorded = chrono::DateTime::parse_from_rfc3339(recorded)?;
             let ms = (chrono::Utc::now() - recorded.to_utc()).num_microseconds().unwrap_or(0) as f64 / 1e3;
             latencies.push(ms);
+            // A slow reader: the server's socket buffer fills and its subscription falls behind.
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
         }
     }
     Ok(latencies)
 }
 
-async fn measure(base: String, admin: String, user: String, subscribers: usize) -> Result<(), BoxError> {
+/// `steps` mutations 20 ms apart: the latency of each (ms) and the burst's length (s).
+async fn burst(client: &Client, mutation: &str, steps: usize) -> Result<(Vec<f64>, f64), BoxError> {
+    let mut latencies = Vec::with_capacity(steps);
+    let start = Instant::now();
+    for _ in 0..steps {
+        let t = Instant::now();
+        client.gql(mutation, json!({})).await?;
+        latencies.push(t.elapsed().as_secs_f64() * 1e3);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok((latencies, start.elapsed().as_secs_f64()))
+}
+
+async fn measure(base: String, admin: String, user: String, subscribers: usize, slow: usize) -> Result<(), BoxError> {
     let url = format!("{base}/graphql");
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build()?;
     let admin = Client { http: http.clone(), url: url.clone(), token: admin };
@@ -189,38 +242,56 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize) 
     }
     report("tree right after one appended message", after_append);
 
-    println!("subscribers ({subscribers} websockets, events filtered to one type):");
+    let slow = slow.min(subscribers);
+    println!("subscribers ({subscribers} websockets, {slow} of them slow, events filtered to one type):");
     let ws_url = url.replacen("http", "ws", 1);
     let steps = 50;
-    let head = user.gql("{ headPosition }", json!({})).await?["headPosition"].as_i64().unwrap_or(0);
-    let mut subs = Vec::new();
-    for _ in 0..subscribers {
-        subs.push(tokio::spawn(subscriber(ws_url.clone(), user.token.clone(), head, steps)));
-    }
-    // Let every subscription reach the server before the burst.
-    tokio::time::sleep(Duration::from_secs(5)).await;
     let claim = "mutation { claimOperation(id: \"bench-1-0-0\", workerId: \"w\", leaseSecs: 600) { position } }";
     user.gql(claim, json!({})).await?;
     let step = "mutation { reportStep(id: \"bench-1-0-0\", phase: ACTING, usage: {inputTokens: 1}) { position } }";
-    let start = Instant::now();
-    for _ in 0..steps {
-        user.gql(step, json!({})).await?;
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    // The writer alone first: the baseline its latency with subscribers is compared to.
+    let (alone, _) = burst(&user, step, steps).await?;
+    let head = user.gql("{ headPosition }", json!({})).await?["headPosition"].as_i64().unwrap_or(0);
+    let mut subs = Vec::new();
+    for i in 0..subscribers {
+        let pause = if i < slow { Duration::from_millis(200) } else { Duration::ZERO };
+        subs.push(tokio::spawn(subscriber(ws_url.clone(), user.token.clone(), head, steps, pause)));
     }
-    let write_secs = start.elapsed().as_secs_f64();
+    // Let every subscription reach the server before the burst.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    print_memory(&format!("with {subscribers} subscribers connected"));
+    let (listened, write_secs) = burst(&user, step, steps).await?;
     let mut all = Vec::new();
+    let mut slow_all = Vec::new();
     let mut short = 0;
-    for s in subs {
+    for (i, s) in subs.into_iter().enumerate() {
         let got = s.await??;
         if got.len() < steps {
             short += 1;
         }
-        all.extend(got);
+        if i < slow { slow_all.extend(got) } else { all.extend(got) }
     }
     println!(
         "  {steps} steps written in {write_secs:.2} s while {subscribers} subscribers listened; {short} subscribers got fewer than {steps}"
     );
-    report("append → delivery (recordedAt → received)", all);
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    println!(
+        "  writer (reportStep) p50 alone {:.2} ms, with the subscribers {:.2} ms: ratio {:.2}",
+        median(&alone),
+        median(&listened),
+        median(&listened) / median(&alone).max(f64::EPSILON)
+    );
+    report("reportStep, writer alone", alone);
+    report("reportStep, while the subscribers listen", listened);
+    if !slow_all.is_empty() {
+        report("append → delivery, slow subscribers (200 ms/message)", slow_all);
+    }
+    report("append → delivery (recordedAt → received), the others", all);
+    print_memory("at the end");
     Ok(())
 }
 
@@ -228,18 +299,19 @@ fn main() -> Result<(), BoxError> {
     let events: usize = std::env::var("AGENTLOG_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let subscribers: usize =
         std::env::var("AGENTLOG_BENCH_SUBSCRIBERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
+    let slow: usize = std::env::var("AGENTLOG_BENCH_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let file = TempSqlite::new();
     let database = std::env::var("AGENTLOG_BENCH_DATABASE").unwrap_or_else(|_| file.url());
     let server_rt = Arc::new(tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?);
     let (base, admin, user) = server_rt.block_on(async {
-        if !database.starts_with("postgres") {
-            load_log(&database, events).await?;
-        }
+        load_log(&database, events).await?;
+        print_memory("after loading");
         let start = Instant::now();
         let state = open_app(&database, ApiLimits::default()).await?;
         let head = state.store.head_position().await?;
         state.runner.wait_for(head, Duration::from_secs(24 * 3600)).await?;
         println!("read models built in {:.1} s", start.elapsed().as_secs_f64());
+        print_memory("with the read models built");
         let admin = state.tokens.create("bench-admin", Role::Admin, "bench").await?.secret;
         // A user of the workload, so the per-user figures read real rows.
         let any = agentlog_projections::operations::list(
@@ -258,5 +330,5 @@ fn main() -> Result<(), BoxError> {
         Ok::<_, BoxError>((base, admin, user))
     })?;
     let client_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    client_rt.block_on(measure(base, admin, user, subscribers))
+    client_rt.block_on(measure(base, admin, user, subscribers, slow))
 }

@@ -164,32 +164,3 @@ impl DeltaHub {
         inner.topics.entry(topic_id.to_string()).or_insert_with(|| broadcast::channel(CHANNEL).0).subscribe()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deltas_accumulate_and_reach_subscribers_then_finish() {
-        let hub = DeltaHub::default();
-        hub.publish("u", "t", "m", "He").unwrap();
-        let mut rx = hub.subscribe("t");
-        assert_eq!(hub.snapshots("t")[0].delta, "He");
-        assert_eq!(hub.publish("u", "t", "m", "llo").unwrap(), 5);
-        let d = rx.try_recv().unwrap();
-        assert_eq!((d.delta.as_str(), d.snapshot, d.done, d.length), ("llo", false, false, 5));
-        hub.finish("t", "m");
-        assert!(rx.try_recv().unwrap().done);
-        assert!(hub.snapshots("t").is_empty(), "a finished message keeps nothing in memory");
-    }
-
-    #[test]
-    fn another_users_message_and_oversized_deltas_are_refused() {
-        let hub = DeltaHub::default();
-        hub.publish("u", "t", "m", "x").unwrap();
-        assert_eq!(hub.publish("v", "t", "m", "y"), Err(DeltaError::NotYours("m".into())));
-        let big = "x".repeat(MAX_DELTA_BYTES + 1);
-        assert!(matches!(hub.publish("u", "t", "m", &big), Err(DeltaError::Limit(_))));
-        assert_eq!(hub.snapshots("t")[0].delta, "x", "refused deltas change nothing");
-    }
-}

@@ -119,18 +119,3 @@ impl Drop for SubscriberCount {
         self.0.subscribers.fetch_sub(1, Ordering::Relaxed);
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_counters_and_lag() {
-        let m = Metrics::default();
-        Metrics::inc(&m.appends);
-        let text = m.render(Gauges { head_position: 10, projection_position: 7, failed_projections: 0 });
-        assert!(text.contains("agentlog_appends_total 1\n"));
-        assert!(text.contains("agentlog_projection_lag_events 3\n"));
-        assert!(text.contains("# TYPE agentlog_subscribers gauge"));
-    }
-}

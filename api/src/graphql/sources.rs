@@ -3,7 +3,10 @@
 
 use agentlog_domain::{
     aggregate::Aggregate,
-    signal::source::{Source, SourceCommand},
+    signal::{
+        is_agentlog_source_type,
+        source::{Source, SourceCommand},
+    },
 };
 use async_graphql::{Context, Json, Object, SimpleObject};
 use serde_json::Value;
@@ -46,6 +49,9 @@ impl SourcesMutation {
         timestamp_ms: i64,
     ) -> GqlResult<SourcePayload> {
         check_id("sourceId", &source_id)?;
+        if is_agentlog_source_type(&source_type) {
+            return Err(ApiError::validation("sourceType", "agentlog.* sources are produced by agentlog itself").into());
+        }
         if !payload.0.is_object() {
             return Err(ApiError::validation("payload", "must be a JSON object").into());
         }

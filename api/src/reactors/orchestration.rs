@@ -69,7 +69,7 @@ impl Reactor for Orchestration {
 }
 
 /// The supervisor tool a call names (`speak`, `lobe-group/broadcast`, …) as a decision.
-fn decision(tool: &str, arguments: Option<&Value>) -> Option<DecidedPayload> {
+pub fn decision(tool: &str, arguments: Option<&Value>) -> Option<DecidedPayload> {
     let name = tool.rsplit(['/', '.', '_']).next().unwrap_or(tool);
     let decision = match name {
         "speak" => "speak",
@@ -298,21 +298,4 @@ async fn barrier_opened(state: &AppState, fact: &RecordedEvent) -> Result<(), Ap
         ..ActionPayload::default()
     };
     advance(state, fact, result_for(&instruction, payload)).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_names_map_to_decisions() {
-        let d =
-            decision("lobe-group/broadcast", Some(&serde_json::json!({"agentIds": ["a"], "skipCallSupervisor": true})))
-                .expect("a decision");
-        assert_eq!(d.decision, "broadcast");
-        assert_eq!(d.skip_call_supervisor, Some(true));
-        assert_eq!(decision("executeAgentTasks", None).map(|d| d.decision).as_deref(), Some("execute_tasks"));
-        assert_eq!(decision("executeAgentTask", None).map(|d| d.decision).as_deref(), Some("execute_task"));
-        assert!(decision("web-search/search", None).is_none());
-    }
 }

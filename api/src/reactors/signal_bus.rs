@@ -1,7 +1,9 @@
 //! The signal bus: runs the domain's built-in policies (`agentlog_domain::signal::policy`) for
 //! every new fact and appends what they call for — an operation that failed becomes an urgent
 //! error brief, a finished topic a result brief, a brief a notification, a question to a human
-//! a decision notification. Each reaction's command id is derived from the fact and the policy
+//! a decision notification — and bridges agentlog's own facts (an expired lease, a cron fire, a
+//! cron job out of executions) into the bus as `agentlog.*` sources, which the source reactor
+//! ([`super::sources`]) carries through signal and action. Each reaction's command id is derived from the fact and the policy
 //! (`Context::reacting_to`), so its events carry the fact's chain and reacting twice — after a
 //! crash, or in two server processes — appends once.
 
@@ -9,10 +11,14 @@ use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
     brief::{Brief, BriefCommand, BriefEvent},
     context::Context,
+    cron::{CronEvent, CronJob},
     envelope::{Actor, RecordedEvent},
     notification::{NotificationCommand, Notifications},
     operation::{Operation, OperationEvent},
-    signal::policy::{self, Reaction, ids},
+    signal::{
+        Source, SourceCommand,
+        policy::{self, Reaction, ids},
+    },
     task::{Task, TaskEvent},
 };
 use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
@@ -24,13 +30,15 @@ use crate::{error::ApiError, state::AppState};
 pub const NAME: &str = "signal-bus";
 
 /// The facts the built-in policies react to.
-pub const FACTS: [&str; 6] = [
+pub const FACTS: [&str; 8] = [
     "operation.failed",
     "operation.human_asked",
     "operation.lease_expired",
     "task.topic_failed",
     "task.topic_completed",
     "brief.created",
+    "cron.fired",
+    "cron.auto_disabled",
 ];
 
 /// The signal bus as a log follower.
@@ -84,6 +92,14 @@ pub async fn reactions(state: &AppState, fact: &RecordedEvent) -> Result<Vec<(&'
         Fact::Brief(BriefEvent::Created(created)) => {
             tagged(ids::BRIEF_NOTIFICATION, policy::on_brief_created(&created))
         }
+        Fact::Cron(CronEvent::Fired(fired)) => {
+            let job = state_at::<CronJob>(state, fact).await?;
+            tagged(ids::CRON_FIRED, policy::on_cron_fired(&job, &fired))
+        }
+        Fact::Cron(CronEvent::AutoDisabled(disabled)) => {
+            let job = state_at::<CronJob>(state, fact).await?;
+            tagged(ids::CRON_EXHAUSTED, policy::on_cron_exhausted(&job, &disabled))
+        }
         _ => Vec::new(),
     })
 }
@@ -92,6 +108,7 @@ enum Fact {
     Operation(OperationEvent),
     Task(TaskEvent),
     Brief(BriefEvent),
+    Cron(CronEvent),
     Other,
 }
 
@@ -101,6 +118,7 @@ fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ApiError> {
         "operation" => Fact::Operation(decode(fact)?),
         "task" => Fact::Task(decode(fact)?),
         "brief" => Fact::Brief(decode(fact)?),
+        "cron" => Fact::Cron(decode(fact)?),
         _ => Fact::Other,
     })
 }
@@ -118,6 +136,16 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
                 let user = n.user_id.clone();
                 let command = NotificationCommand::Create(n);
                 state.handler.execute::<Notifications>(&user, &command, &ctx).await.map(|o| o.last_position())
+            }
+            Reaction::ReceiveSource(source) => {
+                let command = SourceCommand::Receive {
+                    source_id: source.source_id.clone(),
+                    source_type: source.source_type.to_string(),
+                    payload: source.payload,
+                    scope_key: None,
+                    timestamp_ms: source.timestamp_ms,
+                };
+                state.handler.execute::<Source>(&source.source_id, &command, &ctx).await.map(|o| o.last_position())
             }
         };
         match outcome {

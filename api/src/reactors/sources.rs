@@ -180,7 +180,7 @@ async fn carry_out(
                 title: text("title").unwrap_or_else(|| action.action_type.clone()),
                 body: text("body").unwrap_or_default(),
                 dedupe_key: Some(text("dedupeKey").unwrap_or_else(|| action.action_id.clone())),
-                action_url: text("operationId").map(|op| format!("/operations/{op}")),
+                action_url: text("actionUrl").or_else(|| text("operationId").map(|op| format!("/operations/{op}"))),
                 metadata: Some(serde_json::json!({ "actionId": action.action_id, "signalId": action.signal_id })),
             };
             let ctx = Context::reacting_to(fact, &format!("{NAME}:{}", handler.id), Actor::system(NAME));

@@ -17,3 +17,4 @@ mod read_models;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod units;

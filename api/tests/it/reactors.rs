@@ -173,6 +173,20 @@ async fn sources_run_through_the_registries_once(db: Db) {
     assert_eq!(types_in(&chain, "chain"), want, "{chain}");
     let paused = chain_of(&s, &alice, "src-pause").await;
     assert_eq!(types_in(&paused, "chain"), ["signal.source_received"], "a pause is not an end: {paused}");
+    // agentlog's own source types are agentlog's to produce, not a caller's.
+    let forged = s.gql(Some(&alice), EMIT, json!({"id": "src-forged", "t": "agentlog.cron.exhausted", "p": {}})).await;
+    assert_eq!(forged["errors"][0]["extensions"]["code"], "VALIDATION", "{forged}");
+    let received = s
+        .data(
+            Some(&alice),
+            "{ events(first: 500, filter: {eventTypes: [\"signal.source_received\"]}) { edges { node { payload } } } }",
+            json!({}),
+        )
+        .await;
+    let ids: Vec<&Value> = received["events"]["edges"]
+        .as_array()
+        .map_or(Vec::new(), |e| e.iter().map(|n| &n["node"]["payload"]["sourceId"]).collect());
+    assert_eq!(ids, [&json!("src-pause"), &json!("src-fail")], "nothing written for the forged source");
     drop(other);
 
     // Tool failures, and the server killed while it reacts: the restart finishes the work, once.

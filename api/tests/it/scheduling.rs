@@ -10,14 +10,14 @@
 use crate::support;
 
 use agentlog_api::{
-    reactors::{lease_reaper, scheduler, signal_bus},
+    reactors::{Reactor, lease_reaper, scheduler, signal_bus, sources::Sources},
     server::open_app,
     state::{ApiLimits, AppState},
 };
 use agentlog_domain::{
     context::Context,
     cron::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
-    envelope::Actor,
+    envelope::{Actor, RecordedEvent},
     operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind},
 };
 use agentlog_eventlog::EventFilter;
@@ -280,6 +280,33 @@ async fn caught_up(states: &[&AppState]) {
     }
 }
 
+/// What the signal bus and the source reactor append in answer to `fact`, each instance reacting
+/// to everything (as two servers would), until nothing new appears. Answers the source events.
+async fn through_the_bus(states: &[&AppState], fact: &RecordedEvent) -> Vec<RecordedEvent> {
+    for s in states {
+        signal_bus::react(s, fact).await.expect("bus");
+    }
+    let mut seen = 0;
+    loop {
+        let filter = EventFilter::all().with_stream_prefix("source-");
+        let events = states[0].store.read_all(0, &filter, 10_000).await.expect("read");
+        if events.len() == seen {
+            return events;
+        }
+        seen = events.len();
+        for e in &events {
+            for s in states {
+                Sources::react(s, e).await.expect("sources");
+            }
+        }
+    }
+}
+
+async fn notifications(state: &AppState, user: &str) -> Vec<RecordedEvent> {
+    let inbox = state.store.read_stream(&format!("notification-{user}"), 1, 100).await.expect("read");
+    inbox.into_iter().filter(|e| e.event_type == "notification.created").collect()
+}
+
 async fn cron_slots_fire_once(db: Db) {
     let one = app(&db).await;
     let two = app(&db).await;
@@ -339,6 +366,33 @@ async fn cron_slots_fire_once(db: Db) {
     let job = one.handler.load::<CronJob>("j2").await.expect("load").state;
     assert!(!job.enabled);
     assert_eq!(job.remaining_executions, Some(0));
+
+    // agentlog's own sources: each fire is recorded on the bus, and running out of executions
+    // tells the owner — once, with two instances reacting.
+    let j2 = one.store.read_stream("cron-j2", 1, 100).await.expect("read");
+    for fact in j2.iter().filter(|e| e.event_type == "cron.fired" || e.event_type == "cron.auto_disabled") {
+        through_the_bus(&[&one, &two], fact).await;
+    }
+    let trail = through_the_bus(&[&one, &two], &j2[0]).await;
+    let types = |t: &str| trail.iter().filter(|e| e.event_type == t).count();
+    let received: Vec<&str> = trail
+        .iter()
+        .filter(|e| e.event_type == "signal.source_received")
+        .map(|e| e.payload["sourceType"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(received, ["agentlog.cron.fired", "agentlog.cron.fired", "agentlog.cron.exhausted"]);
+    assert_eq!(
+        (types("signal.emitted"), types("signal.action_dispatched"), types("signal.action_completed")),
+        (3, 3, 3)
+    );
+    let owner = &j2[0].metadata.user_id;
+    let exhausted: Vec<_> =
+        notifications(&one, owner).await.into_iter().filter(|n| n.payload["type"] == "cron_exhausted").collect();
+    assert_eq!(exhausted.len(), 1, "{exhausted:?}");
+    assert_eq!(exhausted[0].payload["actionUrl"], "/cron/j2");
+    // In the chain of the fact that caused it.
+    let disabled = j2.iter().find(|e| e.event_type == "cron.auto_disabled").expect("auto-disabled");
+    assert_eq!(exhausted[0].metadata.chain.root_source_id, disabled.metadata.chain.root_source_id);
 }
 
 async fn expired_leases_interrupt_once_and_notify(db: Db) {
@@ -363,13 +417,23 @@ async fn expired_leases_interrupt_once_and_notify(db: Db) {
     let events = one.store.read_stream("operation-op1", 1, 100).await.expect("read");
     let expired: Vec<_> = events.iter().filter(|e| e.event_type == "operation.lease_expired").collect();
     assert_eq!(expired.len(), 1, "expired once across two instances");
-    // The signal bus tells the owner (once, however often it reacts).
-    signal_bus::react(&one, expired[0]).await.expect("react");
-    signal_bus::react(&two, expired[0]).await.expect("react");
-    let inbox = one.store.read_stream("notification-alice", 1, 100).await.expect("read");
-    let created: Vec<_> = inbox.iter().filter(|e| e.event_type == "notification.created").collect();
+    // The signal bus brings it in as agentlog's own source, whose processors tell the owner
+    // (once, however often either instance reacts), every step in the expiry's chain.
+    let trail = through_the_bus(&[&one, &two], expired[0]).await;
+    let steps: Vec<&str> = trail.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        steps,
+        ["signal.source_received", "signal.emitted", "signal.action_dispatched", "signal.action_completed"]
+    );
+    assert_eq!(trail[0].payload["sourceType"], "agentlog.operation.lease_expired");
+    assert_eq!(trail[3].payload["status"], "applied", "{:?}", trail[3].payload);
+    let created = notifications(&one, "alice").await;
     assert_eq!(created.len(), 1, "{created:?}");
     assert_eq!(created[0].payload["type"], "run_interrupted");
+    assert_eq!(created[0].payload["actionUrl"], "/operations/op1");
+    for e in trail.iter().chain(&created) {
+        assert_eq!(e.metadata.chain.root_source_id, expired[0].metadata.chain.root_source_id, "{}", e.event_type);
+    }
     // A pass after the interruption finds nothing to do.
     caught_up(&[&one]).await;
     assert!(lease_reaper::pass(&one, later + Duration::seconds(5)).await.expect("pass").is_empty());

@@ -12,7 +12,8 @@ pub mod source_types;
 
 pub use source::{ActionStatus, Source, SourceCommand, SourceEvent};
 pub use source_types::{
-    AGENT_SIGNAL_SOURCE_TYPES, CLIENT_SOURCE_TYPES, is_client_source_type, is_source_type,
+    AGENT_SIGNAL_SOURCE_TYPES, AGENTLOG_SOURCE_TYPES, CLIENT_SOURCE_TYPES, is_agentlog_source_type,
+    is_client_source_type, is_source_type,
 };
 
 #[cfg(test)]

@@ -10,7 +10,16 @@
 //! | `task.topic_completed` whose brief decision says emit | [`on_topic_completed`] | result brief (normal) |
 //! | `brief.created` | [`on_brief_created`] | notification, dedupeKey `brief:<id>` |
 //! | `operation.human_asked` | [`on_human_asked`] | decision notification |
+//! | `operation.lease_expired` | [`on_lease_expired`] | source `agentlog.operation.lease_expired` |
+//! | `cron.fired` | [`on_cron_fired`] | source `agentlog.cron.fired` |
+//! | `cron.auto_disabled` | [`on_cron_exhausted`] | source `agentlog.cron.exhausted` |
 //! | `agent.execution.completed` source | [`is_run_finished`] | nothing for a pause |
+//!
+//! The last three bridge agentlog's own facts into the bus as sources (agentlog's own source
+//! types, [`AGENTLOG_SOURCE_TYPES`](super::AGENTLOG_SOURCE_TYPES)): the source processors
+//! ([`super::processors`]) then decide what they are worth — an interrupted run's owner is
+//! told, a fire is recorded, an exhausted job's owner is told — each step an event on the
+//! source's stream, in the fact's chain.
 //!
 //! An operation failure reaches the user as a brief and, one hop later in the same chain, as
 //! the brief's notification. Task runs and sub-agents get no operation-failure brief: the task
@@ -19,6 +28,7 @@
 use serde_json::{Value, json};
 
 use crate::brief::{BriefCreated, BriefPriority, BriefType, CreateBrief};
+use crate::cron::{CronFired, CronJob, CronToggled};
 use crate::ids::derived_id;
 use crate::notification::CreateNotification;
 use crate::operation::event::{HumanAsked, LeaseExpired, OperationFailed};
@@ -34,6 +44,21 @@ pub enum Reaction {
     CreateBrief(CreateBrief),
     /// Create a notification (stream `notification-<userId>`).
     CreateNotification(CreateNotification),
+    /// Receive a source of agentlog's own (stream `source-<sourceId>`).
+    ReceiveSource(AgentlogSource),
+}
+
+/// A source agentlog produces from one of its facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentlogSource {
+    /// Derived from the fact, so bridging twice is one source.
+    pub source_id: String,
+    /// One of [`AGENTLOG_SOURCE_TYPES`](super::AGENTLOG_SOURCE_TYPES).
+    pub source_type: &'static str,
+    /// Its payload (camelCase, ids the scope key derives from).
+    pub payload: Value,
+    /// When the fact happened (ms).
+    pub timestamp_ms: i64,
 }
 
 /// Policy ids, used to derive the reacting command ids.
@@ -48,8 +73,12 @@ pub mod ids {
     pub const BRIEF_NOTIFICATION: &str = "policy.brief-notification";
     /// Human asked → notification.
     pub const HUMAN_ASKED: &str = "policy.human-asked-notification";
-    /// Lease expired (the worker vanished) → notification.
-    pub const LEASE_EXPIRED: &str = "policy.lease-expired-notification";
+    /// Lease expired (the worker vanished) → source `agentlog.operation.lease_expired`.
+    pub const LEASE_EXPIRED: &str = "policy.lease-expired-source";
+    /// Cron fired → source `agentlog.cron.fired`.
+    pub const CRON_FIRED: &str = "policy.cron-fired-source";
+    /// Cron job out of executions → source `agentlog.cron.exhausted`.
+    pub const CRON_EXHAUSTED: &str = "policy.cron-exhausted-source";
 }
 
 /// A brief id derived from what caused it, so the same cause never makes two briefs.
@@ -181,27 +210,63 @@ pub fn on_human_asked(op: &Operation, asked: &HumanAsked) -> Vec<Reaction> {
     })]
 }
 
-/// `operation.lease_expired` → a warning notification for the operation's owner: its worker
-/// stopped renewing, the run was interrupted and may be resumed.
+/// `operation.lease_expired` → source `agentlog.operation.lease_expired`: its worker stopped
+/// renewing and the run was interrupted (the `lease-expiry` processor tells the owner).
 pub fn on_lease_expired(op: &Operation, expired: &LeaseExpired) -> Vec<Reaction> {
     if op.user_id.is_empty() {
         return Vec::new();
     }
-    vec![Reaction::CreateNotification(CreateNotification {
-        user_id: op.user_id.clone(),
-        category: "operation".into(),
-        notification_type: "run_interrupted".into(),
-        title: "A run was interrupted".into(),
-        body: format!(
-            "Worker {} stopped renewing its lease on operation {}; the run was interrupted and can be resumed.",
-            expired.worker_id,
-            op.id()
-        ),
-        dedupe_key: Some(format!("lease:{}:{}", op.id(), expired.expired_at.timestamp_millis())),
-        action_url: Some(format!("/operations/{}", op.id())),
-        metadata: Some(
-            json!({ "operationId": op.id(), "workerId": expired.worker_id, "expiredAt": expired.expired_at }),
-        ),
+    let at_ms = expired.expired_at.timestamp_millis();
+    let spec = op.spec.as_ref();
+    vec![Reaction::ReceiveSource(AgentlogSource {
+        source_id: format!("lease-expired:{}:{at_ms}", op.id()),
+        source_type: "agentlog.operation.lease_expired",
+        payload: json!({
+            "operationId": op.id(),
+            "workerId": expired.worker_id,
+            "expiredAt": expired.expired_at,
+            "agentId": spec.map(|s| s.agent.agent_id.clone()),
+            "topicId": spec.and_then(|s| s.topic_id.clone()),
+            "userId": op.user_id,
+        }),
+        timestamp_ms: at_ms,
+    })]
+}
+
+/// `cron.fired` → source `agentlog.cron.fired` (one per execution).
+pub fn on_cron_fired(job: &CronJob, fired: &CronFired) -> Vec<Reaction> {
+    vec![Reaction::ReceiveSource(AgentlogSource {
+        source_id: format!("cron-fired:{}:{}", fired.job_id, fired.total_executions),
+        source_type: "agentlog.cron.fired",
+        payload: json!({
+            "jobId": fired.job_id,
+            "name": job.name,
+            "agentId": job.agent_id,
+            "localTime": fired.local_time,
+            "totalExecutions": fired.total_executions,
+            "remainingExecutions": fired.remaining_executions,
+            "userId": job.user_id,
+        }),
+        timestamp_ms: fired.at.timestamp_millis(),
+    })]
+}
+
+/// `cron.auto_disabled` → source `agentlog.cron.exhausted`: the job used its last execution.
+pub fn on_cron_exhausted(job: &CronJob, disabled: &CronToggled) -> Vec<Reaction> {
+    if job.user_id.is_empty() {
+        return Vec::new();
+    }
+    vec![Reaction::ReceiveSource(AgentlogSource {
+        source_id: format!("cron-exhausted:{}:{}", job.job_id, job.total_executions),
+        source_type: "agentlog.cron.exhausted",
+        payload: json!({
+            "jobId": job.job_id,
+            "name": job.name,
+            "agentId": job.agent_id,
+            "totalExecutions": job.total_executions,
+            "userId": job.user_id,
+        }),
+        timestamp_ms: disabled.at.timestamp_millis(),
     })]
 }
 

@@ -6,12 +6,18 @@
 //! |---|---|---|
 //! | `agent.execution.completed`, `agent.execution.failed` | `execution-outcome` | `signal.execution.finished` (not for pauses) |
 //! | `tool.outcome.completed`, `tool.outcome.failed` | `tool-outcome` | `signal.tool.outcome` |
+//! | `agentlog.operation.lease_expired` | `lease-expiry` | `signal.run.interrupted` |
+//! | `agentlog.cron.fired` | `cron-fire` | `signal.schedule.fired` |
+//! | `agentlog.cron.exhausted` | `cron-exhaustion` | `signal.schedule.exhausted` |
 //!
 //! | signal type | processor | action |
 //! |---|---|---|
 //! | `signal.execution.finished` | `notify-failed-run` | `action.notification.create` (failed runs) |
 //! | `signal.execution.finished` | `record-run-outcome` | `action.outcome.record` |
 //! | `signal.tool.outcome` | `notify-tool-failure` | `action.notification.create` (failed tools) |
+//! | `signal.run.interrupted` | `notify-interrupted-run` | `action.notification.create` |
+//! | `signal.schedule.fired` | `record-schedule-fire` | `action.outcome.record` |
+//! | `signal.schedule.exhausted` | `notify-schedule-exhausted` | `action.notification.create` |
 
 use serde_json::{Value, json};
 
@@ -59,6 +65,12 @@ pub struct SignalProcessor {
 pub const EXECUTION_FINISHED: &str = "signal.execution.finished";
 /// Signal: a tool call's outcome (upstream's signal type).
 pub const TOOL_OUTCOME: &str = "signal.tool.outcome";
+/// Signal: a run was interrupted because its worker stopped renewing the lease.
+pub const RUN_INTERRUPTED: &str = "signal.run.interrupted";
+/// Signal: a cron job fired.
+pub const SCHEDULE_FIRED: &str = "signal.schedule.fired";
+/// Signal: a cron job used its last execution.
+pub const SCHEDULE_EXHAUSTED: &str = "signal.schedule.exhausted";
 /// Action: create a notification for the source's owner.
 pub const CREATE_NOTIFICATION: &str = "action.notification.create";
 /// Action: record a run's outcome in the chain (the audit trail of what the bus saw).
@@ -150,6 +162,89 @@ fn notify_tool_failure(signal: &SignalEmitted) -> Vec<ActionPlan> {
     }]
 }
 
+fn lease_expiry(source: &SourceReceived) -> Vec<SignalPlan> {
+    let p = &source.payload;
+    vec![SignalPlan {
+        signal_type: RUN_INTERRUPTED.into(),
+        payload: json!({
+            "operationId": text(p, "operationId"),
+            "workerId": text(p, "workerId"),
+            "expiredAt": text(p, "expiredAt"),
+        }),
+    }]
+}
+
+fn notify_interrupted_run(signal: &SignalEmitted) -> Vec<ActionPlan> {
+    let p = &signal.payload;
+    let operation = text(p, "operationId").unwrap_or("an operation");
+    let worker = text(p, "workerId").unwrap_or("its worker");
+    vec![ActionPlan {
+        action_type: CREATE_NOTIFICATION.into(),
+        payload: json!({
+            "category": "operation",
+            "type": "run_interrupted",
+            "title": "A run was interrupted",
+            "body": format!("Worker {worker} stopped renewing its lease on operation {operation}; the run was interrupted and can be resumed."),
+            // One notice per expiry, however many signals reach here.
+            "dedupeKey": format!("lease:{operation}:{}", text(p, "expiredAt").unwrap_or_default()),
+            "operationId": text(p, "operationId"),
+        }),
+    }]
+}
+
+fn cron_fire(source: &SourceReceived) -> Vec<SignalPlan> {
+    let p = &source.payload;
+    vec![SignalPlan {
+        signal_type: SCHEDULE_FIRED.into(),
+        payload: json!({
+            "jobId": text(p, "jobId"),
+            "agentId": text(p, "agentId"),
+            "totalExecutions": p.get("totalExecutions").cloned().unwrap_or(Value::Null),
+        }),
+    }]
+}
+
+fn record_schedule_fire(signal: &SignalEmitted) -> Vec<ActionPlan> {
+    let p = &signal.payload;
+    vec![ActionPlan {
+        action_type: RECORD_OUTCOME.into(),
+        payload: json!({
+            "jobId": text(p, "jobId"),
+            "totalExecutions": p.get("totalExecutions").cloned().unwrap_or(Value::Null),
+        }),
+    }]
+}
+
+fn cron_exhaustion(source: &SourceReceived) -> Vec<SignalPlan> {
+    let p = &source.payload;
+    vec![SignalPlan {
+        signal_type: SCHEDULE_EXHAUSTED.into(),
+        payload: json!({
+            "jobId": text(p, "jobId"),
+            "name": text(p, "name"),
+            "totalExecutions": p.get("totalExecutions").cloned().unwrap_or(Value::Null),
+        }),
+    }]
+}
+
+fn notify_schedule_exhausted(signal: &SignalEmitted) -> Vec<ActionPlan> {
+    let p = &signal.payload;
+    let job = text(p, "jobId").unwrap_or("a cron job");
+    let name = text(p, "name").unwrap_or(job);
+    let runs = p.get("totalExecutions").and_then(Value::as_u64).unwrap_or(0);
+    vec![ActionPlan {
+        action_type: CREATE_NOTIFICATION.into(),
+        payload: json!({
+            "category": "cron",
+            "type": "cron_exhausted",
+            "title": format!("{name} has finished"),
+            "body": format!("The cron job ran {runs} times, its last allowed execution, and was switched off."),
+            "dedupeKey": format!("cron-exhausted:{job}:{runs}"),
+            "actionUrl": format!("/cron/{job}"),
+        }),
+    }]
+}
+
 /// The built-in source processors.
 pub fn source_processors() -> Registry<SourceProcessor> {
     let mut r = Registry::default();
@@ -158,7 +253,16 @@ pub fn source_processors() -> Registry<SourceProcessor> {
     r.register("agent.execution.completed", execution)
         .register("agent.execution.failed", execution)
         .register("tool.outcome.completed", tool)
-        .register("tool.outcome.failed", tool);
+        .register("tool.outcome.failed", tool)
+        .register(
+            "agentlog.operation.lease_expired",
+            SourceProcessor { id: "lease-expiry", handle: lease_expiry },
+        )
+        .register("agentlog.cron.fired", SourceProcessor { id: "cron-fire", handle: cron_fire })
+        .register(
+            "agentlog.cron.exhausted",
+            SourceProcessor { id: "cron-exhaustion", handle: cron_exhaustion },
+        );
     r
 }
 
@@ -176,6 +280,18 @@ pub fn signal_processors() -> Registry<SignalProcessor> {
     .register(
         TOOL_OUTCOME,
         SignalProcessor { id: "notify-tool-failure", handle: notify_tool_failure },
+    )
+    .register(
+        RUN_INTERRUPTED,
+        SignalProcessor { id: "notify-interrupted-run", handle: notify_interrupted_run },
+    )
+    .register(
+        SCHEDULE_FIRED,
+        SignalProcessor { id: "record-schedule-fire", handle: record_schedule_fire },
+    )
+    .register(
+        SCHEDULE_EXHAUSTED,
+        SignalProcessor { id: "notify-schedule-exhausted", handle: notify_schedule_exhausted },
     );
     r
 }
@@ -240,7 +356,7 @@ mod tests {
 
     #[test]
     fn every_processor_is_registered_for_known_source_types() {
-        assert_eq!(source_processors().list(None).len(), 4);
+        assert_eq!(source_processors().list(None).len(), 7);
         for t in [
             "agent.execution.completed",
             "agent.execution.failed",
@@ -250,5 +366,71 @@ mod tests {
             assert!(super::super::is_source_type(t), "{t}");
             assert_eq!(source_processors().matches(t).len(), 1);
         }
+    }
+
+    #[test]
+    fn each_of_agentlogs_own_source_types_has_a_processor_and_its_signals_a_handler() {
+        for t in super::super::AGENTLOG_SOURCE_TYPES {
+            let processors = source_processors().matches(t);
+            assert_eq!(processors.len(), 1, "{t}");
+            let plans =
+                (processors[0].handle)(&source(t, json!({"jobId": "j1", "operationId": "op1"})));
+            assert_eq!(plans.len(), 1, "{t}");
+            assert_eq!(signal_processors().matches(&plans[0].signal_type).len(), 1, "{t}");
+        }
+    }
+
+    fn emitted(plan: &SignalPlan) -> SignalEmitted {
+        SignalEmitted {
+            signal_id: "signal:1".into(),
+            signal_type: plan.signal_type.clone(),
+            policy_id: "p".into(),
+            payload: plan.payload.clone(),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
+    fn actions(plan: &SignalPlan) -> Vec<ActionPlan> {
+        let signal = emitted(plan);
+        signal_processors()
+            .matches(&signal.signal_type)
+            .iter()
+            .flat_map(|p| (p.handle)(&signal))
+            .collect()
+    }
+
+    #[test]
+    fn an_expired_lease_tells_the_owner_once_per_expiry() {
+        let expired = source(
+            "agentlog.operation.lease_expired",
+            json!({"operationId": "op1", "workerId": "w1", "expiredAt": "2026-11-30T10:00:00Z"}),
+        );
+        let plan = &signals(&expired)[0];
+        assert_eq!(plan.signal_type, RUN_INTERRUPTED);
+        let acts = actions(plan);
+        assert_eq!(acts.len(), 1);
+        assert_eq!(acts[0].action_type, CREATE_NOTIFICATION);
+        assert_eq!(acts[0].payload["type"], "run_interrupted");
+        assert_eq!(acts[0].payload["dedupeKey"], "lease:op1:2026-11-30T10:00:00Z");
+        assert!(acts[0].payload["body"].as_str().unwrap().contains("Worker w1"));
+    }
+
+    #[test]
+    fn a_cron_fire_is_recorded_and_an_exhausted_job_is_announced() {
+        let fired = source("agentlog.cron.fired", json!({"jobId": "j1", "totalExecutions": 3}));
+        let acts = actions(&signals(&fired)[0]);
+        assert_eq!(acts.len(), 1);
+        assert_eq!(acts[0].action_type, RECORD_OUTCOME);
+        assert_eq!(acts[0].payload, json!({"jobId": "j1", "totalExecutions": 3}));
+
+        let done = source(
+            "agentlog.cron.exhausted",
+            json!({"jobId": "j1", "name": "Digest", "totalExecutions": 3}),
+        );
+        let acts = actions(&signals(&done)[0]);
+        assert_eq!(acts[0].action_type, CREATE_NOTIFICATION);
+        assert_eq!(acts[0].payload["title"], "Digest has finished");
+        assert_eq!(acts[0].payload["dedupeKey"], "cron-exhausted:j1:3");
+        assert_eq!(acts[0].payload["actionUrl"], "/cron/j1");
     }
 }

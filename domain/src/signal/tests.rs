@@ -37,6 +37,61 @@ fn upstream_has_seventeen_source_types_six_from_the_browser() {
 }
 
 #[test]
+fn agentlogs_own_source_types_are_accepted_and_kept_apart_from_upstreams() {
+    for t in AGENTLOG_SOURCE_TYPES {
+        assert!(is_source_type(t) && is_agentlog_source_type(t) && t.starts_with("agentlog."));
+        assert!(!AGENT_SIGNAL_SOURCE_TYPES.contains(&t) && !is_client_source_type(t));
+        let (source, events) =
+            apply(Source::default(), &receive("s", t, json!({})), &system_ctx(1));
+        assert_eq!(types(&events), ["signal.source_received"], "{t}");
+        assert_eq!(source.source_type, t);
+    }
+    assert!(AGENT_SIGNAL_SOURCE_TYPES.iter().all(|t| !is_agentlog_source_type(t)));
+}
+
+#[test]
+fn agentlog_facts_become_sources_with_ids_derived_from_the_fact() {
+    use crate::cron::{CronFired, CronJob, CronToggled};
+    use crate::operation::event::LeaseExpired;
+    let at = chrono::DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z").unwrap().to_utc();
+    let op = op(OperationKind::Conversation, None);
+    assert!(!op.user_id.is_empty());
+    let expired = LeaseExpired { worker_id: "w1".into(), expired_at: at, at };
+    let reactions = on_lease_expired(&op, &expired);
+    let [Reaction::ReceiveSource(s)] = reactions.as_slice() else { panic!("{reactions:?}") };
+    assert_eq!(s.source_type, "agentlog.operation.lease_expired");
+    assert_eq!(s.source_id, format!("lease-expired:op1:{}", at.timestamp_millis()));
+    assert_eq!(s.payload["workerId"], "w1");
+    assert_eq!(s.payload["userId"], op.user_id.as_str());
+    assert_eq!(s.payload["topicId"], "tp", "the scope key derives from it");
+    assert_eq!(on_lease_expired(&op, &expired), on_lease_expired(&op, &expired), "pure");
+
+    let job = CronJob {
+        job_id: "j1".into(),
+        user_id: "alice".into(),
+        agent_id: "a1".into(),
+        total_executions: 2,
+        ..CronJob::default()
+    };
+    let fired = CronFired {
+        job_id: "j1".into(),
+        local_time: at.fixed_offset(),
+        total_executions: 2,
+        remaining_executions: Some(0),
+        at,
+    };
+    let reactions = on_cron_fired(&job, &fired);
+    let [Reaction::ReceiveSource(f)] = reactions.as_slice() else { panic!("{reactions:?}") };
+    assert_eq!((f.source_type, f.source_id.as_str()), ("agentlog.cron.fired", "cron-fired:j1:2"));
+    let reactions = on_cron_exhausted(&job, &CronToggled { at });
+    let [Reaction::ReceiveSource(x)] = reactions.as_slice() else { panic!("{reactions:?}") };
+    assert_eq!(
+        (x.source_type, x.source_id.as_str()),
+        ("agentlog.cron.exhausted", "cron-exhausted:j1:2")
+    );
+}
+
+#[test]
 fn the_same_source_id_twice_is_one_source() {
     let cmd = receive("s1", "tool.outcome.completed", json!({"topicId": "tp", "userId": "u1"}));
     let (source, events) = apply(Source::default(), &cmd, &system_ctx(1));

@@ -14,7 +14,9 @@ use crate::{
 };
 
 const WRITERS: usize = 8;
-const PER_WRITER: usize = 1_250;
+// 2,000 events from 8 writers: past the small ring (256) eight times over, and enough appends
+// racing for the history → live switch.
+const PER_WRITER: usize = 250;
 
 async fn take(sub: &mut EventSubscription, n: usize, within: Duration) -> Vec<Arc<RecordedEvent>> {
     let mut got = Vec::with_capacity(n);

@@ -155,6 +155,18 @@ pub(super) fn reaction_poll(
             let ctx = g.ctx(Actor::system("signal-bus"), &n.user_id.clone(), Some(cause));
             notification_poll(world, ctx, n)
         }
+        Reaction::ReceiveSource(source) => {
+            let ctx = g.ctx(Actor::system("signal-bus"), user, Some(cause));
+            let command = agentlog_domain::signal::SourceCommand::Receive {
+                source_id: source.source_id.clone(),
+                source_type: source.source_type.to_string(),
+                payload: source.payload,
+                scope_key: None,
+                timestamp_ms: source.timestamp_ms,
+            };
+            let events = world.sources.get(&source.source_id).decide(&command, &ctx)?;
+            Ok(Poll::Decide(Decision::one(ctx, Part::Source(source.source_id, events))))
+        }
     }
 }
 

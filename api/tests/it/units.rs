@@ -1,0 +1,69 @@
+//! Unit tests of the api crate's pure parts. They live here, not beside the code, so that
+//! `cargo test` does not compile the whole api crate a second time as a test harness (the
+//! crate's `[lib] test = false`): the biggest single saving in CI's build.
+
+use agentlog_api::{
+    auth::{bearer, hash},
+    deltas::{DeltaError, DeltaHub, MAX_DELTA_BYTES},
+    metrics::{Gauges, Metrics},
+    reactors::orchestration::decision,
+};
+
+#[test]
+fn bearer_parses_the_scheme_case_insensitively() {
+    assert_eq!(bearer("Bearer al_x"), Some("al_x"));
+    assert_eq!(bearer("bearer  al_x "), Some("al_x"));
+    assert_eq!(bearer("Basic abc"), None);
+    assert_eq!(bearer("al_x"), None);
+}
+
+#[test]
+fn hashes_are_hex_sha256() {
+    assert_eq!(hash("a").len(), 64);
+    assert_ne!(hash("a"), hash("b"));
+}
+
+#[test]
+fn deltas_accumulate_and_reach_subscribers_then_finish() {
+    let hub = DeltaHub::default();
+    hub.publish("u", "t", "m", "He").unwrap();
+    let mut rx = hub.subscribe("t");
+    assert_eq!(hub.snapshots("t")[0].delta, "He");
+    assert_eq!(hub.publish("u", "t", "m", "llo").unwrap(), 5);
+    let d = rx.try_recv().unwrap();
+    assert_eq!((d.delta.as_str(), d.snapshot, d.done, d.length), ("llo", false, false, 5));
+    hub.finish("t", "m");
+    assert!(rx.try_recv().unwrap().done);
+    assert!(hub.snapshots("t").is_empty(), "a finished message keeps nothing in memory");
+}
+
+#[test]
+fn another_users_message_and_oversized_deltas_are_refused() {
+    let hub = DeltaHub::default();
+    hub.publish("u", "t", "m", "x").unwrap();
+    assert_eq!(hub.publish("v", "t", "m", "y"), Err(DeltaError::NotYours("m".into())));
+    let big = "x".repeat(MAX_DELTA_BYTES + 1);
+    assert!(matches!(hub.publish("u", "t", "m", &big), Err(DeltaError::Limit(_))));
+    assert_eq!(hub.snapshots("t")[0].delta, "x", "refused deltas change nothing");
+}
+
+#[test]
+fn renders_counters_and_lag() {
+    let m = Metrics::default();
+    Metrics::inc(&m.appends);
+    let text = m.render(Gauges { head_position: 10, projection_position: 7, failed_projections: 0 });
+    assert!(text.contains("agentlog_appends_total 1\n"));
+    assert!(text.contains("agentlog_projection_lag_events 3\n"));
+    assert!(text.contains("# TYPE agentlog_subscribers gauge"));
+}
+
+#[test]
+fn tool_names_map_to_decisions() {
+    let d = decision("lobe-group/broadcast", Some(&serde_json::json!({"agentIds": ["a"], "skipCallSupervisor": true})))
+        .expect("a decision");
+    assert_eq!(d.decision, "broadcast");
+    assert_eq!(d.skip_call_supervisor, Some(true));
+    assert_eq!(decision("executeAgentTasks", None).map(|d| d.decision).as_deref(), Some("execute_tasks"));
+    assert_eq!(decision("executeAgentTask", None).map(|d| d.decision).as_deref(), Some("execute_task"));
+    assert!(decision("web-search/search", None).is_none());
+}
