@@ -1,8 +1,6 @@
 //! The HTTP surface: `/graphql` (POST, GET for GraphiQL, websocket upgrade for subscriptions
 //! over graphql-transport-ws and graphql-ws), `/healthz`, `/readyz`, `/metrics`.
 
-use std::time::Duration;
-
 use async_graphql::{Data, http::ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql_axum::{GraphQLProtocol, GraphQLResponse, GraphQLWebSocket};
 use axum::{
@@ -129,7 +127,9 @@ async fn graphql_get(
                         }
                         Ok(data)
                     })
-                    .keepalive_timeout(Duration::from_secs(30))
+                    // No `keepalive_timeout`: it closes a connection whose client sent nothing for
+                    // that long, and a subscriber that only listens (graphql-ws clients send no
+                    // pings by default) must not be cut off on a quiet stream or a slow machine.
                     .serve()
                     .await
             })

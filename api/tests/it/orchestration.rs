@@ -76,7 +76,7 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     .await;
     s.data(
         Some(&alice),
-        "mutation { claimOperation(id: \"sup1\", workerId: \"sup-worker\", leaseSecs: 120) { position } }",
+        "mutation { claimOperation(id: \"sup1\", workerId: \"sup-worker\", leaseSecs: 3600) { position } }",
         json!({}),
     )
     .await;

@@ -45,7 +45,7 @@ async fn work_the_running_topic(s: &Server, token: &str, n: usize) -> String {
     assert_eq!(topic["trigger"], "heartbeat", "{d}");
     s.data(
         Some(token),
-        "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 60) { position } }",
+        "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { position } }",
         json!({"id": op}),
     )
     .await;
@@ -159,7 +159,7 @@ async fn a_human_in_the_loop_round_trip(db: Db) {
     .await;
     s.data(
         Some(&alice),
-        "mutation { claimOperation(id: \"run1\", workerId: \"w1\", leaseSecs: 60) { position } }",
+        "mutation { claimOperation(id: \"run1\", workerId: \"w1\", leaseSecs: 3600) { position } }",
         json!({}),
     )
     .await;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use support::{Db, Server, Ws, error_code};
 
 const START: &str = "mutation($input: StartOperationInput!) { startOperation(input: $input) { position operation { id status kind } } }";
-const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 60) { operation { status leaseWorkerId } } }";
+const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { operation { status leaseWorkerId } } }";
 const STEP: &str = "mutation($id: String!, $n: Int) { reportStep(id: $id, phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}], usage: {inputTokens: $n}) { position operation { stepCount inputTokens outputTokens costMicros } } }";
 
 fn start_input(id: &str) -> Value {
