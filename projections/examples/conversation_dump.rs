@@ -42,23 +42,37 @@ impl Rng {
 }
 
 fn random_message(rng: &mut Rng, n: u64, i: u64) -> Value {
-    const ROLES: [&str; 8] = ["user", "assistant", "assistant", "tool", "task", "taskCallback", "compressedGroup", "system"];
+    const ROLES: [&str; 8] =
+        ["user", "assistant", "assistant", "tool", "task", "taskCallback", "compressedGroup", "system"];
     let role = ROLES[rng.below(ROLES.len() as u64) as usize];
     // Ids mostly unique, sometimes repeated (duplicates), sometimes sharing a long prefix.
-    let id = if rng.chance(1) { format!("m{}", rng.below(n)) } else if rng.chance(2) { format!("msg_same_prefix_{i}") } else { format!("m{i}") };
+    let id = if rng.chance(1) {
+        format!("m{}", rng.below(n))
+    } else if rng.chance(2) {
+        format!("msg_same_prefix_{i}")
+    } else {
+        format!("m{i}")
+    };
     let created: Value = match rng.below(12) {
         0 => json!(format!("2026-01-01T00:00:{:02}.000Z", rng.below(60))),
         1 => Value::Null,
         2 => json!("not a date"),
         _ => json!(rng.below(8)),
     };
-    let mut m = json!({"id": id, "role": role, "content": format!("c{i}"), "createdAt": created, "updatedAt": rng.below(9)});
+    let mut m =
+        json!({"id": id, "role": role, "content": format!("c{i}"), "createdAt": created, "updatedAt": rng.below(9)});
     if rng.chance(13) {
         let p = rng.below(n + 3);
-        let parent = if p < n { format!("m{p}") } else if p == n { format!("msg_same_prefix_{}", rng.below(n)) } else { format!("nowhere{p}") };
+        let parent = if p < n {
+            format!("m{p}")
+        } else if p == n {
+            format!("msg_same_prefix_{}", rng.below(n))
+        } else {
+            format!("nowhere{p}")
+        };
         m["parentId"] = json!(parent);
     } else if rng.chance(1) {
-        m["parentId"] = json!(["", 0, false][rng.below(3) as usize]);
+        m["parentId"] = [json!(""), json!(0), json!(false)][rng.below(3) as usize].clone();
     }
     if rng.chance(2) {
         m["threadId"] = json!(format!("th{}", rng.below(3)));
