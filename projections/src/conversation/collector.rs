@@ -14,6 +14,7 @@ use super::fast_hash::SmallSet;
 use super::indexing::Index;
 use super::js::{Key, cmp_time, to_number};
 use super::message::{Role, Signal};
+use super::node_id::NodeId;
 
 /// A set of messages already placed (upstream's `processedIds`) or visited.
 pub(crate) trait Marks {
@@ -39,12 +40,11 @@ pub(crate) struct SignalBlock {
 }
 
 /// `collectToolMessages`: each call's result — by `result_msg_id` first, else the first tool
-/// message under this assistant answering the call id. Deduplicated, call order.
-pub(crate) fn tool_messages(ix: &Index<'_>, a: u32) -> Vec<u32> {
-    let node = ix.node(a);
-    let mut out: Vec<u32> = Vec::new();
+/// message under this assistant answering the call id. Deduplicated, call order; appended to
+/// `out` (the chain's tool list).
+fn tool_messages(ix: &Index<'_>, a: u32, out: &mut Vec<u32>) {
     let mut seen = SmallSet::default();
-    for call in &node.tools {
+    for call in ix.calls(a) {
         if let Some(t) = call.result_tool {
             if seen.insert(t) {
                 out.push(t);
@@ -61,7 +61,6 @@ pub(crate) fn tool_messages(ix: &Index<'_>, a: u32) -> Vec<u32> {
             out.push(f);
         }
     }
-    out
 }
 
 /// A tool whose result fans out (council broadcast or async tasks) ends a linear chain.
@@ -71,37 +70,41 @@ fn fans_out(ix: &Index<'_>, tool: u32) -> bool {
 
 /// `findFlatChainContinuation`: the next same-agent assistant step, hung off the step itself
 /// (new form) or off one of its tool results (old form). Marks every unselected candidate.
-pub(crate) fn continuation<M: Marks>(
+/// `candidates` is scratch space (one buffer serves a whole chain walk).
+fn continuation<M: Marks>(
     ix: &Index<'_>,
     view: View<'_>,
     current: u32,
     tools: &[u32],
     marks: &mut M,
     group_agent: &Key<'_>,
+    candidates: &mut Vec<u32>,
 ) -> Option<u32> {
     // Candidates hang off the step's tool results that do not fan out, and off the step
     // itself unless one does. A parent listed twice only repeats candidates, which the dedup
     // below removes, so the parents need no list of their own.
     let fan_out = tools.iter().any(|&t| fans_out(ix, t));
     let own = if fan_out { None } else { Some(current) };
-    let mut candidates: Vec<u32> = tools
-        .iter()
-        .copied()
-        .filter(|&t| !fans_out(ix, t))
-        .chain(own)
-        .flat_map(|p| ix.raw_children(p).iter().copied())
-        .filter(|&m| {
-            let n = ix.node(m);
-            n.role == Role::Assistant && !marks.has(m) && n.agent.strict_eq(group_agent) && n.signal.is_none()
-        })
-        .collect();
+    candidates.clear();
+    candidates.extend(
+        tools
+            .iter()
+            .copied()
+            .filter(|&t| !fans_out(ix, t))
+            .chain(own)
+            .flat_map(|p| ix.raw_children(p).iter().copied())
+            .filter(|&m| {
+                let n = ix.node(m);
+                n.role == Role::Assistant && !marks.has(m) && n.agent.strict_eq(group_agent) && n.signal.is_none()
+            }),
+    );
     // Upstream filters the whole input array (input order), then sorts stably by time.
     candidates.sort_unstable();
     candidates.dedup();
     candidates.sort_by(|&a, &b| by_time_then_position(ix, a, b));
 
-    let active = resolve_active_continuation(ix, view, &candidates, Some(current)).filter(|a| candidates.contains(a));
-    for &c in &candidates {
+    let active = resolve_active_continuation(ix, view, candidates, Some(current)).filter(|a| candidates.contains(a));
+    for &c in candidates.iter() {
         if Some(c) != active {
             marks.mark(c);
         }
@@ -178,6 +181,7 @@ pub(crate) fn assistant_chain<M: Marks>(
 ) -> (Vec<u32>, Vec<u32>) {
     let mut chain: Vec<u32> = Vec::new();
     let mut tools: Vec<u32> = Vec::new();
+    let mut scratch: Vec<u32> = Vec::new();
     let mut current = Some(start);
     while let Some(a) = current.take() {
         if marks.has(a) {
@@ -186,9 +190,9 @@ pub(crate) fn assistant_chain<M: Marks>(
         marks.mark(a);
         chain.push(a);
         let group_agent = ix.node(chain[0]).agent;
-        let step_tools = tool_messages(ix, a);
-        tools.extend_from_slice(&step_tools);
-        let Some(mut next) = continuation(ix, view, a, &step_tools, marks, &group_agent) else {
+        let first_tool = tools.len();
+        tool_messages(ix, a, &mut tools);
+        let Some(mut next) = continuation(ix, view, a, &tools[first_tool..], marks, &group_agent, &mut scratch) else {
             break;
         };
         // Toolless continuations are prose steps of the same run: keep walking until the
@@ -200,7 +204,7 @@ pub(crate) fn assistant_chain<M: Marks>(
             }
             chain.push(next);
             marks.mark(next);
-            match continuation(ix, view, next, &[], marks, &group_agent) {
+            match continuation(ix, view, next, &[], marks, &group_agent, &mut scratch) {
                 Some(n) => next = n,
                 None => break,
             }
@@ -222,9 +226,10 @@ pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
         && {
             let agent = node.agent;
             let mut visited: SmallSet = SmallSet::from_iter([a]);
+            let mut scratch: Vec<u32> = Vec::new();
             let mut current = a;
             loop {
-                match continuation(ix, View::BASE, current, &[], &mut visited, &agent) {
+                match continuation(ix, View::BASE, current, &[], &mut visited, &agent, &mut scratch) {
                     None => break false,
                     Some(next) if ix.node(next).has_tools => break true,
                     Some(next) => {
@@ -241,7 +246,7 @@ pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
 /// Sequence order of callbacks; a missing sequence sorts last.
 fn by_sequence(ix: &Index<'_>, a: u32, b: u32) -> Ordering {
     let key = |i: u32| {
-        let seq = ix.node(i).signal.and_then(|s| s.sequence);
+        let seq = ix.node(i).signal.and_then(|s| s.sequence());
         let f = match seq {
             None | Some(Value::Null) => f64::INFINITY,
             Some(v) => to_number(Some(v)),
@@ -282,10 +287,10 @@ pub(crate) fn flat_task_completions(ix: &Index<'_>, tools: &[u32]) -> Vec<u32> {
 }
 
 /// `findChainContinuationNode` (tree variant): candidates from tool results' tree children
-/// first, then the step's own non-tool children; stable by time.
-fn tree_continuation(ix: &Index<'_>, node: u32, agent: &Key<'_>) -> Option<u32> {
+/// first, then the step's own non-tool children; stable by time. `candidates` is scratch.
+fn tree_continuation(ix: &Index<'_>, node: u32, agent: &Key<'_>, candidates: &mut Vec<u32>) -> Option<u32> {
     let kids = ix.tree_children(node);
-    let mut candidates: Vec<u32> = Vec::new();
+    candidates.clear();
     let mut fan_out = false;
     for &t in kids {
         if ix.node(t).role != Role::Tool {
@@ -306,29 +311,33 @@ fn tree_continuation(ix: &Index<'_>, node: u32, agent: &Key<'_>) -> Option<u32> 
         n.role == Role::Assistant && n.agent.strict_eq(agent) && n.signal.is_none()
     });
     candidates.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
-    let active = resolve_active_continuation(ix, View::BASE, &candidates, Some(node))?;
+    let active = resolve_active_continuation(ix, View::BASE, candidates, Some(node))?;
     candidates.contains(&active).then_some(active)
 }
 
-/// `collectAssistantGroupMessages`: one message node per chain step, with its tool children.
-pub(crate) fn tree_group_steps(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
+/// `collectAssistantGroupMessages`: one message node per chain step, with its tool children;
+/// also the last step (where `findNextAfterTools` starts).
+pub(crate) fn tree_group_steps(ix: &Index<'_>, head: u32) -> (Vec<ContextNode>, u32) {
     let agent = ix.node(head).agent;
     let mut out = Vec::new();
+    let mut last = head;
+    let mut scratch: Vec<u32> = Vec::new();
     let mut current = Some(head);
     while let Some(step) = current {
-        let tools: Vec<String> = ix
+        let tools: Vec<NodeId> = ix
             .tree_children(step)
             .iter()
             .filter(|&&c| ix.node(c).role == Role::Tool)
-            .map(|&c| ix.node(c).id.to_owned())
+            .map(|&c| NodeId::new(ix.node(c).id))
             .collect();
         out.push(ContextNode::Message(MessageNode {
-            id: ix.node(step).id.to_owned(),
+            id: NodeId::new(ix.node(step).id),
             tools: (!tools.is_empty()).then_some(tools),
         }));
-        current = tree_continuation(ix, step, &agent);
+        last = step;
+        current = tree_continuation(ix, step, &agent, &mut scratch);
     }
-    out
+    (out, last)
 }
 
 /// Visit every tool result on the group's main chain in upstream's walk order: a step's tool
@@ -362,57 +371,48 @@ fn for_each_main_chain_tool(ix: &Index<'_>, head: u32, mut visit: impl FnMut(u32
     }
 }
 
-/// `collectSignalCallbacks` (tree variant): one node per source tool, at the group's end.
-pub(crate) fn tree_signal_callbacks(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
+/// `collectSignalCallbacks` and `collectTaskCompletions` (tree variants), from one walk over
+/// the main chain's tools: one signal-callbacks node per source tool, and the same-agent
+/// task-completion turns, both at the group's end.
+pub(crate) fn tree_tool_extras(ix: &Index<'_>, head: u32) -> (Vec<ContextNode>, Vec<ContextNode>) {
+    let agent = ix.node(head).agent;
     let mut blocks = Vec::new();
+    let mut completions = Vec::new();
     for_each_main_chain_tool(ix, head, |tool| {
-        let mut callbacks: Vec<u32> = ix
-            .tree_children(tool)
-            .iter()
-            .copied()
-            .filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback()))
-            .collect();
-        if callbacks.is_empty() {
+        let kids = ix.tree_children(tool);
+        if !kids.iter().any(|&c| ix.node(c).signal.is_some()) {
             return;
         }
-        callbacks.sort_by(|&a, &b| by_sequence(ix, a, b));
-        let first = signal_of(ix, callbacks[0]);
-        let tool_id = ix.node(tool).id;
-        blocks.push(ContextNode::SignalCallbacks(SignalCallbacksNode {
-            callbacks: callbacks.iter().map(|&c| ContextNode::Message(MessageNode::plain(ix.node(c).id))).collect(),
-            id: format!("signalCallbacks-{tool_id}"),
-            source_tool_call_id: first.and_then(|s| s.source_tool_call_id).cloned(),
-            source_tool_message_id: tool_id.to_owned(),
-            source_tool_name: first.and_then(|s| s.source_tool_name).cloned(),
-        }));
-    });
-    blocks
-}
-
-/// `collectTaskCompletions` (tree variant): same-agent task-completion turns under chain tools.
-pub(crate) fn tree_task_completions(ix: &Index<'_>, head: u32) -> Vec<ContextNode> {
-    let agent = ix.node(head).agent;
-    let mut out = Vec::new();
-    for_each_main_chain_tool(ix, head, |tool| {
-        for &c in ix.tree_children(tool) {
+        let mut callbacks: Vec<u32> =
+            kids.iter().copied().filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback())).collect();
+        if !callbacks.is_empty() {
+            callbacks.sort_by(|&a, &b| by_sequence(ix, a, b));
+            let first = signal_of(ix, callbacks[0]);
+            let tool_id = ix.node(tool).id;
+            blocks.push(ContextNode::SignalCallbacks(Box::new(SignalCallbacksNode {
+                callbacks: callbacks.iter().map(|&c| ContextNode::Message(MessageNode::plain(ix.node(c).id))).collect(),
+                id: format!("signalCallbacks-{tool_id}"),
+                source_tool_call_id: first.and_then(|s| s.source_tool_call_id()).cloned(),
+                source_tool_message_id: NodeId::new(tool_id),
+                source_tool_name: first.and_then(|s| s.source_tool_name()).cloned(),
+            })));
+        }
+        for &c in kids {
             let n = ix.node(c);
             if n.agent.strict_eq(&agent) && n.signal.is_some_and(|s| s.is_task_completion()) {
-                out.push(ContextNode::Message(MessageNode::plain(n.id)));
+                completions.push(ContextNode::Message(MessageNode::plain(n.id)));
             }
         }
     });
-    out
+    (blocks, completions)
 }
 
-/// `findNextAfterTools`: where the context tree continues after a group.
-pub(crate) fn next_after_tools(ix: &Index<'_>, head: u32) -> Option<u32> {
-    let agent = ix.node(head).agent;
-    let mut last = head;
-    while let Some(n) = tree_continuation(ix, last, &agent) {
-        last = n;
-    }
+/// `findNextAfterTools`: where the context tree continues after a group whose last step
+/// (the end of its `findChainContinuationNode` walk, from `tree_group_steps`) is `last`.
+pub(crate) fn next_after_tools(ix: &Index<'_>, last: u32) -> Option<u32> {
     let kids = ix.tree_children(last);
-    let index_space = non_tool(ix, kids);
+    // The index space only matters to an explicit `activeBranchIndex`.
+    let index_space = if ix.node(last).active_branch_index.is_some() { non_tool(ix, kids) } else { Vec::new() };
     let active = resolve_flat(ix, View::BASE, last, kids, &index_space)?;
     let next = kids.iter().copied().find(|&k| k == active)?;
     let nn = ix.node(next);

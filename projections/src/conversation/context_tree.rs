@@ -12,13 +12,15 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::branch::{non_tool, resolve_tree};
-use super::collector::{
-    is_tool_chain_head, next_after_tools, tree_group_steps, tree_signal_callbacks, tree_task_completions,
-};
+use super::collector::{is_tool_chain_head, next_after_tools, tree_group_steps, tree_tool_extras};
 use super::indexing::Index;
 use super::message::Role;
+use super::node_id::NodeId;
 
 /// One node of the context tree (`type` tags the kind, as upstream's `ContextNode`).
+///
+/// The rare, large kinds are boxed so the common ones (messages, groups, branches) stay small
+/// in the tree's arrays.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum ContextNode {
@@ -30,35 +32,35 @@ pub enum ContextNode {
     AssistantGroup(AssistantGroupNode),
     /// Parallel answers shown side by side.
     #[serde(rename = "compare")]
-    Compare(CompareNode),
+    Compare(Box<CompareNode>),
     /// Alternative continuations of one message.
     #[serde(rename = "branch")]
     Branch(BranchNode),
     /// A broadcast to several agents.
     #[serde(rename = "agentCouncil")]
-    AgentCouncil(AgentCouncilNode),
+    AgentCouncil(Box<AgentCouncilNode>),
     /// Several async tasks spawned from one message.
     #[serde(rename = "tasks")]
-    Tasks(TasksNode),
+    Tasks(Box<TasksNode>),
     /// Reactive turns fired by one long-running tool (inside a group).
     #[serde(rename = "signalCallbacks")]
-    SignalCallbacks(SignalCallbacksNode),
+    SignalCallbacks(Box<SignalCallbacksNode>),
 }
 
 /// `{id, type: 'message', tools?}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MessageNode {
     /// The message id.
-    pub id: String,
+    pub id: NodeId,
     /// Ids of this step's tool results (group steps only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<String>>,
+    pub tools: Option<Vec<NodeId>>,
 }
 
 impl MessageNode {
     /// A message node without tools.
     pub fn plain(id: &str) -> MessageNode {
-        MessageNode { id: id.to_owned(), tools: None }
+        MessageNode { id: NodeId::new(id), tools: None }
     }
 }
 
@@ -66,7 +68,7 @@ impl MessageNode {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AssistantGroupNode {
     /// The chain head's id.
-    pub id: String,
+    pub id: NodeId,
     /// Steps, then signal-callback blocks, then task completions.
     pub children: Vec<ContextNode>,
 }
@@ -83,7 +85,7 @@ pub struct CompareNode {
     pub columns: Vec<Vec<ContextNode>>,
     /// The column the conversation continues from.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub active_column_id: Option<String>,
+    pub active_column_id: Option<NodeId>,
 }
 
 /// `{id, type: 'branch', parentMessageId, activeBranchIndex, branches}`.
@@ -93,7 +95,7 @@ pub struct BranchNode {
     /// `branch-<parent>-<n>`.
     pub id: String,
     /// The message whose children branch.
-    pub parent_message_id: String,
+    pub parent_message_id: NodeId,
     /// The resolved branch, or the branch count while a new branch is being created.
     pub active_branch_index: usize,
     /// One linear node list per branch.
@@ -121,7 +123,7 @@ pub struct AgentCouncilNode {
     /// `agentCouncil-<tool>-<members>`.
     pub id: String,
     /// The broadcast tool message.
-    pub message_id: String,
+    pub message_id: NodeId,
     /// One node per member (tool anchors included, as upstream).
     pub members: Vec<ContextNode>,
 }
@@ -133,7 +135,7 @@ pub struct TasksNode {
     /// `tasks-<parent>-<tasks>`.
     pub id: String,
     /// The message that spawned the tasks.
-    pub message_id: String,
+    pub message_id: NodeId,
     /// One message node per task.
     pub children: Vec<ContextNode>,
 }
@@ -150,7 +152,7 @@ pub struct SignalCallbacksNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_tool_call_id: Option<Value>,
     /// The tool result the callbacks hang off.
-    pub source_tool_message_id: String,
+    pub source_tool_message_id: NodeId,
     /// From the first callback's signal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_tool_name: Option<Value>,
@@ -170,15 +172,17 @@ fn is_assistant_group(ix: &Index<'_>, i: u32) -> bool {
         && (ix.tree_children(i).iter().any(|&c| ix.node(c).role == Role::Tool) || is_tool_chain_head(ix, i))
 }
 
-fn assistant_group(ix: &Index<'_>, i: u32) -> ContextNode {
-    let mut children = tree_group_steps(ix, i);
-    children.extend(tree_signal_callbacks(ix, i));
-    children.extend(tree_task_completions(ix, i));
-    ContextNode::AssistantGroup(AssistantGroupNode { id: ix.node(i).id.to_owned(), children })
+/// The group headed by `i`, and its last step (where the conversation continues).
+fn assistant_group(ix: &Index<'_>, i: u32) -> (ContextNode, u32) {
+    let (mut children, last) = tree_group_steps(ix, i);
+    let (callbacks, completions) = tree_tool_extras(ix, i);
+    children.extend(callbacks);
+    children.extend(completions);
+    (ContextNode::AssistantGroup(AssistantGroupNode { id: NodeId::new(ix.node(i).id), children }), last)
 }
 
 fn group_or_message(ix: &Index<'_>, i: u32) -> ContextNode {
-    if is_assistant_group(ix, i) { assistant_group(ix, i) } else { message(ix, i) }
+    if is_assistant_group(ix, i) { assistant_group(ix, i).0 } else { message(ix, i) }
 }
 
 fn joined_ids(ix: &Index<'_>, ids: &[u32]) -> String {
@@ -200,7 +204,7 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<ContextNode> {
                 counter += 1;
                 arrays[arr].push(ContextNode::Branch(BranchNode {
                     id,
-                    parent_message_id: ix.node(msg).id.to_owned(),
+                    parent_message_id: NodeId::new(ix.node(msg).id),
                     active_branch_index: active,
                     branches,
                 }));
@@ -241,12 +245,12 @@ fn visit(
                     vec![group_or_message(ix, c)]
                 })
                 .collect();
-            arrays[arr].push(ContextNode::Compare(CompareNode {
+            arrays[arr].push(ContextNode::Compare(Box::new(CompareNode {
                 id: format!("compare-{}-{}", node.id, joined_ids(ix, kids)),
                 message_id: Value::String(node.id.to_owned()),
                 columns,
-                active_column_id: active.map(|a| ix.node(a).id.to_owned()),
-            }));
+                active_column_id: active.map(|a| NodeId::new(ix.node(a).id)),
+            })));
             cur = active.and_then(|a| ix.tree_children(a).first().copied());
             continue;
         }
@@ -262,12 +266,12 @@ fn visit(
                 .filter(|p| super::js::truthy(Some(p)))
                 .cloned()
                 .unwrap_or_else(|| Value::String(node.id.to_owned()));
-            arrays[arr].push(ContextNode::Compare(CompareNode {
+            arrays[arr].push(ContextNode::Compare(Box::new(CompareNode {
                 id,
                 message_id,
                 columns: members.iter().map(|&x| vec![message(ix, x)]).collect(),
-                active_column_id: active.map(|a| ix.node(a).id.to_owned()),
-            }));
+                active_column_id: active.map(|a| NodeId::new(ix.node(a).id)),
+            })));
             cur = active
                 .and_then(|a| kids.iter().copied().find(|&k| k == a))
                 .and_then(|a| ix.tree_children(a).first().copied());
@@ -276,11 +280,11 @@ fn visit(
 
         // 3. Agent council (broadcast tool with several answers).
         if node.agent_council && kids.len() > 1 {
-            arrays[arr].push(ContextNode::AgentCouncil(AgentCouncilNode {
+            arrays[arr].push(ContextNode::AgentCouncil(Box::new(AgentCouncilNode {
                 id: format!("agentCouncil-{}-{}", node.id, joined_ids(ix, kids)),
-                message_id: node.id.to_owned(),
+                message_id: NodeId::new(node.id),
                 members: kids.iter().map(|&c| group_or_message(ix, c)).collect(),
-            }));
+            })));
             // Continue from every member: the supervisor's reply hangs off one of them.
             let next: Vec<u32> = kids.iter().filter_map(|&c| ix.tree_children(c).first().copied()).collect();
             work.extend(next.into_iter().rev().map(|node| Work::Visit { node, arr }));
@@ -290,11 +294,11 @@ fn visit(
         // 3b. Several tasks under one message.
         let tasks: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role == Role::Task).collect();
         if kids.len() >= 2 && tasks.len() > 1 {
-            arrays[arr].push(ContextNode::Tasks(TasksNode {
+            arrays[arr].push(ContextNode::Tasks(Box::new(TasksNode {
                 id: format!("tasks-{}-{}", node.id, joined_ids(ix, &tasks)),
-                message_id: node.id.to_owned(),
+                message_id: NodeId::new(node.id),
                 children: tasks.iter().map(|&t| message(ix, t)).collect(),
-            }));
+            })));
             let mut next: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role != Role::Task).collect();
             for &t in &tasks {
                 next.extend(ix.tree_children(t).iter().copied().filter(|&g| ix.node(g).role != Role::Task));
@@ -305,14 +309,16 @@ fn visit(
 
         // 4. Assistant group.
         if is_assistant_group(ix, m) {
-            arrays[arr].push(assistant_group(ix, m));
-            cur = next_after_tools(ix, m);
+            let (group, last) = assistant_group(ix, m);
+            arrays[arr].push(group);
+            cur = next_after_tools(ix, last);
             continue;
         }
 
-        // 6. Branch over the non-tool children; the branch is an end point.
-        let branch_kids = non_tool(ix, kids);
-        if branch_kids.len() > 1 {
+        // 6. Branch over the non-tool children; the branch is an end point. (Counted before
+        // the list is built: most messages have one child.)
+        if kids.iter().filter(|&&c| ix.node(c).role != Role::Tool).nth(1).is_some() {
+            let branch_kids = non_tool(ix, kids);
             arrays[arr].push(message(ix, m));
             let active = resolve_tree(ix, m, &branch_kids)
                 .and_then(|a| branch_kids.iter().position(|&k| k == a))

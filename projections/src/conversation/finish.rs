@@ -2,21 +2,11 @@
 //! the messageMap's order. Supervisor re-roling, usage hoisting and the messageMap clean-up
 //! are per-message rewrites applied when rows are written (`rows::MessageJson`).
 
-use super::fast_hash::FastSet;
 use super::flat_list::Placed;
 use super::indexing::Index;
 use super::js::cmp_time;
 use super::message::Role;
-use super::rows::{Row, id_of};
-
-/// The id a row shows (a group shows its head's; an empty group none).
-fn row_id<'r>(ix: &Index<'r>, row: &'r Row) -> Option<&'r str> {
-    match row {
-        Row::Message { at, .. } | Row::Branch { at, .. } | Row::Supervisor { at } => Some(id_of(ix.input, *at)),
-        Row::Group(g) => g.chain.first().map(|&h| id_of(ix.input, h)),
-        Row::Built(b) => b.fields.get("id").and_then(serde_json::Value::as_str),
-    }
-}
+use super::rows::Row;
 
 /// The flat list as returned: recovered task callbacks inserted by time.
 pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
@@ -24,14 +14,33 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
     if !hidden_exist {
         return rows.into_iter().map(|r| r.row).collect();
     }
-    let visible: FastSet<&str> = rows.iter().filter_map(|r| row_id(ix, &r.row)).collect();
+    // Upstream compares the ids rows show. A row that names a message shows that message's
+    // id, and kept ids are unique, so it shows a callback's id exactly when it names the
+    // callback's position: a flag per input position, no id hashing. Built rows (tasks,
+    // compare) show ids of their own, compared as strings.
+    let mut shown = vec![false; ix.input.len()];
+    let mut built_ids: Vec<&str> = Vec::new();
+    for r in &rows {
+        match &r.row {
+            Row::Message { at, .. } | Row::Branch { at, .. } | Row::Supervisor { at } => shown[*at as usize] = true,
+            Row::Group(g) => {
+                if let Some(&head) = g.chain.first() {
+                    shown[head as usize] = true;
+                }
+            }
+            Row::Built(b) => {
+                if let Some(id) = b.fields.get("id").and_then(serde_json::Value::as_str) {
+                    built_ids.push(id);
+                }
+            }
+        }
+    }
     let mut hidden: Vec<u32> = (0..ix.nodes.len() as u32)
         .filter(|&i| {
             let n = ix.node(i);
-            n.role == Role::TaskCallback && !visible.contains(n.id)
+            n.role == Role::TaskCallback && !shown[n.at as usize] && !built_ids.contains(&n.id)
         })
         .collect();
-    drop(visible);
     if hidden.is_empty() {
         return rows.into_iter().map(|r| r.row).collect();
     }

@@ -67,6 +67,8 @@ enum Step {
     Done,
     /// Call one frame (the common case, without a `Vec`).
     Call1(Frame),
+    /// Call the first frame, then the second (without a `Vec`).
+    Call2(Frame, Frame),
     Call(Vec<Frame>),
 }
 
@@ -100,6 +102,11 @@ pub(crate) fn build(ix: &Index<'_>) -> Vec<Placed> {
             Step::Call1(callee) => {
                 stack.push(frame);
                 stack.push(callee);
+            }
+            Step::Call2(first, second) => {
+                stack.push(frame);
+                stack.push(second);
+                stack.push(first);
             }
             Step::Call(callees) => {
                 stack.push(frame);
@@ -187,7 +194,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     fn call_for_child(&mut self, parent: u32, child: u32) -> Step {
         let previous = self.restricted[parent as usize];
         self.restricted[parent as usize] = child;
-        Step::Call(vec![build_frame(parent), Frame::Restore { parent, previous }])
+        Step::Call2(build_frame(parent), Frame::Restore { parent, previous })
     }
 
     fn step_build(&mut self, parent: Option<u32>, state: &mut BuildState) -> Step {
@@ -222,7 +229,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                         }
                         let node = self.ix.node(c);
                         if node.role == Role::Assistant && node.has_tools {
-                            return Step::Call(self.assistant_group_with_council(c));
+                            return self.assistant_group_with_council(c);
                         }
                         self.push_raw(c);
                         self.mark(c);
@@ -249,7 +256,7 @@ impl<'i, 'a> Builder<'i, 'a> {
                     }
                     let node = self.ix.node(g);
                     if node.role == Role::Assistant && node.has_tools {
-                        return Step::Call(self.assistant_group_with_council(g));
+                        return self.assistant_group_with_council(g);
                     }
                     if node.role == Role::Assistant && node.supervisor {
                         self.push_supervisor(g);
@@ -333,7 +340,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
         // 2. Assistant group (tool-using, or a toolless head that reaches tools).
         if node.role == Role::Assistant && (node.has_tools || (!node.supervisor && is_tool_chain_head(ix, c))) {
-            return Some(Step::Call(self.full_assistant_group(c)));
+            return Some(self.full_assistant_group(c));
         }
 
         // 2b. Toolless supervisor turn.
@@ -349,11 +356,10 @@ impl<'i, 'a> Builder<'i, 'a> {
             self.mark(c);
             return Some(Step::Call1(build_frame(c)));
         }
-        let child_ids = self.kids(c);
-        let branch_ids = non_tool(ix, &child_ids);
 
-        // 3a. Compare from user metadata.
-        if node.compare && child_ids.len() > 1 {
+        // 3a. Compare from user metadata (several children, as checked above).
+        if node.compare {
+            let child_ids = self.kids(c);
             self.push_raw(c);
             self.mark(c);
             let v = self.compare_row(c, &child_ids);
@@ -364,7 +370,12 @@ impl<'i, 'a> Builder<'i, 'a> {
         }
 
         // 3d / 3e. A user (or assistant) with several non-tool children: follow one branch.
-        if matches!(node.role, Role::User | Role::Assistant) && branch_ids.len() > 1 {
+        let branch_ids = if matches!(node.role, Role::User | Role::Assistant) {
+            non_tool(ix, self.view().kids(ix, c))
+        } else {
+            Vec::new()
+        };
+        if branch_ids.len() > 1 {
             let active = resolve_flat(ix, self.view(), c, &branch_ids, &branch_ids);
             self.push_raw(c);
             self.mark(c);
@@ -380,11 +391,11 @@ impl<'i, 'a> Builder<'i, 'a> {
                 for &m in chain.iter().chain(&tools) {
                     self.mark(m);
                 }
-                return Some(Step::Call(vec![Frame::After {
+                return Some(Step::Call1(Frame::After {
                     last: chain.last().copied(),
                     tools,
                     state: AfterState::Start,
-                }]));
+                }));
             }
             let row = Row::Branch { at: an.at, count: count as u32, index: index as u32 };
             self.rows.push(Placed { row, time: an.created });
@@ -412,7 +423,7 @@ impl<'i, 'a> Builder<'i, 'a> {
 
     /// Priority 2: chain, signal callbacks, task completions, council; then the members'
     /// follow-ups and the drain.
-    fn full_assistant_group(&mut self, c: u32) -> Vec<Frame> {
+    fn full_assistant_group(&mut self, c: u32) -> Step {
         let ix = self.ix;
         let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), c, &mut self.processed);
         let signal_blocks = flat_signal_callbacks(ix, &tools);
@@ -444,7 +455,7 @@ impl<'i, 'a> Builder<'i, 'a> {
     }
 
     /// `processAssistantGroup` (tasks path): like priority 2 without signal extras.
-    fn assistant_group_with_council(&mut self, c: u32) -> Vec<Frame> {
+    fn assistant_group_with_council(&mut self, c: u32) -> Step {
         let ix = self.ix;
         let (chain, tools) = assistant_chain(ix, View::new(&self.restricted), c, &mut self.processed);
         let council = self.collect_council(&tools);
@@ -460,10 +471,15 @@ impl<'i, 'a> Builder<'i, 'a> {
         self.group_frames(member_ids, chain.last().copied(), tools)
     }
 
-    fn group_frames(&self, members: Vec<u32>, last: Option<u32>, tools: Vec<u32>) -> Vec<Frame> {
+    /// The members' builds (council), then the continuation after the group.
+    fn group_frames(&self, members: Vec<u32>, last: Option<u32>, tools: Vec<u32>) -> Step {
+        let after = Frame::After { last, tools, state: AfterState::Start };
+        if members.is_empty() {
+            return Step::Call1(after);
+        }
         let mut frames: Vec<Frame> = members.into_iter().map(build_frame).collect();
-        frames.push(Frame::After { last, tools, state: AfterState::Start });
-        frames
+        frames.push(after);
+        Step::Call(frames)
     }
 
     /// `collectCouncilMembers`: members are the supervisor's other non-tool children (server
@@ -541,10 +557,9 @@ impl<'i, 'a> Builder<'i, 'a> {
             // and consumed children never come back, so one sorted queue replaces upstream's
             // re-scan per pick.
             let mut queue: Vec<(u32, u32)> = Vec::new();
+            let view = self.view();
             for p in last.into_iter().chain(tools.iter().copied()) {
-                for c in self.kids(p) {
-                    queue.push((c, p));
-                }
+                queue.extend(view.kids(ix, p).iter().map(|&c| (c, p)));
             }
             queue.sort_by(|a, b| cmp_time(ix.node(a.0).created, ix.node(b.0).created));
             *state = AfterState::Loop { queue, pos: 0, attempted: None };
@@ -576,11 +591,11 @@ impl<'i, 'a> Builder<'i, 'a> {
     /// `suppressInactiveExplicitContinuations`.
     fn suppress_inactive(&mut self, last: u32, tools: &[u32]) {
         let ix = self.ix;
-        let direct = self.kids(last);
-        let index_space = non_tool(ix, &direct);
         let Some(abi) = ix.node(last).active_branch_index else {
             return;
         };
+        let direct = self.kids(last);
+        let index_space = non_tool(ix, &direct);
         if abi < 0.0 || abi > index_space.len() as f64 {
             return;
         }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::diagnostics::Diagnostic;
 use super::fast_hash::FastMap;
 use super::js::truthy;
-use super::message::{Node, Prepared, Role};
+use super::message::{Node, Prepared, Role, ToolCall};
 
 /// `u32` marker for "none" in dense per-message arrays.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -70,6 +70,8 @@ pub(crate) struct Index<'a> {
     /// The input messages (rows name them by position).
     pub input: &'a [Value],
     pub nodes: Vec<Node<'a>>,
+    /// Every node's tool calls (`Node::tools` ranges into it).
+    calls: Vec<ToolCall<'a>>,
     pub by_id: FastMap<&'a str, u32>,
     /// Effective roots (children of `null`), input order.
     pub roots: Vec<u32>,
@@ -90,21 +92,19 @@ pub(crate) struct Index<'a> {
 
 impl<'a> Index<'a> {
     /// Build the index over prepared messages and message groups.
-    /// `by_id` maps each prepared message's id to its position.
     pub(crate) fn build(
         input: &'a [Value],
-        prepared: &[Prepared<'a>],
-        by_id: FastMap<&'a str, u32>,
+        prepared: Prepared<'a>,
         groups: &'a [Value],
         diags: &mut Vec<Diagnostic>,
     ) -> Index<'a> {
-        let mut nodes: Vec<Node<'a>> = prepared.iter().enumerate().map(|(pos, p)| Node::read(p, pos)).collect();
+        let Prepared { mut nodes, mut calls, by_id } = prepared;
         let n = nodes.len();
 
-        resolve_tool_results(&mut nodes, &by_id);
-        let redirect = compressed_redirects(&nodes);
+        resolve_tool_results(&nodes, &mut calls, &by_id);
+        let redirect = compressed_redirects(&nodes, &by_id);
         assign_parents(&mut nodes, &by_id, &redirect, diags);
-        cut_cycles(&mut nodes, prepared, diags);
+        cut_cycles(&mut nodes, diags);
 
         let children =
             Csr::build(n, nodes.iter().enumerate().filter_map(|(i, node)| node.parent.map(|p| (p, i as u32))));
@@ -149,6 +149,7 @@ impl<'a> Index<'a> {
         Index {
             input,
             nodes,
+            calls,
             by_id,
             roots,
             children,
@@ -166,6 +167,12 @@ impl<'a> Index<'a> {
     /// The message at position `i`.
     pub(crate) fn node(&self, i: u32) -> &Node<'a> {
         &self.nodes[i as usize]
+    }
+
+    /// The `tools` entries of message `i`, in order.
+    pub(crate) fn calls(&self, i: u32) -> &[ToolCall<'a>] {
+        let r = &self.nodes[i as usize].tools;
+        &self.calls[r.start as usize..r.end as usize]
     }
 
     /// Effective children (upstream `childrenMap`), input order.
@@ -203,31 +210,58 @@ impl<'a> Index<'a> {
 }
 
 /// `result_msg_id` → the tool message with that id (upstream's `toolMessagesById`).
-fn resolve_tool_results(nodes: &mut [Node<'_>], by_id: &FastMap<&str, u32>) {
-    let roles: Vec<Role> = nodes.iter().map(|n| n.role).collect();
-    for node in nodes.iter_mut() {
-        for call in &mut node.tools {
-            let explicit = call.raw.get("result_msg_id");
-            if !truthy(explicit) {
-                continue;
-            }
-            call.result_tool = explicit
-                .and_then(Value::as_str)
-                .and_then(|id| by_id.get(id).copied())
-                .filter(|&t| roles[t as usize] == Role::Tool);
+fn resolve_tool_results(nodes: &[Node<'_>], calls: &mut [ToolCall<'_>], by_id: &FastMap<&str, u32>) {
+    for call in calls {
+        let explicit = call.raw.get("result_msg_id");
+        if !truthy(explicit) {
+            continue;
+        }
+        call.result_tool = explicit
+            .and_then(Value::as_str)
+            .and_then(|id| by_id.get(id).copied())
+            .filter(|&t| nodes[t as usize].role == Role::Tool);
+    }
+}
+
+/// Compressed groups: the last message each one hides → the group's position. Looked up by
+/// the hidden message's position when it is in the input (no second hash of every parent
+/// id), else by its id.
+struct Redirects<'a> {
+    by_pos: Vec<u32>,
+    by_id: FastMap<&'a str, u32>,
+}
+
+impl Redirects<'_> {
+    /// The group that takes the children of `id` (at position `pos`, when it exists).
+    fn get(&self, id: &str, pos: Option<u32>) -> Option<u32> {
+        match pos {
+            Some(p) => self.by_pos.get(p as usize).copied().filter(|&g| g != NONE),
+            None if self.by_id.is_empty() => None,
+            None => self.by_id.get(id).copied(),
         }
     }
 }
 
-/// Compressed groups: the id of the last message each one hides → the group's position.
-fn compressed_redirects<'a>(nodes: &[Node<'a>]) -> FastMap<&'a str, u32> {
-    let mut out = FastMap::default();
+fn compressed_redirects<'a>(nodes: &[Node<'a>], ids: &FastMap<&'a str, u32>) -> Redirects<'a> {
+    let mut out = Redirects { by_pos: Vec::new(), by_id: FastMap::default() };
     for (i, node) in nodes.iter().enumerate() {
         if !node.compressed_group {
             continue;
         }
-        if let Some(last) = last_hidden_message_id(node.map) {
-            out.insert(last, i as u32);
+        let Some(last) = last_hidden_message_id(node.map) else {
+            continue;
+        };
+        // A later group hiding the same message replaces an earlier one (a map insert).
+        match ids.get(last) {
+            Some(&p) => {
+                if out.by_pos.is_empty() {
+                    out.by_pos = vec![NONE; nodes.len()];
+                }
+                out.by_pos[p as usize] = i as u32;
+            }
+            None => {
+                out.by_id.insert(last, i as u32);
+            }
         }
     }
     out
@@ -265,19 +299,20 @@ fn last_hidden_message_id(map: &serde_json::Map<String, Value>) -> Option<&str> 
 fn assign_parents(
     nodes: &mut [Node<'_>],
     by_id: &FastMap<&str, u32>,
-    redirect: &FastMap<&str, u32>,
+    redirect: &Redirects<'_>,
     diags: &mut Vec<Diagnostic>,
 ) {
-    for node in nodes.iter_mut() {
+    for (i, node) in nodes.iter_mut().enumerate() {
         let raw = node.parent_id;
         let raw_id = raw.and_then(Value::as_str);
         node.raw_parent = raw_id.and_then(|p| by_id.get(p).copied());
-        if raw_id == Some(node.id) {
+        // Ids are unique, so naming oneself is naming one's own position.
+        if node.raw_parent == Some(i as u32) {
             // A message naming itself as parent is a root; a compressed-group redirect of
             // that id still applies, as upstream.
             diags.push(Diagnostic::SelfParent { id: node.id.to_owned() });
             node.raw_parent = None;
-            node.parent = raw_id.and_then(|p| redirect.get(p).copied());
+            node.parent = raw_id.and_then(|p| redirect.get(p, Some(i as u32)));
             continue;
         }
         node.parent = match raw {
@@ -288,7 +323,7 @@ fn assign_parents(
                 diags.push(Diagnostic::MissingParent { id: node.id.to_owned(), parent_id: v.clone() });
                 None
             }
-            Some(v) => match raw_id.and_then(|p| redirect.get(p).copied()) {
+            Some(v) => match raw_id.and_then(|p| redirect.get(p, node.raw_parent)) {
                 Some(g) => Some(g),
                 None => match node.raw_parent {
                     Some(p) => Some(p),
@@ -306,7 +341,7 @@ fn assign_parents(
 ///
 /// Each message has at most one parent, so a walk upwards either reaches a root, a message
 /// already known to be fine, or its own path (a cycle). Linear overall.
-fn cut_cycles(nodes: &mut [Node<'_>], prepared: &[Prepared<'_>], diags: &mut Vec<Diagnostic>) {
+fn cut_cycles(nodes: &mut [Node<'_>], diags: &mut Vec<Diagnostic>) {
     const UNSEEN: u8 = 0;
     const ON_PATH: u8 = 1;
     const DONE: u8 = 2;
@@ -327,7 +362,7 @@ fn cut_cycles(nodes: &mut [Node<'_>], prepared: &[Prepared<'_>], diags: &mut Vec
                     let mut cycle: Vec<u32> = path[from..].to_vec();
                     // `path` runs child → parent; report parent → child order.
                     cycle.reverse();
-                    let cut = cycle.iter().copied().min_by_key(|&m| prepared[m as usize].input_index).unwrap_or(c);
+                    let cut = cycle.iter().copied().min_by_key(|&m| nodes[m as usize].at).unwrap_or(c);
                     let cut_node = &mut nodes[cut as usize];
                     cut_node.parent = None;
                     cut_node.raw_parent = None;
@@ -388,7 +423,8 @@ fn report_orphan_threads(nodes: &[Node<'_>], roots: &[u32], diags: &mut Vec<Diag
         if !node.thread {
             continue;
         }
-        let tid = node.thread_id.unwrap_or("");
+        // Read here, not kept per message: only orphan thread roots need it.
+        let tid = node.map.get("threadId").and_then(Value::as_str).unwrap_or("");
         match by_thread.iter_mut().find(|(t, _)| *t == tid) {
             Some((_, ids)) => ids.push(node.id.to_owned()),
             None => by_thread.push((tid, vec![node.id.to_owned()])),

@@ -4,6 +4,8 @@
 //! through untouched); a [`Node`] borrows one and caches every field a decision depends on,
 //! already reduced to the JS semantics upstream applies to it.
 
+use std::ops::Range;
+
 use serde_json::{Map, Value};
 
 use super::diagnostics::Diagnostic;
@@ -32,43 +34,78 @@ pub(crate) struct ToolCall<'a> {
     pub result_tool: Option<u32>,
 }
 
-/// `metadata.signal` of a toolless assistant (upstream ignores it on tool-using ones).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Signal<'a> {
-    pub kind: Option<&'a str>,
-    pub sequence: Option<&'a Value>,
-    pub source_tool_call_id: Option<&'a Value>,
-    pub source_tool_name: Option<&'a Value>,
+/// What `metadata.signal.type` makes of a signal turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SignalKind {
+    /// `tool-stdout` / `tool-callback`.
+    Callback,
+    /// `task-completion`.
+    TaskCompletion,
+    Other,
 }
 
-impl Signal<'_> {
+/// `metadata.signal` of a toolless assistant (upstream ignores it on tool-using ones). Its
+/// type is decided once; the fields only callback blocks show are read when they are built
+/// (a `Node` stays small).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Signal<'a> {
+    kind: SignalKind,
+    /// The (truthy) `metadata.signal` value.
+    raw: &'a Value,
+}
+
+impl<'a> Signal<'a> {
+    fn new(raw: &'a Value) -> Signal<'a> {
+        let kind = match field(Some(raw), "type").and_then(Value::as_str) {
+            Some("tool-stdout" | "tool-callback") => SignalKind::Callback,
+            Some("task-completion") => SignalKind::TaskCompletion,
+            _ => SignalKind::Other,
+        };
+        Signal { kind, raw }
+    }
+
     /// `tool-stdout` / `tool-callback`: rendered inside the signal-callbacks block.
     pub(crate) fn is_callback(&self) -> bool {
-        matches!(self.kind, Some("tool-stdout" | "tool-callback"))
+        self.kind == SignalKind::Callback
     }
 
     /// `task-completion`: rendered after the callbacks block.
     pub(crate) fn is_task_completion(&self) -> bool {
-        self.kind == Some("task-completion")
+        self.kind == SignalKind::TaskCompletion
+    }
+
+    /// `signal.sequence`.
+    pub(crate) fn sequence(&self) -> Option<&'a Value> {
+        field(Some(self.raw), "sequence")
+    }
+
+    /// `signal.sourceToolCallId`.
+    pub(crate) fn source_tool_call_id(&self) -> Option<&'a Value> {
+        field(Some(self.raw), "sourceToolCallId")
+    }
+
+    /// `signal.sourceToolName`.
+    pub(crate) fn source_tool_name(&self) -> Option<&'a Value> {
+        field(Some(self.raw), "sourceToolName")
     }
 }
 
-/// A message after pre-processing: its input position, the input object and its id.
-#[derive(Debug, Clone, Copy)]
+/// The kept messages, read: [`Node`]s in input order, the tool calls they own, and id →
+/// position among the nodes.
 pub(crate) struct Prepared<'a> {
-    pub input_index: usize,
-    pub map: &'a Map<String, Value>,
-    pub id: &'a str,
+    pub nodes: Vec<Node<'a>>,
+    /// Every node's `tools` entries, one allocation for the whole input (`Node::tools` is a
+    /// range into it).
+    pub calls: Vec<ToolCall<'a>>,
+    pub by_id: FastMap<&'a str, u32>,
 }
 
-/// Validate the input array and drop duplicate ids (keeping the last, as upstream's
-/// `messageMap` does), reporting what was skipped. Also returns id → position among the kept
-/// messages.
-pub(crate) fn prepare<'a>(
-    messages: &'a [Value],
-    diags: &mut Vec<Diagnostic>,
-) -> (Vec<Prepared<'a>>, FastMap<&'a str, u32>) {
-    let mut out: Vec<Prepared<'a>> = Vec::with_capacity(messages.len());
+/// Validate the input array, read every message's fields (one pass over each map: the id is
+/// found in the same pass as the rest) and drop duplicate ids (keeping the last, as upstream's
+/// `messageMap` does), reporting what was skipped.
+pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) -> Prepared<'a> {
+    let mut nodes: Vec<Node<'a>> = Vec::with_capacity(messages.len());
+    let mut calls: Vec<ToolCall<'a>> = Vec::new();
     let mut by_id: FastMap<&'a str, u32> = FastMap::with_capacity_and_hasher(messages.len(), Default::default());
     let mut duplicates = false;
     for (i, v) in messages.iter().enumerate() {
@@ -76,31 +113,33 @@ pub(crate) fn prepare<'a>(
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "not an object".to_owned() });
             continue;
         };
-        let Some(id) = map.get("id").and_then(Value::as_str) else {
+        let f = Fields::of(map);
+        let Some(id) = f.id.and_then(Value::as_str) else {
             diags.push(Diagnostic::InvalidMessage { index: i, reason: "no string `id`".to_owned() });
             continue;
         };
-        duplicates |= by_id.insert(id, out.len() as u32).is_some();
-        out.push(Prepared { input_index: i, map, id });
+        duplicates |= by_id.insert(id, nodes.len() as u32).is_some();
+        nodes.push(Node::read(map, f, id, i as u32, &mut calls));
     }
     if duplicates {
-        // Rare: keep only each id's last occurrence (`by_id` names it), then renumber.
-        let valid = std::mem::take(&mut out);
-        for p in &valid {
-            let kept = by_id.get(p.id).map_or(p.input_index, |&k| valid[k as usize].input_index);
-            if kept != p.input_index {
+        // Rare: keep only each id's last occurrence (`by_id` names it), then renumber. The
+        // dropped copies' tool calls stay in `calls`, unreferenced.
+        let all = std::mem::take(&mut nodes);
+        let kept_at: Vec<u32> = all.iter().map(|n| by_id.get(n.id).map_or(n.at, |&k| all[k as usize].at)).collect();
+        for (node, kept) in all.into_iter().zip(kept_at) {
+            if kept != node.at {
                 diags.push(Diagnostic::DuplicateId {
-                    id: p.id.to_owned(),
-                    dropped_index: p.input_index,
-                    kept_index: kept,
+                    id: node.id.to_owned(),
+                    dropped_index: node.at as usize,
+                    kept_index: kept as usize,
                 });
                 continue;
             }
-            out.push(*p);
+            nodes.push(node);
         }
-        by_id = out.iter().enumerate().map(|(pos, p)| (p.id, pos as u32)).collect();
+        by_id = nodes.iter().enumerate().map(|(pos, n)| (n.id, pos as u32)).collect();
     }
-    (out, by_id)
+    Prepared { nodes, calls, by_id }
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
@@ -132,11 +171,11 @@ pub(crate) struct Node<'a> {
     /// The message named by the raw `parentId` (upstream's `m.parentId === x` checks).
     pub raw_parent: Option<u32>,
     pub thread: bool,
-    pub thread_id: Option<&'a str>,
     pub group_id: Option<&'a str>,
     pub agent: Key<'a>,
     pub tool_call_id: Key<'a>,
-    pub tools: Vec<ToolCall<'a>>,
+    /// This message's entries in the shared tool-call list (`Index::calls`).
+    pub tools: Range<u32>,
     /// `tools` is a non-empty array.
     pub has_tools: bool,
     pub active_branch_index: Option<f64>,
@@ -154,7 +193,7 @@ pub(crate) struct Node<'a> {
 }
 
 /// The top-level fields parse reads, found in one pass over the message's map.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Fields<'a> {
     id: Option<&'a Value>,
     role: Option<&'a Value>,
@@ -183,6 +222,9 @@ impl<'a> Fields<'a> {
                 "agentId" => &mut f.agent_id,
                 "tool_call_id" => &mut f.tool_call_id,
                 "parentId" => &mut f.parent_id,
+                // Keys iterate in byte order (`tests::input_maps_iterate_keys_in_byte_order`)
+                // and none read here starts after `t`: skip the rest (`updatedAt`, `usage`).
+                _ if k.as_bytes().first().is_some_and(|&b| b > b't') => break,
                 _ => continue,
             };
             *slot = Some(v);
@@ -224,6 +266,9 @@ impl<'a> MetaFields<'a> {
                 "agentDispatch" => &mut f.agent_dispatch,
                 "scope" => &mut f.scope,
                 "subAgentId" => &mut f.sub_agent_id,
+                // Keys iterate in byte order and none read here starts after `s`: skip the
+                // usage and performance keys (`totalTokens`, `tps`, `ttft`, `usage`, …).
+                _ if k.as_bytes().first().is_some_and(|&b| b > b's') => break,
                 _ => continue,
             };
             *slot = Some(v);
@@ -233,11 +278,16 @@ impl<'a> MetaFields<'a> {
 }
 
 impl<'a> Node<'a> {
-    /// Read the fields of one prepared message (`pos` is its index among prepared messages).
-    pub(crate) fn read(p: &Prepared<'a>, pos: usize) -> Node<'a> {
-        let map = p.map;
-        let f = Fields::of(map);
-        let id = p.id;
+    /// Read the fields of one message (`at`: its input position; objects as `===` operands
+    /// are keyed by it), appending its tool calls to `calls`.
+    fn read(
+        map: &'a Map<String, Value>,
+        f: Fields<'a>,
+        id: &'a str,
+        at: u32,
+        calls: &mut Vec<ToolCall<'a>>,
+    ) -> Node<'a> {
+        let owner = at as usize;
         let role = match f.role.and_then(Value::as_str) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
@@ -254,14 +304,13 @@ impl<'a> Node<'a> {
         };
         let tools_arr = f.tools.and_then(Value::as_array);
         let has_tools = tools_arr.is_some_and(|t| !t.is_empty());
+        let first_call = calls.len() as u32;
+        if let Some(arr) = tools_arr {
+            calls.extend(arr.iter().map(|t| ToolCall { raw: t, id: Key::of(t.get("id"), owner), result_tool: None }));
+        }
+        let tools = first_call..calls.len() as u32;
         let signal = if role == Role::Assistant && !non_empty(f.tools) {
-            let sig = md.signal;
-            truthy(sig).then(|| Signal {
-                kind: field(sig, "type").and_then(Value::as_str),
-                sequence: field(sig, "sequence"),
-                source_tool_call_id: field(sig, "sourceToolCallId"),
-                source_tool_name: field(sig, "sourceToolName"),
-            })
+            md.signal.filter(|&sig| truthy(Some(sig))).map(Signal::new)
         } else {
             None
         };
@@ -269,7 +318,7 @@ impl<'a> Node<'a> {
         Node {
             parent_id: f.parent_id,
             compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
-            at: p.input_index as u32,
+            at,
             map,
             agent_override,
             id,
@@ -278,15 +327,10 @@ impl<'a> Node<'a> {
             parent: None,
             raw_parent: None,
             thread: truthy(f.thread_id),
-            thread_id: f.thread_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
             group_id: f.group_id.and_then(Value::as_str).filter(|s| !s.is_empty()),
-            agent: Key::of(agent_override.or(f.agent_id), pos),
-            tool_call_id: Key::of(f.tool_call_id, pos),
-            tools: tools_arr
-                .map(|arr| {
-                    arr.iter().map(|t| ToolCall { raw: t, id: Key::of(t.get("id"), pos), result_tool: None }).collect()
-                })
-                .unwrap_or_default(),
+            agent: Key::of(agent_override.or(f.agent_id), owner),
+            tool_call_id: Key::of(f.tool_call_id, owner),
+            tools,
             has_tools,
             active_branch_index: md.active_branch_index.and_then(Value::as_f64),
             compare: is_true(md.compare),

@@ -23,7 +23,7 @@
 //! resolution, `collector` assistant chains, `context_tree` / `flat_list` phase 3, `finish`
 //! post-processing, `virtual_message` the decisions behind virtual rows, `rows` / `group_json` /
 //! `usage` the JSON the rows stand for, `output` the result's public views, `js` the JS
-//! semantics upstream relies on.
+//! semantics upstream relies on, `node_id` the context tree's inline ids.
 
 mod branch;
 mod collector;
@@ -36,6 +36,7 @@ mod group_json;
 mod indexing;
 mod js;
 mod message;
+mod node_id;
 mod output;
 mod processed;
 mod rows;
@@ -51,6 +52,7 @@ pub use context_tree::{
     TasksNode,
 };
 pub use diagnostics::Diagnostic;
+pub use node_id::NodeId;
 pub use output::{FlatList, FlatRow, MessageEntry, MessageMap, ParseResult};
 
 /// Why a JSON document is not parser input.
@@ -98,8 +100,8 @@ pub fn parse_document(doc: &Value) -> Result<ParseResult<'_>, InputError> {
 /// Upstream's `parse(messages, messageGroups?)`.
 pub fn parse<'a>(messages: &'a [Value], message_groups: Option<&'a [Value]>) -> ParseResult<'a> {
     let mut diagnostics = Vec::new();
-    let (prepared, by_id) = message::prepare(messages, &mut diagnostics);
-    let index = indexing::Index::build(messages, &prepared, by_id, message_groups.unwrap_or(&[]), &mut diagnostics);
+    let prepared = message::prepare(messages, &mut diagnostics);
+    let index = indexing::Index::build(messages, prepared, message_groups.unwrap_or(&[]), &mut diagnostics);
     let context_tree = context_tree::build(&index);
     let placed = flat_list::build(&index);
     let rows = finish::flat_list(&index, placed);

@@ -27,19 +27,35 @@ fn s(v: &str) -> Value {
 /// `undefined`) yields the bare shell upstream produces.
 pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extras: GroupExtras<'_>) -> GroupRow {
     let mut results = Vec::new();
-    let any_calls = chain.iter().any(|&a| !ix.node(a).tools.is_empty());
+    let any_calls = chain.iter().any(|&a| !ix.calls(a).is_empty());
     if any_calls {
-        let mut tool_map: FastMap<Key<'_>, u32> = FastMap::with_capacity_and_hasher(tools.len(), Default::default());
-        for &t in tools {
-            let key = ix.node(t).tool_call_id;
-            if key.is_truthy() {
-                tool_map.insert(key, t);
+        // Upstream's map from `tool_call_id` (truthy ones; the last message wins). A chain
+        // rarely has more than a few tools: below `MAP_FROM` a reverse scan finds the same
+        // message without building the map.
+        const MAP_FROM: usize = 16;
+        let tool_map: Option<FastMap<Key<'_>, u32>> = (tools.len() >= MAP_FROM).then(|| {
+            let mut map = FastMap::with_capacity_and_hasher(tools.len(), Default::default());
+            for &t in tools {
+                let key = ix.node(t).tool_call_id;
+                if key.is_truthy() {
+                    map.insert(key, t);
+                }
             }
-        }
+            map
+        });
+        let answering = |id: &Key<'_>| -> Option<u32> {
+            match &tool_map {
+                Some(map) => map.get(id).copied(),
+                None => tools.iter().rev().copied().find(|&t| {
+                    let key = ix.node(t).tool_call_id;
+                    key.is_truthy() && key == *id
+                }),
+            }
+        };
         for &a in chain {
-            for call in &ix.node(a).tools {
-                let answer = match tool_map.get(&call.id) {
-                    Some(&t) if call.id.is_truthy() && call.raw.is_object() => ix.node(t).at,
+            for call in ix.calls(a) {
+                let answer = match answering(&call.id) {
+                    Some(t) if call.id.is_truthy() && call.raw.is_object() => ix.node(t).at,
                     _ => NONE,
                 };
                 results.push(answer);
