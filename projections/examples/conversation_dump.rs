@@ -157,7 +157,7 @@ fn random_document(seed: u64) -> Value {
     let n = 1 + rng.below(60);
     let messages: Vec<Value> = (0..n + rng.below(n)).map(|i| random_message(&mut rng, n, i)).collect();
     let groups = json!([{"id": "g0", "mode": "compare"}, {"id": "g1", "mode": "other", "parentMessageId": "m1"}, 7]);
-    if seed % 2 == 0 { json!({"messages": messages, "messageGroups": groups}) } else { Value::Array(messages) }
+    if seed.is_multiple_of(2) { json!({"messages": messages, "messageGroups": groups}) } else { Value::Array(messages) }
 }
 
 fn dump(out: &Path, name: &str, doc: &Value) -> Result<(), Box<dyn std::error::Error>> {
