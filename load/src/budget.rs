@@ -30,23 +30,21 @@ impl Budget {
                 true
             }
             // Never counts past the max, so `sent` is exactly what was sent.
-            Some(max) => self.sent.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1)).is_ok(),
+            Some(max) => {
+                self.sent.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1)).is_ok()
+            }
         }
     }
 
     /// Is it spent?
     pub fn spent(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d) || self.max.is_some_and(|m| self.sent.load(Ordering::Relaxed) >= m)
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+            || self.max.is_some_and(|m| self.sent.load(Ordering::Relaxed) >= m)
     }
 
     /// Mutations sent so far.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
-    }
-
-    /// The deadline, if any.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
     }
 }
 

@@ -59,11 +59,6 @@ impl Gql {
         Ok(Self { http, target })
     }
 
-    /// The server's endpoints.
-    pub fn target(&self) -> &Target {
-        &self.target
-    }
-
     /// Send one query or mutation.
     pub async fn post(&self, token: &str, query: &str, variables: &Value) -> Answer {
         let body = json!({"query": query, "variables": variables});
@@ -218,9 +213,10 @@ impl Session {
             match answer {
                 Answer::Data(data) => {
                     self.stats.ack(call.op, started.elapsed());
-                    let position = data.as_object().and_then(|o| o.values().next()).map_or(0, |v| {
-                        v.get("position").and_then(Value::as_i64).unwrap_or(0)
-                    });
+                    let position = data
+                        .as_object()
+                        .and_then(|o| o.values().next())
+                        .map_or(0, |v| v.get("position").and_then(Value::as_i64).unwrap_or(0));
                     self.shared
                         .recorder
                         .record(self.client, call.op, position, &effect.streams, &effect.ids)

@@ -18,8 +18,7 @@ use crate::{
 
 const CREATE_CONVERSATION: &str =
     "mutation($t: String!, $a: String) { createConversation(topicId: $t, agentId: $a) { position } }";
-const ADD_COMMENT: &str =
-    "mutation($id: String!, $c: String!, $x: String!) { addTaskComment(id: $id, commentId: $c, content: $x) { position } }";
+const ADD_COMMENT: &str = "mutation($id: String!, $c: String!, $x: String!) { addTaskComment(id: $id, commentId: $c, content: $x) { position } }";
 
 /// What everyone contends for.
 #[derive(Debug)]
@@ -47,16 +46,40 @@ pub async fn setup(s: &mut Session, token: &str, clients: usize) -> Result<Conte
         raced: Barrier::new(clients),
     };
     let conv = stream("conversation", &c.topic);
-    let call = Call { op: "createConversation", query: CREATE_CONVERSATION, variables: json!({"t": c.topic, "a": AGENT}), retry: Retry::NEVER, idempotent: false };
+    let call = Call {
+        op: "createConversation",
+        query: CREATE_CONVERSATION,
+        variables: json!({"t": c.topic, "a": AGENT}),
+        retry: Retry::NEVER,
+        idempotent: false,
+    };
     s.mutate(token, call, Effect::on(&conv).id("topicId", &c.topic)).await?;
     let root = json!({"messageId": c.root, "role": "user", "content": "root", "requestId": c.root});
-    let call = Call { op: "appendMessage", query: APPEND_MESSAGE, variables: json!({"t": c.topic, "m": root}), retry: Retry::CONFLICT, idempotent: true };
+    let call = Call {
+        op: "appendMessage",
+        query: APPEND_MESSAGE,
+        variables: json!({"t": c.topic, "m": root}),
+        retry: Retry::CONFLICT,
+        idempotent: true,
+    };
     s.mutate(token, call, Effect::on(&conv).id("messageId", &c.root)).await?;
     let input = json!({"taskId": c.task, "identifier": c.task, "instruction": "Everyone at once."});
-    let call = Call { op: "createTask", query: CREATE_TASK, variables: json!({"i": input, "r": c.task}), retry: Retry::NEVER, idempotent: true };
+    let call = Call {
+        op: "createTask",
+        query: CREATE_TASK,
+        variables: json!({"i": input, "r": c.task}),
+        retry: Retry::NEVER,
+        idempotent: true,
+    };
     s.mutate(token, call, Effect::on(stream("task", &c.task)).id("taskId", &c.task)).await?;
     let input = json!({"operationId": c.operation, "kind": "CONVERSATION", "agentId": AGENT, "topicId": c.topic});
-    let call = Call { op: "startOperation", query: START_OPERATION, variables: json!({"i": input, "r": c.operation}), retry: Retry::CONFLICT, idempotent: true };
+    let call = Call {
+        op: "startOperation",
+        query: START_OPERATION,
+        variables: json!({"i": input, "r": c.operation}),
+        retry: Retry::CONFLICT,
+        idempotent: true,
+    };
     let effect = Effect::on(stream("operation", &c.operation)).and(&conv).id("operationId", &c.operation);
     s.mutate(token, call, effect).await?;
     Ok(c)
@@ -75,11 +98,23 @@ async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Fail
     let conv = stream("conversation", &c.topic);
     let on_op = || Effect::on(stream("operation", &c.operation)).id("operationId", &c.operation);
     let worker = format!("{}-w{}", s.shared.run_id, s.client);
-    let claim = Call { op: "claimOperation", query: CLAIM, variables: json!({"id": c.operation, "w": worker, "r": format!("claim-{worker}")}), retry: Retry::NEVER, idempotent: true };
+    let claim = Call {
+        op: "claimOperation",
+        query: CLAIM,
+        variables: json!({"id": c.operation, "w": worker, "r": format!("claim-{worker}")}),
+        retry: Retry::NEVER,
+        idempotent: true,
+    };
     ignore_refusal(s.mutate(token, claim, on_op().id("workerId", &worker)).await)?;
     let second = s.id("o", 0);
     let input = json!({"operationId": second, "kind": "CONVERSATION", "agentId": AGENT, "topicId": c.topic});
-    let start = Call { op: "startOperation", query: START_OPERATION, variables: json!({"i": input, "r": second}), retry: Retry::NEVER, idempotent: true };
+    let start = Call {
+        op: "startOperation",
+        query: START_OPERATION,
+        variables: json!({"i": input, "r": second}),
+        retry: Retry::NEVER,
+        idempotent: true,
+    };
     let effect = Effect::on(stream("operation", &second)).and(&conv).id("operationId", &second);
     let raced = ignore_refusal(s.mutate(token, start, effect).await);
     // A client that stopped early never arrives: the others go on after a while.
@@ -90,15 +125,28 @@ async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Fail
         n += 1;
         let m = s.id("m", n);
         let message = json!({"messageId": m, "role": "user", "content": format!("me too {n}"), "parentId": c.root, "requestId": m});
-        let call = Call { op: "appendMessage", query: APPEND_MESSAGE, variables: json!({"t": c.topic, "m": message}), retry: Retry::CONFLICT, idempotent: true };
+        let call = Call {
+            op: "appendMessage",
+            query: APPEND_MESSAGE,
+            variables: json!({"t": c.topic, "m": message}),
+            retry: Retry::CONFLICT,
+            idempotent: true,
+        };
         ignore_refusal(s.mutate(token, call, Effect::on(&conv).id("messageId", &m)).await)?;
         let comment = s.id("c", n);
         let vars = json!({"id": c.task, "c": comment, "x": format!("comment {n}")});
-        let call = Call { op: "addTaskComment", query: ADD_COMMENT, variables: vars, retry: Retry::CONFLICT, idempotent: false };
+        let call = Call {
+            op: "addTaskComment",
+            query: ADD_COMMENT,
+            variables: vars,
+            retry: Retry::CONFLICT,
+            idempotent: false,
+        };
         ignore_refusal(s.mutate(token, call, Effect::on(stream("task", &c.task)).id("commentId", &comment)).await)?;
         let vars = json!({"id": c.operation, "c": [{"id": format!("{}-{n}", s.client), "name": "lookup"}],
                           "u": {"totalTokens": 10}, "r": s.id("s", n)});
-        let call = Call { op: "reportStep", query: REPORT_STEP, variables: vars, retry: Retry::CONFLICT, idempotent: true };
+        let call =
+            Call { op: "reportStep", query: REPORT_STEP, variables: vars, retry: Retry::CONFLICT, idempotent: true };
         ignore_refusal(s.mutate(token, call, on_op()).await)?;
     }
 }

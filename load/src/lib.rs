@@ -113,9 +113,7 @@ pub enum LoadError {
         reason: String,
     },
     /// The target is not this machine.
-    #[error(
-        "refusing to load {host:?}: agentlog-load only targets this machine (127.0.0.0/8, ::1 or localhost)"
-    )]
+    #[error("refusing to load {host:?}: agentlog-load only targets this machine (127.0.0.0/8, ::1 or localhost)")]
     NotLoopback {
         /// The host named.
         host: String,

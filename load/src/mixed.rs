@@ -157,7 +157,13 @@ impl Client {
             // A conversation stuck busy (its operation abandoned in an outage) is left behind.
             let topic = self.next("t");
             let vars = json!({"t": topic, "a": AGENT});
-            let call = Call { op: "createConversation", query: CREATE_CONVERSATION, variables: vars, retry: Retry::NEVER, idempotent: false };
+            let call = Call {
+                op: "createConversation",
+                query: CREATE_CONVERSATION,
+                variables: vars,
+                retry: Retry::NEVER,
+                idempotent: false,
+            };
             self.send(false, call, Effect::on(stream("conversation", &topic)).id("topicId", &topic)).await?;
             self.chat = Chat { topic: Some(topic), ..Chat::default() };
         }
@@ -165,11 +171,18 @@ impl Client {
         // Usually after the latest answer; sometimes beside the last user message (the same
         // parent, which already has that child): a new branch.
         let branch = self.chat.last_user.as_ref().and_then(|(_, p)| p.clone()).filter(|_| self.s.rng.chance(20));
-        let parent = branch.or_else(|| mixed.answer(&topic)).or_else(|| self.chat.last_user.as_ref().map(|(m, _)| m.clone()));
+        let parent =
+            branch.or_else(|| mixed.answer(&topic)).or_else(|| self.chat.last_user.as_ref().map(|(m, _)| m.clone()));
         let message_id = self.next("m");
         let message = json!({"messageId": message_id, "role": "user", "content": format!("question {}", self.n),
                              "parentId": parent, "requestId": message_id});
-        let call = Call { op: "appendMessage", query: APPEND_MESSAGE, variables: json!({"t": topic, "m": message}), retry: Retry::CONFLICT, idempotent: true };
+        let call = Call {
+            op: "appendMessage",
+            query: APPEND_MESSAGE,
+            variables: json!({"t": topic, "m": message}),
+            retry: Retry::CONFLICT,
+            idempotent: true,
+        };
         self.send(false, call, Effect::on(stream("conversation", &topic)).id("messageId", &message_id)).await?;
         self.chat.last_user = Some((message_id.clone(), parent));
         self.chat.turns += 1;
@@ -177,12 +190,19 @@ impl Client {
         let op = self.next("o");
         let input = json!({"operationId": op, "kind": "CONVERSATION", "agentId": AGENT, "topicId": topic,
                            "model": "load-model", "provider": "local"});
-        let call = Call { op: "startOperation", query: START_OPERATION, variables: json!({"i": input, "r": op}), retry: Retry::CONFLICT_OR_BUSY, idempotent: true };
+        let call = Call {
+            op: "startOperation",
+            query: START_OPERATION,
+            variables: json!({"i": input, "r": op}),
+            retry: Retry::CONFLICT_OR_BUSY,
+            idempotent: true,
+        };
         let effect = Effect::on(stream("operation", &op)).and(stream("conversation", &topic)).id("operationId", &op);
         match self.send(false, call, effect).await {
             Ok(_) => {
                 self.chat.busy = 0;
-                mixed.push(WorkItem { operation: op, chat: Some((topic, message_id)), task: None, raced: false }, false);
+                mixed
+                    .push(WorkItem { operation: op, chat: Some((topic, message_id)), task: None, raced: false }, false);
                 Ok(())
             }
             Err(Failure::Refused(code)) if code == "CONVERSATION_BUSY" => {
@@ -203,14 +223,26 @@ impl Client {
         let op = item.operation.clone();
         let worker = format!("{}-w{}", self.s.shared.run_id, self.s.client);
         let on_op = || Effect::on(stream("operation", &op)).id("operationId", &op);
-        let claim = Call { op: "claimOperation", query: CLAIM, variables: json!({"id": op, "w": worker, "r": format!("{op}-claim-{worker}")}), retry: Retry::NEVER, idempotent: true };
+        let claim = Call {
+            op: "claimOperation",
+            query: CLAIM,
+            variables: json!({"id": op, "w": worker, "r": format!("{op}-claim-{worker}")}),
+            retry: Retry::NEVER,
+            idempotent: true,
+        };
         match self.send(true, claim, on_op().id("workerId", &worker)).await {
             Ok(_) => {}
             Err(Failure::Refused(_)) => return Ok(()),
             Err(e) => return Err(e),
         }
         if self.s.rng.chance(50) {
-            let renew = Call { op: "renewLease", query: RENEW, variables: json!({"id": op, "w": worker}), retry: Retry::NEVER, idempotent: false };
+            let renew = Call {
+                op: "renewLease",
+                query: RENEW,
+                variables: json!({"id": op, "w": worker}),
+                retry: Retry::NEVER,
+                idempotent: false,
+            };
             self.send(true, renew, on_op()).await?;
         }
         let call_id = format!("{op}-c1");
@@ -219,7 +251,8 @@ impl Client {
         let vars = json!({"id": op, "c": [{"id": call_id, "name": "search", "status": "succeeded"}],
                           "u": {"inputTokens": input, "outputTokens": output, "totalTokens": input + output, "costMicros": input + 3 * output},
                           "r": format!("{op}-step1")});
-        let step = Call { op: "reportStep", query: REPORT_STEP, variables: vars, retry: Retry::CONFLICT, idempotent: true };
+        let step =
+            Call { op: "reportStep", query: REPORT_STEP, variables: vars, retry: Retry::CONFLICT, idempotent: true };
         self.send(true, step, on_op()).await?;
         if let Some((topic, question)) = &item.chat {
             let (answer, tool, last) = (format!("{op}-a"), format!("{op}-t"), format!("{op}-f"));
@@ -234,7 +267,13 @@ impl Client {
             ];
             for m in messages {
                 let id = m["messageId"].as_str().unwrap_or_default().to_string();
-                let call = Call { op: "appendMessage", query: APPEND_MESSAGE, variables: json!({"t": topic, "m": m}), retry: Retry::CONFLICT, idempotent: true };
+                let call = Call {
+                    op: "appendMessage",
+                    query: APPEND_MESSAGE,
+                    variables: json!({"t": topic, "m": m}),
+                    retry: Retry::CONFLICT,
+                    idempotent: true,
+                };
                 self.send(true, call, Effect::on(stream("conversation", topic)).id("messageId", &id)).await?;
             }
             mixed.set_answer(topic, &last);
@@ -242,14 +281,21 @@ impl Client {
         let end = format!("{op}-end");
         if self.s.rng.chance(10) {
             let vars = json!({"id": op, "m": "simulated failure", "r": end});
-            let call = Call { op: "failOperation", query: FAIL, variables: vars, retry: Retry::CONFLICT, idempotent: true };
+            let call =
+                Call { op: "failOperation", query: FAIL, variables: vars, retry: Retry::CONFLICT, idempotent: true };
             self.send(true, call, on_op()).await?;
         } else {
             let handoff = item.task.as_ref().map(|_| {
                 json!({"title": "load run", "summary": "did the work", "keyFindings": ["one", "two"], "nextAction": "repeat"})
             });
             let vars = json!({"id": op, "res": "done", "h": handoff, "r": end});
-            let call = Call { op: "completeOperation", query: COMPLETE, variables: vars, retry: Retry::CONFLICT, idempotent: true };
+            let call = Call {
+                op: "completeOperation",
+                query: COMPLETE,
+                variables: vars,
+                retry: Retry::CONFLICT,
+                idempotent: true,
+            };
             self.send(true, call, on_op()).await?;
         }
         Ok(())
@@ -260,11 +306,23 @@ impl Client {
         let task = self.next("k");
         let input = json!({"taskId": task, "identifier": task, "name": format!("load task {}", self.n),
                            "instruction": "Summarise the findings.", "priority": self.s.rng.below(5)});
-        let call = Call { op: "createTask", query: CREATE_TASK, variables: json!({"i": input, "r": task}), retry: Retry::NEVER, idempotent: true };
+        let call = Call {
+            op: "createTask",
+            query: CREATE_TASK,
+            variables: json!({"i": input, "r": task}),
+            retry: Retry::NEVER,
+            idempotent: true,
+        };
         self.send(false, call, Effect::on(stream("task", &task)).id("taskId", &task)).await?;
         if let Some(prev) = self.last_task.clone().filter(|_| self.s.rng.chance(60)) {
             let kind = if self.s.rng.chance(70) { "blocks" } else { "relates" };
-            let call = Call { op: "addTaskDependency", query: ADD_DEPENDENCY, variables: json!({"id": task, "d": prev, "k": kind}), retry: Retry::CONFLICT, idempotent: false };
+            let call = Call {
+                op: "addTaskDependency",
+                query: ADD_DEPENDENCY,
+                variables: json!({"id": task, "d": prev, "k": kind}),
+                retry: Retry::CONFLICT,
+                idempotent: false,
+            };
             self.send(false, call, Effect::on(stream("task", &task)).id("dependsOnId", &prev)).await?;
         }
         self.last_task = Some(task.clone());
@@ -283,32 +341,67 @@ impl Client {
         let input = json!({"briefId": brief, "type": "decision", "priority": "normal", "title": "Approve the plan?",
                            "summary": "The load generator asks."});
         let on = || Effect::on(stream("brief", &brief)).id("briefId", &brief);
-        let call = Call { op: "createBrief", query: CREATE_BRIEF, variables: json!({"i": input, "r": brief}), retry: Retry::NEVER, idempotent: true };
+        let call = Call {
+            op: "createBrief",
+            query: CREATE_BRIEF,
+            variables: json!({"i": input, "r": brief}),
+            retry: Retry::NEVER,
+            idempotent: true,
+        };
         self.send(false, call, on()).await?;
         if self.s.rng.chance(50) {
-            let call = Call { op: "markBriefRead", query: READ_BRIEF, variables: json!({"id": brief}), retry: Retry::CONFLICT, idempotent: false };
+            let call = Call {
+                op: "markBriefRead",
+                query: READ_BRIEF,
+                variables: json!({"id": brief}),
+                retry: Retry::CONFLICT,
+                idempotent: false,
+            };
             self.send(false, call, on()).await?;
         }
         let vars = json!({"id": brief, "a": "approve", "c": "fine", "r": format!("{brief}-resolve")});
-        let call = Call { op: "resolveBrief", query: RESOLVE_BRIEF, variables: vars, retry: Retry::CONFLICT, idempotent: true };
+        // Resolved once: a CONFLICT here means "already resolved", not a concurrent writer.
+        let call = Call {
+            op: "resolveBrief",
+            query: RESOLVE_BRIEF,
+            variables: vars,
+            retry: Retry::NEVER,
+            idempotent: true,
+        };
         self.send(false, call, on()).await?;
         Ok(())
     }
 
     /// A notification (sometimes with a dedupe key used before), then marked read.
     async fn notification(&mut self) -> Result<(), Failure> {
-        let dedupe = self.s.rng.chance(20).then(|| format!("{}-{}-dk{}", self.s.shared.run_id, self.s.client, self.s.rng.below(3)));
+        let dedupe = self
+            .s
+            .rng
+            .chance(20)
+            .then(|| format!("{}-{}-dk{}", self.s.shared.run_id, self.s.client, self.s.rng.below(3)));
         let input = json!({"category": "load", "type": "load_ping", "title": "Ping", "body": format!("ping {}", self.n), "dedupeKey": dedupe});
         let mut effect = Effect::on(self.notification_stream());
         if let Some(k) = &dedupe {
             effect = effect.id("dedupeKey", k);
         }
-        let call = Call { op: "createNotification", query: CREATE_NOTIFICATION, variables: json!({"i": input}), retry: Retry::CONFLICT, idempotent: dedupe.is_some() };
+        let call = Call {
+            op: "createNotification",
+            query: CREATE_NOTIFICATION,
+            variables: json!({"i": input}),
+            retry: Retry::CONFLICT,
+            idempotent: dedupe.is_some(),
+        };
         let data = self.send(false, call, effect).await?;
         let Some(id) = data["createNotification"]["notification"]["notificationId"].as_str().map(str::to_string) else {
             return Ok(());
         };
-        let call = Call { op: "markNotificationsRead", query: READ_NOTIFICATIONS, variables: json!({"ids": [id]}), retry: Retry::CONFLICT, idempotent: false };
+        let call = Call {
+            op: "markNotificationsRead",
+            query: READ_NOTIFICATIONS,
+            variables: json!({"ids": [id]}),
+            retry: Retry::CONFLICT,
+            idempotent: false,
+        };
         self.send(false, call, Effect::on(self.notification_stream()).id("notificationId", &id)).await?;
         Ok(())
     }

@@ -71,7 +71,14 @@ impl Recorder {
     }
 
     /// Write one acknowledged mutation.
-    pub fn record(&self, client: usize, op: &str, position: i64, streams: &[String], ids: &Map<String, Value>) -> Result<(), LoadError> {
+    pub fn record(
+        &self,
+        client: usize,
+        op: &str,
+        position: i64,
+        streams: &[String],
+        ids: &Map<String, Value>,
+    ) -> Result<(), LoadError> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let Some((path, file)) = &self.file else { return Ok(()) };
         let record = Record {
@@ -83,7 +90,8 @@ impl Recorder {
             ids: ids.clone(),
             at_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         };
-        let line = serde_json::to_string(&record).map_err(|e| LoadError::Record { path: path.clone(), source: e.into() })?;
+        let line =
+            serde_json::to_string(&record).map_err(|e| LoadError::Record { path: path.clone(), source: e.into() })?;
         // A poisoned lock only means another client panicked mid-write; the file is still ours.
         let mut w = file.lock().unwrap_or_else(|p| p.into_inner());
         writeln!(w, "{line}").map_err(|source| LoadError::Record { path: path.clone(), source })

@@ -107,16 +107,7 @@ impl Report {
                 },
             );
         }
-        Self {
-            scenario,
-            clients,
-            elapsed,
-            sent,
-            acknowledged,
-            operations,
-            head_position: 0,
-            subscribers: Vec::new(),
-        }
+        Self { scenario, clients, elapsed, sent, acknowledged, operations, head_position: 0, subscribers: Vec::new() }
     }
 
     /// Error answers with `code`, all mutation types together.

@@ -74,13 +74,14 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         }
         Scenario::Contention => {
             let mut s = Session::new(Arc::clone(&shared), 0, config.seed);
-            let contended = contention::setup(&mut s, &config.token, config.clients)
-                .await
-                .map_err(|e| LoadError::Setup(format!("creating the contended conversation, task and operation: {e:?}")))?;
+            let contended = contention::setup(&mut s, &config.token, config.clients).await.map_err(|e| {
+                LoadError::Setup(format!("creating the contended conversation, task and operation: {e:?}"))
+            })?;
             stats.merge(s.stats);
             let contended = Arc::new(contended);
             for i in 0..config.clients {
-                let (s, c, token) = (Session::new(Arc::clone(&shared), i, config.seed), Arc::clone(&contended), config.token.clone());
+                let (s, c, token) =
+                    (Session::new(Arc::clone(&shared), i, config.seed), Arc::clone(&contended), config.token.clone());
                 clients.spawn(async move { contention::client(s, token, &c).await });
             }
         }
@@ -125,7 +126,13 @@ async fn user_tokens(gql: &Gql, token: &str, run_id: &str, clients: usize) -> Re
     let mut tokens = Vec::with_capacity(clients);
     for i in 0..clients {
         let user = format!("{run_id}-u{i}");
-        let answer = gql.post(token, "mutation($u: String!) { createToken(userId: $u, name: \"agentlog-load\") }", &json!({"u": user})).await;
+        let answer = gql
+            .post(
+                token,
+                "mutation($u: String!) { createToken(userId: $u, name: \"agentlog-load\") }",
+                &json!({"u": user}),
+            )
+            .await;
         match answer {
             Answer::Data(d) => {
                 let secret = d["createToken"].as_str().unwrap_or_default().to_string();

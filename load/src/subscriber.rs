@@ -52,7 +52,9 @@ pub async fn follow(url: String, token: String, mut stop: watch::Receiver<Option
                 message = socket.next() => {
                     let text = match message {
                         Some(Ok(Message::Text(t))) => t,
-                        Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                        Some(Ok(Message::Close(frame))) => { note(&mut report, format!("closed by the server: {frame:?}")); break }
+                        Some(Err(e)) => { note(&mut report, format!("connection lost: {e}")); break }
+                        None => { note(&mut report, "connection ended".into()); break }
                         Some(Ok(_)) => continue,
                     };
                     let v: Value = match serde_json::from_str(text.as_str()) {

@@ -56,8 +56,13 @@ mod tests {
 
     #[test]
     fn loopback_hosts_are_accepted() {
-        for url in ["http://127.0.0.1:8080", "http://127.9.8.7:1/", "http://localhost:80", "http://LOCALHOST", "http://[::1]:9"]
-        {
+        for url in [
+            "http://127.0.0.1:8080",
+            "http://127.9.8.7:1/",
+            "http://localhost:80",
+            "http://LOCALHOST",
+            "http://[::1]:9",
+        ] {
             assert!(Target::parse(url).is_ok(), "{url}");
         }
         let t = Target::parse("http://[::1]:9/graphql").unwrap();

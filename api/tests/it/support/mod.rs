@@ -340,7 +340,10 @@ pub async fn read_log(db: &Db) -> Vec<RecordedEvent> {
     assert_eq!(row[0].i64(0), Some(events.len() as i64), "the store read every row of the events table");
     assert_eq!(row[0].i64(1), Some(events.len() as i64), "an event id appears twice in the events table");
     let dup = raw
-        .fetch("SELECT stream_id, stream_version FROM events GROUP BY stream_id, stream_version HAVING COUNT(*) > 1", &[])
+        .fetch(
+            "SELECT stream_id, stream_version FROM events GROUP BY stream_id, stream_version HAVING COUNT(*) > 1",
+            &[],
+        )
         .await
         .expect("duplicate versions");
     assert!(dup.is_empty(), "stream versions stored twice: {dup:?}");
@@ -366,7 +369,11 @@ pub fn check_log(events: &[RecordedEvent]) {
             panic!("{} v{} at {} does not decode: {err}", e.event_type, e.schema_version, e.position);
         }
         let chain = e.chain();
-        assert!(chain.root_source_id == e.event_id || ids.contains(&chain.root_source_id), "root of {} unknown", e.position);
+        assert!(
+            chain.root_source_id == e.event_id || ids.contains(&chain.root_source_id),
+            "root of {} unknown",
+            e.position
+        );
         assert!(chain.parent_node_id.is_none_or(|p| ids.contains(&p)), "parent of {} unknown", e.position);
     }
 }
@@ -380,7 +387,7 @@ pub fn check_acknowledged(records: &[Record], events: &[RecordedEvent]) {
     let messages: HashSet<(&str, &str)> = events
         .iter()
         .filter(|e| e.event_type == "conversation.message_appended")
-        .filter_map(|e| Some((e.stream_id.as_str(), e.payload["message"]["messageId"].as_str()?)))
+        .filter_map(|e| Some((e.stream_id.as_str(), e.payload["messageId"].as_str()?)))
         .collect();
     let names = |pattern: &str, stream: &str| match pattern.strip_suffix('*') {
         Some(prefix) => stream.starts_with(prefix),
@@ -389,9 +396,17 @@ pub fn check_acknowledged(records: &[Record], events: &[RecordedEvent]) {
     for r in records {
         if r.position > 0 {
             let e = at.get(&r.position).unwrap_or_else(|| panic!("acknowledged but not in the log: {r:?}"));
-            assert!(r.streams.iter().any(|s| names(s, &e.stream_id)), "{r:?}: position {} is in {}", r.position, e.stream_id);
+            assert!(
+                r.streams.iter().any(|s| names(s.as_str(), e.stream_id.as_str())),
+                "{r:?}: position {} is in {}",
+                r.position,
+                e.stream_id
+            );
         } else {
-            assert!(r.streams.iter().any(|s| streams.iter().any(|st| names(s, st))), "acknowledged, no stream: {r:?}");
+            assert!(
+                r.streams.iter().any(|s| streams.iter().any(|st| names(s.as_str(), *st))),
+                "acknowledged, no stream: {r:?}"
+            );
         }
         if r.op == "appendMessage" {
             let id = r.ids["messageId"].as_str().unwrap_or_default();
