@@ -361,13 +361,8 @@ impl Client {
         }
         let vars = json!({"id": brief, "a": "approve", "c": "fine", "r": format!("{brief}-resolve")});
         // Resolved once: a CONFLICT here means "already resolved", not a concurrent writer.
-        let call = Call {
-            op: "resolveBrief",
-            query: RESOLVE_BRIEF,
-            variables: vars,
-            retry: Retry::NEVER,
-            idempotent: true,
-        };
+        let call =
+            Call { op: "resolveBrief", query: RESOLVE_BRIEF, variables: vars, retry: Retry::NEVER, idempotent: true };
         self.send(false, call, on()).await?;
         Ok(())
     }

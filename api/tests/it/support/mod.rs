@@ -404,7 +404,7 @@ pub fn check_acknowledged(records: &[Record], events: &[RecordedEvent]) {
             );
         } else {
             assert!(
-                r.streams.iter().any(|s| streams.iter().any(|st| names(s.as_str(), *st))),
+                r.streams.iter().any(|s| streams.iter().any(|st| names(s.as_str(), st))),
                 "acknowledged, no stream: {r:?}"
             );
         }
