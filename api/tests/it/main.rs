@@ -10,7 +10,9 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod concurrency;
 mod example_worker;
+mod faults;
 mod orchestration;
 mod reactors;
 mod read_models;

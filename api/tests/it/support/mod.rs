@@ -4,13 +4,21 @@
 #![allow(dead_code)]
 
 use std::{
+    collections::{HashMap, HashSet},
     io::{BufRead, BufReader},
     path::PathBuf,
     process::{Child, Command, Stdio},
+    sync::Arc,
     time::Duration,
 };
 
-use agentlog_eventlog::testing::{TempPostgres, TempSqlite, pg_url};
+use agentlog_domain::{envelope::RecordedEvent, events::decode_any};
+use agentlog_eventlog::{
+    EventFilter, StoreOptions, open_store,
+    testing::{TempPostgres, TempSqlite, pg_url},
+};
+use agentlog_load::Record;
+use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections, checksum::table_checksums};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, http::HeaderValue};
@@ -71,34 +79,29 @@ impl Server {
 
     /// Start on an existing data directory (a restart).
     pub async fn start_in(db: Db, data_dir: PathBuf) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
-            .args(["serve", "--bind", "127.0.0.1:0", "--database", &db.url(), "--data-dir"])
-            .arg(&data_dir)
-            .env("AGENTLOG_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn agentlog");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !sent && let Some(i) = line.find("addr=") {
-                    let addr: String = line[i + 5..].chars().take_while(|c| !c.is_whitespace()).collect();
-                    let _ = tx.send(addr);
-                    sent = true;
-                }
-                if std::env::var("AGENTLOG_TEST_SERVER_LOG").is_ok() {
-                    eprintln!("[server] {line}");
-                }
-            }
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(60)).expect("server printed its address");
+        Self::start_at(db, data_dir, "127.0.0.1:0").await
+    }
+
+    /// Start on `bind` (`host:port`; port 0 picks a free one).
+    pub async fn start_at(db: Db, data_dir: PathBuf, bind: &str) -> Self {
+        let (child, addr) = spawn_server(&db.url(), &data_dir, bind);
         let admin_token = std::fs::read_to_string(data_dir.join("agentlog-admin-token"))
             .map(|t| t.trim().to_string())
             .unwrap_or_default();
         Self { child, base: format!("http://{addr}"), admin_token, data_dir, db, client: reqwest::Client::new() }
+    }
+
+    /// SIGKILL, then start again on the same database, data directory and address, as a
+    /// supervisor restarting a crashed server would (clients keep their URL).
+    pub async fn restart(&mut self) {
+        self.kill();
+        let bind = self.base.trim_start_matches("http://").to_string();
+        let (url, dir, at) = (self.db.url(), self.data_dir.clone(), bind.clone());
+        // Off the runtime's threads: waiting for the server blocks, and the load runs meanwhile.
+        let (child, addr) =
+            tokio::task::spawn_blocking(move || spawn_server(&url, &dir, &at)).await.expect("restart the server");
+        assert_eq!(addr, bind, "restarted on another address");
+        self.child = child;
     }
 
     /// A second server on this server's database, with its own data directory.
@@ -195,6 +198,46 @@ impl Drop for Server {
     }
 }
 
+/// Spawn `agentlog serve` and wait for the address it bound. A fixed port can still be held
+/// for a moment by the process just killed: then the server exits at once and we try again.
+fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str) -> (Child, String) {
+    for _ in 0..20 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .args(["serve", "--bind", bind, "--database", db_url, "--data-dir"])
+            .arg(data_dir)
+            .env("AGENTLOG_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn agentlog");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent && let Some(i) = line.find("addr=") {
+                    let addr: String = line[i + 5..].chars().take_while(|c| !c.is_whitespace()).collect();
+                    let _ = tx.send(addr);
+                    sent = true;
+                }
+                if std::env::var("AGENTLOG_TEST_SERVER_LOG").is_ok() {
+                    eprintln!("[server] {line}");
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(addr) => return (child, addr),
+            // The server exited before binding (its stderr closed).
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("the server did not print its address: {e}"),
+        }
+    }
+    panic!("the server kept exiting before binding {bind}")
+}
+
 /// The first error code of a response.
 pub fn error_code(response: &Value) -> Option<String> {
     response["errors"][0]["extensions"]["code"].as_str().map(str::to_string)
@@ -275,4 +318,131 @@ macro_rules! both {
             if let Some(db) = Db::postgres(stringify!([<$name _postgres>])).await { $f(db).await }
         }
     )* } };
+}
+
+// ---- Checks on the log and the read models, read from the database directly (not the API).
+
+/// Every event of the log at `db`, in position order, read through the store.
+pub async fn read_log(db: &Db) -> Vec<RecordedEvent> {
+    let store = open_store(&db.url(), StoreOptions::default()).await.expect("open the log");
+    let mut events: Vec<RecordedEvent> = Vec::new();
+    loop {
+        let after = events.last().map_or(0, |e| e.position);
+        let page = store.read_all(after, &EventFilter::default(), 5_000).await.expect("read the log");
+        if page.is_empty() {
+            break;
+        }
+        events.extend(page);
+    }
+    // The same counts straight from the table: nothing the store's reader could hide.
+    let raw = ReadDb::from(store.database());
+    let row = raw.fetch("SELECT COUNT(*), COUNT(DISTINCT event_id) FROM events", &[]).await.expect("count events");
+    assert_eq!(row[0].i64(0), Some(events.len() as i64), "the store read every row of the events table");
+    assert_eq!(row[0].i64(1), Some(events.len() as i64), "an event id appears twice in the events table");
+    let dup = raw
+        .fetch(
+            "SELECT stream_id, stream_version FROM events GROUP BY stream_id, stream_version HAVING COUNT(*) > 1",
+            &[],
+        )
+        .await
+        .expect("duplicate versions");
+    assert!(dup.is_empty(), "stream versions stored twice: {dup:?}");
+    store.close().await;
+    events
+}
+
+/// The log's invariants, as `agentlog-replay verify` checks them: positions strictly
+/// increasing, no event id twice, each stream's versions 1, 2, 3 … without a gap, every payload
+/// decodes at its schema version, every chain link names an earlier event.
+pub fn check_log(events: &[RecordedEvent]) {
+    let mut ids = HashSet::new();
+    let mut versions: HashMap<&str, i64> = HashMap::new();
+    let mut last = 0;
+    for e in events {
+        assert!(e.position > last, "position {} after {last}", e.position);
+        last = e.position;
+        assert!(ids.insert(e.event_id), "event id {} twice (position {})", e.event_id, e.position);
+        let v = versions.entry(e.stream_id.as_str()).or_default();
+        assert_eq!(e.stream_version, *v + 1, "{} version {} follows {v}", e.stream_id, e.stream_version);
+        *v = e.stream_version;
+        if let Err(err) = decode_any(&e.event_type, e.schema_version, &e.payload) {
+            panic!("{} v{} at {} does not decode: {err}", e.event_type, e.schema_version, e.position);
+        }
+        let chain = e.chain();
+        assert!(
+            chain.root_source_id == e.event_id || ids.contains(&chain.root_source_id),
+            "root of {} unknown",
+            e.position
+        );
+        assert!(chain.parent_node_id.is_none_or(|p| ids.contains(&p)), "parent of {} unknown", e.position);
+    }
+}
+
+/// Every acknowledged mutation's effect is in the log: the event at its answered position is in
+/// one of its streams (a position of 0 — nothing appended, a repeated request — needs the
+/// stream to exist), and a message it appended is there.
+pub fn check_acknowledged(records: &[Record], events: &[RecordedEvent]) {
+    let at: HashMap<i64, &RecordedEvent> = events.iter().map(|e| (e.position, e)).collect();
+    let streams: HashSet<&str> = events.iter().map(|e| e.stream_id.as_str()).collect();
+    let messages: HashSet<(&str, &str)> = events
+        .iter()
+        .filter(|e| e.event_type == "conversation.message_appended")
+        .filter_map(|e| Some((e.stream_id.as_str(), e.payload["messageId"].as_str()?)))
+        .collect();
+    let names = |pattern: &str, stream: &str| match pattern.strip_suffix('*') {
+        Some(prefix) => stream.starts_with(prefix),
+        None => stream == pattern,
+    };
+    for r in records {
+        if r.position > 0 {
+            let e = at.get(&r.position).unwrap_or_else(|| panic!("acknowledged but not in the log: {r:?}"));
+            assert!(
+                r.streams.iter().any(|s| names(s.as_str(), e.stream_id.as_str())),
+                "{r:?}: position {} is in {}",
+                r.position,
+                e.stream_id
+            );
+        } else {
+            assert!(
+                r.streams.iter().any(|s| streams.iter().any(|st| names(s.as_str(), st))),
+                "acknowledged, no stream: {r:?}"
+            );
+        }
+        if r.op == "appendMessage" {
+            let id = r.ids["messageId"].as_str().unwrap_or_default();
+            assert!(r.streams.iter().any(|s| messages.contains(&(s.as_str(), id))), "message not in the log: {r:?}");
+        }
+    }
+}
+
+/// Every read model, brought to the log's head, equals a rebuild from position 0 into a fresh
+/// database of the same backend, table by table — the read-model half of `agentlog-replay
+/// verify` (whose crate has no library target to call from here). Bringing the live read models
+/// to the head first is what the server does at its next start; the killed one could not.
+pub async fn verify_read_models(db: &Db) {
+    let store = open_store(&db.url(), StoreOptions::default()).await.expect("open the log");
+    let live = ReadDb::from(store.database());
+    let catch_up = ProjectionRunner::new(Arc::clone(&store), live.clone(), all_projections(), RunnerOptions::default());
+    let head = catch_up.catch_up().await.expect("catch the read models up");
+    assert!(catch_up.status().iter().all(|s| s.failed.is_none()), "{:?}", catch_up.status());
+    let scratch = if db.url().starts_with("postgres") {
+        Db::postgres("verify_read_models").await.expect("a PostgreSQL scratch database")
+    } else {
+        Db::sqlite()
+    };
+    let scratch_store = open_store(&scratch.url(), StoreOptions::default()).await.expect("open the scratch database");
+    let fresh = ReadDb::from(scratch_store.database());
+    let rebuild = ProjectionRunner::new(Arc::clone(&store), fresh.clone(), all_projections(), RunnerOptions::default());
+    assert_eq!(rebuild.catch_up().await.expect("rebuild"), head);
+    let tables: Vec<&str> = all_projections().iter().flat_map(|p| p.tables().iter().copied()).collect();
+    let got = table_checksums(&live, &tables).await.expect("live checksums");
+    let want = table_checksums(&fresh, &tables).await.expect("rebuilt checksums");
+    let differ: Vec<String> = want
+        .iter()
+        .filter(|(t, c)| got.get(*t) != Some(*c))
+        .map(|(t, c)| format!("{t}: live {:?}, rebuilt {c}", got.get(t).map(ToString::to_string)))
+        .collect();
+    assert!(differ.is_empty(), "read models differ from a rebuild:\n{}", differ.join("\n"));
+    scratch_store.close().await;
+    store.close().await;
 }

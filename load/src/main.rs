@@ -1,0 +1,91 @@
+//! `agentlog-load`: the command line over [`agentlog_load::run`].
+
+use std::{io::IsTerminal, path::PathBuf, process::ExitCode, time::Duration};
+
+use agentlog_load::{Config, Scenario};
+use anyhow::Context;
+use clap::Parser;
+
+/// Drive a running agentlog server (on this machine only) with a realistic mix of clients,
+/// workers and subscribers over GraphQL, and print throughput and latency per mutation type.
+#[derive(Debug, Parser)]
+#[command(name = "agentlog-load", version)]
+struct Cli {
+    /// The server (loopback only: 127.0.0.0/8, ::1 or localhost).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// Bearer token; an admin's lets each client be a user of its own.
+    #[arg(long, env = "AGENTLOG_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 4)]
+    clients: usize,
+    /// Subscribers following the whole log over websockets.
+    #[arg(long, default_value_t = 1)]
+    subscribers: usize,
+    /// How long to run, in seconds (10 when neither this nor --max-mutations is given).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Stop after sending this many mutations (retries included).
+    #[arg(long)]
+    max_mutations: Option<u64>,
+    /// Write every acknowledged mutation to this file (JSON lines).
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// What the clients do.
+    #[arg(long, value_enum, default_value_t = Scenario::Mixed)]
+    scenario: Scenario,
+    /// Seed of the clients' choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AGENTLOG_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("agentlog-load: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let duration = match (cli.duration, cli.max_mutations) {
+        (Some(secs), _) => {
+            anyhow::ensure!(secs.is_finite() && secs > 0.0, "--duration must be a positive number of seconds");
+            Some(Duration::from_secs_f64(secs))
+        }
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    let mut config = Config::new(cli.url, cli.token.unwrap_or_default());
+    config.clients = cli.clients;
+    config.subscribers = cli.subscribers;
+    config.duration = duration;
+    config.max_mutations = cli.max_mutations;
+    config.record = cli.record;
+    config.scenario = cli.scenario;
+    config.seed = cli.seed;
+    config.progress = !cli.json && std::io::stderr().is_terminal();
+    let report = agentlog_load::run(config).await?;
+    if cli.json {
+        println!("{}", serde_json::to_string_pretty(&report).context("printing the report")?);
+    } else {
+        print!("{report}");
+    }
+    // Subscribers that saw an event twice or missed the head are a failure of the server.
+    let bad = report.subscribers.iter().any(|s| s.duplicates > 0 || !s.caught_up);
+    Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

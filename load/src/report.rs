@@ -1,0 +1,165 @@
+//! What a run measured: throughput and latency percentiles per mutation type, refusals by
+//! code, and what each subscriber saw; printed as a table.
+
+use std::{collections::BTreeMap, fmt, time::Duration};
+
+use serde::Serialize;
+
+use crate::{
+    Scenario,
+    stats::{Stats, percentile},
+};
+
+/// One mutation type's figures.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpReport {
+    /// Acknowledged calls.
+    pub acknowledged: u64,
+    /// Acknowledged per second of the run.
+    pub per_second: f64,
+    /// Median latency of acknowledged calls, in milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile latency, in milliseconds.
+    pub p99_ms: f64,
+    /// Slowest, in milliseconds.
+    pub max_ms: f64,
+    /// Error answers by code (`CONFLICT`, `CONVERSATION_BUSY`, …, `TRANSPORT` for no answer).
+    pub errors: BTreeMap<String, u64>,
+    /// Calls sent again after an error.
+    pub retries: u64,
+}
+
+/// What one subscriber saw.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriberReport {
+    /// Events received (each position once).
+    pub events: u64,
+    /// Events received again or out of order (position not above the last one): must be 0.
+    pub duplicates: u64,
+    /// Connections lost (and resumed from the last position).
+    pub disconnects: u64,
+    /// Connection attempts that failed (the server was down).
+    pub connect_failures: u64,
+    /// The last position received.
+    pub last_position: i64,
+    /// It reached the log's head as it was when the load ended.
+    pub caught_up: bool,
+    /// Every position received, in order.
+    #[serde(skip)]
+    pub positions: Vec<i64>,
+    /// Errors met (the first few).
+    pub errors: Vec<String>,
+}
+
+/// A run's figures.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// What the clients did.
+    pub scenario: Scenario,
+    /// Clients.
+    pub clients: usize,
+    /// How long the load ran (setup excluded).
+    #[serde(serialize_with = "seconds")]
+    pub elapsed: Duration,
+    /// Mutations sent, retries included.
+    pub sent: u64,
+    /// Mutations acknowledged.
+    pub acknowledged: u64,
+    /// By mutation type.
+    pub operations: BTreeMap<String, OpReport>,
+    /// The log's head when the load ended.
+    pub head_position: i64,
+    /// Each subscriber.
+    pub subscribers: Vec<SubscriberReport>,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+impl Report {
+    /// Summarise merged figures over `elapsed`.
+    pub fn build(scenario: Scenario, clients: usize, elapsed: Duration, sent: u64, stats: Stats) -> Self {
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        let mut operations = BTreeMap::new();
+        let mut acknowledged = 0;
+        for (op, mut s) in stats.ops {
+            s.latencies_us.sort_unstable();
+            let n = s.latencies_us.len() as u64;
+            acknowledged += n;
+            operations.insert(
+                op.to_string(),
+                OpReport {
+                    acknowledged: n,
+                    per_second: n as f64 / secs,
+                    p50_ms: ms(percentile(&s.latencies_us, 50.0)),
+                    p99_ms: ms(percentile(&s.latencies_us, 99.0)),
+                    max_ms: ms(s.latencies_us.last().copied().unwrap_or(0)),
+                    errors: s.errors,
+                    retries: s.retries,
+                },
+            );
+        }
+        Self { scenario, clients, elapsed, sent, acknowledged, operations, head_position: 0, subscribers: Vec::new() }
+    }
+
+    /// Error answers with `code`, all mutation types together.
+    pub fn errors(&self, code: &str) -> u64 {
+        self.operations.values().filter_map(|o| o.errors.get(code)).sum()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.elapsed.as_secs_f64();
+        writeln!(
+            f,
+            "{:?} load, {} clients, {secs:.1} s: {} mutations sent, {} acknowledged ({:.0}/s), log head at {}",
+            self.scenario,
+            self.clients,
+            self.sent,
+            self.acknowledged,
+            self.acknowledged as f64 / secs.max(1e-9),
+            self.head_position
+        )?;
+        writeln!(
+            f,
+            "{:<22} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7}  errors",
+            "mutation", "acked", "per s", "p50 ms", "p99 ms", "max ms", "retries"
+        )?;
+        for (op, o) in &self.operations {
+            let errors: Vec<String> = o.errors.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            writeln!(
+                f,
+                "{op:<22} {:>8} {:>8.1} {:>9.1} {:>9.1} {:>9.1} {:>7}  {}",
+                o.acknowledged,
+                o.per_second,
+                o.p50_ms,
+                o.p99_ms,
+                o.max_ms,
+                o.retries,
+                errors.join(", ")
+            )?;
+        }
+        for (i, s) in self.subscribers.iter().enumerate() {
+            writeln!(
+                f,
+                "subscriber {i}: {} events up to position {}{}, {} duplicate(s), {} reconnect(s){}",
+                s.events,
+                s.last_position,
+                if s.caught_up { " (caught up)" } else { " (NOT caught up)" },
+                s.duplicates,
+                s.disconnects,
+                s.errors.first().map(|e| format!("; first error: {e}")).unwrap_or_default()
+            )?;
+        }
+        Ok(())
+    }
+}

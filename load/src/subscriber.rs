@@ -1,0 +1,137 @@
+//! A subscriber following the whole log with `events(fromPosition)` over graphql-transport-ws.
+//! When the connection drops (the server restarts), it reconnects and resumes from the last
+//! position it saw — the server's promise is that it then misses nothing and sees nothing twice;
+//! the subscriber keeps every position it saw so a checker can hold the server to that.
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::{net::TcpStream, sync::watch};
+use tokio_tungstenite::{
+    MaybeTlsStream, WebSocketStream,
+    tungstenite::{Message, client::IntoClientRequest, http::HeaderValue},
+};
+
+use crate::report::SubscriberReport;
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+const QUERY: &str = "subscription($p: Int) { events(fromPosition: $p) { position } }";
+/// Most error messages kept in a report.
+const MAX_ERRORS: usize = 20;
+
+/// When to stop: once the subscriber has seen `head`, or at `give_up` in any case.
+#[derive(Debug, Clone, Copy)]
+pub struct Stop {
+    /// The log's head when the load ended.
+    pub head: i64,
+    /// The latest moment to stop.
+    pub give_up: Instant,
+}
+
+/// Follow the log from position 0 until told to stop (see [`Stop`]).
+pub async fn follow(url: String, token: String, mut stop: watch::Receiver<Option<Stop>>) -> SubscriberReport {
+    let mut report = SubscriberReport::default();
+    let mut last = 0i64;
+    let finished = |stop: &watch::Receiver<Option<Stop>>, last: i64| {
+        stop.borrow().as_ref().is_some_and(|s| last >= s.head || Instant::now() >= s.give_up)
+    };
+    'connect: while !finished(&stop, last) {
+        let mut socket = match connect(&url, &token, last).await {
+            Ok(s) => s,
+            Err(e) => {
+                report.connect_failures += 1;
+                tracing::debug!(error = %e, "subscriber cannot connect");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        loop {
+            tokio::select! {
+                message = socket.next() => {
+                    let text = match message {
+                        Some(Ok(Message::Text(t))) => t,
+                        Some(Ok(Message::Close(frame))) => { note(&mut report, format!("closed by the server: {frame:?}")); break }
+                        Some(Err(e)) => { note(&mut report, format!("connection lost: {e}")); break }
+                        None => { note(&mut report, "connection ended".into()); break }
+                        Some(Ok(_)) => continue,
+                    };
+                    let v: Value = match serde_json::from_str(text.as_str()) {
+                        Ok(v) => v,
+                        Err(e) => { note(&mut report, format!("a message that is not JSON: {e}")); break }
+                    };
+                    match v["type"].as_str() {
+                        Some("next") => {
+                            if let Some(errors) = v["payload"].get("errors") {
+                                note(&mut report, format!("subscription error: {errors}"));
+                                break;
+                            }
+                            let Some(position) = v["payload"]["data"]["events"]["position"].as_i64() else {
+                                note(&mut report, format!("an event without a position: {v}"));
+                                break;
+                            };
+                            if position <= last {
+                                report.duplicates += 1;
+                            } else {
+                                last = position;
+                                report.events += 1;
+                                report.positions.push(position);
+                            }
+                            if finished(&stop, last) { break 'connect }
+                        }
+                        Some("ping") => { let _ = socket.send(Message::text(json!({"type": "pong"}).to_string())).await; }
+                        Some("error") | Some("complete") => { note(&mut report, format!("subscription ended: {v}")); break }
+                        _ => {}
+                    }
+                }
+                changed = stop.changed() => {
+                    if changed.is_err() || finished(&stop, last) { break 'connect }
+                }
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {
+                    if finished(&stop, last) { break 'connect }
+                }
+            }
+        }
+        report.disconnects += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    report.last_position = last;
+    report.caught_up = stop.borrow().as_ref().is_some_and(|s| last >= s.head);
+    report
+}
+
+fn note(report: &mut SubscriberReport, error: String) {
+    tracing::debug!(%error, "subscriber");
+    if report.errors.len() < MAX_ERRORS {
+        report.errors.push(error);
+    }
+}
+
+/// Connect, initialise with the token and subscribe from `from`.
+async fn connect(url: &str, token: &str, from: i64) -> Result<Socket, String> {
+    let mut request = url.into_client_request().map_err(|e| format!("websocket URL: {e}"))?;
+    request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+    let connect = tokio_tungstenite::connect_async(request);
+    let (mut socket, _) = tokio::time::timeout(Duration::from_secs(5), connect)
+        .await
+        .map_err(|_| "websocket connect timed out".to_string())?
+        .map_err(|e| format!("websocket connect: {e}"))?;
+    let init = json!({"type": "connection_init", "payload": {"authorization": format!("Bearer {token}")}});
+    socket.send(Message::text(init.to_string())).await.map_err(|e| format!("websocket init: {e}"))?;
+    let ack = tokio::time::timeout(Duration::from_secs(5), socket.next())
+        .await
+        .map_err(|_| "no connection_ack".to_string())?
+        .ok_or("closed before connection_ack")?
+        .map_err(|e| format!("websocket: {e}"))?;
+    let acked = match &ack {
+        Message::Text(t) => serde_json::from_str::<Value>(t.as_str()).is_ok_and(|v| v["type"] == "connection_ack"),
+        _ => false,
+    };
+    if !acked {
+        return Err(format!("expected connection_ack, got {ack:?}"));
+    }
+    let subscribe = json!({"id": "log", "type": "subscribe", "payload": {"query": QUERY, "variables": {"p": from}}});
+    socket.send(Message::text(subscribe.to_string())).await.map_err(|e| format!("websocket subscribe: {e}"))?;
+    Ok(socket)
+}
