@@ -170,7 +170,13 @@ impl Context {
     /// The event id the first event of this command gets (unless it has an idempotency key):
     /// a handler can look it up to tell that a retried command was already applied.
     pub fn first_event_id(&self) -> Uuid {
-        nth_child_id(self.command_id, "event", 0, self.id_time_ms())
+        self.nth_event_id(0)
+    }
+
+    /// The id the `n`th event of this command gets (counting across all streams it writes),
+    /// unless that event has an idempotency key.
+    pub fn nth_event_id(&self, n: u32) -> Uuid {
+        nth_child_id(self.command_id, "event", n, self.id_time_ms())
     }
 
     /// A stamper for a decision that may write several streams.
@@ -224,7 +230,7 @@ impl Stamper<'_> {
         self.next_index += 1;
         match event.idempotency_key() {
             Some(key) => derived_id(event.event_type(), &key, 0),
-            None => nth_child_id(self.ctx.command_id, "event", index, self.ctx.id_time_ms()),
+            None => self.ctx.nth_event_id(index),
         }
     }
 

@@ -18,7 +18,9 @@
 //!
 //! A retry decides again with the same [`Context`] — same command id, so same event ids. If an
 //! earlier attempt did commit (its answer was lost), the stream already holds the command's first
-//! event id and the handler answers with what was stored instead of deciding twice.
+//! event id and the handler answers with what was stored instead of deciding twice. The same
+//! holds for decisions over several streams ([`CommandHandler::execute_multi`]): the log is
+//! searched for the command's event ids before anything is decided.
 
 use std::sync::Arc;
 
@@ -32,6 +34,7 @@ use sqlx::Row;
 
 use crate::{
     append::{AppendResult, ExpectedVersion, StreamAppend},
+    applied::applied_command,
     error::EventLogError,
     store::{DatabasePool, EventStore},
 };
@@ -88,7 +91,8 @@ pub struct CommandOutcome<A> {
     pub state: A,
     /// The stream version after the command.
     pub version: i64,
-    /// Where the events landed (empty when the command decided nothing).
+    /// Where the events landed (empty when the command decided nothing; for a replayed
+    /// command, where the earlier attempt's events landed, marked `duplicate`).
     pub appended: Vec<AppendResult>,
     /// True when an earlier attempt of this very command had already been applied.
     pub replayed: bool,
@@ -171,7 +175,9 @@ impl CommandHandler {
         for _ in 0..self.attempts {
             let (state, version, already) = self.fold::<A>(&stream_id, Some(first_id)).await?;
             if already {
-                return Ok(CommandOutcome { state, version, appended: Vec::new(), replayed: true });
+                // Answer with where the first attempt's events landed, as it would have.
+                let appended = applied_command(&self.store.database(), ctx).await?.unwrap_or_default();
+                return Ok(CommandOutcome { state, version, appended, replayed: true });
             }
             let events = state.decide(command, ctx)?;
             if events.is_empty() {
@@ -198,15 +204,23 @@ impl CommandHandler {
     }
 
     /// Run a decision that writes several streams atomically. `decide` loads what it needs
-    /// (through this handler) and returns the writes with the version each stream was loaded
-    /// at; on a conflict it is called again, up to the retry bound.
-    pub async fn execute_multi<F, Fut>(&self, mut decide: F) -> Result<Vec<AppendResult>, CommandError>
+    /// (through this handler) and returns the writes, stamped with `ctx`, with the version each
+    /// stream was loaded at; on a conflict it is called again, up to the retry bound.
+    ///
+    /// When an earlier attempt of `ctx`'s command is already in the log (a resent request
+    /// whose answer was lost), `decide` is not called: the answer is what that attempt wrote,
+    /// every result marked `duplicate`.
+    pub async fn execute_multi<F, Fut>(&self, ctx: &Context, mut decide: F) -> Result<Vec<AppendResult>, CommandError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<Vec<(StreamWrite, i64)>, CommandError>>,
     {
         let mut last_stream = String::new();
         for _ in 0..self.attempts {
+            // Checked on every attempt: a conflict may be the same request, resent, winning.
+            if let Some(earlier) = applied_command(&self.store.database(), ctx).await? {
+                return Ok(earlier);
+            }
             let writes = decide().await?;
             let writes: Vec<(StreamWrite, i64)> = writes.into_iter().filter(|(w, _)| !w.events.is_empty()).collect();
             if writes.is_empty() {

@@ -13,6 +13,7 @@
 //! ```
 
 mod append;
+mod applied;
 mod backend;
 mod batch;
 mod command;

@@ -9,7 +9,7 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::CommandError;
 
-use super::{Commands, check_id};
+use super::{Commands, check_id, check_replay};
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -37,7 +37,7 @@ impl Commands<'_> {
         let results = self
             .state
             .handler
-            .execute_multi(|| async {
+            .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let group = h.load::<Group>(group_id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
@@ -57,6 +57,7 @@ impl Commands<'_> {
                 Ok(vec![(op_write, operation.version), (group_write, group.version)])
             })
             .await?;
+        check_replay(&results, &Operation::stream_id(operation_id))?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         Ok(position)

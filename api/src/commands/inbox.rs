@@ -2,6 +2,7 @@
 //! user's notification stream (created once per dedupe key).
 
 use agentlog_domain::{
+    aggregate::Aggregate,
     brief::Brief,
     notification::{CreateNotification, NotificationCommand, Notifications},
     rules::brief_resolution,
@@ -9,7 +10,7 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::Commands;
+use super::{Commands, check_replay};
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -27,7 +28,7 @@ impl Commands<'_> {
         let results = self
             .state
             .handler
-            .execute_multi(|| async {
+            .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let brief = h.load::<Brief>(id).await?;
                 let task_id = brief.state.brief.as_ref().and_then(|b| b.task_id.clone());
@@ -57,6 +58,7 @@ impl Commands<'_> {
                     .collect())
             })
             .await?;
+        check_replay(&results, &Brief::stream_id(id))?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         Ok(position)

@@ -9,6 +9,7 @@ pub mod operations;
 pub mod tasks;
 
 use agentlog_domain::{context::Context, envelope::Actor, ids::derived_id};
+use agentlog_eventlog::AppendResult;
 use chrono::Utc;
 use uuid::Uuid;
 
@@ -59,6 +60,22 @@ impl<'a> Commands<'a> {
     pub fn user_actor(&self) -> Actor {
         Actor::user(self.caller.user_id.clone())
     }
+}
+
+/// A resent request (same `requestId`) is answered with what its first attempt wrote; the
+/// answer must be about the same target. A `requestId` reused for a request on another
+/// aggregate (`stream_id` not among the earlier writes) is refused rather than answered with
+/// the other request's result.
+pub fn check_replay(results: &[AppendResult], stream_id: &str) -> Result<(), ApiError> {
+    if is_replay(results) && !results.iter().any(|r| r.stream_id == stream_id) {
+        return Err(ApiError::validation("requestId", "was already used for a different request"));
+    }
+    Ok(())
+}
+
+/// True when a decision's appends are an earlier attempt's, found in the log (nothing new).
+pub fn is_replay(results: &[AppendResult]) -> bool {
+    !results.is_empty() && results.iter().all(|r| r.duplicate)
 }
 
 /// Check an id given by a client.

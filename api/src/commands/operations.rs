@@ -11,7 +11,7 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandOutcome, Loaded};
 
-use super::{Commands, check_id};
+use super::{Commands, check_id, check_replay};
 use crate::error::ApiError;
 
 /// What an operation command did.
@@ -53,7 +53,7 @@ impl Commands<'_> {
         let results = self
             .state
             .handler
-            .execute_multi(|| async {
+            .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let existing = h.load::<Operation>(&create.operation_id).await?;
                 let conversation = match &create.topic_id {
@@ -97,6 +97,7 @@ impl Commands<'_> {
                 Ok(with_versions(writes, &existing, conversation.as_ref(), parent.as_ref()))
             })
             .await?;
+        check_replay(&results, &Operation::stream_id(&create.operation_id))?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         let state = self.state.handler.load::<Operation>(&create.operation_id).await?.state;
@@ -131,7 +132,7 @@ impl Commands<'_> {
         let results = self
             .state
             .handler
-            .execute_multi(|| async {
+            .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let root = h.load::<Operation>(id).await?;
                 let mut descendants: Vec<Loaded<Operation>> = Vec::new();
@@ -162,6 +163,7 @@ impl Commands<'_> {
                     .collect())
             })
             .await?;
+        check_replay(&results, &Operation::stream_id(id))?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         let state = self.state.handler.load::<Operation>(id).await?.state;

@@ -3,6 +3,7 @@
 
 use agentlog_domain::{
     agent::{Agent, INBOX_AGENT_ID},
+    aggregate::Aggregate,
     context::Context,
     operation::{AgentRef, Operation},
     rules::task_run,
@@ -12,7 +13,7 @@ use agentlog_domain::{
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
-use super::{Commands, aggregates::Owned, check_id};
+use super::{Commands, aggregates::Owned, check_id, check_replay, is_replay};
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -57,14 +58,15 @@ impl Commands<'_> {
         let loaded = self.load_owned::<Task>(id).await?;
         let owner = loaded.state.user_id.clone();
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
-        let position = self.start_run(id, topic_id, operation_id, RunTrigger::Manual, &ctx).await?;
+        let (position, _) = self.start_run(id, topic_id, operation_id, RunTrigger::Manual, &ctx).await?;
         self.state.settle(position).await;
         Ok(position)
     }
 
     /// Start a run of task `id` triggered by `trigger` under `ctx` (a user's, or the
     /// scheduler's deterministic one): the topic and its operation in one atomic append.
-    /// Answers the position of the last event appended; does not wait for the read models.
+    /// Answers the position of the last event appended and whether an earlier attempt of the
+    /// same command had already appended it; does not wait for the read models.
     pub async fn start_run(
         &self,
         id: &str,
@@ -72,11 +74,11 @@ impl Commands<'_> {
         operation_id: &str,
         trigger: RunTrigger,
         ctx: &Context,
-    ) -> Result<i64, ApiError> {
+    ) -> Result<(i64, bool), ApiError> {
         let results = self
             .state
             .handler
-            .execute_multi(|| async {
+            .execute_multi(ctx, || async {
                 let h = &self.state.handler;
                 let task = h.load::<Task>(id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
@@ -103,6 +105,7 @@ impl Commands<'_> {
                     .collect())
             })
             .await?;
-        Ok(results.iter().map(|r| r.last_position()).max().unwrap_or(0))
+        check_replay(&results, &Task::stream_id(id))?;
+        Ok((results.iter().map(|r| r.last_position()).max().unwrap_or(0), is_replay(&results)))
     }
 }

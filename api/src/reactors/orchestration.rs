@@ -210,7 +210,7 @@ async fn dispatch(
         .collect();
     let outcome = state
         .handler
-        .execute_multi(|| async {
+        .execute_multi(ctx, || async {
             let h = &state.handler;
             let parent = h.load::<Operation>(supervisor_id).await?;
             let mut parent_state = parent.state.clone();

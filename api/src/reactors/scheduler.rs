@@ -38,7 +38,12 @@ use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc}
 use chrono_tz::Tz;
 use tokio::sync::watch;
 
-use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
+use crate::{
+    auth::Caller,
+    commands::{Commands, is_replay},
+    error::ApiError,
+    state::AppState,
+};
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "scheduler";
@@ -166,7 +171,7 @@ async fn fire_cron_job(
     let operation_id = format!("op-cron-{}", ctx.derived_id("operation", 0));
     let result = state
         .handler
-        .execute_multi(|| async {
+        .execute_multi(&ctx, || async {
             let h = &state.handler;
             let cron = h.load::<CronJob>(&job.job_id).await?;
             let operation = h.load::<Operation>(&operation_id).await?;
@@ -183,6 +188,8 @@ async fn fire_cron_job(
         })
         .await;
     match result {
+        // Another instance (or an earlier pass that crashed before its checkpoint) fired it.
+        Ok(results) if is_replay(&results) => {}
         Ok(_) => report.cron_fired.push(key),
         Err(e) if already_done(&e) => {}
         // The job's own rules said no (active hours, days, daily maximum, disabled meanwhile).
@@ -271,7 +278,9 @@ async fn start_run(
     let operation_id = format!("op-{}", ctx.derived_id("operation", 0));
     let caller = system_caller();
     match Commands::new(state, &caller).start_run(task.id(), &topic_id, &operation_id, trigger, ctx).await {
-        Ok(_) => report.tasks_run.push(format!("{}:{topic_id}", task.id())),
+        // Another instance, or a pass that crashed before its checkpoint, started it.
+        Ok((_, true)) => {}
+        Ok((_, false)) => report.tasks_run.push(format!("{}:{topic_id}", task.id())),
         Err(
             ApiError::Log(EventLogError::IdempotencyConflict { .. })
             | ApiError::Domain(DomainError::AlreadyExists { .. } | DomainError::TopicRunning { .. }),

@@ -13,6 +13,7 @@ mod worker;
 mod concurrency;
 mod example_worker;
 mod faults;
+mod idempotency;
 mod orchestration;
 mod reactors;
 mod read_models;

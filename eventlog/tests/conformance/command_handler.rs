@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use agentlog_domain::{
-    aggregate::Aggregate,
+    aggregate::{Aggregate, StreamEvents},
     brief::{Brief, BriefCommand, BriefType, CreateBrief},
     context::Context,
     envelope::Actor,
@@ -12,7 +12,8 @@ use agentlog_domain::{
     operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage},
 };
 use agentlog_eventlog::{
-    CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded, testing::TestLog,
+    AppendResult, CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded,
+    testing::TestLog,
 };
 use chrono::Utc;
 use uuid::Uuid;
@@ -61,7 +62,66 @@ async fn a_retried_command_is_applied_once(log: TestLog) {
     let retry = h.execute::<Brief>("b2", &create, &c).await.unwrap();
     assert!(retry.replayed);
     assert_eq!(retry.version, first.version);
+    // answered with where the first attempt's event landed
+    assert_eq!(retry.last_position(), first.last_position());
+    assert!(retry.appended.iter().all(|a| a.duplicate));
     assert_eq!(log.store.stream_version("brief-b2").await.unwrap(), 1);
+}
+
+/// Create briefs `a` and `b` in one decision under `c`.
+async fn create_two(h: &CommandHandler, c: &Context, a: &str, b: &str) -> Result<Vec<AppendResult>, CommandError> {
+    h.execute_multi(c, || async {
+        let la = h.load::<Brief>(a).await?;
+        let lb = h.load::<Brief>(b).await?;
+        let mut stamper = c.stamper();
+        let ea = la.state.decide(&BriefCommand::Create(CreateBrief::new(a, BriefType::Result, "A", "S")), c)?;
+        let eb = lb.state.decide(&BriefCommand::Create(CreateBrief::new(b, BriefType::Result, "B", "S")), c)?;
+        Ok(vec![
+            (stamper.write(&la.state, &StreamEvents::new(la.stream_id.clone(), ea)), la.version),
+            (stamper.write(&lb.state, &StreamEvents::new(lb.stream_id.clone(), eb)), lb.version),
+        ])
+    })
+    .await
+}
+
+async fn a_retried_multi_stream_command_is_applied_once(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    let c = ctx();
+    let first = create_two(&h, &c, "r1", "r2").await.unwrap();
+    let head = log.store.head_position().await.unwrap();
+    // Deciding again would be refused (the briefs exist): the retry is answered from the log.
+    let retry = create_two(&h, &c, "r1", "r2").await.unwrap();
+    assert_eq!(log.store.head_position().await.unwrap(), head, "nothing written twice");
+    assert_eq!(retry.len(), 2);
+    for (a, b) in first.iter().zip(&retry) {
+        assert_eq!((&a.stream_id, &a.positions, a.stream_version), (&b.stream_id, &b.positions, b.stream_version));
+        assert!(!a.duplicate && b.duplicate);
+    }
+    // another command (fresh context) deciding the same is refused by the domain
+    let other = create_two(&h, &ctx(), "r1", "r2").await.unwrap_err();
+    assert!(matches!(other, CommandError::Domain(DomainError::AlreadyExists { .. })), "{other}");
+    // a command that wrote more than one lookup chunk (64 ids) is found whole
+    let big = ctx();
+    let ids: Vec<String> = (0..70).map(|i| format!("many-{i}")).collect();
+    let decide = || async {
+        let mut stamper = big.stamper();
+        let mut writes = Vec::new();
+        for id in &ids {
+            let l = h.load::<Brief>(id).await?;
+            let e = l
+                .state
+                .decide(&BriefCommand::Create(CreateBrief::new(id.as_str(), BriefType::Insight, "T", "S")), &big)?;
+            writes.push((stamper.write(&l.state, &StreamEvents::new(l.stream_id.clone(), e)), l.version));
+        }
+        Ok(writes)
+    };
+    let written = h.execute_multi(&big, decide).await.unwrap();
+    let replayed = h.execute_multi(&big, decide).await.unwrap();
+    assert_eq!(written.len(), 70);
+    assert_eq!(
+        written.iter().map(|r| r.positions.clone()).collect::<Vec<_>>(),
+        replayed.iter().map(|r| r.positions.clone()).collect::<Vec<_>>()
+    );
 }
 
 async fn concurrent_commands_retry_until_they_land(log: TestLog) {
@@ -128,7 +188,7 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
     let c = ctx();
     let results = h
-        .execute_multi(|| async {
+        .execute_multi(&c, || async {
             let a = h.load::<Brief>("m1").await?;
             let b = h.load::<Brief>("m2").await?;
             let mut stamper = c.stamper();
@@ -161,5 +221,6 @@ crate::on_both_backends!(StoreOptions::default() =>
     a_retried_command_is_applied_once as command_retry_is_applied_once,
     concurrent_commands_retry_until_they_land as command_conflicts_are_retried,
     snapshots_shortcut_long_streams_and_match_a_full_fold as command_snapshots_match_full_fold,
-    a_multi_stream_decision_is_atomic as command_multi_stream_is_atomic
+    a_multi_stream_decision_is_atomic as command_multi_stream_is_atomic,
+    a_retried_multi_stream_command_is_applied_once as command_multi_stream_retry_is_applied_once
 );

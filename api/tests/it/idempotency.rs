@@ -1,0 +1,168 @@
+//! A resent request (same `requestId`) over the real server: whether the command writes one
+//! stream or several, the resend is answered with the first attempt's position and writes
+//! nothing — what a client that lost its answer in a crash relies on. A `requestId` reused for
+//! another target is refused; request ids are per user.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{Db, Server, error_code};
+
+const START: &str = "mutation($i: StartOperationInput!, $r: String) { startOperation(input: $i, requestId: $r) { position operation { id status } } }";
+
+async fn head(s: &Server) -> i64 {
+    s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await["headPosition"].as_i64().unwrap_or(-1)
+}
+
+/// Send `query` twice; both answers are the same, and the second writes nothing.
+async fn twice(s: &Server, token: &str, name: &str, query: &str, variables: Value) -> Value {
+    let first = s.gql(Some(token), query, variables.clone()).await;
+    assert!(first.get("errors").is_none(), "{name}, first attempt: {first}");
+    let before = head(s).await;
+    let second = s.gql(Some(token), query, variables).await;
+    assert!(second.get("errors").is_none(), "{name}, resent: {second}");
+    assert_eq!(first["data"], second["data"], "{name}: the resend gets the first answer");
+    assert_eq!(head(s).await, before, "{name}: the resend wrote nothing");
+    first["data"].clone()
+}
+
+async fn setup(s: &Server, alice: &str) {
+    for agent in ["a1", "sup"] {
+        s.data(
+            Some(alice),
+            "mutation($i: JSON!) { registerAgent(input: $i) { position } }",
+            json!({"i": {"agentId": agent, "config": {"slug": agent, "title": agent, "model": "m1", "provider": "p1"}}}),
+        )
+        .await;
+    }
+    s.data(
+        Some(alice),
+        "mutation($c: JSON!, $m: JSON) { createGroup(id: \"g1\", title: \"team\", config: $c, members: $m) { position } }",
+        json!({"c": {"maxRounds": 3}, "m": [{"agentId": "sup", "role": "supervisor", "enabled": true, "order": 0}]}),
+    )
+    .await;
+    for brief in ["b1", "b2"] {
+        s.data(
+            Some(alice),
+            "mutation($i: JSON!) { createBrief(input: $i) { position } }",
+            json!({"i": {"briefId": brief, "type": "result", "title": "done", "summary": "all good", "taskId": "t1"}}),
+        )
+        .await;
+    }
+}
+
+async fn a_resent_request_gets_the_first_answer(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+
+    // single stream: create a task (its brief's task), then its run spans task + operation
+    let task = json!({"i": {"taskId": "t1", "identifier": "T-1", "instruction": "write", "assigneeAgentId": "a1"}, "r": "task-1"});
+    twice(
+        &s,
+        &alice,
+        "createTask",
+        "mutation($i: JSON!, $r: String) { createTask(input: $i, requestId: $r) { position } }",
+        task,
+    )
+    .await;
+    setup(&s, &alice).await;
+
+    // several streams each
+    let op = json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1"}, "r": "start-1"});
+    let started = twice(&s, &alice, "startOperation", START, op).await;
+    assert_eq!(started["startOperation"]["operation"]["status"], "idle", "{started}");
+    // a claim whose answer was lost: resent, the worker holds the lease (not CONFLICT)
+    twice(
+        &s,
+        &alice,
+        "claimOperation",
+        "mutation($r: String) { claimOperation(id: \"op1\", workerId: \"w1\", leaseSecs: 3600, requestId: $r) { position operation { status } } }",
+        json!({"r": "claim-1"}),
+    )
+    .await;
+    let sub = json!({"p": "op1", "i": {"operationId": "op1-sub", "kind": "SUBAGENT", "agentId": "a1"}, "r": "spawn-1"});
+    twice(
+        &s,
+        &alice,
+        "spawnSubagent",
+        "mutation($p: String!, $i: StartOperationInput!, $r: String) { spawnSubagent(parentOperationId: $p, input: $i, requestId: $r) { position } }",
+        sub,
+    )
+    .await;
+    twice(
+        &s,
+        &alice,
+        "runTask",
+        "mutation($r: String) { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\", requestId: $r) { position } }",
+        json!({"r": "run-1"}),
+    )
+    .await;
+    twice(
+        &s,
+        &alice,
+        "resolveBrief",
+        "mutation($r: String) { resolveBrief(id: \"b1\", action: \"approve\", requestId: $r) { position brief { resolvedAction } } }",
+        json!({"r": "resolve-1"}),
+    )
+    .await;
+    twice(
+        &s,
+        &alice,
+        "startGroupRun",
+        "mutation($r: String) { startGroupRun(groupId: \"g1\", operationId: \"sup1\", requestId: $r) { position } }",
+        json!({"r": "group-1"}),
+    )
+    .await;
+    let cancelled = twice(
+        &s,
+        &alice,
+        "cancelOperation",
+        "mutation($r: String) { cancelOperation(id: \"op1\", reason: \"stop\", requestId: $r) { position operation { status } } }",
+        json!({"r": "cancel-1"}),
+    )
+    .await;
+    assert_eq!(cancelled["cancelOperation"]["operation"]["status"], "cancelled", "{cancelled}");
+
+    // Without a requestId a second resolve is a new request, refused by the brief's rules.
+    let again =
+        s.gql(Some(&alice), "mutation { resolveBrief(id: \"b1\", action: \"approve\") { position } }", json!({})).await;
+    assert!(error_code(&again).is_some(), "{again}");
+
+    // The same requestId on another target is refused, and writes nothing.
+    let before = head(&s).await;
+    let reused = s
+        .gql(
+            Some(&alice),
+            "mutation { resolveBrief(id: \"b2\", action: \"approve\", requestId: \"resolve-1\") { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{reused}");
+    let reused = s
+        .gql(Some(&alice), START, json!({"i": {"operationId": "op2", "kind": "TASK", "agentId": "a1"}, "r": "start-1"}))
+        .await;
+    assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{reused}");
+    assert_eq!(head(&s).await, before, "refused reuses wrote nothing");
+    let b2 = s.data(Some(&alice), "{ brief(id: \"b2\") { resolvedAction } }", json!({})).await;
+    assert!(b2["brief"]["resolvedAction"].is_null(), "b2 untouched: {b2}");
+
+    // Request ids are per user: bob's "start-1" is his own request.
+    s.data(
+        Some(&bob),
+        "mutation($i: JSON!) { registerAgent(input: $i) { position } }",
+        json!({"i": {"agentId": "a-bob", "config": {"slug": "a-bob", "title": "a-bob"}}}),
+    )
+    .await;
+    let his = s
+        .data(
+            Some(&bob),
+            START,
+            json!({"i": {"operationId": "op-bob", "kind": "TASK", "agentId": "a-bob"}, "r": "start-1"}),
+        )
+        .await;
+    assert_eq!(his["startOperation"]["operation"]["id"], "op-bob", "{his}");
+    s.stop();
+}
+
+both!(a_resent_request_gets_the_first_answer as a_resent_request_gets_the_first_answer);
