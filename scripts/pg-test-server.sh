@@ -4,6 +4,8 @@
 #   export AGENTLOG_TEST_PG_URL="$(bash scripts/pg-test-server.sh start)"   # fresh server, prints its URL
 #   bash scripts/pg-test-server.sh stop                                      # stop it, delete its data
 #   bash scripts/pg-test-server.sh status                                    # exit 0 when it is up
+#   bash scripts/pg-test-server.sh crash                                     # stop it abruptly, keep its data
+#   bash scripts/pg-test-server.sh resume                                    # start it again on its data
 #
 # Installs Debian's `postgresql` package when no server is found (needs root and apt-get).
 # Runs the server as the `postgres` system user when called as root (postgres refuses root).
@@ -63,8 +65,21 @@ stop() {
 case "$ACTION" in
   stop) stop; rm -rf "$PG_DIR"; say "stopped"; exit 0 ;;
   status) up && { say "up on 127.0.0.1:$PG_PORT"; exit 0; }; say "down"; exit 1 ;;
+  # The database-fault tests: an immediate shutdown is what a crash looks like to clients
+  # (connections reset, no checkpoint); the data directory stays and recovery runs on resume.
+  crash)
+    [ -f "$PG_DIR/data/postmaster.pid" ] || fail "no server running in $PG_DIR"
+    as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w -t 30 stop >&2
+    say "crashed (data kept in $PG_DIR)"; exit 0 ;;
+  resume)
+    [ -d "$PG_DIR/data" ] || fail "no data directory in $PG_DIR"
+    as_pg "$BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start >&2 \
+        || { tail -n 30 "$PG_DIR/server.log" >&2; fail "the server did not start"; }
+    for _ in $(seq 1 60); do up && break; sleep 1; done
+    up || fail "the server did not become ready"
+    say "resumed on 127.0.0.1:$PG_PORT"; exit 0 ;;
   start) ;;
-  *) fail "usage: $0 start|stop|status" ;;
+  *) fail "usage: $0 start|stop|status|crash|resume" ;;
 esac
 
 stop

@@ -49,6 +49,9 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// The code of errors that say the database cannot be reached right now (retry later).
+pub const UNAVAILABLE: &str = "UNAVAILABLE";
+
 impl ApiError {
     /// A validation error.
     pub fn validation(field: impl Into<String>, reason: impl Into<String>) -> Self {
@@ -73,9 +76,11 @@ impl ApiError {
             Self::Log(e) => match e {
                 EventLogError::Conflict { .. } | EventLogError::IdempotencyConflict { .. } => "CONFLICT",
                 EventLogError::Validation(_) => "VALIDATION",
+                e if e.is_unavailable() => UNAVAILABLE,
                 _ => "INTERNAL",
             },
             Self::Projection(ProjectionError::Invalid(_)) => "VALIDATION",
+            Self::Projection(e) if e.is_unavailable() => UNAVAILABLE,
             Self::Projection(_) | Self::Internal(_) => "INTERNAL",
         }
     }
@@ -120,8 +125,10 @@ fn add_code(error: &mut async_graphql::ServerError) {
     }
     let code = match error.source.as_ref().and_then(|s| s.downcast_ref::<ApiError>()) {
         Some(api) => {
-            if api.code() == "INTERNAL" {
-                tracing::error!(error = %api, "internal error answering a request");
+            match api.code() {
+                "INTERNAL" => tracing::error!(error = %api, "internal error answering a request"),
+                UNAVAILABLE => tracing::warn!(error = %api, "database unavailable answering a request"),
+                _ => {}
             }
             api.code()
         }

@@ -15,6 +15,7 @@ use tracing::Instrument;
 
 use crate::{
     auth::{Caller, bearer},
+    error::{ApiError, UNAVAILABLE},
     graphql::AppSchema,
     metrics::{Gauges, Metrics},
     state::AppState,
@@ -41,22 +42,32 @@ pub fn router(http: Http) -> Router {
         .with_state(http)
 }
 
-async fn caller_from(state: &AppState, headers: &HeaderMap) -> Option<Caller> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let secret = bearer(value)?;
-    match state.tokens.authenticate(secret).await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(error = %e, "token lookup failed");
-            None
-        }
-    }
+/// The caller a request's bearer token names (None: no token or an unknown one). Fails only
+/// when the token could not be looked up — the database is unreachable — which must not be
+/// answered as UNAUTHENTICATED.
+async fn caller_from(state: &AppState, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
+    let Some(secret) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer) else {
+        return Ok(None);
+    };
+    state.tokens.authenticate(secret).await
 }
 
 /// A refused request body, answered in GraphQL's error shape so clients show it like any other.
 fn refused(status: StatusCode, message: String) -> Response {
-    let body = serde_json::json!({"errors": [{"message": message, "extensions": {"code": "BAD_REQUEST"}}]});
+    error_response(status, "BAD_REQUEST", message)
+}
+
+/// An error answer in GraphQL's shape, with `extensions.code`.
+fn error_response(status: StatusCode, code: &str, message: String) -> Response {
+    let body = serde_json::json!({"errors": [{"message": message, "extensions": {"code": code}}]});
     (status, axum::Json(body)).into_response()
+}
+
+/// A token lookup that failed: the database is unreachable (503, UNAVAILABLE, retry later).
+fn lookup_failed(e: &ApiError) -> Response {
+    tracing::warn!(error = %e, "token lookup failed");
+    let code = if e.code() == UNAVAILABLE { UNAVAILABLE } else { "INTERNAL" };
+    error_response(StatusCode::SERVICE_UNAVAILABLE, code, format!("the token could not be checked: {e}"))
 }
 
 // The body is read as bytes first (not through async-graphql's extractor) so that an oversized
@@ -83,8 +94,13 @@ async fn graphql_post(
         }
     };
     let operation = request.operation_name.clone().unwrap_or_else(|| "anonymous".into());
-    if let Some(caller) = caller_from(&http.state, &headers).await {
-        request = request.data(caller);
+    match caller_from(&http.state, &headers).await {
+        Ok(Some(caller)) => request = request.data(caller),
+        Ok(None) => {}
+        Err(e) => {
+            Metrics::inc(&http.state.metrics.graphql_errors);
+            return lookup_failed(&e);
+        }
     }
     let span = tracing::info_span!("graphql", operation = %operation);
     let response = http.schema.execute(request).instrument(span).await;
@@ -103,7 +119,10 @@ async fn graphql_get(
     Metrics::inc(&http.state.metrics.http_requests);
     match (upgrade, protocol) {
         (Ok(upgrade), Ok(protocol)) => {
-            let from_header = caller_from(&http.state, &headers).await;
+            let from_header = match caller_from(&http.state, &headers).await {
+                Ok(c) => c,
+                Err(e) => return lookup_failed(&e),
+            };
             let state = http.state.clone();
             let schema = http.schema.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
@@ -157,8 +176,16 @@ async fn gauges(state: &AppState) -> Result<Gauges, String> {
     })
 }
 
+/// How long `/readyz` waits for the database: a probe must get an answer, not a hang, when
+/// the database is down (a checkout then waits for the pool's whole acquire timeout).
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn readyz(State(http): State<Http>) -> Response {
-    match gauges(&http.state).await {
+    let gauges = match tokio::time::timeout(READY_TIMEOUT, gauges(&http.state)).await {
+        Ok(g) => g,
+        Err(_) => Err(format!("no answer within {READY_TIMEOUT:?}")),
+    };
+    match gauges {
         Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: database unreachable: {e}\n")).into_response(),
         Ok(g) if g.failed_projections > 0 => {
             (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {} projection(s) failed\n", g.failed_projections))

@@ -69,6 +69,16 @@ impl EventLogError {
         move |source| Self::Database { context, source }
     }
 
+    /// True when the database could not be reached (down, restarting, connection lost, no
+    /// connection free in time) rather than refusing the statement: worth a retry later.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Database { source, .. } => is_connection_error(source),
+            _ => false,
+        }
+    }
+
     /// True for a concurrency conflict (worth a retry after re-reading the stream).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Conflict { .. })
@@ -150,4 +160,24 @@ pub enum ValidationError {
         /// The event.
         event_id: Uuid,
     },
+}
+
+/// True when a driver error says the database cannot be reached — connection refused, reset or
+/// closed, the pool timed out waiting for one, or the server is shutting down or starting up —
+/// rather than that it refused the statement.
+pub fn is_connection_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        // PostgreSQL: class 08 (connection exception), 57P01-57P03 (admin / crash shutdown,
+        // cannot connect now).
+        sqlx::Error::Database(db) => {
+            db.code().is_some_and(|c| c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03"))
+        }
+        _ => false,
+    }
 }

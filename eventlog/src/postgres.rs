@@ -43,6 +43,11 @@ const BEGIN_AND_LOCK: &str = "BEGIN; SELECT pg_advisory_xact_lock(7461626)";
 /// The LISTEN/NOTIFY channel.
 pub const NOTIFY_CHANNEL: &str = "agentlog_events";
 
+/// A pooled connection idle this long is pinged before it is handed out.
+const IDLE_BEFORE_PING: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest a request waits for a pooled connection (or for the database to come back).
+const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The PostgreSQL-backed event store.
 pub struct PostgresEventStore {
     core: LogCore<PgBackend>,
@@ -56,14 +61,28 @@ impl PostgresEventStore {
         let connect = PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(redact(url)))?;
         let pool = PgPoolOptions::new()
             .max_connections(options.read_connections.max(2))
+            // No ping on every checkout (a round trip each: stack-notes §3), but one for a
+            // connection idle for a while: after a database restart, the idle connections are
+            // dead, and each would otherwise fail one request.
             .test_before_acquire(false)
-            .acquire_timeout(std::time::Duration::from_secs(10))
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < IDLE_BEFORE_PING {
+                        return Ok(true);
+                    }
+                    Ok(conn.ping().await.is_ok())
+                })
+            })
+            // While the database is down, a checkout keeps trying to connect until this bound:
+            // a request then fails (UNAVAILABLE) instead of hanging.
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(connect.clone())
             .await
             .map_err(EventLogError::db("connecting to PostgreSQL"))?;
         if options.migrate {
             crate::migrate::migrate_postgres(&pool).await?;
         }
+        warn_if_not_durable(&pool).await;
         let backend = PgBackend { pool, connect, listen: options.listen_notify };
         Ok(Self { core: LogCore::start(backend, &options).await? })
     }
@@ -355,6 +374,23 @@ impl ImportColumns<'_> {
             parents: Vec::with_capacity(n),
             users: Vec::with_capacity(n),
             recorded: Vec::with_capacity(n),
+        }
+    }
+}
+
+/// agentlog acknowledges an append when PostgreSQL acknowledges its commit. With
+/// `synchronous_commit` or `fsync` off, PostgreSQL acknowledges commits that a crash of the
+/// server (or the machine) can still lose: say so at start, loudly.
+async fn warn_if_not_durable(pool: &PgPool) {
+    for setting in ["synchronous_commit", "fsync"] {
+        let value: Result<String, _> = sqlx::query_scalar(&format!("SHOW {setting}")).fetch_one(pool).await;
+        if let Ok(v) = value
+            && v == "off"
+        {
+            tracing::warn!(
+                setting,
+                "PostgreSQL runs with {setting} = off: appends agentlog acknowledged can be lost if PostgreSQL crashes"
+            );
         }
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
     append::AppendResult,
-    backend::{Backend, now_micros},
+    backend::{Backend, BatchAnswers, now_micros},
     batch::PreparedAppend,
     error::EventLogError,
 };
@@ -47,22 +47,20 @@ pub(crate) async fn run_writer<B: Backend>(
                 Err(_) => break,
             }
         }
-        let conn = match &mut writer {
-            Some(c) => c,
-            None => match backend.open_writer().await {
-                Ok(c) => writer.insert(c),
-                Err(e) => {
-                    let reason = e.to_string();
-                    tracing::warn!(error = %reason, "event log writer cannot connect");
-                    for r in requests {
-                        let _ = r.reply.send(Err(EventLogError::Unavailable { reason: reason.clone() }));
-                    }
-                    continue;
-                }
-            },
-        };
         let batch: Vec<&PreparedAppend> = requests.iter().map(|r| &r.append).collect();
-        let answers = match backend.commit_batch(conn, &batch, now_micros()).await {
+        let first_try = match commit_reconnecting(&*backend, &mut writer, &batch).await {
+            Ok(answers) => Ok(answers),
+            Err(e @ EventLogError::Unavailable { .. }) => {
+                tracing::warn!(error = %e, "event log writer cannot connect");
+                let reason = e.to_string();
+                for r in requests {
+                    let _ = r.reply.send(Err(EventLogError::Unavailable { reason: reason.clone() }));
+                }
+                continue;
+            }
+            Err(e) => Err(e),
+        };
+        let answers = match first_try {
             Ok(answers) => answers,
             Err(e) if requests.len() == 1 => {
                 writer = None;
@@ -109,6 +107,41 @@ pub(crate) async fn run_writer<B: Backend>(
                 *h = (*h).max(head);
                 moved
             });
+        }
+    }
+}
+
+/// Commit `batch` on the writer's connection, opening one if there is none. A connection that
+/// was lost while idle (the database restarted) fails its first use: the batch is then tried
+/// once more on a fresh connection. That is always safe — a transaction cut off by a lost
+/// connection is rolled back by the server, and if the loss hit the commit itself the events
+/// are in the log and appending the same event ids again answers them as duplicates.
+/// `Unavailable` when no connection can be opened.
+async fn commit_reconnecting<B: Backend>(
+    backend: &B,
+    writer: &mut Option<B::Writer>,
+    batch: &[&PreparedAppend],
+) -> Result<BatchAnswers, EventLogError> {
+    let mut reused = writer.is_some();
+    loop {
+        let conn = match writer {
+            Some(c) => c,
+            None => match backend.open_writer().await {
+                Ok(c) => writer.insert(c),
+                Err(e) => return Err(EventLogError::Unavailable { reason: e.to_string() }),
+            },
+        };
+        match backend.commit_batch(conn, batch, now_micros()).await {
+            Ok(answers) => return Ok(answers),
+            Err(e) => {
+                *writer = None;
+                if reused && e.is_unavailable() {
+                    tracing::info!(error = %e, "event log writer lost its connection; reconnecting");
+                    reused = false;
+                    continue;
+                }
+                return Err(e);
+            }
         }
     }
 }

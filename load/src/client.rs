@@ -20,6 +20,8 @@ use crate::{
     target::Target,
 };
 
+/// The server's code for "my database cannot be reached right now".
+pub const UNAVAILABLE: &str = "UNAVAILABLE";
 /// Most times a refused call is sent again.
 const MAX_REFUSAL_RETRIES: u32 = 8;
 /// Most times an idempotent call is sent again after the connection failed.
@@ -83,9 +85,9 @@ impl Gql {
         }
     }
 
-    /// Is the server answering `/healthz`?
-    pub async fn healthy(&self) -> bool {
-        matches!(self.http.get(&self.target.healthz).send().await, Ok(r) if r.status().is_success())
+    /// Is the server ready (`/readyz`: up, its database reachable, its read models caught up)?
+    pub async fn ready(&self) -> bool {
+        matches!(self.http.get(&self.target.readyz).send().await, Ok(r) if r.status().is_success())
     }
 }
 
@@ -223,6 +225,18 @@ impl Session {
                         .map_err(|e| Failure::Record(e.to_string()))?;
                     return Ok(data);
                 }
+                // The server is up but its database is not: like a lost connection, wait for
+                // it to be ready and send an idempotent call again.
+                Answer::Refused { code, message } if code == UNAVAILABLE => {
+                    self.stats.error(call.op, &code);
+                    tracing::debug!(op = call.op, %message, "database unavailable");
+                    let back = self.wait_for_server().await;
+                    if !back || !call.idempotent || transports >= MAX_TRANSPORT_RETRIES {
+                        return Err(Failure::Refused(code));
+                    }
+                    transports += 1;
+                    self.stats.retry(call.op);
+                }
                 Answer::Refused { code, message } => {
                     self.stats.error(call.op, &code);
                     tracing::debug!(op = call.op, %code, %message, "refused");
@@ -253,7 +267,7 @@ impl Session {
     pub async fn wait_for_server(&mut self) -> bool {
         let until = Instant::now() + self.shared.outage_limit;
         loop {
-            if self.shared.gql.healthy().await {
+            if self.shared.gql.ready().await {
                 return true;
             }
             if Instant::now() >= until || self.shared.budget.spent() {

@@ -13,8 +13,8 @@ pub struct Target {
     pub graphql: String,
     /// `ws://host:port/graphql`
     pub websocket: String,
-    /// `http://host:port/healthz`
-    pub healthz: String,
+    /// `http://host:port/readyz`
+    pub readyz: String,
 }
 
 impl Target {
@@ -37,7 +37,7 @@ impl Target {
         Ok(Self {
             graphql: format!("{}://{authority}/graphql", parsed.scheme()),
             websocket: format!("{ws_scheme}://{authority}/graphql"),
-            healthz: format!("{}://{authority}/healthz", parsed.scheme()),
+            readyz: format!("{}://{authority}/readyz", parsed.scheme()),
         })
     }
 }
@@ -67,7 +67,7 @@ mod tests {
         }
         let t = Target::parse("http://[::1]:9/graphql").unwrap();
         assert_eq!(t.websocket, "ws://[::1]:9/graphql");
-        assert_eq!(t.healthz, "http://[::1]:9/healthz");
+        assert_eq!(t.readyz, "http://[::1]:9/readyz");
     }
 
     #[test]

@@ -53,4 +53,14 @@ impl ProjectionError {
     pub(crate) fn db(context: &'static str) -> impl FnOnce(sqlx::Error) -> Self {
         move |source| Self::Database { context, source }
     }
+
+    /// True when the database could not be reached (see
+    /// [`agentlog_eventlog::is_connection_error`]): worth a retry later.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => agentlog_eventlog::is_connection_error(source),
+            Self::Log(e) => e.is_unavailable(),
+            _ => false,
+        }
+    }
 }
