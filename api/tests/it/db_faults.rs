@@ -21,12 +21,12 @@ use std::{
 };
 
 use agentlog_eventlog::testing::pg_url;
-use agentlog_load::{Config, Record};
+use agentlog_load::Config;
 use serde_json::json;
 
 use crate::{
-    faults::TempRecord,
-    support::{Db, Server, check_acknowledged, check_log, error_code, read_log, verify_read_models},
+    faults::{TempRecord, check_nothing_lost},
+    support::{Db, Server, error_code},
 };
 
 /// A PostgreSQL server of this test's own, stopped and deleted on drop.
@@ -163,14 +163,6 @@ async fn postgres_restarted_under_load() {
         )
         .await;
 
-    let db = server.stop();
-    let events = read_log(&db).await;
-    check_log(&events);
-    let records = Record::read_file(&record.0).expect("the record file");
-    assert_eq!(records.len() as u64, report.acknowledged, "one record per acknowledged mutation");
-    check_acknowledged(&records, &events);
-    let want: Vec<i64> = events.iter().map(|e| e.position).take_while(|p| *p <= sub.last_position).collect();
-    assert!(sub.positions == want, "the subscriber saw {} events of {}", sub.positions.len(), want.len());
-    verify_read_models(&db).await;
+    check_nothing_lost(server, &record, &report).await;
     drop(pg);
 }
