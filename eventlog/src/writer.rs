@@ -48,48 +48,26 @@ pub(crate) async fn run_writer<B: Backend>(
             }
         }
         let batch: Vec<&PreparedAppend> = requests.iter().map(|r| &r.append).collect();
-        let first_try = match commit_reconnecting(&*backend, &mut writer, &batch).await {
-            Ok(answers) => Ok(answers),
-            Err(e @ EventLogError::Unavailable { .. }) => {
-                tracing::warn!(error = %e, "event log writer cannot connect");
-                let reason = e.to_string();
+        let answers = match commit_reconnecting(&*backend, &mut writer, &batch).await {
+            Ok(answers) => answers,
+            Err(EventLogError::Unavailable { reason }) => {
+                tracing::warn!(error = %reason, "event log writer cannot connect");
                 for r in requests {
                     let _ = r.reply.send(Err(EventLogError::Unavailable { reason: reason.clone() }));
                 }
                 continue;
             }
-            Err(e) => Err(e),
-        };
-        let answers = match first_try {
-            Ok(answers) => answers,
-            Err(e) if requests.len() == 1 => {
-                writer = None;
-                vec![Err(e)]
-            }
+            Err(e) if requests.len() == 1 => vec![Err(e)],
             Err(e) => {
                 // Something in the batch broke the whole transaction: judge each append alone so
                 // one bad append cannot fail its neighbours.
                 tracing::debug!(error = %e, size = requests.len(), "batch failed; retrying appends one by one");
-                writer = None;
                 let mut answers = Vec::with_capacity(requests.len());
                 for append in &batch {
-                    let conn = match &mut writer {
-                        Some(c) => c,
-                        None => match backend.open_writer().await {
-                            Ok(c) => writer.insert(c),
-                            Err(e) => {
-                                answers.push(Err(e));
-                                continue;
-                            }
-                        },
-                    };
-                    match backend.commit_batch(conn, &[append], now_micros()).await {
-                        Ok(mut one) => answers.push(one.pop().unwrap_or(Err(EventLogError::Closed))),
-                        Err(e) => {
-                            writer = None;
-                            answers.push(Err(e));
-                        }
-                    }
+                    answers.push(match commit_reconnecting(&*backend, &mut writer, &[append]).await {
+                        Ok(mut one) => one.pop().unwrap_or(Err(EventLogError::Closed)),
+                        Err(e) => Err(e),
+                    });
                 }
                 answers
             }
