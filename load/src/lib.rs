@@ -62,6 +62,13 @@ pub struct Config {
     pub clients: usize,
     /// Subscribers following `events(fromPosition)` over websockets.
     pub subscribers: usize,
+    /// How many of the subscribers read slowly ([`Config::slow_delay`] after each message).
+    pub slow_subscribers: usize,
+    /// A slow subscriber's pause after each message.
+    pub slow_delay: Duration,
+    /// Subscribers start at the log's head as the run begins instead of at position 0 (on a
+    /// large log: the run's events only).
+    pub subscribe_from_head: bool,
     /// Stop starting mutations after this long.
     pub duration: Option<Duration>,
     /// Stop after sending this many mutations (retries included).
@@ -89,6 +96,9 @@ impl Config {
             token: token.into(),
             clients: 4,
             subscribers: 1,
+            slow_subscribers: 0,
+            slow_delay: Duration::from_millis(200),
+            subscribe_from_head: false,
             duration: None,
             max_mutations: None,
             record: None,

@@ -23,6 +23,16 @@ struct Cli {
     /// Subscribers following the whole log over websockets.
     #[arg(long, default_value_t = 1)]
     subscribers: usize,
+    /// How many of the subscribers read slowly (they pause --slow-ms after each message).
+    #[arg(long, default_value_t = 0)]
+    slow_subscribers: usize,
+    /// A slow subscriber's pause after each message, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    slow_ms: u64,
+    /// Subscribers start at the log's head as the run begins (only the run's events) instead
+    /// of position 0 (the whole log).
+    #[arg(long)]
+    subscribe_from_head: bool,
     /// How long to run, in seconds (10 when neither this nor --max-mutations is given).
     #[arg(long)]
     duration: Option<f64>,
@@ -73,6 +83,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut config = Config::new(cli.url, cli.token.unwrap_or_default());
     config.clients = cli.clients;
     config.subscribers = cli.subscribers;
+    config.slow_subscribers = cli.slow_subscribers;
+    config.slow_delay = Duration::from_millis(cli.slow_ms);
+    config.subscribe_from_head = cli.subscribe_from_head;
     config.duration = duration;
     config.max_mutations = cli.max_mutations;
     config.record = cli.record;

@@ -34,6 +34,8 @@ pub struct OpReport {
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriberReport {
+    /// It read slowly on purpose.
+    pub slow: bool,
     /// Events received (each position once).
     pub events: u64,
     /// Events received again or out of order (position not above the last one): must be 0.
@@ -80,6 +82,9 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> 
     s.serialize_f64(d.as_secs_f64())
 }
 
+/// Beyond this many subscribers the report prints one summary line per kind instead.
+const MAX_SUBSCRIBER_LINES: usize = 20;
+
 fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
@@ -108,6 +113,31 @@ impl Report {
             );
         }
         Self { scenario, clients, elapsed, sent, acknowledged, operations, head_position: 0, subscribers: Vec::new() }
+    }
+
+    /// One line for the normal subscribers and one for the slow ones: how many reached the
+    /// head, the fewest and most events received, duplicates and reconnects in all.
+    fn subscriber_summary(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for slow in [false, true] {
+            let group: Vec<&SubscriberReport> = self.subscribers.iter().filter(|s| s.slow == slow).collect();
+            if group.is_empty() {
+                continue;
+            }
+            let caught_up = group.iter().filter(|s| s.caught_up).count();
+            let fewest = group.iter().map(|s| s.events).min().unwrap_or(0);
+            let most = group.iter().map(|s| s.events).max().unwrap_or(0);
+            let duplicates: u64 = group.iter().map(|s| s.duplicates).sum();
+            let reconnects: u64 = group.iter().map(|s| s.disconnects).sum();
+            writeln!(
+                f,
+                "{} {} subscribers: {caught_up} caught up, {fewest}–{most} events each, {duplicates} duplicate(s), \
+                 {reconnects} reconnect(s){}",
+                group.len(),
+                if slow { "slow" } else { "normal" },
+                group.iter().find_map(|s| s.errors.first()).map(|e| format!("; first error: {e}")).unwrap_or_default()
+            )?;
+        }
+        Ok(())
     }
 
     /// Error answers with `code`, all mutation types together.
@@ -147,6 +177,9 @@ impl fmt::Display for Report {
                 o.retries,
                 errors.join(", ")
             )?;
+        }
+        if self.subscribers.len() > MAX_SUBSCRIBER_LINES {
+            return self.subscriber_summary(f);
         }
         for (i, s) in self.subscribers.iter().enumerate() {
             writeln!(

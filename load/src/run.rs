@@ -19,7 +19,7 @@ use crate::{
     record::Recorder,
     report::Report,
     stats::Stats,
-    subscriber::{self, Stop},
+    subscriber::{self, Pace, Stop},
     target::Target,
 };
 
@@ -36,14 +36,17 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     if config.duration.is_none() && config.max_mutations.is_none() {
         return Err(LoadError::Config("bound the run with a duration and/or a maximum of mutations".into()));
     }
+    if config.slow_subscribers > config.subscribers {
+        return Err(LoadError::Config("more slow subscribers than subscribers".into()));
+    }
     let gql = Gql::new(target.clone(), config.request_timeout)?;
-    match gql.post(&config.token, "{ headPosition }", &json!({})).await {
-        Answer::Data(_) => {}
+    let start_head = match gql.post(&config.token, "{ headPosition }", &json!({})).await {
+        Answer::Data(d) => d["headPosition"].as_i64().unwrap_or(0),
         Answer::Refused { code, message } => {
             return Err(LoadError::Setup(format!("the server refused the token: {code}: {message}")));
         }
         Answer::Transport(e) => return Err(LoadError::Setup(format!("cannot reach {}: {e}", target.graphql))),
-    }
+    };
     let started = Instant::now();
     let shared = Arc::new(Shared {
         gql: gql.clone(),
@@ -53,11 +56,15 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         outage_limit: config.drain_timeout,
     });
 
-    // Subscribers first, from position 0, so they see the whole run.
+    // Subscribers first (from position 0, or from the head as it is now), so they see the
+    // whole run; the slow ones are the last `slow_subscribers`.
     let (stop_tx, stop_rx) = watch::channel(None);
     let mut subscribers = JoinSet::new();
-    for _ in 0..config.subscribers {
-        subscribers.spawn(subscriber::follow(target.websocket.clone(), config.token.clone(), stop_rx.clone()));
+    let from = if config.subscribe_from_head { start_head } else { 0 };
+    for i in 0..config.subscribers {
+        let slow = i >= config.subscribers - config.slow_subscribers;
+        let pace = Pace { from, delay: if slow { config.slow_delay } else { Duration::ZERO } };
+        subscribers.spawn(subscriber::follow(target.websocket.clone(), config.token.clone(), pace, stop_rx.clone()));
     }
     let progress = progress_bar(config.progress, &shared);
 

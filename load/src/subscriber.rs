@@ -30,10 +30,25 @@ pub struct Stop {
     pub give_up: Instant,
 }
 
-/// Follow the log from position 0 until told to stop (see [`Stop`]).
-pub async fn follow(url: String, token: String, mut stop: watch::Receiver<Option<Stop>>) -> SubscriberReport {
-    let mut report = SubscriberReport::default();
-    let mut last = 0i64;
+/// How one subscriber reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// Follow the log after this position (0: from the start).
+    pub from: i64,
+    /// Wait this long after each message before reading the next (a slow client: the server
+    /// must neither wait for it nor drop what it has not yet read).
+    pub delay: Duration,
+}
+
+/// Follow the log after `pace.from` until told to stop (see [`Stop`]).
+pub async fn follow(
+    url: String,
+    token: String,
+    pace: Pace,
+    mut stop: watch::Receiver<Option<Stop>>,
+) -> SubscriberReport {
+    let mut report = SubscriberReport { slow: !pace.delay.is_zero(), ..SubscriberReport::default() };
+    let mut last = pace.from;
     let finished = |stop: &watch::Receiver<Option<Stop>>, last: i64| {
         stop.borrow().as_ref().is_some_and(|s| last >= s.head || Instant::now() >= s.give_up)
     };
@@ -79,6 +94,7 @@ pub async fn follow(url: String, token: String, mut stop: watch::Receiver<Option
                                 report.positions.push(position);
                             }
                             if finished(&stop, last) { break 'connect }
+                            if !pace.delay.is_zero() { tokio::time::sleep(pace.delay).await }
                         }
                         Some("ping") => { let _ = socket.send(Message::text(json!({"type": "pong"}).to_string())).await; }
                         Some("error") | Some("complete") => { note(&mut report, format!("subscription ended: {v}")); break }

@@ -1,9 +1,11 @@
 //! The log itself: events with filters, causal chains, and a resumable subscription.
 
-use agentlog_domain::envelope::RecordedEvent;
+use std::sync::Arc;
+
+use agentlog_domain::envelope::{EventMetadata, RecordedEvent};
 use agentlog_eventlog::EventFilter;
 use async_graphql::{
-    Context, InputObject, Json, Object, SimpleObject, Subscription,
+    Context, InputObject, Json, Object, Subscription,
     connection::{Connection, Edge},
 };
 use chrono::{DateTime, Utc};
@@ -16,51 +18,79 @@ use crate::{
     metrics::SubscriberCount,
 };
 
+/// One event of the log, as GraphQL serves it. Each field is read from the shared recorded
+/// event only when a query selects it: a thousand subscribers asking for `position` cost no
+/// payload copies.
+#[derive(Clone)]
+pub struct Event(pub Arc<RecordedEvent>);
+
 /// One event of the log.
-#[derive(SimpleObject, Clone)]
-pub struct Event {
+#[Object]
+impl Event {
     /// Global order (strictly increasing; gaps possible).
-    pub position: i64,
+    async fn position(&self) -> i64 {
+        self.0.position
+    }
+
     /// Unique id (UUID v7).
-    pub event_id: Uuid,
+    async fn event_id(&self) -> Uuid {
+        self.0.event_id
+    }
+
     /// The aggregate instance's stream.
-    pub stream_id: String,
+    async fn stream_id(&self) -> &str {
+        &self.0.stream_id
+    }
+
     /// 1, 2, 3 … within the stream.
-    pub stream_version: i64,
+    async fn stream_version(&self) -> i64 {
+        self.0.stream_version
+    }
+
     /// Dotted, past tense.
-    pub event_type: String,
+    async fn event_type(&self) -> &str {
+        &self.0.event_type
+    }
+
     /// Payload schema version.
-    pub schema_version: i32,
+    async fn schema_version(&self) -> i32 {
+        self.0.schema_version
+    }
+
     /// The payload.
-    pub payload: Json<serde_json::Value>,
+    async fn payload(&self) -> Json<&serde_json::Value> {
+        Json(&self.0.payload)
+    }
+
     /// Chain, actor, owner, scope.
-    pub metadata: Json<serde_json::Value>,
+    async fn metadata(&self) -> Json<&EventMetadata> {
+        Json(&self.0.metadata)
+    }
+
     /// The source this chain started at.
-    pub root_source_id: Uuid,
+    async fn root_source_id(&self) -> Uuid {
+        self.0.metadata.chain.root_source_id
+    }
+
     /// The direct cause (absent on a source).
-    pub parent_node_id: Option<Uuid>,
+    async fn parent_node_id(&self) -> Option<Uuid> {
+        self.0.metadata.chain.parent_node_id
+    }
+
     /// The owner.
-    pub user_id: String,
+    async fn user_id(&self) -> &str {
+        &self.0.metadata.user_id
+    }
+
     /// When the log recorded it.
-    pub recorded_at: DateTime<Utc>,
+    async fn recorded_at(&self) -> DateTime<Utc> {
+        self.0.recorded_at
+    }
 }
 
-impl From<&RecordedEvent> for Event {
-    fn from(e: &RecordedEvent) -> Self {
-        Self {
-            position: e.position,
-            event_id: e.event_id,
-            stream_id: e.stream_id.clone(),
-            stream_version: e.stream_version,
-            event_type: e.event_type.clone(),
-            schema_version: e.schema_version,
-            payload: Json(e.payload.clone()),
-            metadata: Json(serde_json::to_value(&e.metadata).unwrap_or_default()),
-            root_source_id: e.metadata.chain.root_source_id,
-            parent_node_id: e.metadata.chain.parent_node_id,
-            user_id: e.metadata.user_id.clone(),
-            recorded_at: e.recorded_at,
-        }
+impl From<RecordedEvent> for Event {
+    fn from(e: RecordedEvent) -> Self {
+        Self(Arc::new(e))
     }
 }
 
@@ -123,7 +153,7 @@ impl EventsQuery {
         let has_next = events.len() > first;
         events.truncate(first);
         let mut connection = Connection::new(after > 0, has_next);
-        connection.edges.extend(events.iter().map(|e| Edge::new(e.position.to_string(), Event::from(e))));
+        connection.edges.extend(events.into_iter().map(|e| Edge::new(e.position.to_string(), Event::from(e))));
         Ok(connection)
     }
 
@@ -134,7 +164,7 @@ impl EventsQuery {
             log_filter(ctx, Some(EventFilterInput { root_source_id: Some(root_source_id), ..Default::default() }))?;
         let first = page_size(ctx, first.or(Some(500)))?;
         let events = app(ctx).store.read_all(0, &filter, first).await.map_err(ApiError::from)?;
-        Ok(events.iter().map(Event::from).collect())
+        Ok(events.into_iter().map(Event::from).collect())
     }
 
     /// The highest committed position.
@@ -167,7 +197,7 @@ impl EventsSubscription {
         let counted = SubscriberCount::new(state.metrics.clone());
         let stream = state.store.subscribe(from, filter).map(move |item| {
             let _alive = &counted;
-            item.map(|e| Event::from(&*e)).map_err(|e| ApiError::from(e).into())
+            item.map(Event).map_err(|e| ApiError::from(e).into())
         });
         stream.boxed()
     }

@@ -318,7 +318,7 @@ impl Operation {
     async fn history(&self, ctx: &Context<'_>, first: Option<i32>) -> GqlResult<Vec<Event>> {
         let first = page_size(ctx, first.or(Some(500)))?;
         let events = app(ctx).store.read_stream(&operation_stream(&self.id), 1, first).await.map_err(ApiError::from)?;
-        Ok(events.iter().map(Event::from).collect())
+        Ok(events.into_iter().map(Event::from).collect())
     }
 
     /// The operation as it was right after the event at `position` (a replay of its stream).
