@@ -35,6 +35,9 @@ enum Command {
         /// Where the first admin token is written.
         #[arg(long, env = "AGENTLOG_DATA_DIR", default_value = ".")]
         data_dir: PathBuf,
+        /// Most subscriptions open at once (all kinds together); one more is refused (LIMIT).
+        #[arg(long, env = "AGENTLOG_MAX_SUBSCRIPTIONS", default_value_t = ApiLimits::default().max_subscriptions)]
+        max_subscriptions: usize,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -73,8 +76,9 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match cli.command {
-        Command::Serve { database, bind, data_dir } => {
-            serve(ServeConfig { database, bind, data_dir, limits: ApiLimits::default() }).await
+        Command::Serve { database, bind, data_dir, max_subscriptions } => {
+            let limits = ApiLimits { max_subscriptions, ..ApiLimits::default() };
+            serve(ServeConfig { database, bind, data_dir, limits }).await
         }
         Command::Schema => {
             print!("{}", agentlog_api::graphql::sdl());

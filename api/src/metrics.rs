@@ -107,10 +107,14 @@ impl Metrics {
 pub struct SubscriberCount(std::sync::Arc<Metrics>);
 
 impl SubscriberCount {
-    /// Count one more subscriber.
-    pub fn new(metrics: std::sync::Arc<Metrics>) -> Self {
-        metrics.subscribers.fetch_add(1, Ordering::Relaxed);
-        Self(metrics)
+    /// Count one more subscriber, unless `max` are open already (then `None`, nothing counted).
+    pub fn admit(metrics: std::sync::Arc<Metrics>, max: usize) -> Option<Self> {
+        let before = metrics.subscribers.fetch_add(1, Ordering::Relaxed);
+        if usize::try_from(before).is_ok_and(|n| n >= max) {
+            metrics.subscribers.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Self(metrics))
     }
 }
 

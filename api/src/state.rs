@@ -22,6 +22,10 @@ pub struct ApiLimits {
     pub read_your_writes: Duration,
     /// Projection lag (events) beyond which `/readyz` says not ready.
     pub ready_lag_events: i64,
+    /// Most subscriptions open at once, all kinds together; one more is refused with LIMIT.
+    /// Each live event costs CPU per matching subscription, and that CPU is taken from the
+    /// writers: this caps the fan-out's share (RELIABILITY.md, "1,000 subscribers").
+    pub max_subscriptions: usize,
 }
 
 impl Default for ApiLimits {
@@ -33,6 +37,7 @@ impl Default for ApiLimits {
             max_page_size: 500,
             read_your_writes: Duration::from_secs(5),
             ready_lag_events: 50_000,
+            max_subscriptions: 10_000,
         }
     }
 }

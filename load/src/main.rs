@@ -29,6 +29,10 @@ struct Cli {
     /// A slow subscriber's pause after each message, in milliseconds.
     #[arg(long, default_value_t = 200)]
     slow_ms: u64,
+    /// Longest wait, after the load, for the subscribers to reach the log's head (slow ones
+    /// need about events × --slow-ms); also how long a client waits for a server that is down.
+    #[arg(long, default_value_t = 30)]
+    drain_secs: u64,
     /// Subscribers start at the log's head as the run begins (only the run's events) instead
     /// of position 0 (the whole log).
     #[arg(long)]
@@ -86,6 +90,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     config.slow_subscribers = cli.slow_subscribers;
     config.slow_delay = Duration::from_millis(cli.slow_ms);
     config.subscribe_from_head = cli.subscribe_from_head;
+    config.drain_timeout = Duration::from_secs(cli.drain_secs);
     config.duration = duration;
     config.max_mutations = cli.max_mutations;
     config.record = cli.record;

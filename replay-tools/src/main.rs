@@ -1,4 +1,4 @@
-//! `agentlog-replay`: audit, replay, verify, rebuild, export/import, stats.
+//! `agentlog-replay`: audit, replay, verify, rebuild, export/import, stats, generate.
 //!
 //! One subcommand per module; `main` only parses arguments, opens the log and dispatches.
 //! Every command works on a SQLite file or a PostgreSQL URL (`--database`, or
@@ -7,6 +7,7 @@
 
 mod chain;
 mod conversation_parse;
+mod generate;
 mod output;
 mod rebuild;
 mod run;
@@ -63,6 +64,9 @@ enum Command {
     /// Parse a topic's messages (JSON on stdin) into LobeHub's contextTree, flatList and
     /// messageMap (JSON on stdout).
     ConversationParse(conversation_parse::Args),
+    /// Fill an empty log with a synthetic, deterministic workload of at least `--events`
+    /// events (to try or benchmark the server and the read models at a realistic size).
+    Generate(generate::Args),
 }
 
 /// What every command gets besides its own arguments.
@@ -105,5 +109,6 @@ async fn dispatch(global: Global, command: Command) -> anyhow::Result<ExitCode> 
         Command::Copy(args) => transfer::copy(&global, &args).await,
         Command::Stats(args) => stats::run(&global, &args).await,
         Command::ConversationParse(args) => conversation_parse::run(&args),
+        Command::Generate(args) => generate::run(&global, &args).await,
     }
 }

@@ -13,8 +13,8 @@ use async_graphql::{Context, OutputType, SimpleObject, Subscription};
 use futures_util::{StreamExt, stream::BoxStream};
 
 use super::{
-    app, caller, conversations::ConversationNode, inbox::BriefNode, inbox::NotificationNode, operations::Operation,
-    tasks::TaskNode,
+    admit_subscriber, app, caller, conversations::ConversationNode, inbox::BriefNode, inbox::NotificationNode,
+    operations::Operation, tasks::TaskNode,
 };
 use crate::{
     auth::Caller,
@@ -45,6 +45,7 @@ pub struct Change<T: OutputType> {
 fn follow<T, K, F, Fut>(
     state: AppState,
     from: i64,
+    counted: SubscriberCount,
     filter: EventFilter,
     keep: K,
     load: F,
@@ -55,7 +56,6 @@ where
     F: Fn(AppState, Arc<RecordedEvent>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Loaded<T>, ApiError>> + Send + 'static,
 {
-    let counted = SubscriberCount::new(state.metrics.clone());
     let load = Arc::new(load);
     let events = state.store.subscribe(from, filter);
     events
@@ -89,13 +89,15 @@ fn failed<T: Send + 'static>(e: ApiError) -> BoxStream<'static, GqlResult<T>> {
     futures_util::stream::once(async move { Err(e.into()) }).boxed()
 }
 
-/// Where to start: after `from`, or (none given) after the head now: only what comes next.
-async fn start(state: &AppState, from: Option<i64>) -> Result<i64, ApiError> {
-    match from {
-        Some(p) if p < 0 => Err(ApiError::validation("fromPosition", "must not be negative")),
-        Some(p) => Ok(p),
-        None => Ok(state.store.head_position().await?),
-    }
+/// Admit one more subscription (LIMIT when the server's cap is reached) and say where it
+/// starts: after `from`, or (none given) after the head now: only what comes next.
+async fn start(state: &AppState, from: Option<i64>) -> Result<(i64, SubscriberCount), ApiError> {
+    let from = match from {
+        Some(p) if p < 0 => return Err(ApiError::validation("fromPosition", "must not be negative")),
+        Some(p) => p,
+        None => state.store.head_position().await?,
+    };
+    Ok((from, admit_subscriber(state)?))
 }
 
 fn stream_filter(caller: &Caller, stream_id: &str) -> EventFilter {
@@ -129,7 +131,7 @@ impl ChangesSubscription {
         if let Err(e) = Commands::new(&state, &who).load_operation(&id).await {
             return failed(e);
         }
-        let from = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -138,6 +140,7 @@ impl ChangesSubscription {
         follow(
             state,
             from,
+            counted,
             filter,
             move |e| e.stream_id == stream,
             move |state, _| {
@@ -166,7 +169,7 @@ impl ChangesSubscription {
             Ok(None) => return failed(ApiError::not_found("task", id)),
             Err(e) => return failed(e.into()),
         }
-        let from = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -175,6 +178,7 @@ impl ChangesSubscription {
         follow(
             state,
             from,
+            counted,
             filter,
             move |e| e.stream_id == stream,
             move |state, _| {
@@ -202,7 +206,7 @@ impl ChangesSubscription {
             Ok(None) => return failed(ApiError::not_found("conversation", topic_id)),
             Err(e) => return failed(e.into()),
         }
-        let from = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -211,6 +215,7 @@ impl ChangesSubscription {
         follow(
             state,
             from,
+            counted,
             filter,
             move |e| e.stream_id == stream,
             move |state, _| {
@@ -234,7 +239,7 @@ impl ChangesSubscription {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
         };
-        let from = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -243,6 +248,7 @@ impl ChangesSubscription {
         follow(
             state,
             from,
+            counted,
             filter,
             |_| true,
             move |state, event| {
@@ -266,7 +272,7 @@ impl ChangesSubscription {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
         };
-        let from = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -275,6 +281,7 @@ impl ChangesSubscription {
         follow(
             state,
             from,
+            counted,
             filter,
             |_| true,
             move |state, event| {
@@ -308,7 +315,7 @@ impl ChangesSubscription {
         }
         // The head before the backlog is read: anything after it arrives live (possibly also
         // in the backlog; claiming twice is refused, so a duplicate costs one failed claim).
-        let from = match start(&state, None).await {
+        let (from, counted) = match start(&state, None).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -342,6 +349,7 @@ impl ChangesSubscription {
         let live = follow(
             state,
             from,
+            counted,
             filter,
             |_| true,
             move |state, event| {

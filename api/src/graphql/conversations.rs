@@ -7,7 +7,7 @@ use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, Subscrip
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
+use super::{admit_subscriber, app, caller, connection, decode, from_wire, json, page_request, wire};
 use futures_util::{StreamExt, stream::BoxStream};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -15,7 +15,6 @@ use crate::{
     commands::Commands,
     deltas::{DeltaError, MessageDelta},
     error::{ApiError, GqlResult},
-    metrics::SubscriberCount,
 };
 
 /// A conversation (topic).
@@ -268,7 +267,10 @@ impl DeltasSubscription {
             return futures_util::stream::once(async move { Err(e.into()) }).boxed();
         }
         let hub = app(ctx).deltas.clone();
-        let counted = SubscriberCount::new(app(ctx).metrics.clone());
+        let counted = match admit_subscriber(app(ctx)) {
+            Ok(c) => c,
+            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
+        };
         let rx = hub.subscribe(&topic_id);
         let first = futures_util::stream::iter(hub.snapshots(&topic_id));
         let live =

@@ -12,11 +12,8 @@ use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, stream::BoxStream};
 use uuid::Uuid;
 
-use super::{app, caller, page_size};
-use crate::{
-    error::{ApiError, GqlResult},
-    metrics::SubscriberCount,
-};
+use super::{admit_subscriber, app, caller, page_size};
+use crate::error::{ApiError, GqlResult};
 
 /// One event of the log, as GraphQL serves it. Each field is read from the shared recorded
 /// event only when a query selects it: a thousand subscribers asking for `position` cost no
@@ -194,7 +191,10 @@ impl EventsSubscription {
         };
         let state = app(ctx);
         let from = from_position.unwrap_or(0).max(0);
-        let counted = SubscriberCount::new(state.metrics.clone());
+        let counted = match admit_subscriber(state) {
+            Ok(c) => c,
+            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
+        };
         let stream = state.store.subscribe(from, filter).map(move |item| {
             let _alive = &counted;
             item.map(Event).map_err(|e| ApiError::from(e).into())

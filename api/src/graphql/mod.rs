@@ -75,6 +75,14 @@ pub fn app<'a>(ctx: &Context<'a>) -> &'a AppState {
     ctx.data_unchecked::<AppState>()
 }
 
+/// Count one more open subscription, or refuse it (LIMIT) when the server's cap is reached.
+pub fn admit_subscriber(state: &AppState) -> Result<crate::metrics::SubscriberCount, ApiError> {
+    let max = state.limits.max_subscriptions;
+    crate::metrics::SubscriberCount::admit(state.metrics.clone(), max).ok_or_else(|| {
+        ApiError::Limit(format!("the server has {max} subscriptions open, its maximum; subscribe again later"))
+    })
+}
+
 /// The authenticated caller, or UNAUTHENTICATED.
 pub fn caller<'a>(ctx: &Context<'a>) -> Result<&'a Caller, ApiError> {
     ctx.data_opt::<Caller>().ok_or(ApiError::Unauthenticated)

@@ -21,4 +21,5 @@ mod read_models;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod subscription_cap;
 mod units;

@@ -3,6 +3,7 @@
 //! (skipped with a message without it, failing under `CI=true`).
 
 mod conversation_parse;
+mod generate;
 mod inspect;
 mod support;
 mod transfer;

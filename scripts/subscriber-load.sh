@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The server alone in its process, under agentlog-load, with and without 1,000 subscribers:
+# writer latency per mutation type, and the server's own resident memory (RELIABILITY.md,
+# "1,000 subscribers"; BENCHMARKS.md, "Server alone").
+#
+#   cargo build --release -p agentlog-api -p agentlog-load
+#   bash scripts/subscriber-load.sh sqlite:/path/to/a/large.db      # e.g. the server bench's database
+#
+# Phases, each SECS seconds of the mixed load from CLIENTS clients:
+#   alone    no subscribers
+#   fan-out  SUBSCRIBERS websocket subscribers from the head (SLOW of them pausing 200 ms per message)
+#   alone    again (the machine's drift shows as a difference between the two)
+# The server's VmRSS is sampled every second into $OUT/rss.tsv; VmHWM (peak) at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATABASE="${1:?usage: $0 DATABASE_URL}"
+SECS="${SECS:-60}"
+CLIENTS="${CLIENTS:-4}"
+SUBSCRIBERS="${SUBSCRIBERS:-1000}"
+SLOW="${SLOW:-100}"
+PORT="${PORT:-18080}"
+BIN="${BIN:-${CARGO_TARGET_DIR:-target}/release}"
+OUT="${OUT:-$(mktemp -d)}"
+
+say() { printf '[subscriber-load] %s\n' "$*" >&2; }
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+mkdir -p "$OUT"
+
+token="$("$BIN/agentlog" token create --user load-admin --admin --name subscriber-load --database "$DATABASE" | tail -n 1)"
+"$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" 2>"$OUT/server.log" &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; kill "$sampler" 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do
+    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+    kill -0 "$server" 2>/dev/null || { tail -n 20 "$OUT/server.log" >&2; exit 1; }
+    sleep 1
+done
+say "server $server ready on :$PORT; output in $OUT"
+
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
+( while kill -0 "$server" 2>/dev/null; do
+      printf '%s\t%s\t%s\n' "$(date +%s)" "$(cat "$OUT/phase" 2>/dev/null || echo idle)" "$(rss)"
+      sleep 1
+  done ) >"$OUT/rss.tsv" &
+sampler=$!
+
+phase() {
+    local name="$1"; shift
+    echo "$name" >"$OUT/phase"
+    say "phase $name: $*"
+    # Exit 1 (a subscriber that did not catch up, a duplicate) is reported, not fatal here.
+    local code=0
+    "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients "$CLIENTS" \
+        --duration "$SECS" "$@" >"$OUT/$name.txt" || code=$?
+    cat "$OUT/$name.txt"
+    [ "$code" -eq 0 ] || say "phase $name: agentlog-load exited $code"
+    echo idle >"$OUT/phase"
+    sleep 5
+}
+
+echo idle >"$OUT/phase"
+sleep 5
+phase alone-1 --subscribers 0
+# Slow subscribers read one message per 200 ms: ~10 events/s arrive, so they fall behind
+# during the run and need minutes afterwards to read the rest.
+phase fan-out --subscribers "$SUBSCRIBERS" --slow-subscribers "$SLOW" --subscribe-from-head --seed 2 \
+    --drain-secs "${DRAIN_SECS:-300}"
+phase alone-2 --subscribers 0 --seed 3
+
+echo "--- server resident memory (MiB): idle before, max per phase, peak (VmHWM)"
+awk -F'\t' '{ if (!($2 in max) || $3 > max[$2]) max[$2] = $3; if (NR == 1) first = $3 }
+            END { printf "idle at start %.0f\n", first / 1024; for (p in max) printf "%s max %.0f\n", p, max[p] / 1024 }' "$OUT/rss.tsv"
+awk '/^VmHWM/ {printf "peak (VmHWM) %.0f\n", $2 / 1024}' "/proc/$server/status"
