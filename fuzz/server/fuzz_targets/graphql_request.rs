@@ -11,7 +11,8 @@
 //!
 //! The first byte chooses how the rest is sent: as the raw POST body, as the `query` of a JSON
 //! request, as the `variables` of a fixed mutation, or as a GET query string; and with an
-//! admin's token, a user's or none.
+//! admin's token, a user's or none. (A GET without a websocket upgrade is answered with the
+//! GraphiQL page: queries come by POST or over the websocket.)
 #![no_main]
 
 use std::sync::OnceLock;
@@ -117,12 +118,24 @@ fuzz_target!(|data: &[u8]| {
     let Some(request) = request(data, s) else {
         return;
     };
+    let is_get = request.method() == Method::GET;
     s.runtime.block_on(async {
         let head_before = s.state.store.head_position().await.expect("reading the head");
         let response = s.router.clone().oneshot(request).await.expect("the router is infallible");
         let status = response.status();
         assert!(!status.is_server_error(), "a server error for client input: {status}");
+        let html = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/html"));
         let body = to_bytes(response.into_body(), 64 << 20).await.expect("reading the answer");
+        if html {
+            // A plain GET of /graphql is the GraphiQL page (queries come by POST or websocket).
+            assert!(is_get, "an HTML answer to a POST ({status})");
+            assert_eq!(head_before, s.state.store.head_position().await.expect("reading the head"));
+            return;
+        }
         let answer: serde_json::Value = serde_json::from_slice(&body)
             .unwrap_or_else(|e| panic!("an answer that is not JSON ({status}): {e}: {body:?}"));
         let wrote_nothing_expected = status != StatusCode::OK || answer.get("data").is_none_or(|d| d.is_null());
