@@ -68,6 +68,10 @@ async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
     nested.push_str(" } } } }");
     let r = s.gql(Some(&token), &nested, json!({})).await;
     assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    // wide: 2,500 aliased fields (complexity 2,500 > 2,000)
+    let wide: String = (0..2_500).map(|i| format!("a{i}: headPosition ")).collect();
+    let r = s.gql(Some(&token), &format!("{{ {wide} }}"), json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
     let (status, _) = s.raw(Some(&token), vec![b' '; 3 * 1024 * 1024], "application/json").await;
     assert_eq!(status, 413, "oversized body refused");
     // bad values inside a valid request: refused with VALIDATION, nothing written
