@@ -14,5 +14,6 @@ pub mod graphql;
 pub mod http;
 pub mod metrics;
 pub mod reactors;
+pub mod relay;
 pub mod server;
 pub mod state;

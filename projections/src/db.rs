@@ -345,6 +345,11 @@ impl ReadDb {
 const MAX_PARAMS: usize = 30_000;
 
 impl ReadTx {
+    /// True for PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres(_))
+    }
+
     /// Run a statement.
     pub async fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {

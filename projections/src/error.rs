@@ -46,6 +46,17 @@ pub enum ProjectionError {
     /// The runner has stopped.
     #[error("the projection runner has stopped")]
     Stopped,
+    /// A committed checkpoint is behind what this runner applied: something rebuilt the read
+    /// model meanwhile (another process). The runner resumes from the committed checkpoints.
+    #[error("the checkpoint of `{name}` moved back from {applied} to {committed} (rebuilt by another process?)")]
+    CheckpointMovedBack {
+        /// The projection.
+        name: &'static str,
+        /// The position this runner had applied.
+        applied: i64,
+        /// The committed position found.
+        committed: i64,
+    },
 }
 
 impl ProjectionError {

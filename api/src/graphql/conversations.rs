@@ -325,6 +325,7 @@ impl ConversationsMutation {
         let message_id = message.message_id.clone();
         let payload = run(ctx, &topic_id, ConversationCommand::AppendMessage(message), None).await?;
         app(ctx).deltas.finish(&topic_id, &message_id);
+        app(ctx).relay.finish(&topic_id, &message_id);
         Ok(payload)
     }
 
@@ -339,10 +340,14 @@ impl ConversationsMutation {
         delta: String,
     ) -> GqlResult<i64> {
         let conversation = conversation_node(ctx, &topic_id).await?;
-        app(ctx).deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta).map_err(|e| match e {
-            DeltaError::Limit(m) => ApiError::Limit(m).into(),
-            DeltaError::NotYours(_) => ApiError::not_found("message", message_id).into(),
-        })
+        let app = app(ctx);
+        let length =
+            app.deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta).map_err(|e| match e {
+                DeltaError::Limit(m) => ApiError::Limit(m),
+                DeltaError::NotYours(_) => ApiError::not_found("message", message_id.clone()),
+            })?;
+        app.relay.publish(&conversation.user_id, &topic_id, &message_id, &delta);
+        Ok(length)
     }
 
     /// Change a message's content, metadata (replaced) or extra fields (merged).
