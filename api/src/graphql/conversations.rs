@@ -262,6 +262,8 @@ impl DeltasSubscription {
     /// Partial content of the topic's messages as workers write them: first a snapshot of each
     /// message being written, then every delta; `done` when the finished message was appended.
     /// A subscriber that falls behind gets fresh snapshots instead of the deltas it missed.
+    /// With PostgreSQL, deltas published to any server instance on the database; with SQLite,
+    /// those published to this process.
     async fn message_deltas(&self, ctx: &Context<'_>, topic_id: String) -> BoxStream<'static, GqlResult<MessageDelta>> {
         if let Err(e) = conversation_node(ctx, &topic_id).await {
             return futures_util::stream::once(async move { Err(e.into()) }).boxed();
@@ -331,7 +333,8 @@ impl ConversationsMutation {
 
     /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.
     /// Nothing is stored: append the finished message with `appendMessage`. Answers the bytes
-    /// streamed so far.
+    /// streamed so far. With PostgreSQL it reaches the subscribers of every server instance on
+    /// the database; with SQLite, those of the process that received it.
     async fn publish_message_delta(
         &self,
         ctx: &Context<'_>,
