@@ -65,6 +65,16 @@ impl ProjectionError {
         move |source| Self::Database { context, source }
     }
 
+    /// True when the database refused a write for lack of space (see
+    /// [`agentlog_eventlog::is_storage_full`]).
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => agentlog_eventlog::is_storage_full(source),
+            Self::Log(e) => e.is_storage_full(),
+            _ => false,
+        }
+    }
+
     /// True when the database could not be reached (see
     /// [`agentlog_eventlog::is_connection_error`]): worth a retry later.
     pub fn is_unavailable(&self) -> bool {

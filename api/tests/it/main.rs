@@ -12,6 +12,7 @@ mod worker;
 
 mod concurrency;
 mod db_faults;
+mod disk_full;
 mod example_worker;
 mod faults;
 mod idempotency;
