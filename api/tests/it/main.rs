@@ -10,6 +10,7 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod clock;
 mod concurrency;
 mod db_faults;
 mod disk_full;
