@@ -46,12 +46,7 @@ async fn the_clock_stepped_back_and_forward(db: Db) {
         fired(&s, "j1").await.iter().map(|f| f["localTime"].as_str().unwrap_or_default().to_string()).collect();
     assert_eq!(
         slots,
-        [
-            "2026-11-30T10:05:00Z",
-            "2026-11-30T10:10:00Z",
-            "2026-11-30T10:15:00Z",
-            "2026-12-01T10:15:00Z"
-        ],
+        ["2026-11-30T10:05:00Z", "2026-11-30T10:10:00Z", "2026-11-30T10:15:00Z", "2026-12-01T10:15:00Z"],
         "each slot fired once, in order"
     );
 }

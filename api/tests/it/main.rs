@@ -24,5 +24,6 @@ mod read_models;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod slow_db;
 mod subscription_cap;
 mod units;
