@@ -1,11 +1,12 @@
 //! Queries over the conversations read model, owner-scoped (`owner: None` = admin).
 
+use agentlog_conversation_flow::parse_shared;
+
 use super::{
     rows::{ConversationRow, MessageRow, ThreadRow},
     tree_cache::{TopicInput, TopicTree, changed_messages, topic_version},
 };
 use crate::{
-    conversation::parse_shared,
     db::ReadDb,
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},

@@ -29,12 +29,12 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use agentlog_conversation_flow::{ContextNode, FlatList, ParseResult, parse_shared};
 use serde_json::Value;
 
 use super::message_json::parse_view;
 use crate::{
     columns::Columns,
-    conversation::{ContextNode, FlatList, ParseResult, parse_shared},
     db::{ReadDb, SqlValue},
     error::ProjectionError,
 };

@@ -2,13 +2,13 @@
 //! inputs (`AGENTLOG_BENCH_DIR`, default `../shared/bench/conversation` from the workspace),
 //! a generated 100,000-deep chain, and a 10× width scaling check.
 //!
-//! Run: `cargo bench -p agentlog-projections --bench conversation_parse`
+//! Run: `cargo bench -p agentlog-conversation-flow --bench conversation_parse`
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentlog_projections::conversation;
+use agentlog_conversation_flow as conversation;
 use serde_json::{Value, json};
 
 #[path = "support/conversation_inputs.rs"]

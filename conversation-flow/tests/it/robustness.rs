@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use agentlog_projections::conversation::{self, Diagnostic, ParseResult};
+use agentlog_conversation_flow::{self as conversation, Diagnostic, ParseResult};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -9,7 +9,7 @@
 //! `wide:N` (the bench's generated inputs), the number of parses (default 1), and `--json` to
 //! also write the result (parse + `write_json`).
 
-use agentlog_projections::conversation;
+use agentlog_conversation_flow as conversation;
 use serde_json::Value;
 
 #[path = "../benches/support/conversation_inputs.rs"]

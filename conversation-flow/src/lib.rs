@@ -3,7 +3,7 @@
 //! (`shared/reference/lobehub-spec.md` §1), plus a list of [`Diagnostic`]s.
 //!
 //! ```
-//! use agentlog_projections::conversation;
+//! use agentlog_conversation_flow as conversation;
 //! use serde_json::json;
 //!
 //! let messages = vec![

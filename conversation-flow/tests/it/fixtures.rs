@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use agentlog_projections::conversation::{self, ParseResult};
+use agentlog_conversation_flow::{self as conversation, ParseResult};
 use serde_json::Value;
 
 fn data_dir() -> PathBuf {

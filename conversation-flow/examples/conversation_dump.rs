@@ -2,7 +2,7 @@
 //! (build this example on both, run each into its own directory, `diff -r` the two):
 //!
 //! ```text
-//! cargo run --release -p agentlog-projections --no-default-features --example conversation_dump -- \
+//! cargo run --release -p agentlog-conversation-flow --example conversation_dump -- \
 //!   OUT_DIR [--random N] FILE...
 //! ```
 //!
@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentlog_projections::conversation;
+use agentlog_conversation_flow as conversation;
 use serde_json::{Map, Value, json};
 
 /// xorshift64*: a small deterministic generator (no dependency, same stream everywhere).
