@@ -367,7 +367,7 @@ pub fn write_json<W: Write>(w: &mut W, nodes: &[ContextNode]) -> io::Result<()> 
                         stack.push(Op::Close(b"]}"));
                         stack.push(Op::Branches(&b.branches, 0));
                     }
-                    other => serde_json::to_writer(&mut *w, other)?,
+                    other => crate::js_json::to_writer(&mut *w, other)?,
                 }
             }
             Op::Branches(lists, i) => {

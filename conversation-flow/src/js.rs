@@ -136,11 +136,12 @@ impl JsSum {
 }
 
 fn num_to_string(n: f64) -> String {
-    match js_number(n) {
-        Value::Null if n.is_nan() => "NaN".to_owned(),
-        Value::Null if n > 0.0 => "Infinity".to_owned(),
-        Value::Null => "-Infinity".to_owned(),
-        other => other.to_string(),
+    if n.is_nan() {
+        "NaN".to_owned()
+    } else if n.is_infinite() {
+        if n > 0.0 { "Infinity".to_owned() } else { "-Infinity".to_owned() }
+    } else {
+        crate::js_json::js_number_string(n)
     }
 }
 

@@ -35,6 +35,7 @@ mod flat_list;
 mod group_json;
 mod indexing;
 mod js;
+mod js_json;
 mod message;
 mod node_id;
 mod output;

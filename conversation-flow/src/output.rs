@@ -98,9 +98,9 @@ impl<'a> ParseResult<'a> {
         w.write_all(b"{\"contextTree\":")?;
         context_tree::write_json(&mut w, &self.context_tree)?;
         w.write_all(b",\"flatList\":")?;
-        serde_json::to_writer(&mut w, &self.flat_list())?;
+        crate::js_json::to_writer(&mut w, &self.flat_list())?;
         w.write_all(b",\"messageMap\":")?;
-        serde_json::to_writer(&mut w, &self.message_map())?;
+        crate::js_json::to_writer(&mut w, &self.message_map())?;
         w.write_all(b"}")
     }
 }
