@@ -23,8 +23,9 @@ pub enum Diagnostic {
         /// Position in the `messageGroups` array.
         index: usize,
     },
-    /// Two messages share an id; the later one is kept (as upstream's `messageMap`), the
-    /// earlier one is dropped.
+    /// Two messages share an id; the later one's fields are kept (as upstream's
+    /// `messageMap`). An earlier one with the same `parentId` still lists the id under that
+    /// parent once more (as upstream's `childrenMap`), so the tree shows it as a branch.
     DuplicateId {
         /// The shared id.
         id: String,
@@ -53,6 +54,14 @@ pub enum Diagnostic {
         ids: Vec<String>,
         /// The member whose parent link was cut.
         broken_at: String,
+    },
+    /// Duplicate ids nested under duplicate ids would copy their subtrees into a tree this
+    /// large; each id is listed once instead (upstream runs out of memory on such input).
+    DuplicatesNotRepeated {
+        /// Tree nodes the repeated listings would have made.
+        tree_nodes: u64,
+        /// The most allowed (a small multiple of the input's size).
+        limit: u64,
     },
     /// Thread messages that hang off nothing in the input (no main-flow message anchors the
     /// thread); they stay in the flat list, as upstream shows a thread view.

@@ -98,7 +98,7 @@ impl<'a> Index<'a> {
         groups: &'a [Value],
         diags: &mut Vec<Diagnostic>,
     ) -> Index<'a> {
-        let Prepared { mut nodes, mut calls, by_id } = prepared;
+        let Prepared { mut nodes, mut calls, by_id, repeats } = prepared;
         let n = nodes.len();
 
         resolve_tool_results(&nodes, &mut calls, &by_id);
@@ -106,18 +106,25 @@ impl<'a> Index<'a> {
         assign_parents(&mut nodes, &by_id, &redirect, diags);
         cut_cycles(&mut nodes, diags);
 
-        let children =
-            Csr::build(n, nodes.iter().enumerate().filter_map(|(i, node)| node.parent.map(|p| (p, i as u32))));
+        // Edges to each message, one per occurrence in the input (upstream's `childrenMap`
+        // pushes an id every time it meets it), in input order.
+        let repeats = expandable_repeats(&nodes, repeats, diags);
+        let mut edges: Vec<(u32, u32)> = (0..n as u32).map(|i| (nodes[i as usize].at, i)).collect();
+        if !repeats.is_empty() {
+            edges.extend(repeats);
+            edges.sort_by_key(|&(at, _)| at);
+        }
+        let children = Csr::build(n, edges.iter().filter_map(|&(_, i)| nodes[i as usize].parent.map(|p| (p, i))));
         let raw_children =
             Csr::build(n, nodes.iter().enumerate().filter_map(|(i, node)| node.raw_parent.map(|p| (p, i as u32))));
         let tree_children = Csr::build(
             n,
-            nodes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, node)| node.parent.filter(|_| !node.thread).map(|p| (p, i as u32))),
+            edges.iter().filter_map(|&(_, i)| {
+                let node = &nodes[i as usize];
+                node.parent.filter(|_| !node.thread).map(|p| (p, i))
+            }),
         );
-        let roots: Vec<u32> = (0..n as u32).filter(|&i| nodes[i as usize].parent.is_none()).collect();
+        let roots: Vec<u32> = edges.iter().map(|&(_, i)| i).filter(|&i| nodes[i as usize].parent.is_none()).collect();
         let tree_roots: Vec<u32> = roots.iter().copied().filter(|&i| !nodes[i as usize].thread).collect();
 
         let latest_user = latest_user_turns(&nodes, &roots, &children);
@@ -389,11 +396,59 @@ fn cut_cycles(nodes: &mut [Node<'_>], diags: &mut Vec<Diagnostic>) {
     }
 }
 
+/// Most tree nodes the repeated edges of duplicate ids may expand the input to, per message.
+const EXPANSION_PER_MESSAGE: u64 = 4;
+
+/// The repeat edges to keep: all of them, unless the subtrees they copy would make the tree
+/// more than [`EXPANSION_PER_MESSAGE`] times the input (duplicates nested under duplicates
+/// grow it exponentially, where upstream runs out of memory); then none.
+fn expandable_repeats(nodes: &[Node<'_>], repeats: Vec<(u32, u32)>, diags: &mut Vec<Diagnostic>) -> Vec<(u32, u32)> {
+    if repeats.is_empty() {
+        return repeats;
+    }
+    let n = nodes.len();
+    let mut copies = vec![1u64; n];
+    for &(_, k) in &repeats {
+        copies[k as usize] += 1;
+    }
+    // Size of each subtree counting repeated edges: children before parents.
+    let kids = Csr::build(n, nodes.iter().enumerate().filter_map(|(i, node)| node.parent.map(|p| (p, i as u32))));
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    let mut stack: Vec<u32> = (0..n as u32).filter(|&i| nodes[i as usize].parent.is_none()).collect();
+    while let Some(i) = stack.pop() {
+        order.push(i);
+        stack.extend(kids.of(i).iter().copied());
+    }
+    let mut size = vec![1u64; n];
+    let mut total = 0u64;
+    for &i in order.iter().rev() {
+        let s = kids
+            .of(i)
+            .iter()
+            .fold(1u64, |acc, &c| acc.saturating_add(size[c as usize].saturating_mul(copies[c as usize])));
+        size[i as usize] = s;
+        if nodes[i as usize].parent.is_none() {
+            total = total.saturating_add(s.saturating_mul(copies[i as usize]));
+        }
+    }
+    let limit = EXPANSION_PER_MESSAGE.saturating_mul(n as u64).max(1024);
+    if total > limit {
+        diags.push(Diagnostic::DuplicatesNotRepeated { tree_nodes: total, limit });
+        return Vec::new();
+    }
+    repeats
+}
+
 /// Newest user turn per subtree, bottom-up over the forest (iterative).
 fn latest_user_turns(nodes: &[Node<'_>], roots: &[u32], children: &Csr) -> Vec<f64> {
     let mut order: Vec<u32> = Vec::with_capacity(nodes.len());
     let mut stack: Vec<u32> = roots.iter().rev().copied().collect();
+    // A repeated id is listed under its parent more than once; its subtree is walked once.
+    let mut seen = vec![false; nodes.len()];
     while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut seen[i as usize], true) {
+            continue;
+        }
         order.push(i);
         stack.extend(children.of(i).iter().copied());
     }

@@ -98,6 +98,10 @@ pub(crate) struct Prepared<'a> {
     /// range into it).
     pub calls: Vec<ToolCall<'a>>,
     pub by_id: FastMap<&'a str, u32>,
+    /// Earlier occurrences of a kept id with the same `parentId` as the kept one, as (input
+    /// position, kept node), input order: upstream's `childrenMap` lists the id once per
+    /// occurrence, so each is one more edge from the same parent to the kept message.
+    pub repeats: Vec<(u32, u32)>,
 }
 
 /// Validate the input array, read every message's fields (one pass over each map: the id is
@@ -121,25 +125,39 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
         duplicates |= by_id.insert(id, nodes.len() as u32).is_some();
         nodes.push(Node::read(map, f, id, i as u32, &mut calls));
     }
+    let mut repeats = Vec::new();
     if duplicates {
         // Rare: keep only each id's last occurrence (`by_id` names it), then renumber. The
         // dropped copies' tool calls stay in `calls`, unreferenced.
         let all = std::mem::take(&mut nodes);
-        let kept_at: Vec<u32> = all.iter().map(|n| by_id.get(n.id).map_or(n.at, |&k| all[k as usize].at)).collect();
-        for (node, kept) in all.into_iter().zip(kept_at) {
-            if kept != node.at {
-                diags.push(Diagnostic::DuplicateId {
-                    id: node.id.to_owned(),
-                    dropped_index: node.at as usize,
-                    kept_index: kept as usize,
-                });
+        let kept: Vec<u32> = all.iter().map(|n| by_id.get(n.id).copied().unwrap_or(0)).collect();
+        // Same-parent repeats, by old position of the kept node (renumbered below).
+        let mut pending: Vec<(u32, u32)> = Vec::new();
+        for (old, (node, &k)) in all.iter().zip(&kept).enumerate() {
+            let k_node = &all[k as usize];
+            if k as usize == old {
                 continue;
             }
-            nodes.push(node);
+            diags.push(Diagnostic::DuplicateId {
+                id: node.id.to_owned(),
+                dropped_index: node.at as usize,
+                kept_index: k_node.at as usize,
+            });
+            if node.parent_id == k_node.parent_id {
+                pending.push((node.at, k));
+            }
         }
+        let mut new_pos = vec![u32::MAX; all.len()];
+        for (old, node) in all.into_iter().enumerate() {
+            if kept[old] as usize == old {
+                new_pos[old] = nodes.len() as u32;
+                nodes.push(node);
+            }
+        }
+        repeats = pending.into_iter().map(|(at, k)| (at, new_pos[k as usize])).collect();
         by_id = nodes.iter().enumerate().map(|(pos, n)| (n.id, pos as u32)).collect();
     }
-    Prepared { nodes, calls, by_id }
+    Prepared { nodes, calls, by_id, repeats }
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
