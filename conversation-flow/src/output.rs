@@ -96,12 +96,27 @@ impl<'a> ParseResult<'a> {
     /// not recurse on branch nesting, so any parse result can be written.
     pub fn write_json<W: Write>(&self, mut w: W) -> io::Result<()> {
         w.write_all(b"{\"contextTree\":")?;
-        context_tree::write_json(&mut w, &self.context_tree)?;
+        self.write_context_tree_json(&mut w)?;
         w.write_all(b",\"flatList\":")?;
-        crate::js_json::to_writer(&mut w, &self.flat_list())?;
+        self.write_flat_list_json(&mut w)?;
         w.write_all(b",\"messageMap\":")?;
-        crate::js_json::to_writer(&mut w, &self.message_map())?;
+        self.write_message_map_json(&mut w)?;
         w.write_all(b"}")
+    }
+
+    /// Write `contextTree` alone, as in [`ParseResult::write_json`].
+    pub fn write_context_tree_json<W: Write>(&self, mut w: W) -> io::Result<()> {
+        context_tree::write_json(&mut w, &self.context_tree)
+    }
+
+    /// Write `flatList` alone, as in [`ParseResult::write_json`].
+    pub fn write_flat_list_json<W: Write>(&self, w: W) -> io::Result<()> {
+        crate::js_json::to_writer(w, &self.flat_list())
+    }
+
+    /// Write `messageMap` alone, as in [`ParseResult::write_json`].
+    pub fn write_message_map_json<W: Write>(&self, w: W) -> io::Result<()> {
+        crate::js_json::to_writer(w, &self.message_map())
     }
 }
 

@@ -11,6 +11,7 @@ mod support;
 mod worker;
 
 mod concurrency;
+mod conversation_tree;
 mod db_faults;
 mod example_worker;
 mod faults;

@@ -102,9 +102,5 @@ pub async fn fresh_tree(
     let Some(version) = topic_version(db, owner, topic_id).await? else { return Ok(None) };
     let mut input = TopicInput::default();
     input.apply(changed_messages(db, topic_id, 0).await?);
-    Ok(Some(TopicTree {
-        topic_id: topic_id.to_string(),
-        version: input.version.max(version),
-        result: parse_shared(input.messages, None),
-    }))
+    Ok(Some(TopicTree::new(topic_id.to_string(), input.version.max(version), parse_shared(input.messages, None))))
 }
