@@ -146,11 +146,11 @@ impl<'a> Index<'a> {
                 group_members.entry(g).or_default().push(i as u32);
             }
         }
+        // Per listing, like `childrenMap`: a repeated task counts once per occurrence.
         let mut task_children = vec![0u32; n];
-        for node in &nodes {
-            if let (Some(p), Role::Task) = (node.parent, node.role) {
-                task_children[p as usize] += 1;
-            }
+        for p in 0..n as u32 {
+            task_children[p as usize] =
+                children.of(p).iter().filter(|&&c| nodes[c as usize].role == Role::Task).count() as u32;
         }
 
         Index {

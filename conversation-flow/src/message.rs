@@ -129,7 +129,7 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
     if duplicates {
         // Rare: keep only each id's last occurrence (`by_id` names it), then renumber. The
         // dropped copies' tool calls stay in `calls`, unreferenced.
-        let all = std::mem::take(&mut nodes);
+        let mut all = std::mem::take(&mut nodes);
         let kept: Vec<u32> = all.iter().map(|n| by_id.get(n.id).copied().unwrap_or(0)).collect();
         // Same-parent repeats, by old position of the kept node (renumbered below).
         let mut pending: Vec<(u32, u32)> = Vec::new();
@@ -146,6 +146,10 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
             if node.parent_id == k_node.parent_id {
                 pending.push((node.at, k));
             }
+        }
+        for &(at, k) in &pending {
+            let kept_node = &mut all[k as usize];
+            kept_node.first_at = kept_node.first_at.min(at);
         }
         let mut new_pos = vec![u32::MAX; all.len()];
         for (old, node) in all.into_iter().enumerate() {
@@ -177,6 +181,10 @@ pub(crate) fn sub_agent_override(map: &Map<String, Value>) -> Option<&Value> {
 pub(crate) struct Node<'a> {
     /// Position of the message in the input (what rows name it by).
     pub at: u32,
+    /// Position of this id's first occurrence with the same `parentId` (`at` unless the id
+    /// repeats): what upstream's searches over the input array (`messages.find`, the
+    /// continuation candidates) return, where its `messageMap` returns the last.
+    pub first_at: u32,
     pub map: &'a Map<String, Value>,
     /// `agentId` after the `sub_agent` rewrite, when it applies.
     pub agent_override: Option<&'a Value>,
@@ -337,6 +345,7 @@ impl<'a> Node<'a> {
             parent_id: f.parent_id,
             compressed_group: f.role.and_then(Value::as_str) == Some("compressedGroup"),
             at,
+            first_at: at,
             map,
             agent_override,
             id,

@@ -13,6 +13,8 @@ pub(crate) struct Processed {
     pub open_children: Vec<u32>,
     /// Unconsumed `task` children per message.
     pub open_tasks: Vec<u32>,
+    /// How many times each message is listed under its parent.
+    listings: Vec<u32>,
     parents: Vec<u32>,
     is_task: Vec<bool>,
 }
@@ -21,10 +23,14 @@ impl Processed {
     /// Nothing processed yet.
     pub(crate) fn new(ix: &Index<'_>) -> Processed {
         let n = ix.nodes.len();
+        // Counted per listing: a repeated id is listed under its parent once per occurrence
+        // (upstream counts unprocessed ids in `childrenMap`'s lists).
         let mut open_children = vec![0u32; n];
-        for node in &ix.nodes {
-            if let Some(p) = node.parent {
+        let mut listings = vec![0u32; n];
+        for p in 0..n as u32 {
+            for &c in ix.children(p) {
                 open_children[p as usize] += 1;
+                listings[c as usize] += 1;
             }
         }
         Processed {
@@ -33,6 +39,7 @@ impl Processed {
             open_tasks: ix.task_children.clone(),
             parents: ix.nodes.iter().map(|n| n.parent.unwrap_or(NONE)).collect(),
             is_task: ix.nodes.iter().map(|n| n.role == Role::Task).collect(),
+            listings,
         }
     }
 }
@@ -49,9 +56,10 @@ impl Marks for Processed {
         self.done[i] = true;
         let p = self.parents[i];
         if p != NONE {
-            self.open_children[p as usize] -= 1;
+            let k = self.listings[i];
+            self.open_children[p as usize] -= k;
             if self.is_task[i] {
-                self.open_tasks[p as usize] -= 1;
+                self.open_tasks[p as usize] -= k;
             }
         }
     }

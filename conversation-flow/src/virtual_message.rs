@@ -52,10 +52,23 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
                 }),
             }
         };
+        // A repeated tool message found by `result_msg_id` is upstream's `messageMap` entry
+        // (the last occurrence); one found by searching the input is the first occurrence.
+        let repeats = tools.iter().any(|&t| ix.node(t).first_at != ix.node(t).at);
+        let mut by_result_id: Vec<u32> = if repeats {
+            chain.iter().flat_map(|&a| ix.calls(a).iter().filter_map(|c| c.result_tool)).collect()
+        } else {
+            Vec::new()
+        };
+        by_result_id.sort_unstable();
+        let object_of = |t: u32| {
+            let node = ix.node(t);
+            if node.first_at == node.at || by_result_id.binary_search(&t).is_ok() { node.at } else { node.first_at }
+        };
         for &a in chain {
             for call in ix.calls(a) {
                 let answer = match answering(&call.id) {
-                    Some(t) if call.id.is_truthy() && call.raw.is_object() => ix.node(t).at,
+                    Some(t) if call.id.is_truthy() && call.raw.is_object() => object_of(t),
                     _ => NONE,
                 };
                 results.push(answer);
@@ -64,7 +77,13 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
     }
     let at = |i: &u32| ix.node(*i).at;
     GroupRow {
-        chain: chain.iter().map(at).collect(),
+        // Steps after the head are continuation candidates: upstream takes them from the input
+        // array, so a repeated id is its first occurrence.
+        chain: chain
+            .iter()
+            .enumerate()
+            .map(|(k, &a)| if k == 0 { ix.node(a).at } else { ix.node(a).first_at })
+            .collect(),
         results,
         council: extras.council.filter(|m| m.len() > 1),
         signal_blocks: extras
