@@ -2,7 +2,7 @@
 //! over graphql-transport-ws and graphql-ws), `/healthz`, `/readyz`, `/metrics`.
 
 use async_graphql::{Data, http::ALL_WEBSOCKET_PROTOCOLS};
-use async_graphql_axum::{GraphQLProtocol, GraphQLResponse, GraphQLWebSocket};
+use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
 use axum::{
     Router,
     body::Bytes,
@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::{
     auth::{Caller, bearer},
     error::{ApiError, UNAVAILABLE},
-    graphql::AppSchema,
+    graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
     state::AppState,
 };
@@ -102,12 +102,15 @@ async fn graphql_post(
             return lookup_failed(&e);
         }
     }
+    // Cached conversation trees are spliced into the answer as written JSON (`raw_json`).
+    let raw = std::sync::Arc::new(RawJson::default());
+    request = request.data(std::sync::Arc::clone(&raw));
     let span = tracing::info_span!("graphql", operation = %operation);
     let response = http.schema.execute(request).instrument(span).await;
     if response.is_err() {
         Metrics::inc(&http.state.metrics.graphql_errors);
     }
-    GraphQLResponse::from(response).into_response()
+    raw.respond(response)
 }
 
 async fn graphql_get(

@@ -10,6 +10,7 @@ pub mod conversations;
 pub mod events;
 pub mod inbox;
 pub mod operations;
+pub mod raw_json;
 pub mod sources;
 pub mod tasks;
 

@@ -12,6 +12,7 @@ mod worker;
 
 mod clock;
 mod concurrency;
+mod conversation_tree;
 mod db_faults;
 mod disk_full;
 mod example_worker;
