@@ -16,6 +16,9 @@ pub struct ApiLimits {
     pub max_depth: usize,
     /// Most complex query.
     pub max_complexity: usize,
+    /// Most fields a document may select, each fragment spread counted as the fields it stands
+    /// for; checked on the parsed document before anything else (`graphql::admission`).
+    pub max_selections: usize,
     /// Largest page (`first`).
     pub max_page_size: usize,
     /// How long a mutation waits for its read models (read-your-writes).
@@ -34,6 +37,7 @@ impl Default for ApiLimits {
             max_body_bytes: 2 * 1024 * 1024,
             max_depth: 12,
             max_complexity: 2_000,
+            max_selections: 2_000,
             max_page_size: 500,
             read_your_writes: Duration::from_secs(5),
             ready_lag_events: 50_000,

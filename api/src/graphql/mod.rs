@@ -3,6 +3,7 @@
 //! read-model query, map the result.
 
 pub mod admin;
+pub mod admission;
 pub mod agents;
 pub mod analytics;
 pub mod changes;
@@ -60,6 +61,7 @@ pub fn build_schema(state: AppState) -> AppSchema {
         .data(state)
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity)
+        .extension(admission::Admission(limits.clone()))
         .extension(crate::error::ErrorCodes)
         .finish()
 }

@@ -14,6 +14,7 @@ mod concurrency;
 mod db_faults;
 mod example_worker;
 mod faults;
+mod hostile;
 mod idempotency;
 mod orchestration;
 mod reactors;

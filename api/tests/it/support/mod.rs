@@ -91,6 +91,11 @@ impl Server {
         Self { child, base: format!("http://{addr}"), admin_token, data_dir, db, client: reqwest::Client::new() }
     }
 
+    /// The server process's id (to read its memory from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL, then start again on the same database, data directory and address, as a
     /// supervisor restarting a crashed server would (clients keep their URL).
     pub async fn restart(&mut self) {
