@@ -28,7 +28,7 @@ use agentlog_domain::{
     cron::{CronCommand, CronJob, pattern::CronPattern},
     envelope::Actor,
     error::DomainError,
-    ids::derived_id,
+    ids::{derived_id, server_id},
     operation::{CreateOperation, Operation, OperationCommand, OperationKind},
     task::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
 };
@@ -168,7 +168,7 @@ async fn fire_cron_job(
             return Ok(());
         }
     };
-    let operation_id = format!("op-cron-{}", ctx.derived_id("operation", 0));
+    let operation_id = server_id(format_args!("op-cron-{}", ctx.derived_id("operation", 0)));
     let result = state
         .handler
         .execute_multi(&ctx, || async {
@@ -274,8 +274,8 @@ async fn start_run(
     ctx: &Context,
     report: &mut PassReport,
 ) -> Result<(), ApiError> {
-    let topic_id = format!("topic-{}", ctx.derived_id("topic", 0));
-    let operation_id = format!("op-{}", ctx.derived_id("operation", 0));
+    let topic_id = server_id(format_args!("topic-{}", ctx.derived_id("topic", 0)));
+    let operation_id = server_id(format_args!("op-{}", ctx.derived_id("operation", 0)));
     let caller = system_caller();
     match Commands::new(state, &caller).start_run(task.id(), &topic_id, &operation_id, trigger, ctx).await {
         // Another instance, or a pass that crashed before its checkpoint, started it.

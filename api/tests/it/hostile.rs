@@ -96,7 +96,94 @@ async fn only_introspection_is_answered_without_a_token(db: Db) {
     s.stop();
 }
 
+const HEAD: &str = "{ headPosition }";
+
+/// The ids agentlog derives for its reactions are marked (`~`): no user may create one, so none
+/// can be taken before the reaction needs it, and the reaction happens.
+async fn another_user_cannot_take_the_ids_the_server_derives(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let mallory = s.user_token("mallory").await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Deploy."});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    let failure_brief = agentlog_domain::signal::policy::brief_id_for("topic-failed", "tp1:run1");
+    assert!(failure_brief.starts_with('~'), "{failure_brief}");
+
+    let head = s.data(Some(&s.admin_token), HEAD, json!({})).await["headPosition"].clone();
+    let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    let op = |id: &str| json!({"i": {"operationId": id, "kind": "TASK", "agentId": "a"}});
+    let brief =
+        json!({"i": {"briefId": failure_brief, "type": "result", "title": "fine", "summary": "nothing to see"}});
+    let emit = "mutation($id: String!, $t: String!) { emitSourceEvent(sourceId: $id, sourceType: $t, payload: {}, timestampMs: 1700000000000) { accepted } }";
+    let squats = [
+        // a cron fire's run, a heartbeat or schedule run, a group member's run
+        (start, op("~op-cron-0190d0c0-0000-7000-8000-000000000000")),
+        (start, op("~op-0190d0c0-0000-7000-8000-000000000000")),
+        ("mutation { runTask(id: \"t1\", topicId: \"~topic-1\", operationId: \"~op-1\") { position } }", json!({})),
+        ("mutation { startGroupRun(groupId: \"g1\", operationId: \"~op-2\") { position } }", json!({})),
+        // the error brief alice's failed run will get
+        ("mutation($i: JSON!) { createBrief(input: $i) { position } }", brief),
+        // the notices agentlog sends itself: cron fired and exhausted, a lease expired
+        (emit, json!({"id": "~cron-fired:j1:1", "t": "agent.user.message"})),
+        (emit, json!({"id": "~cron-exhausted:j1:1", "t": "agent.user.message"})),
+        (emit, json!({"id": "~lease-expired:run1:1700000000000", "t": "agent.user.message"})),
+        // a run's topic
+        ("mutation { createConversation(topicId: \"~topic-1\") { position } }", json!({})),
+    ];
+    for (query, vars) in squats {
+        for token in [&mallory, &s.admin_token] {
+            let r = s.gql(Some(token), query, vars.clone()).await;
+            let code = error_code(&r);
+            assert!(matches!(code.as_deref(), Some("VALIDATION" | "NOT_FOUND")), "{query} {vars}: {r}");
+            if code.as_deref() == Some("VALIDATION") {
+                assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains('~')), "{r}");
+            }
+        }
+    }
+    // mallory's own task: the run ids are refused on their own, not because the task is missing
+    let task = json!({"taskId": "m1", "identifier": "M-1", "instruction": "Squat."});
+    let mine =
+        s.data(Some(&mallory), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    let r = s
+        .gql(
+            Some(&mallory),
+            "mutation { runTask(id: \"m1\", topicId: \"tp\", operationId: \"~op-1\") { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let after = s.data(Some(&s.admin_token), HEAD, json!({})).await["headPosition"].as_i64().unwrap_or_default();
+    let before = head.as_i64().unwrap_or_default();
+    assert_eq!(after, mine["createTask"]["position"].as_i64().unwrap_or_default(), "only mallory's task was written");
+    assert!(after > before);
+
+    // alice's run fails: her urgent error brief is the derived one, whatever mallory tried
+    s.data(
+        Some(&alice),
+        "mutation { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\") { position } }",
+        json!({}),
+    )
+    .await;
+    s.data(Some(&alice), "mutation { claimOperation(id: \"run1\", workerId: \"w1\") { position } }", json!({})).await;
+    s.data(Some(&alice), "mutation { failOperation(id: \"run1\", message: \"refused\") { position } }", json!({}))
+        .await;
+    let q = format!("{{ brief(id: \"{failure_brief}\") {{ priority taskId }} }}");
+    let mut d = Value::Null;
+    for _ in 0..300 {
+        let r = s.gql(Some(&alice), &q, json!({})).await;
+        if r["errors"].is_null() {
+            d = r["data"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(d["brief"]["priority"], "urgent", "{d}");
+    assert_eq!(d["brief"]["taskId"], "t1", "{d}");
+    s.stop();
+}
+
 both!(
+    another_user_cannot_take_the_ids_the_server_derives as another_user_cannot_take_the_ids_the_server_derives,
     a_fragment_bomb_is_refused_at_once_and_costs_no_memory as a_fragment_bomb_is_refused_at_once_and_costs_no_memory,
     only_introspection_is_answered_without_a_token as only_introspection_is_answered_without_a_token
 );
