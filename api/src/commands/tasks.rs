@@ -21,7 +21,7 @@ impl Commands<'_> {
     /// config version; the task's own model settings win over the agent's.
     async fn run_agent(&self, task: &Task) -> Result<AgentRef, ApiError> {
         let agent_id = task.assignee_agent_id.as_deref().unwrap_or(INBOX_AGENT_ID);
-        let mut agent_ref = self.agent_ref(agent_id).await?;
+        let mut agent_ref = self.agent_ref(&task.user_id, agent_id).await?;
         if task.config.model.is_some() {
             agent_ref.model = task.config.model.clone();
         }
@@ -31,11 +31,13 @@ impl Commands<'_> {
         Ok(agent_ref)
     }
 
-    /// Agent `agent_id` at its current config version, when the caller may run it.
-    pub async fn agent_ref(&self, agent_id: &str) -> Result<AgentRef, ApiError> {
+    /// Agent `agent_id` at its current config version, when it may run for `owner` (the owner
+    /// of the run): a built-in agent or one of `owner`'s. Another user's agent is NOT_FOUND,
+    /// whoever asks (an admin, or a reactor acting for `owner`).
+    pub async fn agent_ref(&self, owner: &str, agent_id: &str) -> Result<AgentRef, ApiError> {
         let agent = self.state.handler.load::<Agent>(agent_id).await?.state;
         Ok(match agent.owner() {
-            Some(owner) if agent.builtin || self.caller.may_see(owner) => agent.run_ref()?,
+            Some(o) if agent.builtin || (o == owner && self.caller.may_see(o)) => agent.run_ref()?,
             // The inbox agent need not be registered: it runs at version 1 with defaults.
             None if agent_id == INBOX_AGENT_ID => {
                 AgentRef { agent_id: agent_id.to_string(), config_version: 1, model: None, provider: None }

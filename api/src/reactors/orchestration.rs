@@ -176,7 +176,7 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     let mut strangers = Vec::new();
     for (agent_id, told) in calls {
         let runnable = match group.members.get(&agent_id).filter(|m| m.enabled) {
-            Some(_) => commands.agent_ref(&agent_id).await.ok(),
+            Some(_) => commands.agent_ref(&group.user_id, &agent_id).await.ok(),
             None => None,
         };
         match runnable {

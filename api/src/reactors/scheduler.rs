@@ -161,7 +161,7 @@ async fn fire_cron_job(
     let ctx = system_context("cron", &key, slot_utc, &job.user_id);
     let caller = system_caller();
     let commands = Commands::new(state, &caller);
-    let agent = match commands.agent_ref(&job.agent_id).await {
+    let agent = match commands.agent_ref(&job.user_id, &job.agent_id).await {
         Ok(agent) => agent,
         Err(e) => {
             report.skipped.push((job.job_id.clone(), format!("agent {}: {e}", job.agent_id)));
@@ -210,7 +210,7 @@ async fn heartbeat_tick(
     if task.next_tick_at.is_some_and(|due| due > now) {
         return Ok(());
     }
-    let waiting = briefs::human_waiting(&state.db, task_id).await?;
+    let waiting = briefs::human_waiting(&state.db, &task.user_id, task_id).await?;
     if let Err(skip) = domain_task::tick::heartbeat_tick(&task, Some(&token), waiting) {
         report.skipped.push((task_id.to_string(), skip.as_str().to_string()));
         return Ok(());
@@ -242,7 +242,7 @@ async fn schedule_tick(
     let last = last_run.map_or(started, |r| r.max(started));
     let Some(slot) = latest_slot(&pattern, tz, now, last) else { return Ok(()) };
     let key = format!("{task_id}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
-    let waiting = briefs::human_waiting(&state.db, task_id).await?;
+    let waiting = briefs::human_waiting(&state.db, &task.user_id, task_id).await?;
     match domain_task::tick::schedule_tick(&task, waiting) {
         Ok(()) => {
             let ctx = system_context("schedule", &key, now, &task.user_id);

@@ -182,7 +182,72 @@ async fn another_user_cannot_take_the_ids_the_server_derives(db: Db) {
     s.stop();
 }
 
+const ALICE_TASK: &str = "{ task(id: \"t1\") { topics { edges { node { operationId status trigger } } } } }";
+
+/// The operation ids of task t1's runs.
+fn runs(d: &Value) -> Vec<String> {
+    d["task"]["topics"]["edges"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|n| n["node"]["operationId"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// The scheduler skips a heartbeat task while one of its owner's urgent briefs waits on a
+/// human: a brief of another user's naming the task does not count.
+async fn another_users_brief_does_not_stop_a_heartbeat(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let mallory = s.user_token("mallory").await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Write the report.",
+        "automationMode": "heartbeat", "heartbeat": {"intervalSecs": 1}, "maxTopics": 3});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    let brief = json!({"briefId": "wait", "type": "decision", "priority": "urgent", "title": "wait",
+        "summary": "a human is waiting", "taskId": "t1"});
+    s.data(Some(&mallory), "mutation($i: JSON!) { createBrief(input: $i) { position } }", json!({"i": brief})).await;
+    s.data(Some(&alice), "mutation { changeTaskStatus(id: \"t1\", status: \"scheduled\") { position } }", json!({}))
+        .await;
+    let d = s.eventually(&alice, ALICE_TASK, |d| !runs(d).is_empty()).await;
+    assert_eq!(runs(&d).len(), 1, "alice's heartbeat ran: {d}");
+    s.stop();
+}
+
+/// A run the scheduler starts for a user runs that user's agent or none: another user's agent
+/// of the id the task names is not found (the run is skipped), not borrowed.
+async fn a_scheduled_run_never_borrows_another_users_agent(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let mallory = s.user_token("mallory").await;
+    let agent = json!({"i": {"agentId": "helper", "config": {"slug": "helper", "title": "helper", "model": "mallorys-model", "provider": "p"}}});
+    s.data(Some(&mallory), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", agent).await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Write.", "assigneeAgentId": "helper",
+        "automationMode": "heartbeat", "heartbeat": {"intervalSecs": 1}, "maxTopics": 3});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    s.data(Some(&alice), "mutation { changeTaskStatus(id: \"t1\", status: \"scheduled\") { position } }", json!({}))
+        .await;
+    // Several scheduler passes (one a second).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let d = s.data(Some(&alice), ALICE_TASK, json!({})).await;
+    assert!(runs(&d).is_empty(), "a run with mallory's agent: {d}");
+    let ops = s
+        .data(Some(&s.admin_token), "{ operations(first: 50) { edges { node { id agentId model } } } }", json!({}))
+        .await;
+    assert_eq!(ops["operations"]["edges"].as_array().map(Vec::len), Some(0), "{ops}");
+    // The same rule for a manual run by an admin on alice's behalf.
+    let r = s
+        .gql(
+            Some(&s.admin_token),
+            "mutation { runTask(id: \"t1\", topicId: \"tp\", operationId: \"op\") { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("agent helper not found")), "{r}");
+    s.stop();
+}
+
 both!(
+    another_users_brief_does_not_stop_a_heartbeat as another_users_brief_does_not_stop_a_heartbeat,
+    a_scheduled_run_never_borrows_another_users_agent as a_scheduled_run_never_borrows_another_users_agent,
     another_user_cannot_take_the_ids_the_server_derives as another_user_cannot_take_the_ids_the_server_derives,
     a_fragment_bomb_is_refused_at_once_and_costs_no_memory as a_fragment_bomb_is_refused_at_once_and_costs_no_memory,
     only_introspection_is_answered_without_a_token as only_introspection_is_answered_without_a_token
