@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use agentlog_eventlog::{CommandHandler, EventStore};
 use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
-use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics};
+use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota};
 
 /// Request and payload limits.
 #[derive(Debug, Clone)]
@@ -29,6 +29,19 @@ pub struct ApiLimits {
     /// Each live event costs CPU per matching subscription, and that CPU is taken from the
     /// writers: this caps the fan-out's share (RELIABILITY.md, "1,000 subscribers").
     pub max_subscriptions: usize,
+    /// Most subscriptions one user may have open at once (below `max_subscriptions`, so one
+    /// user cannot take every place).
+    pub max_subscriptions_per_user: usize,
+    /// Messages one user may stream (`publishMessageDelta`) at once.
+    pub max_streams_per_user: usize,
+    /// Websocket connections one user may hold at once.
+    pub max_connections_per_user: usize,
+    /// Largest answer to a query or mutation over HTTP, bytes; a larger one is replaced by a
+    /// LIMIT error.
+    pub max_response_bytes: usize,
+    /// How long a query may run; then it is stopped (its database work dropped) and answered
+    /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
+    pub query_timeout: Duration,
 }
 
 impl Default for ApiLimits {
@@ -42,6 +55,11 @@ impl Default for ApiLimits {
             read_your_writes: Duration::from_secs(5),
             ready_lag_events: 50_000,
             max_subscriptions: 10_000,
+            max_subscriptions_per_user: 1_000,
+            max_streams_per_user: 100,
+            max_connections_per_user: 100,
+            max_response_bytes: 16 * 1024 * 1024,
+            query_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -65,6 +83,10 @@ pub struct AppState {
     pub deltas: DeltaHub,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// Open subscriptions per user.
+    pub subscriptions: Quota,
+    /// Open websocket connections per user.
+    pub connections: Quota,
     /// Limits.
     pub limits: ApiLimits,
 }

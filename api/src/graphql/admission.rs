@@ -8,13 +8,17 @@
 //! check is linear in the document's size, and a document whose expansion passes a limit is
 //! refused (LIMIT) before the engine sees it. Then a request without a valid token may only
 //! introspect (UNAUTHENTICATED otherwise), so nothing else is reachable anonymously.
+//!
+//! A query (not a mutation: its outcome must not be left in doubt) that runs longer than
+//! `ApiLimits::query_timeout` is stopped — its futures dropped, so the database connections
+//! it held go back to the pool — and answered with LIMIT.
 
 use std::collections::HashMap;
 
 use async_graphql::{
-    Request, ServerError, ServerResult,
-    extensions::{Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest},
-    parser::types::{ExecutableDocument, Selection, SelectionSet},
+    Request, Response, ServerError, ServerResult,
+    extensions::{Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest},
+    parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
 };
 
 use crate::{auth::Caller, state::ApiLimits};
@@ -185,6 +189,9 @@ impl ExtensionFactory for Admission {
     }
 }
 
+/// Marks a request whose every operation is a query: it runs under the query timeout.
+struct QueryOnly;
+
 fn refused(r: &Refusal) -> ServerError {
     let mut e = ServerError::new(r.to_string(), None);
     e.extensions.get_or_insert_with(Default::default).set("code", r.code());
@@ -208,7 +215,34 @@ impl Extension for Admission {
             tracing::debug!(refusal = %r, "request refused before validation");
             return Err(refused(&r));
         }
+        let queries_only = doc.operations.iter().all(|(_, op)| op.node.ty == OperationType::Query);
+        if queries_only {
+            request = request.data(QueryOnly);
+        }
         next.run(ctx, request).await
+    }
+
+    async fn execute(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        operation_name: Option<&str>,
+        next: NextExecute<'_>,
+    ) -> Response {
+        if ctx.data_opt::<QueryOnly>().is_none() {
+            return next.run(ctx, operation_name).await;
+        }
+        let limit = self.0.query_timeout;
+        match tokio::time::timeout(limit, next.run(ctx, operation_name)).await {
+            Ok(response) => response,
+            Err(_) => {
+                tracing::info!(?limit, "a query ran past the query timeout; stopped");
+                let r = Refusal::Limit(format!(
+                    "the query ran longer than {} ms and was stopped; ask for less (fewer fields, smaller pages)",
+                    limit.as_millis()
+                ));
+                Response::from_errors(vec![refused(&r)])
+            }
+        }
     }
 }
 
