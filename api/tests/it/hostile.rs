@@ -245,7 +245,160 @@ async fn a_scheduled_run_never_borrows_another_users_agent(db: Db) {
     s.stop();
 }
 
+const START: &str = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+
+fn aliased(n: usize, field: &str) -> String {
+    let fields: String = (0..n).map(|i| format!("a{i}: {field} ")).collect();
+    format!("{{ {fields} }}")
+}
+
+/// Fields that read the log, replay a stream or parse a tree are priced for their work: the
+/// aliased floods that took seconds and gigabytes are refused before they run, while one such
+/// field answers.
+async fn expensive_fields_are_priced_for_their_work(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a"}})).await;
+    s.data(Some(&alice), "mutation { createConversation(topicId: \"c1\") { position } }", json!({})).await;
+    let floods = [
+        aliased(650, "operation(id: \"op1\") { stateAt(position: 1) { status } }"),
+        aliased(300, "operation(id: \"op1\") { history(first: 500) { position eventType payload } }"),
+        aliased(300, "chain(rootSourceId: \"0190d0c0-0000-7000-8000-000000000000\", first: 500) { position payload }"),
+        aliased(300, "events(first: 500) { edges { node { position payload } } }"),
+        aliased(25, "conversation(topicId: \"c1\") { tree { contextTree } }"),
+        aliased(25, "conversation(topicId: \"c1\") { flatList }"),
+        aliased(25, "analytics { total { runs } }"),
+    ];
+    for q in &floods {
+        let (took, r) = timed(&s, Some(&alice), q).await;
+        assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{}: {r}", &q[..80]);
+        assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("complex")), "{r}");
+        assert!(took < Duration::from_secs(1), "refused after {took:?}");
+    }
+    // One of each still answers.
+    for q in [
+        "{ operation(id: \"op1\") { stateAt(position: 1) { status } history(first: 500) { position } } }",
+        "{ events(first: 500) { edges { node { position eventType } } } }",
+        "{ conversation(topicId: \"c1\") { flatList } }",
+    ] {
+        s.data(Some(&alice), q, json!({})).await;
+    }
+    s.stop();
+}
+
+/// An answer over `--max-response-bytes` is replaced by LIMIT; a query past
+/// `--query-timeout-ms` is stopped and answered with LIMIT, and mutations are never cut off.
+async fn answers_are_bounded_in_size_and_queries_in_time(db: Db) {
+    let s = Server::start_with(db, &["--max-response-bytes", "4096"]).await;
+    let alice = s.user_token("alice").await;
+    for i in 0..20 {
+        let id = format!("op{i}");
+        s.data(Some(&alice), START, json!({"i": {"operationId": id, "kind": "TASK", "agentId": "a"}})).await;
+    }
+    let r =
+        s.gql(Some(&alice), "{ events(first: 100) { edges { node { position payload metadata } } } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("4096")), "{r}");
+    s.data(Some(&alice), "{ events(first: 2) { edges { node { position } } } }", json!({})).await;
+    let alice_token = alice.clone();
+    let db = s.stop();
+
+    // The same database (and alice's token), another server with a 1 ms query timeout.
+    let s = Server::start_with(db, &["--query-timeout-ms", "1"]).await;
+    let alice = alice_token;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "slow", "kind": "TASK", "agentId": "a"}})).await;
+    s.data(Some(&alice), "mutation { claimOperation(id: \"slow\", workerId: \"w1\") { position } }", json!({})).await;
+    let step = "mutation { reportStep(id: \"slow\", phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}]) { position } }";
+    for _ in 0..200 {
+        s.data(Some(&alice), step, json!({})).await;
+    }
+    // Within the cost limits, but many milliseconds of reading and folding.
+    let slow = format!(
+        "{{ {} {} }}",
+        (0..6)
+            .map(|i| format!("e{i}: events(first: 500) {{ edges {{ node {{ payload metadata }} }} }} "))
+            .collect::<String>(),
+        (0..4)
+            .map(|i| format!("s{i}: operation(id: \"slow\") {{ stateAt(position: 100) {{ status }} }} "))
+            .collect::<String>()
+    );
+    let r = s.gql(Some(&alice), &slow, json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("ran longer than 1 ms")), "{r}");
+    // A mutation is not a query: it runs to its end.
+    s.data(Some(&alice), START, json!({"i": {"operationId": "late", "kind": "TASK", "agentId": "a"}})).await;
+    s.stop();
+}
+
+/// Open a websocket and send `connection_init` with `token`: the first answer, or None when the
+/// server closed the socket.
+async fn ws_init(s: &Server, token: &str) -> (Option<Value>, WsSocket) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, http::HeaderValue};
+    let url = s.base.replace("http://", "ws://") + "/graphql";
+    let mut request = url.into_client_request().expect("request");
+    request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.expect("websocket connect");
+    let init = json!({"type": "connection_init", "payload": {"authorization": format!("Bearer {token}")}});
+    socket.send(Message::text(init.to_string())).await.expect("init");
+    let first = match tokio::time::timeout(Duration::from_secs(10), socket.next()).await {
+        Ok(Some(Ok(Message::Text(t)))) => serde_json::from_str(t.as_str()).ok(),
+        _ => None,
+    };
+    (first, socket)
+}
+
+type WsSocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// One user at their caps (subscriptions, streamed messages, websocket connections) is refused
+/// with LIMIT; another user subscribes, streams and connects as before.
+async fn one_user_at_a_cap_leaves_others_theirs(db: Db) {
+    let s = Server::start_with(
+        db,
+        &["--max-subscriptions-per-user", "3", "--max-streams-per-user", "2", "--max-connections-per-user", "2"],
+    )
+    .await;
+    let alice = s.user_token("alice").await;
+    let mallory = s.user_token("mallory").await;
+
+    // connections: two, then refused
+    let (a, _c1) = ws_init(&s, &mallory).await;
+    assert_eq!(a.as_ref().map(|v| v["type"].clone()), Some(json!("connection_ack")), "{a:?}");
+    let mut ws = Ws::connect(&s, &mallory, "graphql-transport-ws").await;
+    let (third, _c3) = ws_init(&s, &mallory).await;
+    assert!(third.as_ref().is_none_or(|v| v["type"] != "connection_ack"), "a third connection: {third:?}");
+
+    // subscriptions: three, then LIMIT
+    for i in 0..4 {
+        ws.subscribe(&format!("s{i}"), "subscription { events { position } }", json!({})).await;
+    }
+    let refused = ws.next_json().await.expect("an answer");
+    let text = refused.to_string();
+    assert!(text.contains("LIMIT") && text.contains("3 subscriptions"), "{refused}");
+
+    // streamed messages: two, then LIMIT
+    s.data(Some(&mallory), "mutation { createConversation(topicId: \"m\") { position } }", json!({})).await;
+    let delta = "mutation($t: String!, $m: String!) { publishMessageDelta(topicId: $t, messageId: $m, delta: \"x\") }";
+    for m in ["x1", "x2"] {
+        s.data(Some(&mallory), delta, json!({"t": "m", "m": m})).await;
+    }
+    let r = s.gql(Some(&mallory), delta, json!({"t": "m", "m": "x3"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+
+    // alice: her own connection, subscription and stream
+    s.data(Some(&alice), "mutation { createConversation(topicId: \"a\") { position } }", json!({})).await;
+    let mut mine = Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    mine.subscribe("a1", "subscription { events(fromPosition: 0) { position } }", json!({})).await;
+    let first = mine.next_data().await;
+    assert!(first["data"]["events"]["position"].as_i64().is_some(), "{first}");
+    assert_eq!(s.data(Some(&alice), delta, json!({"t": "a", "m": "y1"})).await["publishMessageDelta"], 1);
+    s.stop();
+}
+
 both!(
+    expensive_fields_are_priced_for_their_work as expensive_fields_are_priced_for_their_work,
+    answers_are_bounded_in_size_and_queries_in_time as answers_are_bounded_in_size_and_queries_in_time,
+    one_user_at_a_cap_leaves_others_theirs as one_user_at_a_cap_leaves_others_theirs,
     another_users_brief_does_not_stop_a_heartbeat as another_users_brief_does_not_stop_a_heartbeat,
     a_scheduled_run_never_borrows_another_users_agent as a_scheduled_run_never_borrows_another_users_agent,
     another_user_cannot_take_the_ids_the_server_derives as another_user_cannot_take_the_ids_the_server_derives,
