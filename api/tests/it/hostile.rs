@@ -405,3 +405,51 @@ both!(
     a_fragment_bomb_is_refused_at_once_and_costs_no_memory as a_fragment_bomb_is_refused_at_once_and_costs_no_memory,
     only_introspection_is_answered_without_a_token as only_introspection_is_answered_without_a_token
 );
+
+/// The mode bits of `path` (not following a symlink).
+#[cfg(unix)]
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0)
+}
+
+/// The admin token is written 0600 through no symlink, whatever was at its path; a new SQLite
+/// log and its WAL files are 0600. SQLite only: PostgreSQL's files are its server's.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_and_the_log_are_private_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = std::env::temp_dir().join(format!("agentlog-files-{}", uuid::Uuid::now_v7().simple()));
+    let (data, outside) = (root.join("data"), root.join("outside"));
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::create_dir_all(&outside).expect("outside dir");
+    // A symlink planted where the token goes, pointing out of the data directory.
+    let planted = outside.join("stolen");
+    std::os::unix::fs::symlink(&planted, data.join("agentlog-admin-token")).expect("symlink");
+    let db_path = data.join("log.db");
+    let s = Server::start_in(Db::Shared(format!("sqlite:{}", db_path.display())), data.clone()).await;
+    let token = data.join("agentlog-admin-token");
+    assert!(!planted.exists(), "the token was written through the symlink");
+    assert!(std::fs::symlink_metadata(&token).is_ok_and(|m| m.file_type().is_file()), "not a plain file");
+    assert_eq!(mode(&token), 0o600);
+    assert!(!s.admin_token.is_empty());
+    s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await;
+    for f in ["log.db", "log.db-wal", "log.db-shm"] {
+        assert_eq!(mode(&data.join(f)), 0o600, "{f}");
+    }
+    let mut s = s;
+    s.kill();
+
+    // A token file left world-readable: the next one written is 0600.
+    let data2 = root.join("data2");
+    std::fs::create_dir_all(&data2).expect("data dir");
+    std::fs::write(data2.join("agentlog-admin-token"), "old\n").expect("old token");
+    std::fs::set_permissions(data2.join("agentlog-admin-token"), std::fs::Permissions::from_mode(0o644))
+        .expect("chmod");
+    let s = Server::start_in(Db::sqlite(), data2.clone()).await;
+    assert_eq!(mode(&data2.join("agentlog-admin-token")), 0o600);
+    assert_ne!(s.admin_token, "old");
+    s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await;
+    drop(s);
+    let _ = std::fs::remove_dir_all(&root);
+}
