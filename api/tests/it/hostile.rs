@@ -152,9 +152,33 @@ async fn another_user_cannot_take_the_ids_the_server_derives(db: Db) {
         )
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    // and mallory's own group: a supervisor run under a marked id is refused the same way
+    let sup = json!({"i": {"agentId": "msup", "config": {"slug": "msup", "title": "msup"}}});
+    s.data(Some(&mallory), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", sup).await;
+    let members = json!([{"agentId": "msup", "role": "supervisor", "enabled": true, "order": 0}]);
+    let group = s
+        .data(
+            Some(&mallory),
+            "mutation($m: JSON) { createGroup(id: \"mg\", title: \"squat\", config: {maxRounds: 2}, members: $m) { position } }",
+            json!({"m": members}),
+        )
+        .await;
+    let r = s
+        .gql(
+            Some(&mallory),
+            "mutation { startGroupRun(groupId: \"mg\", operationId: \"~op-2\") { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     let after = s.data(Some(&s.admin_token), HEAD, json!({})).await["headPosition"].as_i64().unwrap_or_default();
     let before = head.as_i64().unwrap_or_default();
-    assert_eq!(after, mine["createTask"]["position"].as_i64().unwrap_or_default(), "only mallory's task was written");
+    assert_eq!(
+        after,
+        group["createGroup"]["position"].as_i64().unwrap_or_default(),
+        "only mallory's own objects were written"
+    );
+    assert!(mine["createTask"]["position"].as_i64().is_some_and(|p| p > before));
     assert!(after > before);
 
     // alice's run fails: her urgent error brief is the derived one, whatever mallory tried
