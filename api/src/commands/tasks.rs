@@ -3,8 +3,10 @@
 
 use agentlog_domain::{
     agent::{Agent, INBOX_AGENT_ID},
-    aggregate::Aggregate,
+    aggregate::{Aggregate, StreamEvents},
     context::Context,
+    conversation::{Conversation, ConversationCommand},
+    ids::SERVER_ID_MARK,
     operation::{AgentRef, Operation},
     rules::task_run,
     task::{RunTask, RunTrigger, Task},
@@ -66,7 +68,9 @@ impl Commands<'_> {
     }
 
     /// Start a run of task `id` triggered by `trigger` under `ctx` (a user's, or the
-    /// scheduler's deterministic one): the topic and its operation in one atomic append.
+    /// scheduler's deterministic one): the topic and its operation in one atomic append. A run
+    /// agentlog starts (its topic id marked `~`, which no caller may create) also opens the
+    /// topic's conversation, for its owner, so the run's worker can write to it.
     /// Answers the position of the last event appended and whether an earlier attempt of the
     /// same command had already appended it; does not wait for the read models.
     pub async fn start_run(
@@ -84,6 +88,10 @@ impl Commands<'_> {
                 let h = &self.state.handler;
                 let task = h.load::<Task>(id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
+                let conversation = match topic_id.starts_with(SERVER_ID_MARK) {
+                    true => Some(h.load::<Conversation>(topic_id).await?).filter(|c| !c.state.exists()),
+                    false => None,
+                };
                 let agent = self.run_agent(&task.state).await.map_err(|e| match e {
                     ApiError::Domain(d) => CommandError::Domain(d),
                     other => CommandError::Domain(DomainError::validation("agent", other.to_string())),
@@ -97,14 +105,24 @@ impl Commands<'_> {
                     extra_prompt: None,
                 };
                 let start = task_run::start_task_run(&task.state, &operation.state, &run, None, ctx)?;
-                let writes = start.stamp(&task.state, &operation.state, ctx);
-                Ok(writes
-                    .into_iter()
-                    .map(|w| {
-                        let v = if w.stream_id == task.stream_id { task.version } else { operation.version };
-                        (w, v)
-                    })
-                    .collect())
+                // One stamper for every stream: the event ids count on across them.
+                let mut stamper = ctx.stamper();
+                let mut writes = vec![
+                    (stamper.write(&task.state, &start.task), task.version),
+                    (stamper.write(&operation.state, &start.operation), operation.version),
+                ];
+                if let Some(c) = conversation {
+                    let open = ConversationCommand::Create {
+                        topic_id: topic_id.to_string(),
+                        title: task.state.name.clone(),
+                        agent_id: Some(run.agent.agent_id.clone()),
+                        group_id: None,
+                    };
+                    let created = c.state.decide(&open, ctx)?;
+                    let part = StreamEvents::new(c.stream_id.clone(), created);
+                    writes.push((stamper.write(&c.state, &part), c.version));
+                }
+                Ok(writes)
             })
             .await?;
         check_replay(&results, &Task::stream_id(id))?;

@@ -206,7 +206,7 @@ async fn another_user_cannot_take_the_ids_the_server_derives(db: Db) {
     s.stop();
 }
 
-const ALICE_TASK: &str = "{ task(id: \"t1\") { topics { edges { node { operationId status trigger } } } } }";
+const ALICE_TASK: &str = "{ task(id: \"t1\") { topics { edges { node { topicId operationId status trigger } } } } }";
 
 /// The operation ids of task t1's runs.
 fn runs(d: &Value) -> Vec<String> {
@@ -232,6 +232,21 @@ async fn another_users_brief_does_not_stop_a_heartbeat(db: Db) {
         .await;
     let d = s.eventually(&alice, ALICE_TASK, |d| !runs(d).is_empty()).await;
     assert_eq!(runs(&d).len(), 1, "alice's heartbeat ran: {d}");
+    // The run's topic (an id only agentlog may create) is a conversation of alice's, open for
+    // the run's worker to write to.
+    let topic = d["task"]["topics"]["edges"][0]["node"]["topicId"].as_str().unwrap_or_default().to_string();
+    assert!(topic.starts_with('~'), "{d}");
+    let message = json!({"messageId": "m1", "role": "assistant", "content": "working on it"});
+    s.data(
+        Some(&alice),
+        "mutation($t: String!, $m: JSON!) { appendMessage(topicId: $t, message: $m) { position } }",
+        json!({"t": topic, "m": message}),
+    )
+    .await;
+    let r = s
+        .gql(Some(&mallory), "query($t: String!) { conversation(topicId: $t) { topicId } }", json!({"t": topic}))
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
     s.stop();
 }
 
