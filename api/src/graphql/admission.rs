@@ -290,6 +290,29 @@ mod tests {
         assert!(matches!(measure(&parse(&q), 10_000), Err(Refusal::Limit(_))));
     }
 
+    /// graphql-js's `getIntrospectionQuery()` (what GraphiQL sends), with descriptions.
+    const INTROSPECTION: &str = "query IntrospectionQuery { __schema { queryType { name } mutationType { name } \
+        subscriptionType { name } types { ...FullType } directives { name description locations args { ...InputValue } } } } \
+        fragment FullType on __Type { kind name description fields(includeDeprecated: true) { name description \
+        args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason } inputFields { ...InputValue } \
+        interfaces { ...TypeRef } enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason } \
+        possibleTypes { ...TypeRef } } \
+        fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue } \
+        fragment TypeRef on __Type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { \
+        kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }";
+
+    #[test]
+    fn introspection_is_measured_like_the_engine_measures_it() {
+        // Small once expanded; 13 deep, as the engine's own depth check counts it (so both
+        // refuse it at the default depth of 12, and both admit it at 13).
+        let doc = parse(INTROSPECTION);
+        let e = measure(&doc, 2_000).expect("measured");
+        assert!(e.selections < 500, "{e:?}");
+        assert_eq!(e.depth, 13);
+        let deeper = ApiLimits { max_depth: 13, ..ApiLimits::default() };
+        assert!(admit(&doc, &deeper, false).is_ok());
+    }
+
     #[test]
     fn only_introspection_is_anonymous() {
         let limits = ApiLimits::default();
