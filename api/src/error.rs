@@ -51,6 +51,9 @@ pub enum ApiError {
 
 /// The code of errors that say the database cannot be reached right now (retry later).
 pub const UNAVAILABLE: &str = "UNAVAILABLE";
+/// The code of errors that say the database has no space left: nothing was written (retry
+/// once space is freed).
+pub const STORAGE_FULL: &str = "STORAGE_FULL";
 
 impl ApiError {
     /// A validation error.
@@ -77,10 +80,12 @@ impl ApiError {
                 EventLogError::Conflict { .. } | EventLogError::IdempotencyConflict { .. } => "CONFLICT",
                 EventLogError::Validation(_) => "VALIDATION",
                 e if e.is_unavailable() => UNAVAILABLE,
+                e if e.is_storage_full() => STORAGE_FULL,
                 _ => "INTERNAL",
             },
             Self::Projection(ProjectionError::Invalid(_)) => "VALIDATION",
             Self::Projection(e) if e.is_unavailable() => UNAVAILABLE,
+            Self::Projection(e) if e.is_storage_full() => STORAGE_FULL,
             Self::Projection(_) | Self::Internal(_) => "INTERNAL",
         }
     }
@@ -128,6 +133,7 @@ fn add_code(error: &mut async_graphql::ServerError) {
             match api.code() {
                 "INTERNAL" => tracing::error!(error = %api, "internal error answering a request"),
                 UNAVAILABLE => tracing::warn!(error = %api, "database unavailable answering a request"),
+                STORAGE_FULL => tracing::warn!(error = %api, "database out of space answering a request"),
                 _ => {}
             }
             api.code()

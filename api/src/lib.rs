@@ -15,5 +15,6 @@ pub mod http;
 pub mod metrics;
 pub mod quota;
 pub mod reactors;
+pub mod relay;
 pub mod server;
 pub mod state;

@@ -35,7 +35,8 @@ enum Command {
         /// Where the first admin token is written.
         #[arg(long, env = "AGENTLOG_DATA_DIR", default_value = ".")]
         data_dir: PathBuf,
-        /// Most subscriptions open at once (all kinds together); one more is refused (LIMIT).
+        /// Most subscriptions open at once on this instance (all kinds together); one more is
+        /// refused (LIMIT).
         #[arg(long, env = "AGENTLOG_MAX_SUBSCRIPTIONS", default_value_t = ApiLimits::default().max_subscriptions)]
         max_subscriptions: usize,
         /// Most subscriptions one user may have open at once; one more is refused (LIMIT).

@@ -18,6 +18,7 @@ use crate::{
     metrics::Metrics,
     quota::Quota,
     reactors::Reactors,
+    relay::DeltaRelay,
     state::{ApiLimits, AppState},
 };
 
@@ -46,12 +47,14 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
     let db = ReadDb::from(store.database());
     let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
     runner.start().await.context("starting the projections")?;
+    let deltas = DeltaHub::default();
     Ok(AppState {
+        relay: DeltaRelay::start(store.database(), deltas.clone()),
+        deltas,
         handler: CommandHandler::new(Arc::clone(&store)),
         store,
         runner,
         tokens: Tokens::new(db.clone()),
-        deltas: DeltaHub::default(),
         trees: Arc::new(ConversationTrees::new(db.clone(), TREE_CACHE_MESSAGES)),
         db,
         metrics: Arc::new(Metrics::default()),

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use agentlog_eventlog::{CommandHandler, EventStore};
 use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
-use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota};
+use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay};
 
 /// Request and payload limits.
 #[derive(Debug, Clone)]
@@ -81,6 +81,8 @@ pub struct AppState {
     pub tokens: Tokens,
     /// Live partial content of messages being written.
     pub deltas: DeltaHub,
+    /// The same, to and from the other server instances on the database (PostgreSQL).
+    pub relay: DeltaRelay,
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// Open subscriptions per user.

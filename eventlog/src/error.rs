@@ -79,6 +79,16 @@ impl EventLogError {
         }
     }
 
+    /// True when the database refused the write for lack of space (SQLite `SQLITE_FULL`,
+    /// PostgreSQL `53100 disk_full`, `ENOSPC`): nothing was written; worth a retry once space is
+    /// freed.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => is_storage_full(source),
+            _ => false,
+        }
+    }
+
     /// True for a concurrency conflict (worth a retry after re-reading the stream).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Conflict { .. })
@@ -178,6 +188,20 @@ pub fn is_connection_error(e: &sqlx::Error) -> bool {
         sqlx::Error::Database(db) => {
             db.code().is_some_and(|c| c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03"))
         }
+        _ => false,
+    }
+}
+
+/// True when a driver error says the database ran out of space: SQLite's `SQLITE_FULL` (13,
+/// with any extended code), PostgreSQL's `53100` (disk_full), or an I/O error `ENOSPC`.
+pub fn is_storage_full(e: &sqlx::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    match e {
+        sqlx::Error::Io(io) => io.raw_os_error() == Some(ENOSPC) || io.kind() == std::io::ErrorKind::StorageFull,
+        sqlx::Error::Database(db) if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() => {
+            db.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|n| n & 0xff == 13)
+        }
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.as_ref() == "53100"),
         _ => false,
     }
 }

@@ -34,7 +34,7 @@ mod writer;
 
 pub use append::{AppendResult, ExpectedVersion, StreamAppend};
 pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
-pub use error::{EventLogError, ValidationError, is_connection_error};
+pub use error::{EventLogError, ValidationError, is_connection_error, is_storage_full};
 pub use filter::EventFilter;
 pub use import::ImportResult;
 pub use open::open_store;

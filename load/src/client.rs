@@ -5,7 +5,10 @@
 //! every acknowledged mutation is recorded.
 
 use std::{
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -43,28 +46,63 @@ pub enum Answer {
     Transport(String),
 }
 
-/// A GraphQL-over-HTTP connection pool to one server.
+/// A GraphQL-over-HTTP connection pool to one server, or to several instances on one
+/// database: then each request goes to the next instance in turn, skipping for a moment one
+/// that just gave no answer (it may be restarting).
 #[derive(Debug, Clone)]
 pub struct Gql {
     http: reqwest::Client,
-    target: Target,
+    targets: Arc<[Target]>,
+    next: Arc<AtomicUsize>,
+    /// Per target: until when (milliseconds since `epoch`) it is skipped.
+    down_until: Arc<[AtomicU64]>,
+    epoch: Instant,
 }
 
+/// How long an instance that gave no answer is skipped.
+const DOWN_FOR: Duration = Duration::from_millis(500);
+
 impl Gql {
-    /// A client for `target`; each request waits at most `timeout`.
-    pub fn new(target: Target, timeout: Duration) -> Result<Self, LoadError> {
+    /// A client for `targets` (at least one); each request waits at most `timeout`.
+    pub fn new(targets: Vec<Target>, timeout: Duration) -> Result<Self, LoadError> {
+        if targets.is_empty() {
+            return Err(LoadError::Config("no server to load".into()));
+        }
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(Duration::from_secs(2))
             .build()
             .map_err(|e| LoadError::Setup(format!("HTTP client: {e}")))?;
-        Ok(Self { http, target })
+        let down_until = targets.iter().map(|_| AtomicU64::new(0)).collect();
+        Ok(Self { http, targets: targets.into(), next: Arc::default(), down_until, epoch: Instant::now() })
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The next target in turn that is not being skipped (the next in turn when all are).
+    fn pick(&self) -> usize {
+        let n = self.targets.len();
+        let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let now = self.now_ms();
+        (0..n).map(|k| (first + k) % n).find(|&i| self.down_until[i].load(Ordering::Relaxed) <= now).unwrap_or(first)
     }
 
     /// Send one query or mutation.
     pub async fn post(&self, token: &str, query: &str, variables: &Value) -> Answer {
+        let i = self.pick();
+        let answer = self.post_to(&self.targets[i], token, query, variables).await;
+        if matches!(answer, Answer::Transport(_)) {
+            let until = self.now_ms().saturating_add(u64::try_from(DOWN_FOR.as_millis()).unwrap_or(u64::MAX));
+            self.down_until[i].store(until, Ordering::Relaxed);
+        }
+        answer
+    }
+
+    async fn post_to(&self, target: &Target, token: &str, query: &str, variables: &Value) -> Answer {
         let body = json!({"query": query, "variables": variables});
-        let response = match self.http.post(&self.target.graphql).bearer_auth(token).json(&body).send().await {
+        let response = match self.http.post(&target.graphql).bearer_auth(token).json(&body).send().await {
             Ok(r) => r,
             Err(e) => return Answer::Transport(e.to_string()),
         };
@@ -85,9 +123,16 @@ impl Gql {
         }
     }
 
-    /// Is the server ready (`/readyz`: up, its database reachable, its read models caught up)?
+    /// Is a server ready (`/readyz`: up, its database reachable, its read models caught up)?
+    /// With several instances: is the one the next request goes to ready.
     pub async fn ready(&self) -> bool {
-        matches!(self.http.get(&self.target.readyz).send().await, Ok(r) if r.status().is_success())
+        let i = self.pick();
+        let ready = matches!(self.http.get(&self.targets[i].readyz).send().await, Ok(r) if r.status().is_success());
+        if !ready {
+            let until = self.now_ms().saturating_add(u64::try_from(DOWN_FOR.as_millis()).unwrap_or(u64::MAX));
+            self.down_until[i].store(until, Ordering::Relaxed);
+        }
+        ready
     }
 }
 

@@ -56,6 +56,9 @@ pub enum Scenario {
 pub struct Config {
     /// The server, `http://host:port` (loopback only).
     pub url: String,
+    /// Further instances of the same server (on the same database): requests go to each
+    /// instance in turn, and subscribers are spread over them.
+    pub more_urls: Vec<String>,
     /// A bearer token; an admin's lets the load create a user per client.
     pub token: String,
     /// Concurrent clients.
@@ -93,6 +96,7 @@ impl Config {
     pub fn new(url: impl Into<String>, token: impl Into<String>) -> Self {
         Self {
             url: url.into(),
+            more_urls: Vec::new(),
             token: token.into(),
             clients: 4,
             subscribers: 1,

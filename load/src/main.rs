@@ -14,6 +14,10 @@ struct Cli {
     /// The server (loopback only: 127.0.0.0/8, ::1 or localhost).
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     url: String,
+    /// Further instances of the same server on the same database (repeatable): requests go
+    /// to each instance in turn, subscribers are spread over them.
+    #[arg(long = "also-url")]
+    also_url: Vec<String>,
     /// Bearer token; an admin's lets each client be a user of its own.
     #[arg(long, env = "AGENTLOG_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -85,6 +89,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         (None, None) => Some(Duration::from_secs(10)),
     };
     let mut config = Config::new(cli.url, cli.token.unwrap_or_default());
+    config.more_urls = cli.also_url;
     config.clients = cli.clients;
     config.subscribers = cli.subscribers;
     config.slow_subscribers = cli.slow_subscribers;

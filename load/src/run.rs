@@ -27,6 +27,10 @@ use crate::{
 /// Refuses a target that is not this machine before sending anything.
 pub async fn run(config: Config) -> Result<Report, LoadError> {
     let target = Target::parse(&config.url)?;
+    let mut targets = vec![target.clone()];
+    for url in &config.more_urls {
+        targets.push(Target::parse(url)?);
+    }
     if config.token.trim().is_empty() {
         return Err(LoadError::NoToken);
     }
@@ -39,7 +43,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     if config.slow_subscribers > config.subscribers {
         return Err(LoadError::Config("more slow subscribers than subscribers".into()));
     }
-    let gql = Gql::new(target.clone(), config.request_timeout)?;
+    let gql = Gql::new(targets.clone(), config.request_timeout)?;
     let start_head = match gql.post(&config.token, "{ headPosition }", &json!({})).await {
         Answer::Data(d) => d["headPosition"].as_i64().unwrap_or(0),
         Answer::Refused { code, message } => {
@@ -64,7 +68,9 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     for i in 0..config.subscribers {
         let slow = i >= config.subscribers - config.slow_subscribers;
         let pace = Pace { from, delay: if slow { config.slow_delay } else { Duration::ZERO } };
-        subscribers.spawn(subscriber::follow(target.websocket.clone(), config.token.clone(), pace, stop_rx.clone()));
+        // Subscribers spread over the instances too: each follows the log through its own.
+        let websocket = targets[i % targets.len()].websocket.clone();
+        subscribers.spawn(subscriber::follow(websocket, config.token.clone(), pace, stop_rx.clone()));
     }
     let progress = progress_bar(config.progress, &shared);
 

@@ -92,17 +92,19 @@ pub async fn table_checksums(db: &ReadDb, tables: &[&str]) -> Result<BTreeMap<St
 pub async fn table_checksum(db: &ReadDb, table: &str) -> Result<TableChecksum, ProjectionError> {
     let columns = column_names(db, table).await?;
     let select = if columns.is_empty() { "*".to_string() } else { columns.join(", ") };
-    let rows = db.fetch(&format!("SELECT {select} FROM {table}"), &[]).await?;
+    // Streamed: a table of millions of rows costs one row of memory.
     let mut digest = 0u128;
-    for row in &rows {
-        let mut h = RowHasher::new();
-        for (i, value) in row.0.iter().enumerate() {
-            h.field(4, columns.get(i).map_or(&[][..], |c| c.as_bytes()));
-            h.value(value);
-        }
-        digest = digest.wrapping_add(h.finish());
-    }
-    Ok(TableChecksum { rows: rows.len() as u64, digest })
+    let rows = db
+        .for_each_row(&format!("SELECT {select} FROM {table}"), &[], |row| {
+            let mut h = RowHasher::new();
+            for (i, value) in row.0.iter().enumerate() {
+                h.field(4, columns.get(i).map_or(&[][..], |c| c.as_bytes()));
+                h.value(value);
+            }
+            digest = digest.wrapping_add(h.finish());
+        })
+        .await?;
+    Ok(TableChecksum { rows, digest })
 }
 
 /// The table's columns in name order, so a column order that differs between two databases

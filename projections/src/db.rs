@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 
+use futures_util::TryStreamExt;
 use sqlx::{
     Column, PgPool, Postgres, Row as _, Sqlite, SqlitePool, Transaction, TypeInfo, ValueRef, postgres::PgRow,
     sqlite::SqliteRow,
@@ -316,6 +317,35 @@ impl ReadDb {
         })
     }
 
+    /// Run a query outside any transaction and hand each row to `each` as it arrives: memory
+    /// stays one row, however many the query returns (checksums of whole tables).
+    pub async fn for_each_row(
+        &self,
+        sql: &str,
+        args: &[SqlValue],
+        mut each: impl FnMut(Row),
+    ) -> Result<u64, ProjectionError> {
+        let mut n = 0u64;
+        match self {
+            Self::Sqlite(p) => {
+                let sql = for_sqlite(sql);
+                let mut rows = bind_all!(sqlx::query(&sql), args).fetch(p);
+                while let Some(row) = rows.try_next().await.map_err(ProjectionError::db("reading a read model"))? {
+                    each(decode_sqlite(&row));
+                    n += 1;
+                }
+            }
+            Self::Postgres(p) => {
+                let mut rows = bind_all!(sqlx::query(sql), args, UntypedNull).fetch(p);
+                while let Some(row) = rows.try_next().await.map_err(ProjectionError::db("reading a read model"))? {
+                    each(decode_pg(&row));
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+
     /// Run a statement outside any transaction.
     pub async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {
@@ -345,6 +375,11 @@ impl ReadDb {
 const MAX_PARAMS: usize = 30_000;
 
 impl ReadTx {
+    /// True for PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres(_))
+    }
+
     /// Run a statement.
     pub async fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {

@@ -46,12 +46,33 @@ pub enum ProjectionError {
     /// The runner has stopped.
     #[error("the projection runner has stopped")]
     Stopped,
+    /// A committed checkpoint is behind what this runner applied: something rebuilt the read
+    /// model meanwhile (another process). The runner resumes from the committed checkpoints.
+    #[error("the checkpoint of `{name}` moved back from {applied} to {committed} (rebuilt by another process?)")]
+    CheckpointMovedBack {
+        /// The projection.
+        name: &'static str,
+        /// The position this runner had applied.
+        applied: i64,
+        /// The committed position found.
+        committed: i64,
+    },
 }
 
 impl ProjectionError {
     /// Wrap a driver error with what was being done.
     pub(crate) fn db(context: &'static str) -> impl FnOnce(sqlx::Error) -> Self {
         move |source| Self::Database { context, source }
+    }
+
+    /// True when the database refused a write for lack of space (see
+    /// [`agentlog_eventlog::is_storage_full`]).
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => agentlog_eventlog::is_storage_full(source),
+            Self::Log(e) => e.is_storage_full(),
+            _ => false,
+        }
     }
 
     /// True when the database could not be reached (see

@@ -16,6 +16,15 @@
 //! skipped, while the others carry on. A database failure rolls the whole batch back; the runner
 //! waits and resumes from the committed checkpoints, so a crash never applies an event twice or
 //! skips one.
+//!
+//! Several processes may run a runner on one database (server instances). The committed
+//! checkpoint, not the one in memory, decides what a batch applies: each batch's transaction
+//! first locks the checkpoint rows (PostgreSQL `FOR UPDATE`; SQLite's `BEGIN IMMEDIATE` holds the
+//! write lock already), then applies to each projection only the events after its committed
+//! position, and moves it. Whoever commits first applies an event; the others find it applied
+//! and only move their in-memory position, which therefore never runs ahead of the database:
+//! a wait on it (read-your-writes) ends only once the read models hold the position, whoever
+//! applied it.
 
 use std::{
     sync::{Arc, Mutex},
@@ -290,38 +299,107 @@ impl ProjectionRunner {
         *self.inner.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
     }
 
+    /// Make sure every projection has a checkpoint at its code version, rebuilding one whose
+    /// stored version is older (or that has none). Each decision is taken with the checkpoint
+    /// row locked, so two processes starting at once reset a projection once. A stored version
+    /// newer than the code's (a newer server on the same database) is never rolled back: the
+    /// projection is marked failed here instead.
     async fn load_checkpoints(&self) -> Result<(), ProjectionError> {
         let db = &self.inner.db;
         for p in &self.inner.projections {
-            let rows = db
-                .fetch("SELECT version, position FROM projection_checkpoints WHERE name = $1", &[p.name().into()])
-                .await?;
-            match rows.first().map(|r| (r.i64(0).unwrap_or(0), r.i64(1).unwrap_or(0))) {
-                Some((v, _)) if v != i64::from(p.version()) => {
-                    tracing::info!(
-                        projection = p.name(),
-                        from = v,
-                        to = p.version(),
-                        "projection version changed; rebuilding"
-                    );
-                    reset(db, p.as_ref()).await?;
+            let mut tx = db.begin().await?;
+            let created = tx
+                .execute(
+                    "INSERT INTO projection_checkpoints (name, version, position, updated_at) VALUES ($1, $2, 0, $3) \
+                     ON CONFLICT (name) DO NOTHING",
+                    &[p.name().into(), p.version().into(), now_micros()],
+                )
+                .await?
+                > 0;
+            let stored = lock_checkpoints(&mut tx, Some(p.name())).await?.first().map_or(0, |c| c.version);
+            let code = i64::from(p.version());
+            if created {
+                clear_tables(&mut tx, p.as_ref()).await?;
+            } else if stored < code {
+                tracing::info!(
+                    projection = p.name(),
+                    from = stored,
+                    to = code,
+                    "projection version changed; rebuilding"
+                );
+                clear_tables(&mut tx, p.as_ref()).await?;
+                write_checkpoint(&mut tx, p.as_ref(), 0).await?;
+            } else if stored > code {
+                let reason = newer_version(stored, code);
+                tracing::error!(projection = p.name(), %reason, "projection not applied");
+                let mut state = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(s) = state.iter_mut().find(|s| s.name == p.name()) {
+                    s.failed = Some(reason);
                 }
-                Some(_) => {}
-                None => reset(db, p.as_ref()).await?,
             }
+            tx.commit().await?;
         }
         reload(&self.inner).await
     }
 }
 
+fn now_micros() -> SqlValue {
+    SqlValue::Int(chrono::Utc::now().timestamp_micros())
+}
+
+fn newer_version(stored: i64, code: i64) -> String {
+    format!(
+        "the database holds version {stored} of this read model and this server has version {code}: a newer \
+         server runs on this database (rebuild the read model to go back)"
+    )
+}
+
+/// A checkpoint as committed.
+struct Committed {
+    name: String,
+    version: i64,
+    position: i64,
+}
+
+/// Read the committed checkpoints (one, or all) and lock them until the transaction ends:
+/// PostgreSQL row locks in name order (two processes never deadlock on them); on SQLite the
+/// transaction already holds the database's write lock (`BEGIN IMMEDIATE`).
+async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Committed>, ProjectionError> {
+    let lock = if tx.is_postgres() { " FOR UPDATE" } else { "" };
+    let rows = match name {
+        Some(n) => {
+            let sql = format!("SELECT name, version, position FROM projection_checkpoints WHERE name = $1{lock}");
+            tx.fetch(&sql, &[n.into()]).await?
+        }
+        None => {
+            let sql = format!("SELECT name, version, position FROM projection_checkpoints ORDER BY name{lock}");
+            tx.fetch(&sql, &[]).await?
+        }
+    };
+    Ok(rows
+        .iter()
+        .map(|r| Committed {
+            name: r.str(0).unwrap_or_default().to_string(),
+            version: r.i64(1).unwrap_or(0),
+            position: r.i64(2).unwrap_or(0),
+        })
+        .collect())
+}
+
 /// Empty a projection's tables and set its checkpoint to 0 at its current version.
 async fn reset(db: &ReadDb, p: &dyn Projection) -> Result<(), ProjectionError> {
     let mut tx = db.begin().await?;
+    lock_checkpoints(&mut tx, Some(p.name())).await?;
+    clear_tables(&mut tx, p).await?;
+    write_checkpoint(&mut tx, p, 0).await?;
+    tx.commit().await
+}
+
+async fn clear_tables(tx: &mut ReadTx, p: &dyn Projection) -> Result<(), ProjectionError> {
     for table in p.tables() {
         tx.execute(&format!("DELETE FROM {table}"), &[]).await?;
     }
-    write_checkpoint(&mut tx, p, 0).await?;
-    tx.commit().await
+    Ok(())
 }
 
 /// The columns of `projection_checkpoints`.
@@ -332,12 +410,7 @@ async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) ->
         "projection_checkpoints",
         &CHECKPOINT_COLUMNS,
         &["name"],
-        &[vec![
-            p.name().into(),
-            p.version().into(),
-            position.into(),
-            SqlValue::Int(chrono::Utc::now().timestamp_micros()),
-        ]],
+        &[vec![p.name().into(), p.version().into(), position.into(), now_micros()]],
     )
     .await
 }
@@ -473,6 +546,8 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
     }
 }
 
+/// Apply `batch` to every healthy projection from its committed checkpoint (see the module
+/// doc), in one transaction with the checkpoints.
 async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
     let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
     let positions: Vec<(i64, bool)> = {
@@ -480,14 +555,36 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         state.iter().map(|s| (s.position, s.failed.is_some())).collect()
     };
     let mut tx = inner.db.begin().await?;
+    let committed = lock_checkpoints(&mut tx, None).await?;
     let mut failures = Vec::new();
     let mut advanced = Vec::new();
+    let mut found_ahead = Vec::new();
     let mut applied = Vec::new();
     for (i, p) in inner.projections.iter().enumerate() {
-        let (checkpoint, failed) = positions[i];
-        if failed || checkpoint >= last {
+        let (in_memory, failed) = positions[i];
+        if failed || in_memory >= last {
             continue;
         }
+        let Some(c) = committed.iter().find(|c| c.name == p.name()) else {
+            return Err(ProjectionError::CheckpointMovedBack { name: p.name(), applied: in_memory, committed: 0 });
+        };
+        if c.version != i64::from(p.version()) {
+            failures.push((i, newer_version(c.version, i64::from(p.version()))));
+            continue;
+        }
+        if c.position < in_memory {
+            return Err(ProjectionError::CheckpointMovedBack {
+                name: p.name(),
+                applied: in_memory,
+                committed: c.position,
+            });
+        }
+        if c.position >= last {
+            // Another process applied this batch already.
+            found_ahead.push((i, c.position));
+            continue;
+        }
+        let checkpoint = c.position;
         let events: Vec<&RecordedEvent> =
             batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
         if !events.is_empty() {
@@ -512,7 +609,7 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
     }
     // Every advanced projection's checkpoint in one statement, in the batch's transaction.
     let committing = Instant::now();
-    let now = SqlValue::Int(chrono::Utc::now().timestamp_micros());
+    let now = now_micros();
     let checkpoints: Vec<Vec<SqlValue>> = advanced
         .iter()
         .map(|&i| {
@@ -530,6 +627,9 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
     let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
     for i in advanced {
         state[i].position = last;
+    }
+    for (i, position) in found_ahead {
+        state[i].position = position;
     }
     for (i, events, micros) in applied {
         state[i].applied_events += events;

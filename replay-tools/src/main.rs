@@ -16,6 +16,7 @@ mod stats;
 mod store;
 mod transfer;
 mod verify;
+mod verify_log;
 mod verify_projections;
 
 use std::process::ExitCode;

@@ -30,6 +30,33 @@ pub struct Rebuilt {
     pub position: i64,
     /// Wall time, in milliseconds.
     pub millis: u64,
+    /// Where the time went: waiting for the log reader, committing, and each read model's
+    /// `apply` (milliseconds).
+    pub spent: Spent,
+}
+
+/// Where a rebuild's time went, in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spent {
+    /// Waiting for pages of the log.
+    pub reading_log: u64,
+    /// Writing checkpoints and committing.
+    pub committing: u64,
+    /// In each read model's `apply`, with the events it handled.
+    pub applying: Vec<Applying>,
+}
+
+/// One read model's share of a rebuild.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Applying {
+    /// The read model.
+    pub projection: String,
+    /// Events it handled.
+    pub events: u64,
+    /// Milliseconds in its `apply`.
+    pub millis: u64,
 }
 
 /// Rebuild `projection` (all when `None`) up to the log's head.
@@ -68,7 +95,22 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
     if !failed.is_empty() {
         bail!("rebuild failed for {}", failed.join("; "));
     }
-    Ok(Rebuilt { projections: names, position: reached, millis: started.elapsed().as_millis() as u64 })
+    let timings = runner.timings();
+    let spent = Spent {
+        reading_log: timings.read_wait_micros / 1_000,
+        committing: timings.commit_micros / 1_000,
+        applying: runner
+            .status()
+            .into_iter()
+            .filter(|s| names.iter().any(|n| n == s.name))
+            .map(|s| Applying {
+                projection: s.name.to_string(),
+                events: s.applied_events,
+                millis: s.apply_micros / 1_000,
+            })
+            .collect(),
+    };
+    Ok(Rebuilt { projections: names, position: reached, millis: started.elapsed().as_millis() as u64, spent })
 }
 
 /// Run `rebuild`.
@@ -80,12 +122,16 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     if global.json {
         output::print_json(&r)?;
     } else {
-        output::print_text(&format!(
-            "rebuilt {} up to position {} in {} ms\n",
-            r.projections.join(", "),
-            r.position,
-            r.millis
-        ))?;
+        let mut text =
+            format!("rebuilt {} up to position {} in {} ms\n", r.projections.join(", "), r.position, r.millis);
+        let mut table = output::Table::new(["SPENT ON", "EVENTS", "MS"]);
+        table.row(["reading the log (waiting)".to_string(), String::new(), r.spent.reading_log.to_string()]);
+        table.row(["committing".to_string(), String::new(), r.spent.committing.to_string()]);
+        for a in &r.spent.applying {
+            table.row([format!("apply {}", a.projection), a.events.to_string(), a.millis.to_string()]);
+        }
+        text.push_str(&table.render());
+        output::print_text(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }

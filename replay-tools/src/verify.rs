@@ -12,27 +12,16 @@
 //! - every payload decodes at its schema_version (upcasts included), and its event type belongs
 //!   to its stream's kind.
 //!
-//! The read models are compared by [`crate::verify_projections`].
+//! The log is checked by [`crate::verify_log`], the read models are compared by
+//! [`crate::verify_projections`].
 
-use std::{
-    collections::{HashMap, HashSet},
-    process::ExitCode,
-    sync::Arc,
-};
+use std::{collections::HashSet, process::ExitCode, sync::Arc};
 
-use agentlog_domain::{
-    aggregate::StreamKind,
-    envelope::EventMetadata,
-    events::{decode_any, stream_kind_of},
-};
-use agentlog_eventlog::{DatabasePool, EventStore};
+use agentlog_eventlog::EventStore;
 use anyhow::Context;
-use indicatif::ProgressBar;
 use serde::Serialize;
-use sqlx::Row;
-use uuid::Uuid;
 
-use crate::{Global, output, store, verify_projections};
+use crate::{Global, output, store, verify_log::verify_log, verify_projections};
 
 /// Arguments of `verify`.
 #[derive(Debug, clap::Args)]
@@ -40,6 +29,9 @@ pub struct Args {
     /// Check the log only, not the read models.
     #[arg(long)]
     pub log_only: bool,
+    /// Rows of the log read at a time (memory is about one page, whatever the log's size).
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+    pub page_size: i64,
 }
 
 /// Which check found a problem.
@@ -79,18 +71,6 @@ pub struct Problem {
     pub detail: String,
 }
 
-impl Problem {
-    fn log(check: Check, row: &RawEvent, detail: impl Into<String>) -> Self {
-        Self {
-            check,
-            stream_id: Some(row.stream_id.clone()),
-            position: Some(row.position),
-            table: None,
-            detail: detail.into(),
-        }
-    }
-}
-
 /// What `verify` found.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -109,258 +89,14 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// One row of the events table as stored, before any decoding.
-#[derive(Debug, Clone)]
-struct RawEvent {
-    position: i64,
-    event_id: Option<String>,
-    stream_id: String,
-    stream_version: i64,
-    event_type: String,
-    schema_version: i64,
-    payload: Option<String>,
-    metadata: Option<String>,
-    root_source_id: Option<String>,
-    parent_node_id: Option<String>,
-    user_id: Option<String>,
-}
-
-const RAW_PAGE: i64 = 5_000;
-
-async fn read_raw(db: &DatabasePool, after: i64) -> anyhow::Result<Vec<RawEvent>> {
-    // Text columns are read as optional text: a tampered NULL or number must be reported, not fatal.
-    macro_rules! decode {
-        ($rows:expr) => {
-            $rows
-                .iter()
-                .map(|r| RawEvent {
-                    position: r.try_get(0).unwrap_or(0),
-                    event_id: r.try_get(1).ok().flatten(),
-                    stream_id: r.try_get::<Option<String>, _>(2).ok().flatten().unwrap_or_default(),
-                    stream_version: r.try_get(3).unwrap_or(0),
-                    event_type: r.try_get::<Option<String>, _>(4).ok().flatten().unwrap_or_default(),
-                    schema_version: r.try_get(5).unwrap_or(0),
-                    payload: r.try_get(6).ok().flatten(),
-                    metadata: r.try_get(7).ok().flatten(),
-                    root_source_id: r.try_get(8).ok().flatten(),
-                    parent_node_id: r.try_get(9).ok().flatten(),
-                    user_id: r.try_get(10).ok().flatten(),
-                })
-                .collect()
-        };
-    }
-    Ok(match db {
-        DatabasePool::Sqlite(pool) => {
-            let rows = sqlx::query(
-                "SELECT position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
-                 root_source_id, parent_node_id, user_id FROM events WHERE position > ? ORDER BY position LIMIT ?",
-            )
-            .bind(after)
-            .bind(RAW_PAGE)
-            .fetch_all(pool)
-            .await
-            .context("reading the events table")?;
-            decode!(rows)
-        }
-        DatabasePool::Postgres(pool) => {
-            let rows = sqlx::query(
-                "SELECT position, event_id::text, stream_id, stream_version, event_type, schema_version::int8, \
-                 payload::text, metadata::text, root_source_id::text, parent_node_id::text, user_id FROM events \
-                 WHERE position > $1 ORDER BY position LIMIT $2",
-            )
-            .bind(after)
-            .bind(RAW_PAGE)
-            .fetch_all(pool)
-            .await
-            .context("reading the events table")?;
-            decode!(rows)
-        }
-    })
-}
-
-/// The log checks, fed one row at a time in position order.
-#[derive(Default)]
-struct LogChecker {
-    last_position: i64,
-    /// stream → (version, position) of its last event.
-    streams: HashMap<String, (i64, i64)>,
-    /// event id → (position, root, is a source).
-    events: HashMap<Uuid, (i64, Uuid, bool)>,
-    /// (child row, root) whose root was not seen yet.
-    pending_roots: Vec<(RawEvent, Uuid)>,
-    /// (child row, parent) whose parent was not seen yet.
-    pending_parents: Vec<(RawEvent, Uuid)>,
-    problems: Vec<Problem>,
-    count: u64,
-}
-
-fn parse_id(text: Option<&str>) -> Option<Uuid> {
-    text.and_then(|t| Uuid::parse_str(t).ok())
-}
-
-impl LogChecker {
-    fn check(&mut self, row: RawEvent) {
-        self.count += 1;
-        let mut problem = |check, detail: String| self.problems.push(Problem::log(check, &row, detail));
-        if row.position <= 0 || row.position <= self.last_position {
-            problem(Check::Positions, format!("position {} after {}", row.position, self.last_position));
-        }
-        self.last_position = self.last_position.max(row.position);
-
-        let (last_version, _) = self.streams.get(&row.stream_id).copied().unwrap_or((0, 0));
-        if row.stream_version != last_version + 1 {
-            problem(
-                Check::StreamVersions,
-                format!(
-                    "version {} follows version {last_version} (expected {})",
-                    row.stream_version,
-                    last_version + 1
-                ),
-            );
-        }
-        self.streams.insert(row.stream_id.clone(), (row.stream_version.max(last_version), row.position));
-
-        let Some(event_id) = parse_id(row.event_id.as_deref()) else {
-            problem(Check::Envelope, format!("event_id {:?} is not a UUID", row.event_id));
-            return;
-        };
-        let metadata: Option<EventMetadata> = match row.metadata.as_deref().map(serde_json::from_str) {
-            Some(Ok(m)) => Some(m),
-            Some(Err(e)) => {
-                problem(Check::Envelope, format!("metadata does not parse: {e}"));
-                None
-            }
-            None => {
-                problem(Check::Envelope, "metadata is missing".into());
-                None
-            }
-        };
-        let root_col = parse_id(row.root_source_id.as_deref());
-        let parent_col = parse_id(row.parent_node_id.as_deref());
-        if let Some(m) = &metadata {
-            if root_col != Some(m.chain.root_source_id) {
-                problem(
-                    Check::Envelope,
-                    format!(
-                        "root_source_id column {:?} but metadata says {}",
-                        row.root_source_id, m.chain.root_source_id
-                    ),
-                );
-            }
-            if parent_col != m.chain.parent_node_id {
-                problem(
-                    Check::Envelope,
-                    format!(
-                        "parent_node_id column {:?} but metadata says {:?}",
-                        row.parent_node_id, m.chain.parent_node_id
-                    ),
-                );
-            }
-            if row.user_id.as_deref() != Some(m.user_id.as_str()) {
-                problem(Check::Envelope, format!("user_id column {:?} but metadata says {:?}", row.user_id, m.user_id));
-            }
-        }
-        // Chain links are checked on the metadata (what readers use), or the columns without it.
-        let root = metadata.as_ref().map(|m| m.chain.root_source_id).or(root_col);
-        let parent = metadata.as_ref().map_or(parent_col, |m| m.chain.parent_node_id);
-
-        match row.payload.as_deref().map(serde_json::from_str::<serde_json::Value>) {
-            Some(Ok(payload)) => {
-                let schema = i32::try_from(row.schema_version).unwrap_or(0);
-                if let Err(e) = decode_any(&row.event_type, schema, &payload) {
-                    problem(Check::Payload, format!("{} v{} does not decode: {e}", row.event_type, row.schema_version));
-                }
-            }
-            Some(Err(e)) => problem(Check::Payload, format!("payload is not JSON: {e}")),
-            None => problem(Check::Payload, "payload is missing".into()),
-        }
-        let stream_kind = StreamKind::parse(&row.stream_id).map(|(k, _)| k);
-        if let Some(kind) = stream_kind_of(&row.event_type)
-            && stream_kind != Some(kind)
-        {
-            problem(
-                Check::Payload,
-                format!("a {} event in a stream that is not `{}-…`", row.event_type, kind.prefix()),
-            );
-        }
-
-        let is_source = parent.is_none() && root == Some(event_id);
-        if self.events.insert(event_id, (row.position, root.unwrap_or(event_id), is_source)).is_some() {
-            problem(Check::Envelope, format!("event id {event_id} appears twice"));
-        }
-        if let Some(root) = root
-            && root != event_id
-        {
-            match self.events.get(&root) {
-                Some((_, _, true)) => {}
-                Some(_) => problem(Check::ChainLinks, format!("rootSourceId {root} is not a source event")),
-                None => self.pending_roots.push((row.clone(), root)),
-            }
-        } else if root == Some(event_id) && parent.is_some() {
-            problem(Check::ChainLinks, "an event with a parent names itself as its root".into());
-        }
-        if let Some(parent) = parent {
-            match self.events.get(&parent) {
-                Some((_, parent_root, _)) if Some(*parent_root) != root => problem(
-                    Check::ChainLinks,
-                    format!("parentNodeId {parent} is in another chain (root {parent_root})"),
-                ),
-                Some(_) => {}
-                None => self.pending_parents.push((row.clone(), parent)),
-            }
-        }
-    }
-
-    fn finish(mut self) -> (Vec<Problem>, u64, u64) {
-        for (row, root) in std::mem::take(&mut self.pending_roots) {
-            let detail = match self.events.get(&root) {
-                Some((p, _, _)) => format!("rootSourceId {root} is at a later position ({p})"),
-                None => format!("rootSourceId {root} resolves to no event"),
-            };
-            self.problems.push(Problem::log(Check::ChainLinks, &row, detail));
-        }
-        for (row, parent) in std::mem::take(&mut self.pending_parents) {
-            let detail = match self.events.get(&parent) {
-                Some((p, _, _)) => format!("parentNodeId {parent} is at a later position ({p})"),
-                None => format!("parentNodeId {parent} resolves to no event"),
-            };
-            self.problems.push(Problem::log(Check::ChainLinks, &row, detail));
-        }
-        (self.problems, self.count, self.streams.len() as u64)
-    }
-}
-
-/// Check the log's invariants (see the module doc); `bar` counts positions read.
-pub async fn verify_log(store: &dyn EventStore, bar: &ProgressBar) -> anyhow::Result<(Vec<Problem>, u64, u64, i64)> {
-    let db = store.database();
-    let mut checker = LogChecker::default();
-    let mut after = 0;
-    loop {
-        let rows = read_raw(&db, after).await?;
-        let Some(last) = rows.last().map(|r| r.position) else { break };
-        let full = rows.len() as i64 == RAW_PAGE;
-        for row in rows {
-            checker.check(row);
-        }
-        bar.set_position(u64::try_from(last).unwrap_or(0));
-        after = last;
-        if !full {
-            break;
-        }
-    }
-    let head = checker.last_position;
-    let (problems, events, streams) = checker.finish();
-    Ok((problems, events, streams, head))
-}
-
 /// Run every check.
-pub async fn verify(store: &Arc<dyn EventStore>, database: &str, log_only: bool, json: bool) -> anyhow::Result<Report> {
+pub async fn verify(store: &Arc<dyn EventStore>, database: &str, args: &Args, json: bool) -> anyhow::Result<Report> {
     let head = store.head_position().await.context("reading the log head")?;
     let bar = output::progress(u64::try_from(head).unwrap_or(0), "log", json);
-    let (mut problems, events, streams, head) = verify_log(&**store, &bar).await?;
+    let (mut problems, events, streams, head) = verify_log(&**store, args.page_size, &bar).await?;
     bar.finish_and_clear();
     let mut report = Report { events, streams, head, ..Report::default() };
-    if !log_only {
+    if !args.log_only {
         let found = verify_projections::compare(store, database, json).await?;
         problems.extend(found.problems);
         report.projections = found.compared;
@@ -375,7 +111,7 @@ pub async fn verify(store: &Arc<dyn EventStore>, database: &str, log_only: bool,
 /// Run `verify`: exit 0 when everything holds, 1 with the report when anything differs.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let store = store::open(&global.database, store::Create::No).await?;
-    let result = verify(&store, &global.database, args.log_only, global.json).await;
+    let result = verify(&store, &global.database, args, global.json).await;
     store.close().await;
     let report = result?;
     if global.json {

@@ -265,6 +265,8 @@ impl DeltasSubscription {
     /// Partial content of the topic's messages as workers write them: first a snapshot of each
     /// message being written, then every delta; `done` when the finished message was appended.
     /// A subscriber that falls behind gets fresh snapshots instead of the deltas it missed.
+    /// With PostgreSQL, deltas published to any server instance on the database; with SQLite,
+    /// those published to this process.
     async fn message_deltas(&self, ctx: &Context<'_>, topic_id: String) -> BoxStream<'static, GqlResult<MessageDelta>> {
         if let Err(e) = conversation_node(ctx, &topic_id).await {
             return futures_util::stream::once(async move { Err(e.into()) }).boxed();
@@ -332,12 +334,14 @@ impl ConversationsMutation {
         let message_id = message.message_id.clone();
         let payload = run(ctx, &topic_id, ConversationCommand::AppendMessage(message), None).await?;
         app(ctx).deltas.finish(&topic_id, &message_id);
+        app(ctx).relay.finish(&topic_id, &message_id);
         Ok(payload)
     }
 
     /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.
     /// Nothing is stored: append the finished message with `appendMessage`. Answers the bytes
-    /// streamed so far.
+    /// streamed so far. With PostgreSQL it reaches the subscribers of every server instance on
+    /// the database; with SQLite, those of the process that received it.
     async fn publish_message_delta(
         &self,
         ctx: &Context<'_>,
@@ -346,11 +350,15 @@ impl ConversationsMutation {
         delta: String,
     ) -> GqlResult<i64> {
         let conversation = conversation_node(ctx, &topic_id).await?;
-        let max = app(ctx).limits.max_streams_per_user;
-        app(ctx).deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta, max).map_err(|e| match e {
-            DeltaError::Limit(m) => ApiError::Limit(m).into(),
-            DeltaError::NotYours(_) => ApiError::not_found("message", message_id).into(),
-        })
+        let app = app(ctx);
+        let max = app.limits.max_streams_per_user;
+        let length =
+            app.deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta, max).map_err(|e| match e {
+                DeltaError::Limit(m) => ApiError::Limit(m),
+                DeltaError::NotYours(_) => ApiError::not_found("message", message_id.clone()),
+            })?;
+        app.relay.publish(&conversation.user_id, &topic_id, &message_id, &delta);
+        Ok(length)
     }
 
     /// Change a message's content, metadata (replaced) or extra fields (merged).

@@ -30,28 +30,40 @@ use crate::{
 };
 
 /// A PostgreSQL server of this test's own, stopped and deleted on drop.
-struct PrivatePostgres {
+pub struct PrivatePostgres {
     port: u16,
     dir: PathBuf,
-    url: String,
+    /// Its URL.
+    pub url: String,
 }
 
 impl PrivatePostgres {
     /// Start one, or None when PostgreSQL tests are skipped (outside CI, without PostgreSQL).
-    fn start(test: &str) -> Option<Self> {
+    pub fn start(test: &str) -> Option<Self> {
+        Self::start_under(test, &std::env::temp_dir())
+    }
+
+    /// [`Self::start`] with its data in a directory under `parent`.
+    pub fn start_under(test: &str, parent: &Path) -> Option<Self> {
         pg_url(test)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
-        let dir = std::env::temp_dir().join(format!("agentlog-pg-fault-{port}"));
+        let dir = parent.join(format!("agentlog-pg-fault-{port}"));
         let url = script(port, &dir, "start");
         Some(Self { port, dir, url })
     }
 
+    /// Is it accepting connections?
+    pub async fn is_up(&self) -> bool {
+        let (port, dir) = (self.port, self.dir.clone());
+        tokio::task::spawn_blocking(move || status(port, &dir)).await.unwrap_or(false)
+    }
+
     /// Run the script's `action` (crash, resume) on this server, off the runtime's threads:
     /// the load runs meanwhile.
-    async fn run(&self, action: &'static str) {
+    pub async fn run(&self, action: &'static str) {
         let (port, dir) = (self.port, self.dir.clone());
         tokio::task::spawn_blocking(move || script(port, &dir, action)).await.expect("the script's thread");
     }
@@ -72,6 +84,18 @@ fn script(port: u16, dir: &Path, action: &str) -> String {
         .expect("run scripts/pg-test-server.sh");
     assert!(out.status.success(), "pg-test-server.sh {action}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `scripts/pg-test-server.sh status` for the server on `port`: exit 0 when it is up.
+fn status(port: u16, dir: &Path) -> bool {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-test-server.sh");
+    Command::new("bash")
+        .arg(script)
+        .arg("status")
+        .env("PG_PORT", port.to_string())
+        .env("PG_DIR", dir)
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 impl Drop for PrivatePostgres {

@@ -10,12 +10,15 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod clock;
 mod concurrency;
 mod db_faults;
+mod disk_full;
 mod example_worker;
 mod faults;
 mod hostile;
 mod idempotency;
+mod instances;
 mod orchestration;
 mod reactors;
 mod read_models;

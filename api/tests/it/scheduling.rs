@@ -241,11 +241,11 @@ async fn cron_fires_once_across_two_server_processes(db: Db) {
 
 // ---- in process, the clock driven by the test ----------------------------------------------
 
-async fn app(db: &Db) -> AppState {
+pub(crate) async fn app(db: &Db) -> AppState {
     open_app(&db.url(), ApiLimits::default()).await.expect("open the app")
 }
 
-fn at(s: &str) -> DateTime<Utc> {
+pub(crate) fn at(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
 }
 
@@ -253,7 +253,14 @@ fn ctx(now: DateTime<Utc>, user: &str) -> Context {
     Context::new(now, Uuid::now_v7(), Actor::user(user), user)
 }
 
-async fn create_job(state: &AppState, id: &str, pattern: &str, tz: &str, max: Option<u32>, now: DateTime<Utc>) {
+pub(crate) async fn create_job(
+    state: &AppState,
+    id: &str,
+    pattern: &str,
+    tz: &str,
+    max: Option<u32>,
+    now: DateTime<Utc>,
+) {
     let create = CreateCronJob {
         job_id: id.into(),
         agent_id: "inbox".into(),
@@ -269,12 +276,12 @@ async fn create_job(state: &AppState, id: &str, pattern: &str, tz: &str, max: Op
     state.handler.execute::<CronJob>(id, &CronCommand::Create(create), &ctx(now, "alice")).await.expect("create job");
 }
 
-async fn fired(state: &AppState, job: &str) -> Vec<Value> {
+pub(crate) async fn fired(state: &AppState, job: &str) -> Vec<Value> {
     let events = state.store.read_stream(&format!("cron-{job}"), 1, 10_000).await.expect("read");
     events.into_iter().filter(|e| e.event_type == "cron.fired").map(|e| e.payload).collect()
 }
 
-async fn caught_up(states: &[&AppState]) {
+pub(crate) async fn caught_up(states: &[&AppState]) {
     for s in states {
         s.runner.catch_up().await.expect("catch up");
     }

@@ -43,4 +43,6 @@ async fn generate_fills_an_empty_log_deterministically_and_refuses_a_full_one() 
     // The generated log's read models rebuild and verify clean.
     json_ok(&replay(&a.url(), &["--json", "rebuild"]));
     json_ok(&replay(&a.url(), &["--json", "verify"]));
+    // Also with most links in other pages (looked up in the table, not the page).
+    json_ok(&replay(&a.url(), &["--json", "verify", "--log-only", "--page-size", "3"]));
 }

@@ -24,7 +24,8 @@ async fn checksums(f: &Fixture) -> BTreeMap<String, TableChecksum> {
 
 /// The problems of a `verify --json` run that must have found some (exit 1).
 fn problems(url: &str) -> Vec<Value> {
-    let out = replay(url, &["--json", "verify"]);
+    // Pages of 7 rows: most links and stream predecessors are looked up in the table.
+    let out = replay(url, &["--json", "verify", "--page-size", "7"]);
     assert_eq!(out.status.code(), Some(1), "verify must fail: {}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     v["problems"].as_array().expect("problems").clone()
