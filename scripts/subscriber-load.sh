@@ -28,7 +28,10 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 mkdir -p "$OUT"
 
 token="$("$BIN/agentlog" token create --user load-admin --admin --name subscriber-load --database "$DATABASE" | tail -n 1)"
-"$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" 2>"$OUT/server.log" &
+# Every subscriber is the one load user: lift the per-user caps to the server-wide one.
+"$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" \
+    --max-connections-per-user "$((SUBSCRIBERS + 10))" --max-subscriptions-per-user "$((SUBSCRIBERS + 10))" \
+    2>"$OUT/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; kill "$sampler" 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do

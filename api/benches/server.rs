@@ -359,7 +359,14 @@ fn main() -> Result<(), BoxError> {
         load_log(&database, events).await?;
         print_memory("after loading");
         let start = Instant::now();
-        let state = open_app(&database, ApiLimits::default()).await?;
+        // Every subscriber is the one bench user: lift the per-user caps past the subscriber count.
+        let per_user = subscribers + 10;
+        let limits = ApiLimits {
+            max_connections_per_user: per_user,
+            max_subscriptions_per_user: per_user,
+            ..ApiLimits::default()
+        };
+        let state = open_app(&database, limits).await?;
         let head = state.store.head_position().await?;
         state.runner.wait_for(head, Duration::from_secs(24 * 3600)).await?;
         println!("read models built in {:.1} s", start.elapsed().as_secs_f64());

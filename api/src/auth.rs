@@ -152,17 +152,31 @@ impl Tokens {
     }
 }
 
+/// Write `secret` to `path`, readable by its owner only (0600) whatever was there: it goes to
+/// a new file beside it (create-new: a file or symlink planted at that name is refused, never
+/// followed), which then replaces `path` — the directory entry, so a symlink planted at `path`
+/// is replaced, not written through, and an old file's permissions do not carry over.
 fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
     use std::io::Write;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let fresh = path.with_file_name(format!(".{name}.{}", Uuid::new_v4().simple()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path)?;
-    writeln!(file, "{secret}")
+    let written = options.open(&fresh).and_then(|mut file| {
+        writeln!(file, "{secret}")?;
+        file.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&fresh, path));
+    if renamed.is_err() {
+        // Best effort: a half-written secret must not stay behind.
+        let _ = std::fs::remove_file(&fresh);
+    }
+    renamed
 }
 
 /// The bearer secret of an `Authorization` header value.

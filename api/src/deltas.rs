@@ -19,7 +19,7 @@ pub const MAX_DELTA_BYTES: usize = 64 * 1024;
 /// Largest partial message, bytes.
 pub const MAX_PARTIAL_BYTES: usize = 4 * 1024 * 1024;
 /// Messages being streamed at once, server-wide.
-const MAX_PARTIALS: usize = 10_000;
+pub const MAX_PARTIALS: usize = 10_000;
 /// A partial nobody extended for this long is dropped (its worker died).
 const IDLE: Duration = Duration::from_secs(600);
 /// Deltas a subscriber may fall behind by before it gets a snapshot instead.
@@ -77,8 +77,17 @@ impl DeltaHub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Add `delta` to message `message_id` of `topic_id`, written by `owner`, and relay it.
-    pub fn publish(&self, owner: &str, topic_id: &str, message_id: &str, delta: &str) -> Result<i64, DeltaError> {
+    /// Add `delta` to message `message_id` of `topic_id`, written by `owner`, and relay it. A
+    /// new message is refused when `owner` streams `max_per_owner` already (so one user cannot
+    /// take every place of the server's [`MAX_PARTIALS`]).
+    pub fn publish(
+        &self,
+        owner: &str,
+        topic_id: &str,
+        message_id: &str,
+        delta: &str,
+        max_per_owner: usize,
+    ) -> Result<i64, DeltaError> {
         if delta.len() > MAX_DELTA_BYTES {
             return Err(DeltaError::Limit(format!("a delta may be at most {MAX_DELTA_BYTES} bytes")));
         }
@@ -87,6 +96,11 @@ impl DeltaHub {
         let key = (topic_id.to_string(), message_id.to_string());
         if !inner.partials.contains_key(&key) {
             inner.partials.retain(|_, p| now.duration_since(p.touched) < IDLE);
+            if inner.partials.values().filter(|p| p.owner == owner).count() >= max_per_owner {
+                return Err(DeltaError::Limit(format!(
+                    "you stream {max_per_owner} messages already, the most one user may; append one first"
+                )));
+            }
             if inner.partials.len() >= MAX_PARTIALS {
                 return Err(DeltaError::Limit(format!("at most {MAX_PARTIALS} messages may stream at once")));
             }

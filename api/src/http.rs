@@ -1,7 +1,7 @@
 //! The HTTP surface: `/graphql` (POST, GET for GraphiQL, websocket upgrade for subscriptions
 //! over graphql-transport-ws and graphql-ws), `/healthz`, `/readyz`, `/metrics`.
 
-use async_graphql::{Data, http::ALL_WEBSOCKET_PROTOCOLS};
+use async_graphql::{Data, ErrorExtensions, http::ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
 use axum::{
     Router,
@@ -110,7 +110,44 @@ async fn graphql_post(
     if response.is_err() {
         Metrics::inc(&http.state.metrics.graphql_errors);
     }
-    raw.respond(response)
+    let body = raw.body(&response);
+    bounded(response, body, http.state.limits.max_response_bytes)
+}
+
+/// The answer's JSON `body` (cached trees spliced in), or LIMIT when it is larger than `max`
+/// bytes (a client asked for more than one answer may carry; it gets a message, not a stream
+/// of megabytes).
+fn bounded(response: async_graphql::Response, body: Result<Vec<u8>, serde_json::Error>, max: usize) -> Response {
+    let headers = response.http_headers.clone();
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL",
+                format!("the answer did not serialise: {e}"),
+            );
+        }
+    };
+    if body.len() > max {
+        tracing::info!(bytes = body.len(), max, "an answer over the response limit was replaced by LIMIT");
+        let message = format!(
+            "the answer is {} bytes, more than the {max} one answer may carry; ask for less (smaller pages, fewer fields)",
+            body.len()
+        );
+        return error_response(StatusCode::OK, "LIMIT", message);
+    }
+    let mut out =
+        ([(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/graphql-response+json"))], body)
+            .into_response();
+    if response.is_ok()
+        && let Some(cc) = response.cache_control.value()
+        && let Ok(v) = axum::http::HeaderValue::from_str(&cc)
+    {
+        out.headers_mut().insert(header::CACHE_CONTROL, v);
+    }
+    out.headers_mut().extend(headers);
+    out
 }
 
 async fn graphql_get(
@@ -145,6 +182,15 @@ async fn graphql_get(
                             None => from_header,
                         };
                         if let Some(c) = caller {
+                            // Held in the connection's data: released when the socket closes.
+                            let max = state.limits.max_connections_per_user;
+                            let Some(hold) = state.connections.admit(&c.user_id, max) else {
+                                return Err(async_graphql::Error::new(format!(
+                                    "you hold {max} websocket connections, the most one user may; close one first"
+                                ))
+                                .extend_with(|_, e| e.set("code", "LIMIT")));
+                            };
+                            data.insert(hold);
                             data.insert(c);
                         }
                         Ok(data)

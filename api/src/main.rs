@@ -39,6 +39,22 @@ enum Command {
         /// refused (LIMIT).
         #[arg(long, env = "AGENTLOG_MAX_SUBSCRIPTIONS", default_value_t = ApiLimits::default().max_subscriptions)]
         max_subscriptions: usize,
+        /// Most subscriptions one user may have open at once; one more is refused (LIMIT).
+        #[arg(long, env = "AGENTLOG_MAX_SUBSCRIPTIONS_PER_USER", default_value_t = ApiLimits::default().max_subscriptions_per_user)]
+        max_subscriptions_per_user: usize,
+        /// Most messages one user may stream (`publishMessageDelta`) at once (LIMIT beyond).
+        #[arg(long, env = "AGENTLOG_MAX_STREAMS_PER_USER", default_value_t = ApiLimits::default().max_streams_per_user)]
+        max_streams_per_user: usize,
+        /// Most websocket connections one user may hold at once; one more is refused at
+        /// `connection_init`.
+        #[arg(long, env = "AGENTLOG_MAX_CONNECTIONS_PER_USER", default_value_t = ApiLimits::default().max_connections_per_user)]
+        max_connections_per_user: usize,
+        /// Largest answer over HTTP, bytes; a larger one is replaced by a LIMIT error.
+        #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
+        max_response_bytes: usize,
+        /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
+        #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
+        query_timeout_ms: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -77,8 +93,26 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match cli.command {
-        Command::Serve { database, bind, data_dir, max_subscriptions } => {
-            let limits = ApiLimits { max_subscriptions, ..ApiLimits::default() };
+        Command::Serve {
+            database,
+            bind,
+            data_dir,
+            max_subscriptions,
+            max_subscriptions_per_user,
+            max_streams_per_user,
+            max_connections_per_user,
+            max_response_bytes,
+            query_timeout_ms,
+        } => {
+            let limits = ApiLimits {
+                max_subscriptions,
+                max_subscriptions_per_user,
+                max_streams_per_user,
+                max_connections_per_user,
+                max_response_bytes,
+                query_timeout: std::time::Duration::from_millis(query_timeout_ms),
+                ..ApiLimits::default()
+            };
             serve(ServeConfig { database, bind, data_dir, limits }).await
         }
         Command::Schema => {

@@ -208,8 +208,10 @@ fn deliver(hub: &DeltaHub, instance: &str, payload: &str) {
     }
     match (r.owner, r.delta) {
         (Some(owner), Some(delta)) => {
-            // The same limits as a local delta; a refused one is the sender's business.
-            if let Err(e) = hub.publish(&owner, &r.topic_id, &r.message_id, &delta) {
+            // The same limits as a local delta, but the per-user one: the sending instance
+            // applied it (its hub holds this user's partials from every instance too). A
+            // refused one is the sender's business.
+            if let Err(e) = hub.publish(&owner, &r.topic_id, &r.message_id, &delta, usize::MAX) {
                 tracing::debug!(error = %e, "delta relay: a relayed delta was refused here");
             }
         }

@@ -16,6 +16,7 @@ use crate::{
     graphql::build_schema,
     http::{Http, router},
     metrics::Metrics,
+    quota::Quota,
     reactors::Reactors,
     relay::DeltaRelay,
     state::{ApiLimits, AppState},
@@ -57,6 +58,8 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
         trees: Arc::new(ConversationTrees::new(db.clone(), TREE_CACHE_MESSAGES)),
         db,
         metrics: Arc::new(Metrics::default()),
+        subscriptions: Quota::default(),
+        connections: Quota::default(),
         limits,
     })
 }

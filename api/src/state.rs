@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use agentlog_eventlog::{CommandHandler, EventStore};
 use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
-use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, relay::DeltaRelay};
+use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay};
 
 /// Request and payload limits.
 #[derive(Debug, Clone)]
@@ -16,6 +16,9 @@ pub struct ApiLimits {
     pub max_depth: usize,
     /// Most complex query.
     pub max_complexity: usize,
+    /// Most fields a document may select, each fragment spread counted as the fields it stands
+    /// for; checked on the parsed document before anything else (`graphql::admission`).
+    pub max_selections: usize,
     /// Largest page (`first`).
     pub max_page_size: usize,
     /// How long a mutation waits for its read models (read-your-writes).
@@ -26,6 +29,19 @@ pub struct ApiLimits {
     /// Each live event costs CPU per matching subscription, and that CPU is taken from the
     /// writers: this caps the fan-out's share (RELIABILITY.md, "1,000 subscribers").
     pub max_subscriptions: usize,
+    /// Most subscriptions one user may have open at once (below `max_subscriptions`, so one
+    /// user cannot take every place).
+    pub max_subscriptions_per_user: usize,
+    /// Messages one user may stream (`publishMessageDelta`) at once.
+    pub max_streams_per_user: usize,
+    /// Websocket connections one user may hold at once.
+    pub max_connections_per_user: usize,
+    /// Largest answer to a query or mutation over HTTP, bytes; a larger one is replaced by a
+    /// LIMIT error.
+    pub max_response_bytes: usize,
+    /// How long a query may run; then it is stopped (its database work dropped) and answered
+    /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
+    pub query_timeout: Duration,
 }
 
 impl Default for ApiLimits {
@@ -34,10 +50,16 @@ impl Default for ApiLimits {
             max_body_bytes: 2 * 1024 * 1024,
             max_depth: 12,
             max_complexity: 2_000,
+            max_selections: 2_000,
             max_page_size: 500,
             read_your_writes: Duration::from_secs(5),
             ready_lag_events: 50_000,
             max_subscriptions: 10_000,
+            max_subscriptions_per_user: 1_000,
+            max_streams_per_user: 100,
+            max_connections_per_user: 100,
+            max_response_bytes: 16 * 1024 * 1024,
+            query_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -63,6 +85,10 @@ pub struct AppState {
     pub relay: DeltaRelay,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// Open subscriptions per user.
+    pub subscriptions: Quota,
+    /// Open websocket connections per user.
+    pub connections: Quota,
     /// Limits.
     pub limits: ApiLimits,
 }

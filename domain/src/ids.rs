@@ -17,6 +17,44 @@
 
 use uuid::Uuid;
 
+use crate::{
+    aggregate::StreamKind,
+    envelope::{Actor, ActorKind},
+    error::DomainError,
+};
+
+/// The first character of every aggregate id agentlog derives for what its reactors and clocks
+/// create (cron and heartbeat runs, their topics, group member runs, briefs, its own sources).
+/// Only agentlog itself starts a stream whose id begins with it, so no caller can take such an
+/// id before agentlog needs it (the id stays derived, so two instances still write it once).
+pub const SERVER_ID_MARK: char = '~';
+
+/// A server-derived aggregate id: `name` behind [`SERVER_ID_MARK`].
+///
+/// ```
+/// assert_eq!(agentlog_domain::ids::server_id("op-1"), "~op-1");
+/// ```
+pub fn server_id(name: impl std::fmt::Display) -> String {
+    format!("{SERVER_ID_MARK}{name}")
+}
+
+/// May `actor` start stream `stream_id` (a stream with no events yet)? Ids marked
+/// [`SERVER_ID_MARK`] are agentlog's own: anyone else is refused (VALIDATION). Notification
+/// streams are named for their user, not created by id, and are not checked.
+pub fn may_start_stream(stream_id: &str, actor: &Actor) -> Result<(), DomainError> {
+    let Some((kind, id)) = StreamKind::parse(stream_id) else { return Ok(()) };
+    if kind == StreamKind::Notification
+        || !id.starts_with(SERVER_ID_MARK)
+        || actor.kind == ActorKind::System
+    {
+        return Ok(());
+    }
+    Err(DomainError::Validation {
+        field: format!("{}Id", kind.prefix()),
+        reason: format!("ids beginning with `{SERVER_ID_MARK}` are agentlog's own; choose another"),
+    })
+}
+
 /// Namespace for agentlog's name-based ids.
 const NAMESPACE: Uuid = Uuid::from_u128(0x6167_656e_746c_6f67_8000_0000_0000_0001);
 
@@ -65,6 +103,17 @@ mod tests {
     #[test]
     fn kind_and_key_cannot_be_confused_by_concatenation() {
         assert_ne!(derived_id("ab", "c", 0), derived_id("a", "bc", 0));
+    }
+
+    #[test]
+    fn only_agentlog_starts_a_marked_stream() {
+        let user = Actor::user("mallory");
+        assert!(may_start_stream("operation-~op-cron-1", &user).is_err());
+        assert!(may_start_stream("brief-~1", &user).is_err());
+        assert!(may_start_stream("source-~cron-exhausted:j:1", &user).is_err());
+        assert!(may_start_stream("operation-~op-cron-1", &Actor::system("scheduler")).is_ok());
+        assert!(may_start_stream("operation-op~1", &user).is_ok());
+        assert!(may_start_stream("notification-~u", &user).is_ok());
     }
 
     #[test]

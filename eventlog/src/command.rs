@@ -29,6 +29,7 @@ use agentlog_domain::{
     context::{Context, StreamWrite, stamp},
     envelope::RecordedEvent,
     error::DomainError,
+    ids::may_start_stream,
 };
 use sqlx::Row;
 
@@ -183,6 +184,9 @@ impl CommandHandler {
             if events.is_empty() {
                 return Ok(CommandOutcome { state, version, appended: Vec::new(), replayed: false });
             }
+            if version == 0 {
+                may_start_stream(&stream_id, &ctx.actor)?;
+            }
             let stamped = stamp(&state, &events, ctx);
             match self.store.append(&stream_id, ExpectedVersion::from_version(version), stamped).await {
                 Ok(result) => {
@@ -227,6 +231,11 @@ impl CommandHandler {
                 return Ok(Vec::new());
             }
             last_stream = writes[0].0.stream_id.clone();
+            for (w, v) in &writes {
+                if *v == 0 {
+                    may_start_stream(&w.stream_id, &ctx.actor)?;
+                }
+            }
             let appends = writes
                 .into_iter()
                 .map(|(w, v)| StreamAppend::new(w.stream_id, ExpectedVersion::from_version(v), w.events))

@@ -38,6 +38,7 @@ impl SqliteEventStore {
     /// (`sqlite:agentlog.db`, `sqlite:///abs/path.db`) or a plain file path.
     pub async fn open(target: &str, options: StoreOptions) -> Result<Self, EventLogError> {
         let connect = connect_options(target, &options)?;
+        create_private(connect.get_filename())?;
         let pool = SqlitePoolOptions::new()
             .max_connections(options.read_connections.max(1))
             .min_connections(1)
@@ -64,6 +65,30 @@ impl SqliteEventStore {
     /// Options to open more connections to the same file (with the same pragmas).
     pub fn connect_options(&self) -> &SqliteConnectOptions {
         &self.core.backend.connect
+    }
+}
+
+/// Create a database file that does not exist yet readable by its owner only (0600): SQLite
+/// creates the `-wal` and `-shm` files with the database file's permissions, so the log is
+/// private whatever the umask. An existing file keeps its permissions (the operator's choice).
+fn create_private(path: &Path) -> Result<(), EventLogError> {
+    if path.as_os_str().is_empty() || path == Path::new(":memory:") || path.exists() {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        // Created meanwhile by another process: theirs to have made private.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => {
+            Err(EventLogError::Database { context: "creating the SQLite database file", source: sqlx::Error::Io(e) })
+        }
     }
 }
 

@@ -32,7 +32,7 @@ impl Commands<'_> {
             .ok_or_else(|| ApiError::validation("groupId", "the group has no enabled supervisor"))?
             .agent_id
             .clone();
-        let agent = self.agent_ref(&supervisor).await?;
+        let agent = self.agent_ref(&loaded.state.user_id, &supervisor).await?;
         let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
         let results = self
             .state

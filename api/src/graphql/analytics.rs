@@ -173,6 +173,7 @@ const MAX_BUCKETS: i64 = 24 * 366;
 #[Object]
 impl AnalyticsQueryRoot {
     /// Figures over finished runs (an admin's cover every user).
+    #[graphql(complexity = "super::cost::once(super::cost::ANALYTICS, child_complexity)")]
     async fn analytics(&self, ctx: &Context<'_>, input: Option<AnalyticsInput>) -> GqlResult<AnalyticsReportNode> {
         let input = input.unwrap_or_default();
         let granularity = Granularity::from(input.granularity);

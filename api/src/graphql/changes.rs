@@ -13,14 +13,13 @@ use async_graphql::{Context, OutputType, SimpleObject, Subscription};
 use futures_util::{StreamExt, stream::BoxStream};
 
 use super::{
-    admit_subscriber, app, caller, conversations::ConversationNode, inbox::BriefNode, inbox::NotificationNode,
-    operations::Operation, tasks::TaskNode,
+    Subscriber, admit_subscriber, app, caller, conversations::ConversationNode, inbox::BriefNode,
+    inbox::NotificationNode, operations::Operation, tasks::TaskNode,
 };
 use crate::{
     auth::Caller,
     commands::Commands,
     error::{ApiError, GqlResult},
-    metrics::SubscriberCount,
     state::AppState,
 };
 
@@ -45,7 +44,7 @@ pub struct Change<T: OutputType> {
 fn follow<T, K, F, Fut>(
     state: AppState,
     from: i64,
-    counted: SubscriberCount,
+    counted: Subscriber,
     filter: EventFilter,
     keep: K,
     load: F,
@@ -91,13 +90,13 @@ fn failed<T: Send + 'static>(e: ApiError) -> BoxStream<'static, GqlResult<T>> {
 
 /// Admit one more subscription (LIMIT when the server's cap is reached) and say where it
 /// starts: after `from`, or (none given) after the head now: only what comes next.
-async fn start(state: &AppState, from: Option<i64>) -> Result<(i64, SubscriberCount), ApiError> {
+async fn start(state: &AppState, who: &Caller, from: Option<i64>) -> Result<(i64, Subscriber), ApiError> {
     let from = match from {
         Some(p) if p < 0 => return Err(ApiError::validation("fromPosition", "must not be negative")),
         Some(p) => p,
         None => state.store.head_position().await?,
     };
-    Ok((from, admit_subscriber(state)?))
+    Ok((from, admit_subscriber(state, &who.user_id)?))
 }
 
 fn stream_filter(caller: &Caller, stream_id: &str) -> EventFilter {
@@ -131,7 +130,7 @@ impl ChangesSubscription {
         if let Err(e) = Commands::new(&state, &who).load_operation(&id).await {
             return failed(e);
         }
-        let (from, counted) = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, &who, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -169,7 +168,7 @@ impl ChangesSubscription {
             Ok(None) => return failed(ApiError::not_found("task", id)),
             Err(e) => return failed(e.into()),
         }
-        let (from, counted) = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, &who, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -206,7 +205,7 @@ impl ChangesSubscription {
             Ok(None) => return failed(ApiError::not_found("conversation", topic_id)),
             Err(e) => return failed(e.into()),
         }
-        let (from, counted) = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, &who, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -239,7 +238,7 @@ impl ChangesSubscription {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
         };
-        let (from, counted) = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, &who, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -272,7 +271,7 @@ impl ChangesSubscription {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
         };
-        let (from, counted) = match start(&state, from_position).await {
+        let (from, counted) = match start(&state, &who, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
@@ -315,7 +314,7 @@ impl ChangesSubscription {
         }
         // The head before the backlog is read: anything after it arrives live (possibly also
         // in the backlog; claiming twice is refused, so a duplicate costs one failed claim).
-        let (from, counted) = match start(&state, None).await {
+        let (from, counted) = match start(&state, &who, None).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };

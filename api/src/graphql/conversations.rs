@@ -207,16 +207,19 @@ impl ConversationNode {
 
     /// The parsed tree (`contextTree`, `flatList`, `messageMap`), from the tree cache: only
     /// messages changed since the cached version are read.
+    #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn tree(&self, ctx: &Context<'_>) -> GqlResult<ConversationTree> {
         Ok(load_tree(ctx, &self.topic_id).await?)
     }
 
     /// Upstream's `contextTree` (shorthand for `tree { contextTree }`).
+    #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn context_tree(&self, ctx: &Context<'_>) -> GqlResult<Json<Value>> {
         Ok(load_tree(ctx, &self.topic_id).await?.context_tree)
     }
 
     /// Upstream's `flatList` (shorthand for `tree { flatList }`).
+    #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn flat_list(&self, ctx: &Context<'_>) -> GqlResult<Json<Value>> {
         Ok(load_tree(ctx, &self.topic_id).await?.flat_list)
     }
@@ -288,7 +291,11 @@ impl DeltasSubscription {
             return futures_util::stream::once(async move { Err(e.into()) }).boxed();
         }
         let hub = app(ctx).deltas.clone();
-        let counted = match admit_subscriber(app(ctx)) {
+        let user = match caller(ctx) {
+            Ok(c) => c.user_id.clone(),
+            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
+        };
+        let counted = match admit_subscriber(app(ctx), &user) {
             Ok(c) => c,
             Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
         };
@@ -363,8 +370,9 @@ impl ConversationsMutation {
     ) -> GqlResult<i64> {
         let conversation = conversation_node(ctx, &topic_id).await?;
         let app = app(ctx);
+        let max = app.limits.max_streams_per_user;
         let length =
-            app.deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta).map_err(|e| match e {
+            app.deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta, max).map_err(|e| match e {
                 DeltaError::Limit(m) => ApiError::Limit(m),
                 DeltaError::NotYours(_) => ApiError::not_found("message", message_id.clone()),
             })?;

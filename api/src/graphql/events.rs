@@ -132,6 +132,7 @@ pub struct EventsQuery;
 #[Object]
 impl EventsQuery {
     /// Events after a position (exclusive), oldest first. The cursor is the position.
+    #[graphql(complexity = "super::cost::log_read(first, 50, child_complexity)")]
     async fn events(
         &self,
         ctx: &Context<'_>,
@@ -156,6 +157,7 @@ impl EventsQuery {
 
     /// Every event of one causal chain, in log order: the source, the signals and actions it
     /// caused, the state changes and the notifications.
+    #[graphql(complexity = "super::cost::log_read(first, 500, child_complexity)")]
     async fn chain(&self, ctx: &Context<'_>, root_source_id: Uuid, first: Option<i32>) -> GqlResult<Vec<Event>> {
         let filter =
             log_filter(ctx, Some(EventFilterInput { root_source_id: Some(root_source_id), ..Default::default() }))?;
@@ -191,7 +193,11 @@ impl EventsSubscription {
         };
         let state = app(ctx);
         let from = from_position.unwrap_or(0).max(0);
-        let counted = match admit_subscriber(state) {
+        let user = match caller(ctx) {
+            Ok(c) => c.user_id.clone(),
+            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
+        };
+        let counted = match admit_subscriber(state, &user) {
             Ok(c) => c,
             Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
         };

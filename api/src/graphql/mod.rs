@@ -3,10 +3,12 @@
 //! read-model query, map the result.
 
 pub mod admin;
+pub mod admission;
 pub mod agents;
 pub mod analytics;
 pub mod changes;
 pub mod conversations;
+pub mod cost;
 pub mod events;
 pub mod inbox;
 pub mod operations;
@@ -61,6 +63,7 @@ pub fn build_schema(state: AppState) -> AppSchema {
         .data(state)
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity)
+        .extension(admission::Admission(limits.clone()))
         .extension(crate::error::ErrorCodes)
         .finish()
 }
@@ -76,12 +79,24 @@ pub fn app<'a>(ctx: &Context<'a>) -> &'a AppState {
     ctx.data_unchecked::<AppState>()
 }
 
-/// Count one more open subscription, or refuse it (LIMIT) when the server's cap is reached.
-pub fn admit_subscriber(state: &AppState) -> Result<crate::metrics::SubscriberCount, ApiError> {
+/// One admitted subscription: counted server-wide and against its user until dropped.
+pub struct Subscriber {
+    _server: crate::metrics::SubscriberCount,
+    _user: crate::quota::QuotaHold,
+}
+
+/// Count one more open subscription of `user`, or refuse it (LIMIT) when the user's or the
+/// server's cap is reached.
+pub fn admit_subscriber(state: &AppState, user: &str) -> Result<Subscriber, ApiError> {
+    let per_user = state.limits.max_subscriptions_per_user;
+    let user_hold = state.subscriptions.admit(user, per_user).ok_or_else(|| {
+        ApiError::Limit(format!("you have {per_user} subscriptions open, the most one user may; close one first"))
+    })?;
     let max = state.limits.max_subscriptions;
-    crate::metrics::SubscriberCount::admit(state.metrics.clone(), max).ok_or_else(|| {
+    let server = crate::metrics::SubscriberCount::admit(state.metrics.clone(), max).ok_or_else(|| {
         ApiError::Limit(format!("the server has {max} subscriptions open, its maximum; subscribe again later"))
-    })
+    })?;
+    Ok(Subscriber { _server: server, _user: user_hold })
 }
 
 /// The authenticated caller, or UNAUTHENTICATED.

@@ -315,6 +315,7 @@ impl Operation {
     }
 
     /// Every event of this operation's stream, oldest first.
+    #[graphql(complexity = "super::cost::log_read(first, 500, child_complexity)")]
     async fn history(&self, ctx: &Context<'_>, first: Option<i32>) -> GqlResult<Vec<Event>> {
         let first = page_size(ctx, first.or(Some(500)))?;
         let events = app(ctx).store.read_stream(&operation_stream(&self.id), 1, first).await.map_err(ApiError::from)?;
@@ -322,6 +323,7 @@ impl Operation {
     }
 
     /// The operation as it was right after the event at `position` (a replay of its stream).
+    #[graphql(complexity = "super::cost::once(super::cost::REPLAY, child_complexity)")]
     async fn state_at(&self, ctx: &Context<'_>, position: i64) -> GqlResult<Option<Operation>> {
         let events =
             app(ctx).store.read_stream(&operation_stream(&self.id), 1, 100_000).await.map_err(ApiError::from)?;

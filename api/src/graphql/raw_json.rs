@@ -10,11 +10,6 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agentlog_projections::conversations::{TopicTree, TreeJson};
-use axum::{
-    body::Body,
-    http::{HeaderValue, header},
-    response::{IntoResponse, Response},
-};
 use serde_json::Value;
 
 /// Which part of a tree's JSON a placeholder stands for.
@@ -44,27 +39,14 @@ impl RawJson {
         Value::String(format!("{MARK}raw:{}:{}{MARK}", self.nonce, parts.len() - 1))
     }
 
-    /// The HTTP answer for `response`, with every placeholder replaced by its JSON.
-    pub fn respond(&self, response: async_graphql::Response) -> Response {
+    /// The JSON body of `response`, with every placeholder replaced by its JSON.
+    pub fn body(&self, response: &async_graphql::Response) -> Result<Vec<u8>, serde_json::Error> {
         let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(PoisonError::into_inner));
+        let body = serde_json::to_vec(response)?;
         if parts.is_empty() {
-            return async_graphql_axum::GraphQLResponse::from(response).into_response();
+            return Ok(body);
         }
-        let body = match serde_json::to_vec(&response) {
-            Ok(b) => b,
-            Err(_) => return async_graphql_axum::GraphQLResponse::from(response).into_response(),
-        };
-        let body = splice(&body, &self.nonce, &parts);
-        let mut resp = Response::new(Body::from(body));
-        resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/graphql-response+json"));
-        if response.is_ok()
-            && let Some(cc) = response.cache_control.value()
-            && let Ok(v) = HeaderValue::from_str(&cc)
-        {
-            resp.headers_mut().insert(header::CACHE_CONTROL, v);
-        }
-        resp.headers_mut().extend(response.http_headers);
-        resp
+        Ok(splice(&body, &self.nonce, &parts))
     }
 }
 

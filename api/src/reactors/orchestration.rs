@@ -24,6 +24,7 @@ use agentlog_domain::{
     envelope::{Actor, RecordedEvent},
     error::DomainError,
     group::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
+    ids::server_id,
     operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind},
     supervisor::{ActionPayload, DecidedPayload, ExecutorResult, SupervisorInstruction},
 };
@@ -175,7 +176,7 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     let mut strangers = Vec::new();
     for (agent_id, told) in calls {
         let runnable = match group.members.get(&agent_id).filter(|m| m.enabled) {
-            Some(_) => commands.agent_ref(&agent_id).await.ok(),
+            Some(_) => commands.agent_ref(&group.user_id, &agent_id).await.ok(),
             None => None,
         };
         match runnable {
@@ -206,7 +207,7 @@ async fn dispatch(
     ctx: &Context,
 ) -> Result<(), ApiError> {
     let child_ids: Vec<String> = (0..members.len())
-        .map(|i| format!("op-{}", ctx.derived_id("member", u32::try_from(i).unwrap_or(u32::MAX))))
+        .map(|i| server_id(format_args!("op-{}", ctx.derived_id("member", u32::try_from(i).unwrap_or(u32::MAX)))))
         .collect();
     let outcome = state
         .handler

@@ -28,7 +28,7 @@ use agentlog_domain::{
     cron::{CronCommand, CronJob, pattern::CronPattern},
     envelope::Actor,
     error::DomainError,
-    ids::derived_id,
+    ids::{derived_id, server_id},
     operation::{CreateOperation, Operation, OperationCommand, OperationKind},
     task::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
 };
@@ -161,14 +161,14 @@ async fn fire_cron_job(
     let ctx = system_context("cron", &key, slot_utc, &job.user_id);
     let caller = system_caller();
     let commands = Commands::new(state, &caller);
-    let agent = match commands.agent_ref(&job.agent_id).await {
+    let agent = match commands.agent_ref(&job.user_id, &job.agent_id).await {
         Ok(agent) => agent,
         Err(e) => {
             report.skipped.push((job.job_id.clone(), format!("agent {}: {e}", job.agent_id)));
             return Ok(());
         }
     };
-    let operation_id = format!("op-cron-{}", ctx.derived_id("operation", 0));
+    let operation_id = server_id(format_args!("op-cron-{}", ctx.derived_id("operation", 0)));
     let result = state
         .handler
         .execute_multi(&ctx, || async {
@@ -210,7 +210,7 @@ async fn heartbeat_tick(
     if task.next_tick_at.is_some_and(|due| due > now) {
         return Ok(());
     }
-    let waiting = briefs::human_waiting(&state.db, task_id).await?;
+    let waiting = briefs::human_waiting(&state.db, &task.user_id, task_id).await?;
     if let Err(skip) = domain_task::tick::heartbeat_tick(&task, Some(&token), waiting) {
         report.skipped.push((task_id.to_string(), skip.as_str().to_string()));
         return Ok(());
@@ -242,7 +242,7 @@ async fn schedule_tick(
     let last = last_run.map_or(started, |r| r.max(started));
     let Some(slot) = latest_slot(&pattern, tz, now, last) else { return Ok(()) };
     let key = format!("{task_id}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
-    let waiting = briefs::human_waiting(&state.db, task_id).await?;
+    let waiting = briefs::human_waiting(&state.db, &task.user_id, task_id).await?;
     match domain_task::tick::schedule_tick(&task, waiting) {
         Ok(()) => {
             let ctx = system_context("schedule", &key, now, &task.user_id);
@@ -274,8 +274,8 @@ async fn start_run(
     ctx: &Context,
     report: &mut PassReport,
 ) -> Result<(), ApiError> {
-    let topic_id = format!("topic-{}", ctx.derived_id("topic", 0));
-    let operation_id = format!("op-{}", ctx.derived_id("operation", 0));
+    let topic_id = server_id(format_args!("topic-{}", ctx.derived_id("topic", 0)));
+    let operation_id = server_id(format_args!("op-{}", ctx.derived_id("operation", 0)));
     let caller = system_caller();
     match Commands::new(state, &caller).start_run(task.id(), &topic_id, &operation_id, trigger, ctx).await {
         // Another instance, or a pass that crashed before its checkpoint, started it.

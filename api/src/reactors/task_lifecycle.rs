@@ -85,7 +85,7 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
         run_trigger: topic.trigger,
         handoff,
         last_assistant_content: last_content,
-        human_waiting: briefs::human_waiting(&state.db, task_id).await?,
+        human_waiting: briefs::human_waiting(&state.db, &task.user_id, task_id).await?,
         brief_judgement: None,
     };
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));

@@ -17,6 +17,7 @@ mod db_faults;
 mod disk_full;
 mod example_worker;
 mod faults;
+mod hostile;
 mod idempotency;
 mod instances;
 mod orchestration;

@@ -26,10 +26,10 @@ fn hashes_are_hex_sha256() {
 #[test]
 fn deltas_accumulate_and_reach_subscribers_then_finish() {
     let hub = DeltaHub::default();
-    hub.publish("u", "t", "m", "He").unwrap();
+    hub.publish("u", "t", "m", "He", 100).unwrap();
     let mut rx = hub.subscribe("t");
     assert_eq!(hub.snapshots("t")[0].delta, "He");
-    assert_eq!(hub.publish("u", "t", "m", "llo").unwrap(), 5);
+    assert_eq!(hub.publish("u", "t", "m", "llo", 100).unwrap(), 5);
     let d = rx.try_recv().unwrap();
     assert_eq!((d.delta.as_str(), d.snapshot, d.done, d.length), ("llo", false, false, 5));
     hub.finish("t", "m");
@@ -40,10 +40,10 @@ fn deltas_accumulate_and_reach_subscribers_then_finish() {
 #[test]
 fn another_users_message_and_oversized_deltas_are_refused() {
     let hub = DeltaHub::default();
-    hub.publish("u", "t", "m", "x").unwrap();
-    assert_eq!(hub.publish("v", "t", "m", "y"), Err(DeltaError::NotYours("m".into())));
+    hub.publish("u", "t", "m", "x", 100).unwrap();
+    assert_eq!(hub.publish("v", "t", "m", "y", 100), Err(DeltaError::NotYours("m".into())));
     let big = "x".repeat(MAX_DELTA_BYTES + 1);
-    assert!(matches!(hub.publish("u", "t", "m", &big), Err(DeltaError::Limit(_))));
+    assert!(matches!(hub.publish("u", "t", "m", &big, 100), Err(DeltaError::Limit(_))));
     assert_eq!(hub.snapshots("t")[0].delta, "x", "refused deltas change nothing");
 }
 

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use crate::brief::{BriefCreated, BriefPriority, BriefType, CreateBrief};
 use crate::cron::{CronFired, CronJob, CronToggled};
-use crate::ids::derived_id;
+use crate::ids::{derived_id, server_id};
 use crate::notification::CreateNotification;
 use crate::operation::event::{HumanAsked, LeaseExpired, OperationFailed};
 use crate::operation::{Operation, OperationKind};
@@ -83,7 +83,7 @@ pub mod ids {
 
 /// A brief id derived from what caused it, so the same cause never makes two briefs.
 pub fn brief_id_for(cause: &str, key: &str) -> String {
-    derived_id("brief", &format!("{cause}:{key}"), 0).to_string()
+    server_id(derived_id("brief", &format!("{cause}:{key}"), 0))
 }
 
 fn error_brief(
@@ -219,7 +219,7 @@ pub fn on_lease_expired(op: &Operation, expired: &LeaseExpired) -> Vec<Reaction>
     let at_ms = expired.expired_at.timestamp_millis();
     let spec = op.spec.as_ref();
     vec![Reaction::ReceiveSource(AgentlogSource {
-        source_id: format!("lease-expired:{}:{at_ms}", op.id()),
+        source_id: server_id(format_args!("lease-expired:{}:{at_ms}", op.id())),
         source_type: "agentlog.operation.lease_expired",
         payload: json!({
             "operationId": op.id(),
@@ -236,7 +236,10 @@ pub fn on_lease_expired(op: &Operation, expired: &LeaseExpired) -> Vec<Reaction>
 /// `cron.fired` → source `agentlog.cron.fired` (one per execution).
 pub fn on_cron_fired(job: &CronJob, fired: &CronFired) -> Vec<Reaction> {
     vec![Reaction::ReceiveSource(AgentlogSource {
-        source_id: format!("cron-fired:{}:{}", fired.job_id, fired.total_executions),
+        source_id: server_id(format_args!(
+            "cron-fired:{}:{}",
+            fired.job_id, fired.total_executions
+        )),
         source_type: "agentlog.cron.fired",
         payload: json!({
             "jobId": fired.job_id,
@@ -257,7 +260,10 @@ pub fn on_cron_exhausted(job: &CronJob, disabled: &CronToggled) -> Vec<Reaction>
         return Vec::new();
     }
     vec![Reaction::ReceiveSource(AgentlogSource {
-        source_id: format!("cron-exhausted:{}:{}", job.job_id, job.total_executions),
+        source_id: server_id(format_args!(
+            "cron-exhausted:{}:{}",
+            job.job_id, job.total_executions
+        )),
         source_type: "agentlog.cron.exhausted",
         payload: json!({
             "jobId": job.job_id,

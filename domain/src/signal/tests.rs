@@ -60,7 +60,7 @@ fn agentlog_facts_become_sources_with_ids_derived_from_the_fact() {
     let reactions = on_lease_expired(&op, &expired);
     let [Reaction::ReceiveSource(s)] = reactions.as_slice() else { panic!("{reactions:?}") };
     assert_eq!(s.source_type, "agentlog.operation.lease_expired");
-    assert_eq!(s.source_id, format!("lease-expired:op1:{}", at.timestamp_millis()));
+    assert_eq!(s.source_id, format!("~lease-expired:op1:{}", at.timestamp_millis()));
     assert_eq!(s.payload["workerId"], "w1");
     assert_eq!(s.payload["userId"], op.user_id.as_str());
     assert_eq!(s.payload["topicId"], "tp", "the scope key derives from it");
@@ -82,12 +82,12 @@ fn agentlog_facts_become_sources_with_ids_derived_from_the_fact() {
     };
     let reactions = on_cron_fired(&job, &fired);
     let [Reaction::ReceiveSource(f)] = reactions.as_slice() else { panic!("{reactions:?}") };
-    assert_eq!((f.source_type, f.source_id.as_str()), ("agentlog.cron.fired", "cron-fired:j1:2"));
+    assert_eq!((f.source_type, f.source_id.as_str()), ("agentlog.cron.fired", "~cron-fired:j1:2"));
     let reactions = on_cron_exhausted(&job, &CronToggled { at });
     let [Reaction::ReceiveSource(x)] = reactions.as_slice() else { panic!("{reactions:?}") };
     assert_eq!(
         (x.source_type, x.source_id.as_str()),
-        ("agentlog.cron.exhausted", "cron-exhausted:j1:2")
+        ("agentlog.cron.exhausted", "~cron-exhausted:j1:2")
     );
 }
 

@@ -55,14 +55,15 @@ pub async fn briefs(
     .await
 }
 
-/// Does an unresolved urgent brief that is not an error report wait on a human for task
-/// `task_id`? (The scheduler skips such a task's ticks; a finished run does not re-arm.)
-pub async fn human_waiting(db: &ReadDb, task_id: &str) -> Result<bool, ProjectionError> {
+/// Does an unresolved urgent brief of `owner`'s that is not an error report wait on a human for
+/// task `task_id`? (The scheduler skips such a task's ticks; a finished run does not re-arm.)
+/// Only the task owner's briefs count: another user's brief naming the task changes nothing.
+pub async fn human_waiting(db: &ReadDb, owner: &str, task_id: &str) -> Result<bool, ProjectionError> {
     let rows = db
         .fetch(
-            "SELECT 1 FROM briefs WHERE task_id = $1 AND priority = 'urgent' AND brief_type <> 'error' \
-             AND resolved_at IS NULL LIMIT 1",
-            &[task_id.into()],
+            "SELECT 1 FROM briefs WHERE task_id = $1 AND user_id = $2 AND priority = 'urgent' \
+             AND brief_type <> 'error' AND resolved_at IS NULL LIMIT 1",
+            &[task_id.into(), owner.into()],
         )
         .await?;
     Ok(!rows.is_empty())

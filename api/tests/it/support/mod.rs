@@ -66,6 +66,8 @@ pub struct Server {
     pub data_dir: PathBuf,
     /// Keeps the database alive.
     pub db: Db,
+    /// Extra `serve` flags (kept for a restart).
+    args: Vec<String>,
     client: reqwest::Client,
 }
 
@@ -84,11 +86,28 @@ impl Server {
 
     /// Start on `bind` (`host:port`; port 0 picks a free one).
     pub async fn start_at(db: Db, data_dir: PathBuf, bind: &str) -> Self {
-        let (child, addr) = spawn_server(&db.url(), &data_dir, bind);
+        Self::start_with_args(db, data_dir, bind, &[]).await
+    }
+
+    /// Start with extra `serve` flags (limits).
+    pub async fn start_with(db: Db, args: &[&str]) -> Self {
+        let data_dir = std::env::temp_dir().join(format!("agentlog-api-test-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&data_dir).expect("data dir");
+        Self::start_with_args(db, data_dir, "127.0.0.1:0", args).await
+    }
+
+    async fn start_with_args(db: Db, data_dir: PathBuf, bind: &str, args: &[&str]) -> Self {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (child, addr) = spawn_server(&db.url(), &data_dir, bind, &args);
         let admin_token = std::fs::read_to_string(data_dir.join("agentlog-admin-token"))
             .map(|t| t.trim().to_string())
             .unwrap_or_default();
-        Self { child, base: format!("http://{addr}"), admin_token, data_dir, db, client: reqwest::Client::new() }
+        Self { child, base: format!("http://{addr}"), admin_token, data_dir, db, args, client: reqwest::Client::new() }
+    }
+
+    /// The server process's id (to read its memory from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGKILL, then start again on the same database, data directory and address, as a
@@ -96,10 +115,11 @@ impl Server {
     pub async fn restart(&mut self) {
         self.kill();
         let bind = self.base.trim_start_matches("http://").to_string();
-        let (url, dir, at) = (self.db.url(), self.data_dir.clone(), bind.clone());
+        let (url, dir, at, args) = (self.db.url(), self.data_dir.clone(), bind.clone(), self.args.clone());
         // Off the runtime's threads: waiting for the server blocks, and the load runs meanwhile.
-        let (child, addr) =
-            tokio::task::spawn_blocking(move || spawn_server(&url, &dir, &at)).await.expect("restart the server");
+        let (child, addr) = tokio::task::spawn_blocking(move || spawn_server(&url, &dir, &at, &args))
+            .await
+            .expect("restart the server");
         assert_eq!(addr, bind, "restarted on another address");
         self.child = child;
     }
@@ -200,11 +220,12 @@ impl Drop for Server {
 
 /// Spawn `agentlog serve` and wait for the address it bound. A fixed port can still be held
 /// for a moment by the process just killed: then the server exits at once and we try again.
-fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str) -> (Child, String) {
+fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str, extra: &[String]) -> (Child, String) {
     for _ in 0..20 {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
             .args(["serve", "--bind", bind, "--database", db_url, "--data-dir"])
             .arg(data_dir)
+            .args(extra)
             .env("AGENTLOG_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
