@@ -9,6 +9,7 @@ pub mod orchestration;
 pub mod scheduler;
 pub mod signal_bus;
 pub mod sources;
+pub mod task_cascade;
 pub mod task_lifecycle;
 
 use std::time::Duration;
@@ -85,6 +86,7 @@ impl Reactors {
         let tasks = vec![
             tokio::spawn(follow::<signal_bus::SignalBus>(state.clone(), rx.clone())),
             tokio::spawn(follow::<task_lifecycle::TaskLifecycle>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<task_cascade::TaskCascade>(state.clone(), rx.clone())),
             tokio::spawn(follow::<child_results::ChildResults>(state.clone(), rx.clone())),
             tokio::spawn(follow::<orchestration::Orchestration>(state.clone(), rx.clone())),
             tokio::spawn(follow::<sources::Sources>(state.clone(), rx.clone())),

@@ -22,4 +22,5 @@ mod scheduling;
 mod schema_drift;
 mod server;
 mod subscription_cap;
+mod tasks_flow;
 mod units;
