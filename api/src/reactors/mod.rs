@@ -11,6 +11,7 @@ pub mod signal_bus;
 pub mod sources;
 pub mod task_cascade;
 pub mod task_lifecycle;
+pub mod topic_stop;
 
 use std::time::Duration;
 
@@ -87,6 +88,7 @@ impl Reactors {
             tokio::spawn(follow::<signal_bus::SignalBus>(state.clone(), rx.clone())),
             tokio::spawn(follow::<task_lifecycle::TaskLifecycle>(state.clone(), rx.clone())),
             tokio::spawn(follow::<task_cascade::TaskCascade>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<topic_stop::TopicStop>(state.clone(), rx.clone())),
             tokio::spawn(follow::<child_results::ChildResults>(state.clone(), rx.clone())),
             tokio::spawn(follow::<orchestration::Orchestration>(state.clone(), rx.clone())),
             tokio::spawn(follow::<sources::Sources>(state.clone(), rx.clone())),

@@ -101,3 +101,56 @@ async fn approving_a_result_brief_starts_the_released_dependants(db: Db) {
 }
 
 both!(approving_a_result_brief_starts_the_released_dependants as cascade_starts_released_dependants);
+
+const RUN: &str = "mutation($id: String!, $tp: String!, $op: String!) { runTask(id: $id, topicId: $tp, operationId: $op) { position } }";
+const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { position } }";
+
+fn operation_query(id: &str) -> String {
+    format!("{{ operation(id: \"{id}\") {{ status }} }}")
+}
+
+async fn ending_a_topic_cancels_its_run_and_descendants(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    for (n, id) in ["t1", "t2", "t3"].iter().enumerate() {
+        create_task(&s, &alice, id).await;
+        s.data(Some(&alice), RUN, json!({"id": id, "tp": format!("tp{}", n + 1), "op": format!("op{}", n + 1)})).await;
+    }
+    // t1's run is claimed and has a sub-agent with its own sub-agent.
+    s.data(Some(&alice), CLAIM, json!({"id": "op1"})).await;
+    let spawn = "mutation($p: String!, $id: String!) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"a\"}) { position } }";
+    s.data(Some(&alice), spawn, json!({"p": "op1", "id": "op1-child"})).await;
+    s.data(Some(&alice), CLAIM, json!({"id": "op1-child"})).await;
+    s.data(Some(&alice), spawn, json!({"p": "op1-child", "id": "op1-grandchild"})).await;
+    s.data(Some(&alice), CLAIM, json!({"id": "op3"})).await;
+    for op in ["op1", "op2", "op3"] {
+        assert_ne!(s.data(Some(&alice), &operation_query(op), json!({})).await["operation"]["status"], "cancelled");
+    }
+
+    // cancelTaskTopic: the run and its descendants are cancelled; the task pauses.
+    let d = s
+        .data(Some(&alice), "mutation { cancelTaskTopic(id: \"t1\", topicId: \"tp1\") { task { status } } }", json!({}))
+        .await;
+    assert_eq!(d["cancelTaskTopic"]["task"]["status"], "paused", "{d}");
+    for op in ["op1", "op1-child", "op1-grandchild"] {
+        let d = s.eventually(&alice, &operation_query(op), |d| d["operation"]["status"] == "cancelled").await;
+        assert_eq!(d["operation"]["status"], "cancelled", "{op}: {d}");
+    }
+    // A status change out of running (the run not even claimed yet).
+    s.data(Some(&alice), "mutation { changeTaskStatus(id: \"t2\", status: \"paused\") { position } }", json!({})).await;
+    let d = s.eventually(&alice, &operation_query("op2"), |d| d["operation"]["status"] == "cancelled").await;
+    assert_eq!(d["operation"]["status"], "cancelled", "op2: {d}");
+    // Approving a result brief completes the running task: its run stops.
+    approve_result(&s, &alice, "t3").await;
+    let d = s.eventually(&alice, &operation_query("op3"), |d| d["operation"]["status"] == "cancelled").await;
+    assert_eq!(d["operation"]["status"], "cancelled", "op3: {d}");
+    // The runs' ends change nothing more on the tasks.
+    for (id, status) in [("t1", "paused"), ("t2", "paused"), ("t3", "completed")] {
+        let t = task(&s, &alice, id).await;
+        assert_eq!(t["status"], status, "{id}: {t}");
+        assert_eq!(topics(&t)[0]["status"], "canceled", "{id}: {t}");
+    }
+    s.stop();
+}
+
+both!(ending_a_topic_cancels_its_run_and_descendants as ending_a_topic_cancels_its_run);
