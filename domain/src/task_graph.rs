@@ -311,7 +311,8 @@ pub fn cascade_on_completion(dependants: &[Dependant], hold_before: &BTreeSet<St
         .filter_map(|(id, s)| s.map(|s| (id.clone(), s)))
         .collect();
     let plan = plan_subtask_layers(&nodes, &external);
-    let by_id: BTreeMap<&str, &Dependant> = dependants.iter().map(|d| (d.task_id.as_str(), d)).collect();
+    let by_id: BTreeMap<&str, &Dependant> =
+        dependants.iter().map(|d| (d.task_id.as_str(), d)).collect();
     for id in plan.layers.first().into_iter().flatten() {
         let Some(d) = by_id.get(id.as_str()) else { continue };
         // Canceled upstreams satisfy the planner, not the cascade: only completion releases.
@@ -328,7 +329,9 @@ pub fn cascade_on_completion(dependants: &[Dependant], hold_before: &BTreeSet<St
         let unknown: Vec<String> =
             d.upstreams.iter().filter(|(_, s)| s.is_none()).map(|(id, _)| id.clone()).collect();
         if !unknown.is_empty() {
-            cascade.held_externally.push(HeldDependant { task_id: d.task_id.clone(), unknown_upstreams: unknown });
+            cascade
+                .held_externally
+                .push(HeldDependant { task_id: d.task_id.clone(), unknown_upstreams: unknown });
         }
     }
     cascade.hold.sort();

@@ -146,8 +146,7 @@ impl Commands<'_> {
         reason: Option<String>,
         ctx: &Context,
     ) -> Result<Vec<AppendResult>, CommandError> {
-        self
-            .state
+        self.state
             .handler
             .execute_multi(ctx, || async {
                 let h = &self.state.handler;

@@ -162,7 +162,7 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let supervisor_id = step.operation_id.as_str();
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
-        let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None };
+        let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None, brief_judgement: None };
         let outcome = state.handler.execute::<Operation>(supervisor_id, &command, &ctx).await.map(|_| ());
         return settle(outcome, "finish");
     }

@@ -99,7 +99,8 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
             ) => {}
             Err(ApiError::Domain(e)) => {
                 tracing::warn!(task = %task_id, from = %completed_id, error = %e, "dependant could not start");
-                let n = task_cascade::start_failed_notification(&owner, &completed_id, &event_id, task_id, &e.to_string());
+                let n =
+                    task_cascade::start_failed_notification(&owner, &completed_id, &event_id, task_id, &e.to_string());
                 notify(state, fact, &format!("{NAME}#failed#{task_id}"), n).await?;
             }
             Err(e) => return Err(e),

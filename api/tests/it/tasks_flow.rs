@@ -7,14 +7,15 @@ use serde_json::{Value, json};
 use support::{Db, Server};
 
 const CREATE: &str = "mutation($i: JSON!) { createTask(input: $i) { position } }";
-const DEPEND: &str =
-    "mutation($id: String!, $on: String!) { addTaskDependency(id: $id, dependsOnId: $on, kind: \"blocks\") { position } }";
+const DEPEND: &str = "mutation($id: String!, $on: String!) { addTaskDependency(id: $id, dependsOnId: $on, kind: \"blocks\") { position } }";
 const BRIEF: &str = "mutation($i: JSON!) { createBrief(input: $i) { position } }";
 const APPROVE: &str = "mutation($id: String!) { resolveBrief(id: $id, action: \"approve\") { position } }";
 
 /// The task query for `id` (a literal: `eventually` takes no variables).
 fn task_query(id: &str) -> String {
-    format!("{{ task(id: \"{id}\") {{ status topics {{ edges {{ node {{ topicId operationId status trigger }} }} }} }} }}")
+    format!(
+        "{{ task(id: \"{id}\") {{ status topics {{ edges {{ node {{ topicId operationId status trigger }} }} }} }} }}"
+    )
 }
 
 async fn create_task(s: &Server, token: &str, id: &str) {
@@ -103,7 +104,8 @@ async fn approving_a_result_brief_starts_the_released_dependants(db: Db) {
 both!(approving_a_result_brief_starts_the_released_dependants as cascade_starts_released_dependants);
 
 const RUN: &str = "mutation($id: String!, $tp: String!, $op: String!) { runTask(id: $id, topicId: $tp, operationId: $op) { position } }";
-const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { position } }";
+const CLAIM: &str =
+    "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { position } }";
 
 fn operation_query(id: &str) -> String {
     format!("{{ operation(id: \"{id}\") {{ status }} }}")
@@ -154,3 +156,63 @@ async fn ending_a_topic_cancels_its_run_and_descendants(db: Db) {
 }
 
 both!(ending_a_topic_cancels_its_run_and_descendants as ending_a_topic_cancels_its_run);
+
+const COMPLETE: &str = "mutation($id: String!, $r: String, $j: Boolean) { completeOperation(id: $id, result: $r, briefJudgement: $j) { position } }";
+
+fn briefs_query(task: &str) -> String {
+    format!("{{ briefs(filter: {{taskId: \"{task}\"}}) {{ edges {{ node {{ briefId type actions topicId }} }} }} }}")
+}
+
+fn briefs(d: &Value) -> Vec<Value> {
+    d["briefs"]["edges"].as_array().map(|e| e.iter().map(|n| n["node"].clone()).collect()).unwrap_or_default()
+}
+
+async fn a_finished_run_yields_a_result_brief_unless_its_judge_says_no(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let summary = "A substantive summary of the work.";
+    // t1: no verdict (the default rule: substantive content gets a brief); t2: the worker's
+    // judge says no; t3: it says yes.
+    for (n, (id, judgement)) in [("t1", Value::Null), ("t2", json!(false)), ("t3", json!(true))].into_iter().enumerate()
+    {
+        create_task(&s, &alice, id).await;
+        let op = format!("op{}", n + 1);
+        s.data(Some(&alice), RUN, json!({"id": id, "tp": format!("tp{}", n + 1), "op": op})).await;
+        s.data(Some(&alice), CLAIM, json!({"id": op})).await;
+        s.data(Some(&alice), COMPLETE, json!({"id": op, "r": summary, "j": judgement})).await;
+    }
+    for id in ["t1", "t3"] {
+        let d = s.eventually(&alice, &briefs_query(id), |d| !briefs(d).is_empty()).await;
+        let found = briefs(&d);
+        assert_eq!(found.len(), 1, "{id}: {d}");
+        assert_eq!(found[0]["type"], "result", "{d}");
+        let keys: Vec<&str> =
+            found[0]["actions"].as_array().unwrap().iter().filter_map(|a| a["key"].as_str()).collect();
+        assert_eq!(keys, ["approve", "comment", "link"], "{d}");
+        assert_eq!(found[0]["actions"][2]["type"], "link", "{d}");
+    }
+    // The signal bus follows the log in order: t3's brief exists, so t2's topic was judged.
+    assert!(briefs(&s.data(Some(&alice), &briefs_query("t2"), json!({})).await).is_empty(), "t2's judge said no");
+    for (id, emit, source) in [("t1", true, "rule"), ("t2", false, "llm-judge"), ("t3", true, "llm-judge")] {
+        let t = s
+            .data(
+                Some(&alice),
+                &format!("{{ task(id: \"{id}\") {{ status topics {{ edges {{ node {{ status handoff }} }} }} }} }}"),
+                json!({}),
+            )
+            .await;
+        let topic = &topics(&t["task"])[0];
+        assert_eq!(topic["status"], "completed", "{id}: {t}");
+        assert_eq!(topic["handoff"]["briefDecision"]["emit"], emit, "{id}: {t}");
+        assert_eq!(topic["handoff"]["briefDecision"]["source"], source, "{id}: {t}");
+        assert_eq!(t["task"]["status"], "paused", "{id}: a manual task pauses for its human: {t}");
+    }
+    // Approving the run's brief completes the task.
+    let d = s.data(Some(&alice), &briefs_query("t1"), json!({})).await;
+    let brief = briefs(&d)[0]["briefId"].as_str().unwrap().to_string();
+    s.data(Some(&alice), APPROVE, json!({"id": brief})).await;
+    assert_eq!(task(&s, &alice, "t1").await["status"], "completed");
+    s.stop();
+}
+
+both!(a_finished_run_yields_a_result_brief_unless_its_judge_says_no as finished_run_yields_result_brief);

@@ -52,9 +52,13 @@ pub fn start_failed_notification(
         category: "task".into(),
         notification_type: "task_start_failed".into(),
         title: format!("Task {task_id} could not start"),
-        body: format!("Task {completed_task_id} completed, but {task_id} could not be started: {reason}"),
+        body: format!(
+            "Task {completed_task_id} completed, but {task_id} could not be started: {reason}"
+        ),
         dedupe_key: Some(format!("task-start-failed:{completion_event_id}:{task_id}")),
         action_url: None,
-        metadata: Some(json!({"taskId": task_id, "completedTaskId": completed_task_id, "reason": reason})),
+        metadata: Some(
+            json!({"taskId": task_id, "completedTaskId": completed_task_id, "reason": reason}),
+        ),
     }
 }
