@@ -216,3 +216,41 @@ async fn a_finished_run_yields_a_result_brief_unless_its_judge_says_no(db: Db) {
 }
 
 both!(a_finished_run_yields_a_result_brief_unless_its_judge_says_no as finished_run_yields_result_brief);
+
+async fn a_run_past_its_heartbeat_timeout_is_timed_out_once(db: Db) {
+    let s = Server::start(db).await;
+    // A second server process on the same database passes its clock too.
+    let other = s.sibling().await;
+    let alice = s.user_token("alice").await;
+    let input = json!({"taskId": "hb", "identifier": "HB", "instruction": "work", "heartbeat": {"timeoutSecs": 1}});
+    s.data(Some(&alice), CREATE, json!({"i": input})).await;
+    s.data(Some(&alice), RUN, json!({"id": "hb", "tp": "tp1", "op": "op1"})).await;
+    s.data(Some(&alice), CLAIM, json!({"id": "op1"})).await;
+    // No heartbeat comes: after the timeout the clock pass pauses the task and times out its
+    // topic, whose run is then cancelled.
+    let d = s.eventually(&alice, &task_query("hb"), |d| d["task"]["status"] == "paused").await;
+    assert_eq!(d["task"]["status"], "paused", "{d}");
+    assert_eq!(topics(&d["task"])[0]["status"], "timeout", "{d}");
+    let t = s.data(Some(&alice), "{ task(id: \"hb\") { error } }", json!({})).await;
+    assert_eq!(t["task"]["error"], "Heartbeat timeout", "{t}");
+    let op = s.eventually(&alice, &operation_query("op1"), |d| d["operation"]["status"] == "cancelled").await;
+    assert_eq!(op["operation"]["status"], "cancelled", "{op}");
+    // Both instances keep passing; a restart passes again: the timeout is written once.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let mut s = s;
+    s.restart().await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    other.stop();
+    let db = s.stop();
+    let log = support::read_log(&db).await;
+    let timed_out: Vec<_> = log.iter().filter(|e| e.event_type == "task.topics_timed_out").collect();
+    assert_eq!(timed_out.len(), 1, "timed out once");
+    let pauses = log
+        .iter()
+        .filter(|e| e.event_type == "task.status_changed" && e.payload["reason"] == "heartbeat_timeout")
+        .count();
+    assert_eq!(pauses, 1);
+    assert_eq!(timed_out[0].metadata.actor.id, "scheduler", "{:?}", timed_out[0].metadata);
+}
+
+both!(a_run_past_its_heartbeat_timeout_is_timed_out_once as heartbeat_timeout_fires_once);
