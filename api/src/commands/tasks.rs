@@ -1,19 +1,24 @@
 //! Task use cases that span streams: starting a run (the task's topic and its operation in one
-//! append).
+//! append) and adding a dependency (the `blocks` cycle check on the upstreams' own streams).
+
+use std::collections::BTreeSet;
 
 use agentlog_domain::{
     agent::{Agent, INBOX_AGENT_ID},
     aggregate::Aggregate,
-    context::Context,
+    context::{Context, StreamWrite, stamp},
     operation::{AgentRef, Operation},
     rules::task_run,
-    task::{RunTask, RunTrigger, Task},
+    task::{BlocksGraph, DependencyKind, RunTask, RunTrigger, Task, TaskCommand},
 };
 
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
 use super::{Commands, aggregates::Owned, check_id, check_replay, is_replay};
+
+/// The most tasks a `blocks` cycle check reads.
+const MAX_GRAPH_TASKS: usize = 10_000;
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -59,6 +64,63 @@ impl Commands<'_> {
         let owner = loaded.state.user_id.clone();
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
         let (position, _) = self.start_run(id, topic_id, operation_id, RunTrigger::Manual, &ctx).await?;
+        self.state.settle(position).await;
+        Ok(position)
+    }
+
+    /// Make task `id` depend on `depends_on_id` (both the caller's: another's is NOT_FOUND).
+    /// A `blocks` edge is checked for cycles against the truth: every task reachable from the
+    /// upstream is read from its own stream, and the append holds each of those streams at the
+    /// version read, so two racing additions that would close a cycle between them can never
+    /// both commit — the second is decided again on the first's edge and refused. Answers the
+    /// position of the event appended.
+    pub async fn add_task_dependency(
+        &self,
+        id: &str,
+        depends_on_id: &str,
+        kind: DependencyKind,
+        request_id: Option<&str>,
+    ) -> Result<i64, ApiError> {
+        let loaded = self.load_owned::<Task>(id).await?;
+        self.load_owned::<Task>(depends_on_id).await?;
+        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi_reading(&ctx, || async {
+                let h = &self.state.handler;
+                let task = h.load::<Task>(id).await?;
+                let mut graph = BlocksGraph::new();
+                let mut reads = Vec::new();
+                if kind == DependencyKind::Blocks {
+                    let mut seen = BTreeSet::from([depends_on_id.to_string()]);
+                    let mut frontier = vec![depends_on_id.to_string()];
+                    while let Some(upstream) = frontier.pop() {
+                        let up = h.load::<Task>(&upstream).await?;
+                        reads.push((up.stream_id.clone(), up.version));
+                        for next in up.state.blocked_by() {
+                            graph = graph.with_edge(&upstream, next);
+                            if seen.insert(next.to_string()) {
+                                frontier.push(next.to_string());
+                            }
+                        }
+                        if seen.len() > MAX_GRAPH_TASKS {
+                            return Err(CommandError::Domain(DomainError::LimitExceeded {
+                                limit: "tasks reachable through blocks dependencies",
+                                max: MAX_GRAPH_TASKS as u64,
+                            }));
+                        }
+                    }
+                }
+                let command = TaskCommand::AddDependency { depends_on_id: depends_on_id.to_string(), kind, graph };
+                let events = task.state.decide(&command, &ctx)?;
+                let write =
+                    StreamWrite { stream_id: task.stream_id.clone(), events: stamp(&task.state, &events, &ctx) };
+                Ok((vec![(write, task.version)], reads))
+            })
+            .await?;
+        check_replay(&results, &Task::stream_id(id))?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         Ok(position)
     }

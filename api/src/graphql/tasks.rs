@@ -2,8 +2,8 @@
 //! layers) and every task command.
 
 use agentlog_domain::task::{
-    AutomationMode, BlocksGraph, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task,
-    TaskCommand, TaskConfig, TaskStatus,
+    AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task, TaskCommand,
+    TaskConfig, TaskStatus,
 };
 use agentlog_domain::{envelope::Actor, operation::ReviewScore};
 use agentlog_projections::tasks::{
@@ -505,21 +505,23 @@ impl TasksMutation {
         run(ctx, &id, TaskCommand::ChangeStatus { to, error }, None, request_id).await
     }
 
-    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); a `blocks`
-    /// edge that would close a cycle is refused.
+    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); both must
+    /// be the caller's. A `blocks` edge that would close a cycle is refused (VALIDATION), decided
+    /// on the tasks' own streams: of two concurrent additions that would close a cycle
+    /// together, one is refused.
     async fn add_task_dependency(
         &self,
         ctx: &Context<'_>,
         id: String,
         depends_on_id: String,
         kind: Option<String>,
+        request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let kind: DependencyKind = from_wire("kind", kind.as_deref().unwrap_or("blocks"))?;
-        let who = caller(ctx)?;
-        // The upstream must be the caller's too.
-        task_node(ctx, &depends_on_id).await?;
-        let graph = blocks_graph(ctx, who.owner(), &depends_on_id).await?;
-        run(ctx, &id, TaskCommand::AddDependency { depends_on_id, kind, graph }, None, None).await
+        let position = Commands::new(app(ctx), caller(ctx)?)
+            .add_task_dependency(&id, &depends_on_id, kind, request_id.as_deref())
+            .await?;
+        Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
     }
 
     /// Drop a dependency.
@@ -629,28 +631,4 @@ impl TasksMutation {
             .await?;
         Ok(TaskPayload { task: task_node(ctx, &id).await?, position: out })
     }
-}
-
-/// The `blocks` edges reachable from `from` (for the cycle check of a new dependency), read
-/// from the read model breadth first.
-async fn blocks_graph(ctx: &Context<'_>, owner: Option<&str>, from: &str) -> Result<BlocksGraph, ApiError> {
-    let db = &app(ctx).db;
-    let mut graph = BlocksGraph::new();
-    let mut seen = std::collections::BTreeSet::from([from.to_string()]);
-    let mut frontier = vec![from.to_string()];
-    while let Some(task) = frontier.pop() {
-        for dep in read::task_dependencies(db, owner, &task).await? {
-            if dep.kind != DependencyKind::Blocks {
-                continue;
-            }
-            graph = graph.with_edge(&dep.task_id, &dep.depends_on_id);
-            if seen.insert(dep.depends_on_id.clone()) {
-                frontier.push(dep.depends_on_id);
-            }
-        }
-        if seen.len() > 10_000 {
-            return Err(ApiError::Limit("dependency graph larger than 10,000 tasks".into()));
-        }
-    }
-    Ok(graph)
 }

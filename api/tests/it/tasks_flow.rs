@@ -254,3 +254,62 @@ async fn a_run_past_its_heartbeat_timeout_is_timed_out_once(db: Db) {
 }
 
 both!(a_run_past_its_heartbeat_timeout_is_timed_out_once as heartbeat_timeout_fires_once);
+
+async fn racing_dependencies_never_both_close_a_cycle(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let add = |id: String, on: String| {
+        let (s, alice) = (&s, alice.clone());
+        async move { s.gql(Some(&alice), DEPEND, json!({"id": id, "on": on})).await }
+    };
+    let one_of = |round: usize, what: &str, one: &Value, two: &Value| {
+        let ok = [one, two].iter().filter(|r| r.get("errors").is_none()).count();
+        assert_eq!(ok, 1, "round {round}: exactly one of {what}: {one} {two}");
+        for r in [one, two].into_iter().filter(|r| r.get("errors").is_some()) {
+            assert_eq!(support::error_code(r).as_deref(), Some("VALIDATION"), "round {round}: {r}");
+        }
+    };
+    for round in 0..50 {
+        let [a, b, p, q, r, t] = ["a", "b", "p", "q", "r", "t"].map(|n| format!("{n}{round}"));
+        for id in [&a, &b, &p, &q, &r, &t] {
+            create_task(&s, &alice, id).await;
+        }
+        // Both ends of one edge: a → b and b → a at once.
+        let (one, two) = tokio::join!(add(a.clone(), b.clone()), add(b.clone(), a.clone()));
+        one_of(round, "a→b, b→a", &one, &two);
+        // Far ends of a longer cycle: with q → r and t → p in place, p → q and r → t together
+        // would close p → q → r → t → p, though neither writes a stream the other writes.
+        for (id, on) in [(&q, &r), (&t, &p)] {
+            let done = add(id.clone(), on.clone()).await;
+            assert!(done.get("errors").is_none(), "{done}");
+        }
+        let (one, two) = tokio::join!(add(p.clone(), q.clone()), add(r.clone(), t.clone()));
+        one_of(round, "p→q, r→t", &one, &two);
+    }
+    // The truth has no blocks cycle: fold every task's edges from the log.
+    let db = s.stop();
+    let log = support::read_log(&db).await;
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for e in log.iter().filter(|e| e.stream_id.starts_with("task-")) {
+        let task = e.stream_id.trim_start_matches("task-").to_string();
+        match e.event_type.as_str() {
+            "task.dependency_added" if e.payload["kind"] == "blocks" => {
+                edges.entry(task).or_default().insert(e.payload["dependsOnId"].as_str().unwrap().to_string());
+            }
+            "task.dependency_removed" => {
+                edges.entry(task).or_default().remove(e.payload["dependsOnId"].as_str().unwrap());
+            }
+            _ => {}
+        }
+    }
+    let graph = edges.iter().fold(agentlog_domain::task_graph::BlocksGraph::new(), |g, (t, ups)| {
+        ups.iter().fold(g, |g, u| g.with_edge(t, u))
+    });
+    for (t, ups) in &edges {
+        for u in ups {
+            assert!(graph.path(u, t).is_none(), "cycle through {t} → {u}");
+        }
+    }
+}
+
+both!(racing_dependencies_never_both_close_a_cycle as racing_dependencies_never_close_a_cycle);
