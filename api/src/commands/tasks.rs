@@ -9,13 +9,40 @@ use agentlog_domain::{
     context::{Context, StreamWrite, stamp},
     operation::{AgentRef, Operation},
     rules::task_run,
-    task::{BlocksGraph, DependencyKind, RunTask, RunTrigger, Task, TaskCommand},
+    task::{BlocksGraph, DependencyKind, Handoff, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
 };
+use agentlog_projections::briefs;
+use serde::Deserialize;
 
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
 use super::{Commands, aggregates::Owned, check_id, check_replay, is_replay};
+
+/// What a worker reports with `completeTaskTopic`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopicReport {
+    /// The topic.
+    pub topic_id: String,
+    /// `completed`, `failed` or `canceled`.
+    pub status: String,
+    /// The run's hand-off (`{title?, summary?, keyFindings?, nextAction?}`).
+    #[serde(default)]
+    pub handoff: Option<Handoff>,
+    /// The run's last message.
+    #[serde(default)]
+    pub result: Option<String>,
+    /// A failed run's error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// A failed run's error code.
+    #[serde(default)]
+    pub error_code: Option<String>,
+    /// The worker's judge on a result brief.
+    #[serde(default)]
+    pub brief_judgement: Option<bool>,
+}
 
 /// The most tasks a `blocks` cycle check reads.
 const MAX_GRAPH_TASKS: usize = 10_000;
@@ -123,6 +150,51 @@ impl Commands<'_> {
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         Ok(position)
+    }
+
+    /// A worker's report that topic `report.topic_id` of task `id` ended (`completeTaskTopic`):
+    /// the topic's operation and trigger come from the task, whether a human is waiting from
+    /// the briefs read model; the task's rules decide the rest. Answers the position of the
+    /// last event appended.
+    pub async fn complete_task_topic(
+        &self,
+        id: &str,
+        report: TopicReport,
+        request_id: Option<&str>,
+    ) -> Result<i64, ApiError> {
+        let loaded = self.load_owned::<Task>(id).await?;
+        let topic =
+            loaded.state.topics.get(&report.topic_id).ok_or_else(|| ApiError::not_found("topic", &report.topic_id))?;
+        let end = match report.status.as_str() {
+            "completed" => TopicEnd::Done,
+            "failed" => TopicEnd::Error {
+                message: report
+                    .error
+                    .clone()
+                    .filter(|e| !e.trim().is_empty())
+                    .ok_or_else(|| ApiError::validation("outcome.error", "a failed topic needs its error"))?,
+                code: report.error_code.clone(),
+            },
+            "canceled" => TopicEnd::Other { detail: "canceled".into() },
+            other => {
+                return Err(ApiError::validation(
+                    "outcome.status",
+                    format!("'{}' is not completed, failed or canceled", other.chars().take(40).collect::<String>()),
+                ));
+            }
+        };
+        let outcome = TopicOutcome {
+            topic_id: report.topic_id.clone(),
+            operation_id: topic.operation_id.clone(),
+            end,
+            run_trigger: topic.trigger,
+            handoff: report.handoff,
+            last_assistant_content: report.result,
+            human_waiting: briefs::human_waiting(&self.state.db, id).await?,
+            brief_judgement: report.brief_judgement,
+        };
+        let out = self.command::<Task>(id, TaskCommand::CompleteTopic(outcome), None, request_id).await?;
+        Ok(out.position)
     }
 
     /// Start a run of task `id` triggered by `trigger` under `ctx` (a user's, or the

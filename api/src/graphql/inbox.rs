@@ -390,6 +390,7 @@ impl InboxMutation {
     }
 
     /// Mark these notifications read (`userId`: whose inbox; admins only for another user's).
+    /// 1 to 500 ids, each one of that inbox's (an unknown id is NOT_FOUND; nothing is written).
     async fn mark_notifications_read(
         &self,
         ctx: &Context<'_>,
@@ -399,7 +400,7 @@ impl InboxMutation {
         inbox_command(ctx, user_id, NotificationCommand::MarkRead { ids }).await
     }
 
-    /// Mark these notifications unread.
+    /// Mark these notifications unread (ids as for `markNotificationsRead`).
     async fn mark_notifications_unread(
         &self,
         ctx: &Context<'_>,
@@ -414,7 +415,7 @@ impl InboxMutation {
         inbox_command(ctx, user_id, NotificationCommand::MarkAllRead).await
     }
 
-    /// Archive these notifications.
+    /// Archive these notifications (ids as for `markNotificationsRead`).
     async fn archive_notifications(
         &self,
         ctx: &Context<'_>,

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
 use crate::{
-    commands::Commands,
+    commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
 };
 
@@ -424,6 +424,7 @@ impl TasksMutation {
         request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let create: agentlog_domain::task::CreateTask = decode("input", input)?;
+        check_time_zone("input.schedule.timezone", &create.schedule.timezone)?;
         let id = create.task_id.clone();
         let commands = Commands::new(app(ctx), caller(ctx)?);
         let out = commands
@@ -463,6 +464,7 @@ impl TasksMutation {
             Some(s) => decode("schedule", s)?,
             None => ScheduleConfig::default(),
         };
+        check_time_zone("schedule.timezone", &schedule.timezone)?;
         run(ctx, &id, TaskCommand::ConfigureAutomation { mode, heartbeat, schedule }, None, None).await
     }
 
@@ -576,8 +578,11 @@ impl TasksMutation {
         run(ctx, &id, TaskCommand::DeleteComment { comment_id }, None, None).await
     }
 
-    /// A worker's report that a run ended (`{topicId, status, handoff?, error?, errorCode?}`):
-    /// the hand-off becomes the next run's starting point.
+    /// A worker's report that a run ended (`{topicId, status, handoff?, result?, error?,
+    /// errorCode?, briefJudgement?}`; `status` `completed`, `failed` (with `error`) or
+    /// `canceled`; `handoff` `{title?, summary?, keyFindings?, nextAction?}`; `result` the run's
+    /// last message): the hand-off becomes the next run's starting point, and the task's rules
+    /// decide its next status and its brief.
     async fn complete_task_topic(
         &self,
         ctx: &Context<'_>,
@@ -585,7 +590,10 @@ impl TasksMutation {
         outcome: Json<serde_json::Value>,
         request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::CompleteTopic(decode("outcome", outcome)?), None, request_id).await
+        let report = decode("outcome", outcome)?;
+        let position =
+            Commands::new(app(ctx), caller(ctx)?).complete_task_topic(&id, report, request_id.as_deref()).await?;
+        Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
     }
 
     /// Cancel a running topic; the task pauses.

@@ -313,3 +313,88 @@ async fn racing_dependencies_never_both_close_a_cycle(db: Db) {
 }
 
 both!(racing_dependencies_never_both_close_a_cycle as racing_dependencies_never_close_a_cycle);
+
+async fn head(s: &Server) -> i64 {
+    s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await["headPosition"].as_i64().unwrap()
+}
+
+/// `query` is refused with `code` and the log is unchanged.
+async fn refused(s: &Server, token: &str, query: &str, variables: Value, code: &str) {
+    let before = head(s).await;
+    let r = s.gql(Some(token), query, variables).await;
+    assert_eq!(support::error_code(&r).as_deref(), Some(code), "{query}: {r}");
+    assert_eq!(head(s).await, before, "{query} wrote nothing");
+}
+
+async fn bad_input_is_refused_with_a_code_and_writes_nothing(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+    // Time zones must be IANA zones, on cron jobs and scheduled tasks.
+    let cron = "mutation($i: JSON!) { createCronJob(input: $i) { position cronJob { conditions } } }";
+    let job = |tz: &str| json!({"i": {"jobId": "j1", "agentId": "inbox", "pattern": "0 9 * * *", "timezone": tz, "content": "hi", "enabled": true}});
+    refused(&s, &alice, cron, job("Mars/Olympus"), "VALIDATION").await;
+    refused(&s, &alice, "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": {"taskId": "s1", "identifier": "S-1", "instruction": "x", "automationMode": "schedule", "schedule": {"pattern": "0 9 * * *", "timezone": "Mars/Olympus"}}}), "VALIDATION").await;
+    // Conditions are the documented fields; others are refused, not ignored.
+    let mut with_conditions = job("Europe/Berlin");
+    with_conditions["i"]["conditions"] = json!({"weekdays": [1]});
+    refused(&s, &alice, cron, with_conditions.clone(), "VALIDATION").await;
+    with_conditions["i"]["conditions"] =
+        json!({"activeDays": [1, 2], "activeHours": {"start": 9, "end": 17}, "maxExecutionsPerDay": 2});
+    let d = s.data(Some(&alice), cron, with_conditions).await;
+    assert_eq!(d["createCronJob"]["cronJob"]["conditions"]["activeDays"], json!([1, 2]), "{d}");
+    assert_eq!(d["createCronJob"]["cronJob"]["conditions"]["activeHours"]["start"], 9, "{d}");
+    refused(
+        &s,
+        &alice,
+        "mutation { updateCronJob(id: \"j1\", patch: {timezone: \"Mars/Olympus\"}) { position } }",
+        json!({}),
+        "VALIDATION",
+    )
+    .await;
+    create_task(&s, &alice, "t1").await;
+    refused(&s, &alice, "mutation { configureTaskAutomation(id: \"t1\", mode: \"schedule\", schedule: {pattern: \"0 9 * * *\", timezone: \"Nowhere/Land\"}) { position } }", json!({}), "VALIDATION").await;
+
+    // Notifications: an unknown id, another user's id, no ids at all.
+    let n = s.data(Some(&bob), "mutation { createNotification(input: {category: \"x\", type: \"y\", title: \"t\", body: \"b\"}) { notification { notificationId } } }", json!({})).await;
+    let bobs = n["createNotification"]["notification"]["notificationId"].as_str().unwrap().to_string();
+    for mutation in ["markNotificationsRead", "markNotificationsUnread", "archiveNotifications"] {
+        let q = format!("mutation($ids: [String!]!) {{ {mutation}(ids: $ids) {{ position }} }}");
+        refused(&s, &alice, &q, json!({"ids": ["no-such-notification"]}), "NOT_FOUND").await;
+        refused(&s, &alice, &q, json!({"ids": [bobs]}), "NOT_FOUND").await;
+        refused(&s, &alice, &q, json!({"ids": []}), "VALIDATION").await;
+    }
+    let d = s
+        .data(
+            Some(&bob),
+            "mutation($ids: [String!]!) { markNotificationsRead(ids: $ids) { unreadCount } }",
+            json!({"ids": [bobs]}),
+        )
+        .await;
+    assert_eq!(d["markNotificationsRead"]["unreadCount"], 0, "{d}");
+
+    // completeTaskTopic takes the shape its doc gives.
+    s.data(Some(&alice), RUN, json!({"id": "t1", "tp": "tp1", "op": "op1"})).await;
+    let complete = "mutation($o: JSON!) { completeTaskTopic(id: \"t1\", outcome: $o) { task { status topics { edges { node { status handoff } } } } } }";
+    refused(&s, &alice, complete, json!({"o": {"topicId": "tp1", "status": "failed"}}), "VALIDATION").await;
+    refused(&s, &alice, complete, json!({"o": {"topicId": "tp1", "status": "done"}}), "VALIDATION").await;
+    refused(&s, &alice, complete, json!({"o": {"topicId": "nope", "status": "completed"}}), "NOT_FOUND").await;
+    let d = s
+        .data(Some(&alice), complete, json!({"o": {"topicId": "tp1", "status": "completed", "result": "A substantive summary of the work.", "handoff": {"title": "T", "summary": "S", "keyFindings": ["k"], "nextAction": "N"}}}))
+        .await;
+    let topic = &topics(&d["completeTaskTopic"]["task"])[0];
+    assert_eq!(topic["status"], "completed", "{d}");
+    assert_eq!(topic["handoff"]["nextAction"], "N", "{d}");
+    assert_eq!(d["completeTaskTopic"]["task"]["status"], "paused", "{d}");
+
+    // A requestId reused on another target.
+    create_task(&s, &alice, "t2").await;
+    create_task(&s, &alice, "t3").await;
+    let status = "mutation($id: String!, $r: String) { changeTaskStatus(id: $id, status: \"canceled\", requestId: $r) { position } }";
+    s.data(Some(&alice), status, json!({"id": "t2", "r": "req-1"})).await;
+    refused(&s, &alice, status, json!({"id": "t3", "r": "req-1"}), "VALIDATION").await;
+    assert_eq!(task(&s, &alice, "t3").await["status"], "backlog");
+    s.stop();
+}
+
+both!(bad_input_is_refused_with_a_code_and_writes_nothing as bad_input_refused_writes_nothing);
