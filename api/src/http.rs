@@ -6,11 +6,15 @@ use async_graphql_axum::{GraphQLProtocol, GraphQLResponse, GraphQLWebSocket};
 use axum::{
     Router,
     body::Bytes,
-    extract::{DefaultBodyLimit, State, WebSocketUpgrade},
+    extract::{
+        DefaultBodyLimit, State, WebSocketUpgrade,
+        ws::{CloseFrame, Message},
+    },
     http::{HeaderMap, StatusCode, header},
     response::{Html, IntoResponse, Response},
     routing::get,
 };
+use futures_util::{SinkExt, StreamExt, future};
 use tracing::Instrument;
 
 use crate::{
@@ -126,7 +130,10 @@ async fn graphql_get(
             let state = http.state.clone();
             let schema = http.schema.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
-                GraphQLWebSocket::new(socket, schema, protocol)
+                let (sink, stream) = socket.split();
+                // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
+                let sink = sink.with(|msg: Message| future::ready(Ok::<_, axum::Error>(unauthorized_close(msg))));
+                GraphQLWebSocket::new_with_pair(sink, stream, schema, protocol)
                     .on_connection_init(move |payload| async move {
                         let mut data = Data::default();
                         // The token may come in the upgrade request or in connection_init.
@@ -138,12 +145,15 @@ async fn graphql_get(
                             .map(str::to_string)
                             .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
                         let caller = match token {
-                            Some(t) => state.tokens.authenticate(&t).await.ok().flatten(),
+                            Some(t) => match state.tokens.authenticate(&t).await {
+                                Ok(c) => c,
+                                Err(e) => return Err(async_graphql::Error::new(e.to_string())),
+                            },
                             None => from_header,
                         };
-                        if let Some(c) = caller {
-                            data.insert(c);
-                        }
+                        // No token, or one that is unknown or revoked: closed with 4401.
+                        let Some(c) = caller else { return Err(async_graphql::Error::new(UNAUTHORIZED)) };
+                        data.insert(c);
                         Ok(data)
                     })
                     // No `keepalive_timeout`: it closes a connection whose client sent nothing for
@@ -154,6 +164,23 @@ async fn graphql_get(
             })
         }
         _ => Html(GRAPHIQL_PAGE).into_response(),
+    }
+}
+
+/// The close code of a websocket whose `connection_init` is not authenticated (graphql-ws's
+/// `4401: Unauthorized`).
+pub const WS_UNAUTHORIZED: u16 = 4401;
+
+/// The reason a refused `connection_init` carries (the marker [`unauthorized_close`] looks for).
+const UNAUTHORIZED: &str = "Unauthorized";
+
+/// Turn async-graphql's close of a refused `connection_init` into graphql-ws's 4401.
+fn unauthorized_close(msg: Message) -> Message {
+    match msg {
+        Message::Close(Some(frame)) if frame.reason.as_str() == UNAUTHORIZED => {
+            Message::Close(Some(CloseFrame { code: WS_UNAUTHORIZED, reason: frame.reason }))
+        }
+        other => other,
     }
 }
 

@@ -134,9 +134,10 @@ fn system_context(kind: &str, key: &str, at: DateTime<Utc>, owner: &str) -> Cont
     Context::new(at, command_id, Actor::system(NAME), owner)
 }
 
-/// The scheduler's caller: it acts on every user's data.
-fn system_caller() -> Caller {
-    Caller { user_id: NAME.to_string(), admin: true }
+/// The scheduler acting for `owner`, never as an admin: a user's job or task can only start
+/// agents that user may run.
+fn owner_caller(owner: &str) -> Caller {
+    Caller { user_id: owner.to_string(), admin: false }
 }
 
 /// Was this attempt's effect already there (another instance, an earlier pass)?
@@ -164,7 +165,7 @@ async fn fire_cron_job(
     let key = format!("{}@{}", job.job_id, slot.naive_local().format("%Y-%m-%dT%H:%M"));
     let fires_today = job.fires_on(&slot.date_naive().to_string());
     let ctx = system_context("cron", &key, slot_utc, &job.user_id);
-    let caller = system_caller();
+    let caller = owner_caller(&job.user_id);
     let commands = Commands::new(state, &caller);
     let agent = match commands.agent_ref(&job.agent_id).await {
         Ok(agent) => agent,
@@ -316,7 +317,7 @@ async fn start_run(
 ) -> Result<(), ApiError> {
     let topic_id = format!("topic-{}", ctx.derived_id("topic", 0));
     let operation_id = format!("op-{}", ctx.derived_id("operation", 0));
-    let caller = system_caller();
+    let caller = owner_caller(&task.user_id);
     match Commands::new(state, &caller).start_run(task.id(), &topic_id, &operation_id, trigger, ctx).await {
         // Another instance, or a pass that crashed before its checkpoint, started it.
         Ok((_, true)) => {}
