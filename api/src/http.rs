@@ -14,11 +14,14 @@ use axum::{
     response::{Html, IntoResponse, Response},
     routing::get,
 };
-use futures_util::{SinkExt, StreamExt, future};
+use std::sync::{Arc, Mutex};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::broadcast;
 use tracing::Instrument;
 
 use crate::{
-    auth::{Caller, bearer},
+    auth::{Caller, REVOCATION_CHECK_EVERY, bearer},
     error::{ApiError, UNAVAILABLE},
     graphql::AppSchema,
     metrics::{Gauges, Metrics},
@@ -50,10 +53,41 @@ pub fn router(http: Http) -> Router {
 /// when the token could not be looked up — the database is unreachable — which must not be
 /// answered as UNAUTHENTICATED.
 async fn caller_from(state: &AppState, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
+    Ok(token_caller_from(state, headers).await?.map(|(caller, _)| caller))
+}
+
+/// The caller of the request's bearer token, with the token's id.
+async fn token_caller_from(state: &AppState, headers: &HeaderMap) -> Result<Option<(Caller, String)>, ApiError> {
     let Some(secret) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer) else {
         return Ok(None);
     };
-    state.tokens.authenticate(secret).await
+    state.tokens.authenticate_token(secret).await
+}
+
+/// Resolves when the token in `slot` is revoked: at once for a revocation in this process,
+/// within [`REVOCATION_CHECK_EVERY`] for one in another.
+async fn revoked(state: AppState, slot: Arc<Mutex<Option<String>>>) {
+    let mut revocations = state.tokens.revocations();
+    let current = || slot.lock().ok().and_then(|s| s.clone());
+    loop {
+        tokio::select! {
+            got = revocations.recv() => match got {
+                Ok(id) if Some(&id) == current().as_ref() => return,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Some(id) = current() && matches!(state.tokens.is_live(&id).await, Ok(false)) {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+            },
+            () = tokio::time::sleep(REVOCATION_CHECK_EVERY) => {
+                if let Some(id) = current() && matches!(state.tokens.is_live(&id).await, Ok(false)) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// A refused request body, answered in GraphQL's error shape so clients show it like any other.
@@ -123,17 +157,26 @@ async fn graphql_get(
     Metrics::inc(&http.state.metrics.http_requests);
     match (upgrade, protocol) {
         (Ok(upgrade), Ok(protocol)) => {
-            let from_header = match caller_from(&http.state, &headers).await {
+            let from_header = match token_caller_from(&http.state, &headers).await {
                 Ok(c) => c,
                 Err(e) => return lookup_failed(&e),
             };
             let state = http.state.clone();
             let schema = http.schema.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
-                let (sink, stream) = socket.split();
+                let (mut sink, stream) = socket.split();
+                // The token the connection authenticated with: revoking it closes the socket.
+                let slot: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+                let init_slot = slot.clone();
+                let watch = revoked(state.clone(), slot);
+                // The protocol writes through a channel, so this task can still close the socket.
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
                 // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
-                let sink = sink.with(|msg: Message| future::ready(Ok::<_, axum::Error>(unauthorized_close(msg))));
-                GraphQLWebSocket::new_with_pair(sink, stream, schema, protocol)
+                let out = Box::pin(futures_util::sink::unfold(tx, |tx, msg: Message| async move {
+                    tx.send(unauthorized_close(msg)).await.map_err(axum::Error::new)?;
+                    Ok::<_, axum::Error>(tx)
+                }));
+                let serve = GraphQLWebSocket::new_with_pair(out, stream, schema, protocol)
                     .on_connection_init(move |payload| async move {
                         let mut data = Data::default();
                         // The token may come in the upgrade request or in connection_init.
@@ -145,22 +188,39 @@ async fn graphql_get(
                             .map(str::to_string)
                             .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
                         let caller = match token {
-                            Some(t) => match state.tokens.authenticate(&t).await {
+                            Some(t) => match state.tokens.authenticate_token(t.as_str()).await {
                                 Ok(c) => c,
                                 Err(e) => return Err(async_graphql::Error::new(e.to_string())),
                             },
                             None => from_header,
                         };
                         // No token, or one that is unknown or revoked: closed with 4401.
-                        let Some(c) = caller else { return Err(async_graphql::Error::new(UNAUTHORIZED)) };
+                        let Some((c, token_id)) = caller else { return Err(async_graphql::Error::new(UNAUTHORIZED)) };
+                        if let Ok(mut s) = init_slot.lock() {
+                            *s = Some(token_id);
+                        }
                         data.insert(c);
                         Ok(data)
                     })
                     // No `keepalive_timeout`: it closes a connection whose client sent nothing for
                     // that long, and a subscriber that only listens (graphql-ws clients send no
                     // pings by default) must not be cut off on a quiet stream or a slow machine.
-                    .serve()
-                    .await
+                    .serve();
+                let forward = async {
+                    while let Some(msg) = rx.recv().await {
+                        if sink.send(msg).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let revoked_first = tokio::select! {
+                    _ = async { tokio::join!(serve, forward) } => false,
+                    () = watch => true,
+                };
+                if revoked_first {
+                    let frame = CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                }
             })
         }
         _ => Html(GRAPHIQL_PAGE).into_response(),

@@ -186,3 +186,56 @@ both!(
     a_websocket_without_a_valid_token_is_closed_with_4401 as websocket_bad_token_closed_4401,
     a_users_cron_job_cannot_start_another_users_agent as cron_job_acts_as_its_owner
 );
+
+async fn tokens_are_listed_and_revoked_at_once(db: Db) {
+    let s = Server::start(db).await;
+    let admin = s.admin_token.clone();
+    let create = "mutation($u: String!, $n: String) { createToken(userId: $u, name: $n) { tokenId secret } }";
+    let made = s.data(Some(&admin), create, json!({"u": "alice", "n": "laptop"})).await;
+    let (id, secret) = (
+        made["createToken"]["tokenId"].as_str().unwrap().to_string(),
+        made["createToken"]["secret"].as_str().unwrap().to_string(),
+    );
+    let other = s.data(Some(&admin), create, json!({"u": "alice", "n": "phone"})).await["createToken"]["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bobs = s.data(Some(&admin), create, json!({"u": "bob", "n": "bob's"})).await;
+    let bob_id = bobs["createToken"]["tokenId"].as_str().unwrap().to_string();
+    let bob = bobs["createToken"]["secret"].as_str().unwrap().to_string();
+    s.data(Some(&secret), "{ headPosition }", json!({})).await;
+    // A user lists their own tokens, without secrets; an admin lists all.
+    let list = "{ tokens { tokenId name userId role createdAt lastUsedAt revokedAt } }";
+    let mine = s.data(Some(&secret), list, json!({})).await;
+    let rows = mine["tokens"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{mine}");
+    assert!(rows.iter().all(|t| t["userId"] == "alice" && t["role"] == "user"), "{mine}");
+    let laptop = rows.iter().find(|t| t["tokenId"] == id.as_str()).expect("listed by id");
+    assert_eq!(laptop["name"], "laptop");
+    assert!(laptop["lastUsedAt"].is_string(), "its use is recorded: {mine}");
+    assert!(!mine.to_string().contains(&secret), "no secret in the list");
+    let all = s.data(Some(&admin), list, json!({})).await;
+    assert!(all["tokens"].as_array().unwrap().len() >= 4, "{all}");
+    // Another user's token id is NOT_FOUND, like an unknown one.
+    let revoke = "mutation($id: String!) { revokeToken(tokenId: $id) }";
+    for other_id in [bob_id.as_str(), "no-such-token"] {
+        let r = s.gql(Some(&secret), revoke, json!({"id": other_id})).await;
+        assert_eq!(support::error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    }
+    assert!(s.gql(Some(&bob), "{ headPosition }", json!({})).await.get("errors").is_none(), "bob's token still works");
+
+    // An open websocket on the token, then the token revoked (by its owner, from another).
+    let mut ws = support::Ws::connect(&s, &secret, "graphql-transport-ws").await;
+    ws.subscribe("1", "subscription { taskChanged(id: \"t1\") { eventType } }", json!({})).await;
+    let d = s.data(Some(&other), revoke, json!({"id": id})).await;
+    assert_eq!(d["revokeToken"], true);
+    let r = s.gql(Some(&secret), "{ headPosition }", json!({})).await;
+    assert_eq!(support::error_code(&r).as_deref(), Some("UNAUTHENTICATED"), "{r}");
+    let closed = ws.close_code().await;
+    assert_eq!(closed, Some(4401), "the open websocket is closed");
+    let r = s.gql(Some(&secret), revoke, json!({"id": id})).await;
+    assert_eq!(support::error_code(&r).as_deref(), Some("UNAUTHENTICATED"), "{r}");
+    s.stop();
+}
+
+both!(tokens_are_listed_and_revoked_at_once as tokens_listed_and_revoked);
