@@ -207,6 +207,18 @@ async fn a_finished_run_yields_a_result_brief_unless_its_judge_says_no(db: Db) {
         assert_eq!(topic["handoff"]["briefDecision"]["source"], source, "{id}: {t}");
         assert_eq!(t["task"]["status"], "paused", "{id}: a manual task pauses for its human: {t}");
     }
+    // Why does t1's brief exist? One request: its creating event and the causes back to the
+    // worker's completion.
+    let q = "{ briefs(filter: {taskId: \"t1\"}) { edges { node { origin { event { eventType streamId } path { eventType } } } } } }";
+    let d = s.data(Some(&alice), q, json!({})).await;
+    let origin = &d["briefs"]["edges"][0]["node"]["origin"];
+    assert_eq!(origin["event"]["eventType"], "brief.created", "{d}");
+    let path: Vec<&str> = origin["path"].as_array().unwrap().iter().filter_map(|e| e["eventType"].as_str()).collect();
+    assert_eq!(path, ["operation.completed", "task.topic_completed", "brief.created"], "{d}");
+    // Another user cannot read it.
+    let bob = s.user_token("bob").await;
+    let d = s.data(Some(&bob), q, json!({})).await;
+    assert_eq!(d["briefs"]["edges"], json!([]), "{d}");
     // Approving the run's brief completes the task.
     let d = s.data(Some(&alice), &briefs_query("t1"), json!({})).await;
     let brief = briefs(&d)[0]["briefId"].as_str().unwrap().to_string();
