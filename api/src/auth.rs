@@ -69,16 +69,43 @@ pub fn hash(secret: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// How often a token's last use is recorded.
+const LAST_USED_EVERY_MICROS: i64 = 60_000_000;
+
+/// How often an open websocket checks that its token is still live (a revocation in another
+/// server process; one in this process closes it at once).
+pub const REVOCATION_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A token as listed (never its secret).
+#[derive(Debug, Clone)]
+pub struct TokenInfo {
+    /// Its id.
+    pub token_id: String,
+    /// Its name.
+    pub name: String,
+    /// Whose it is.
+    pub user_id: String,
+    /// An admin token.
+    pub admin: bool,
+    /// Created.
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Last used (to the minute).
+    pub last_used_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Revoked.
+    pub revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
 /// Token storage on the log's database.
 #[derive(Clone)]
 pub struct Tokens {
     db: ReadDb,
+    revoked: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Tokens {
     /// Tokens kept in `db`.
     pub fn new(db: ReadDb) -> Self {
-        Self { db }
+        Self { db, revoked: tokio::sync::broadcast::channel(64).0 }
     }
 
     /// Create a token for `user_id` with `role`.
@@ -106,29 +133,106 @@ impl Tokens {
 
     /// Who holds `secret` (None for an unknown or revoked token).
     pub async fn authenticate(&self, secret: &str) -> Result<Option<Caller>, ApiError> {
+        Ok(self.authenticate_token(secret).await?.map(|(caller, _)| caller))
+    }
+
+    /// Who holds `secret`, and the token's id (None for an unknown or revoked token). Records
+    /// the use, at most once a minute per token (a write per request would contend with the
+    /// log's writer).
+    pub async fn authenticate_token(&self, secret: &str) -> Result<Option<(Caller, String)>, ApiError> {
         if !secret.starts_with("al_") || secret.len() > 200 {
             return Ok(None);
         }
         let rows = self
             .db
             .fetch(
-                "SELECT user_id, role FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
+                "SELECT user_id, role, token_id, last_used_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
                 &[hash(secret).into()],
             )
             .await?;
-        Ok(rows.first().and_then(|r| Some(Caller { user_id: r.str(0)?.to_string(), admin: r.str(1) == Some("admin") })))
+        let Some(row) = rows.first() else { return Ok(None) };
+        let (Some(user_id), Some(token_id)) = (row.str(0), row.str(2)) else { return Ok(None) };
+        let now = chrono::Utc::now().timestamp_micros();
+        if row.i64(3).is_none_or(|last| now - last >= LAST_USED_EVERY_MICROS) {
+            self.db
+                .execute(
+                    "UPDATE api_tokens SET last_used_at = $1 WHERE token_id = $2",
+                    &[SqlValue::Int(now), token_id.into()],
+                )
+                .await?;
+        }
+        let caller = Caller { user_id: user_id.to_string(), admin: row.str(1) == Some("admin") };
+        Ok(Some((caller, token_id.to_string())))
     }
 
-    /// Revoke a token by id.
-    pub async fn revoke(&self, token_id: &str) -> Result<bool, ApiError> {
-        let n = self
+    /// Is token `token_id` live (not revoked)?
+    pub async fn is_live(&self, token_id: &str) -> Result<bool, ApiError> {
+        let rows = self
             .db
-            .execute(
-                "UPDATE api_tokens SET revoked_at = $1 WHERE token_id = $2 AND revoked_at IS NULL",
-                &[SqlValue::Int(chrono::Utc::now().timestamp_micros()), token_id.into()],
-            )
+            .fetch("SELECT 1 FROM api_tokens WHERE token_id = $1 AND revoked_at IS NULL", &[token_id.into()])
             .await?;
+        Ok(!rows.is_empty())
+    }
+
+    /// Revoke token `token_id`, when `owner` is its user (or `None`: an admin, any token).
+    /// False when there is no such live token (for that owner).
+    pub async fn revoke(&self, token_id: &str, owner: Option<&str>) -> Result<bool, ApiError> {
+        let now = SqlValue::Int(chrono::Utc::now().timestamp_micros());
+        let n = match owner {
+            None => {
+                self.db
+                    .execute(
+                        "UPDATE api_tokens SET revoked_at = $1 WHERE token_id = $2 AND revoked_at IS NULL",
+                        &[now, token_id.into()],
+                    )
+                    .await?
+            }
+            Some(user) => self
+                .db
+                .execute(
+                    "UPDATE api_tokens SET revoked_at = $1 WHERE token_id = $2 AND user_id = $3 AND revoked_at IS NULL",
+                    &[now, token_id.into(), user.into()],
+                )
+                .await?,
+        };
+        if n > 0 {
+            let _ = self.revoked.send(token_id.to_string());
+        }
         Ok(n > 0)
+    }
+
+    /// Tokens revoked in this process, as they are (open websockets of other processes notice
+    /// within [`REVOCATION_CHECK_EVERY`]).
+    pub fn revocations(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.revoked.subscribe()
+    }
+
+    /// The tokens of `owner` (every token for `None`), newest first; never their secrets.
+    pub async fn list(&self, owner: Option<&str>) -> Result<Vec<TokenInfo>, ApiError> {
+        let columns = "SELECT token_id, name, user_id, role, created_at, last_used_at, revoked_at FROM api_tokens";
+        let rows = match owner {
+            None => self.db.fetch(&format!("{columns} ORDER BY created_at DESC, token_id"), &[]).await?,
+            Some(u) => {
+                self.db
+                    .fetch(&format!("{columns} WHERE user_id = $1 ORDER BY created_at DESC, token_id"), &[u.into()])
+                    .await?
+            }
+        };
+        let time = |v: Option<i64>| v.and_then(chrono::DateTime::from_timestamp_micros);
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                Some(TokenInfo {
+                    token_id: r.str(0)?.to_string(),
+                    name: r.str(1)?.to_string(),
+                    user_id: r.str(2)?.to_string(),
+                    admin: r.str(3) == Some("admin"),
+                    created_at: time(r.i64(4))?,
+                    last_used_at: time(r.i64(5)),
+                    revoked_at: time(r.i64(6)),
+                })
+            })
+            .collect())
     }
 
     /// Is there any live admin token?

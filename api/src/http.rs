@@ -6,15 +6,22 @@ use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
 use axum::{
     Router,
     body::Bytes,
-    extract::{DefaultBodyLimit, State, WebSocketUpgrade},
+    extract::{
+        DefaultBodyLimit, State, WebSocketUpgrade,
+        ws::{CloseFrame, Message},
+    },
     http::{HeaderMap, StatusCode, header},
     response::{Html, IntoResponse, Response},
     routing::get,
 };
+use std::sync::{Arc, Mutex};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::broadcast;
 use tracing::Instrument;
 
 use crate::{
-    auth::{Caller, bearer},
+    auth::{Caller, REVOCATION_CHECK_EVERY, bearer},
     error::{ApiError, UNAVAILABLE},
     graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
@@ -46,10 +53,41 @@ pub fn router(http: Http) -> Router {
 /// when the token could not be looked up — the database is unreachable — which must not be
 /// answered as UNAUTHENTICATED.
 async fn caller_from(state: &AppState, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
+    Ok(token_caller_from(state, headers).await?.map(|(caller, _)| caller))
+}
+
+/// The caller of the request's bearer token, with the token's id.
+async fn token_caller_from(state: &AppState, headers: &HeaderMap) -> Result<Option<(Caller, String)>, ApiError> {
     let Some(secret) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer) else {
         return Ok(None);
     };
-    state.tokens.authenticate(secret).await
+    state.tokens.authenticate_token(secret).await
+}
+
+/// Resolves when the token in `slot` is revoked: at once for a revocation in this process,
+/// within [`REVOCATION_CHECK_EVERY`] for one in another.
+async fn revoked(state: AppState, slot: Arc<Mutex<Option<String>>>) {
+    let mut revocations = state.tokens.revocations();
+    let current = || slot.lock().ok().and_then(|s| s.clone());
+    loop {
+        tokio::select! {
+            got = revocations.recv() => match got {
+                Ok(id) if Some(&id) == current().as_ref() => return,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if let Some(id) = current() && matches!(state.tokens.is_live(&id).await, Ok(false)) {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+            },
+            () = tokio::time::sleep(REVOCATION_CHECK_EVERY) => {
+                if let Some(id) = current() && matches!(state.tokens.is_live(&id).await, Ok(false)) {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// A refused request body, answered in GraphQL's error shape so clients show it like any other.
@@ -159,14 +197,26 @@ async fn graphql_get(
     Metrics::inc(&http.state.metrics.http_requests);
     match (upgrade, protocol) {
         (Ok(upgrade), Ok(protocol)) => {
-            let from_header = match caller_from(&http.state, &headers).await {
+            let from_header = match token_caller_from(&http.state, &headers).await {
                 Ok(c) => c,
                 Err(e) => return lookup_failed(&e),
             };
             let state = http.state.clone();
             let schema = http.schema.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
-                GraphQLWebSocket::new(socket, schema, protocol)
+                let (mut sink, stream) = socket.split();
+                // The token the connection authenticated with: revoking it closes the socket.
+                let slot: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+                let init_slot = slot.clone();
+                let watch = revoked(state.clone(), slot);
+                // The protocol writes through a channel, so this task can still close the socket.
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
+                // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
+                let out = Box::pin(futures_util::sink::unfold(tx, |tx, msg: Message| async move {
+                    tx.send(unauthorized_close(msg)).await.map_err(axum::Error::new)?;
+                    Ok::<_, axum::Error>(tx)
+                }));
+                let serve = GraphQLWebSocket::new_with_pair(out, stream, schema, protocol)
                     .on_connection_init(move |payload| async move {
                         let mut data = Data::default();
                         // The token may come in the upgrade request or in connection_init.
@@ -178,31 +228,68 @@ async fn graphql_get(
                             .map(str::to_string)
                             .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
                         let caller = match token {
-                            Some(t) => state.tokens.authenticate(&t).await.ok().flatten(),
+                            Some(t) => match state.tokens.authenticate_token(t.as_str()).await {
+                                Ok(c) => c,
+                                Err(e) => return Err(async_graphql::Error::new(e.to_string())),
+                            },
                             None => from_header,
                         };
-                        if let Some(c) = caller {
-                            // Held in the connection's data: released when the socket closes.
-                            let max = state.limits.max_connections_per_user;
-                            let Some(hold) = state.connections.admit(&c.user_id, max) else {
-                                return Err(async_graphql::Error::new(format!(
-                                    "you hold {max} websocket connections, the most one user may; close one first"
-                                ))
-                                .extend_with(|_, e| e.set("code", "LIMIT")));
-                            };
-                            data.insert(hold);
-                            data.insert(c);
+                        // No token, or one that is unknown or revoked: closed with 4401.
+                        let Some((c, token_id)) = caller else { return Err(async_graphql::Error::new(UNAUTHORIZED)) };
+                        // Held in the connection's data: released when the socket closes.
+                        let max = state.limits.max_connections_per_user;
+                        let Some(hold) = state.connections.admit(&c.user_id, max) else {
+                            return Err(async_graphql::Error::new(format!(
+                                "you hold {max} websocket connections, the most one user may; close one first"
+                            ))
+                            .extend_with(|_, e| e.set("code", "LIMIT")));
+                        };
+                        data.insert(hold);
+                        if let Ok(mut s) = init_slot.lock() {
+                            *s = Some(token_id);
                         }
+                        data.insert(c);
                         Ok(data)
                     })
                     // No `keepalive_timeout`: it closes a connection whose client sent nothing for
                     // that long, and a subscriber that only listens (graphql-ws clients send no
                     // pings by default) must not be cut off on a quiet stream or a slow machine.
-                    .serve()
-                    .await
+                    .serve();
+                let forward = async {
+                    while let Some(msg) = rx.recv().await {
+                        if sink.send(msg).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let revoked_first = tokio::select! {
+                    _ = async { tokio::join!(serve, forward) } => false,
+                    () = watch => true,
+                };
+                if revoked_first {
+                    let frame = CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() };
+                    let _ = sink.send(Message::Close(Some(frame))).await;
+                }
             })
         }
         _ => Html(GRAPHIQL_PAGE).into_response(),
+    }
+}
+
+/// The close code of a websocket whose `connection_init` is not authenticated (graphql-ws's
+/// `4401: Unauthorized`).
+pub const WS_UNAUTHORIZED: u16 = 4401;
+
+/// The reason a refused `connection_init` carries (the marker [`unauthorized_close`] looks for).
+const UNAUTHORIZED: &str = "Unauthorized";
+
+/// Turn async-graphql's close of a refused `connection_init` into graphql-ws's 4401.
+fn unauthorized_close(msg: Message) -> Message {
+    match msg {
+        Message::Close(Some(frame)) if frame.reason.as_str() == UNAUTHORIZED => {
+            Message::Close(Some(CloseFrame { code: WS_UNAUTHORIZED, reason: frame.reason }))
+        }
+        other => other,
     }
 }
 

@@ -118,11 +118,21 @@ pub fn default_actions(brief_type: BriefType, error_code: Option<&str>) -> Vec<B
             BriefAction::new("feedback", "Feedback", Comment),
         ],
         BriefType::Insight => vec![BriefAction::new("acknowledge", "Acknowledge", Resolve)],
-        BriefType::Result => Vec::new(),
+        // Approving completes the brief's task (`rules::brief_resolution`).
+        BriefType::Result => vec![
+            BriefAction::new(APPROVE, "Approve", Resolve),
+            BriefAction::new("comment", "Comment", Comment),
+        ],
     }
 }
 
-/// The action a result brief's fixed approve button sends.
+/// A link button (resolves the brief when followed).
+pub fn link_action(key: &str, label: &str, url: &str) -> BriefAction {
+    BriefAction { url: Some(url.into()), ..BriefAction::new(key, label, BriefActionType::Link) }
+}
+
+/// The action of a result brief's approve button (always offered by result briefs recorded
+/// without actions, from before result briefs listed it).
 pub const APPROVE: &str = "approve";
 /// The action bulk "mark all read" resolves with.
 pub const READ: &str = "read";
@@ -372,8 +382,10 @@ impl Aggregate for Brief {
                 }
                 let actions = b.actions.as_deref().unwrap_or_default();
                 let chosen = actions.iter().find(|a| &a.key == action);
-                let fixed =
-                    action == READ || (b.brief_type == BriefType::Result && action == APPROVE);
+                let fixed = action == READ
+                    || (b.brief_type == BriefType::Result
+                        && actions.is_empty()
+                        && action == APPROVE);
                 if chosen.is_none() && !fixed {
                     let offered: Vec<&str> = actions.iter().map(|a| a.key.as_str()).collect();
                     return Err(DomainError::validation(

@@ -87,7 +87,7 @@ fn default_actions_per_type() {
     assert_eq!(keys(BriefType::Error, None), ["retry", "feedback"]);
     assert_eq!(keys(BriefType::Error, Some("insufficient_budget")), ["upgrade", "feedback"]);
     assert_eq!(keys(BriefType::Insight, None), ["acknowledge"]);
-    assert!(keys(BriefType::Result, None).is_empty());
+    assert_eq!(keys(BriefType::Result, None), ["approve", "comment"]);
     let b = run_all::<Brief>(&[create(BriefType::Insight)]);
     assert_eq!(
         b.brief.as_ref().and_then(|b| b.actions.as_ref()).map(Vec::len),
@@ -97,11 +97,27 @@ fn default_actions_per_type() {
 }
 
 #[test]
-fn a_result_brief_has_a_fixed_approve() {
+fn a_result_brief_offers_approve_and_comment() {
     let b = run_all::<Brief>(&[create(BriefType::Result)]);
     assert!(b.decide(&resolve("approve", None), &system_ctx(5)).is_ok());
     assert!(matches!(
+        refused(&b, &resolve("comment", None), &system_ctx(5)),
+        DomainError::Validation { .. }
+    ));
+    assert!(b.decide(&resolve("comment", Some("looks good")), &system_ctx(5)).is_ok());
+    assert!(matches!(
         refused(&b, &resolve("retry", None), &system_ctx(5)),
+        DomainError::Validation { .. }
+    ));
+    // Actions given at creation are the only ones: approve is no hidden extra.
+    let mut only_link = match create(BriefType::Result) {
+        BriefCommand::Create(c) => c,
+        other => panic!("{other:?}"),
+    };
+    only_link.actions = Some(vec![link_action("link", "Open", "/x")]);
+    let b = run_all::<Brief>(&[BriefCommand::Create(only_link)]);
+    assert!(matches!(
+        refused(&b, &resolve("approve", None), &system_ctx(5)),
         DomainError::Validation { .. }
     ));
 }

@@ -164,7 +164,7 @@ fn operation_scenarios(r: &mut Recorder) {
     other = r.step(other, OperationCommand::Claim { worker_id: "w".into(), lease_secs: 1 }, w);
     r.step(other, OperationCommand::ExpireLease, w);
     for (id, end) in [
-        ("op3", OperationCommand::Complete { result: None, handoff: None }),
+        ("op3", OperationCommand::Complete { result: None, handoff: None, brief_judgement: None }),
         ("op4", OperationCommand::Cancel { reason: None }),
     ] {
         let o = r.step(

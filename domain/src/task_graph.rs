@@ -261,37 +261,81 @@ pub struct Dependant {
     pub task_id: String,
     /// Its status.
     pub status: TaskStatus,
-    /// The statuses of all its `blocks` upstreams (unknown ones count as not completed).
-    pub upstream_statuses: Vec<TaskStatus>,
+    /// Each of its `blocks` upstreams with its status; `None` = unknown (no such task, or
+    /// one its owner cannot see), which never counts as completed.
+    pub upstreams: BTreeMap<String, Option<TaskStatus>>,
+}
+
+/// A dependant the cascade cannot release: an upstream's state is unknown, so no completion
+/// will ever start it; it stays where it is and is reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldDependant {
+    /// Its id.
+    pub task_id: String,
+    /// The upstreams whose state is unknown, sorted.
+    pub unknown_upstreams: Vec<String>,
 }
 
 /// What to do with the dependants of a completed task (upstream `cascadeOnCompletion`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cascade {
-    /// Start these (every upstream completed, in backlog).
+    /// Start these (every upstream completed, in backlog), in subtask-layer order: they are
+    /// all of the dependants' first layer, sorted.
     pub start: Vec<String>,
     /// Hold these at paused (the parent's checkpoint says "before").
     pub hold: Vec<String>,
+    /// Backlog dependants blocked by an upstream of unknown state: kept in backlog, reported.
+    pub held_externally: Vec<HeldDependant>,
 }
 
 /// Dependants in backlog whose upstreams are all completed are started, unless `hold_before`
-/// lists them, in which case they are held at paused.
+/// lists them, in which case they are held at paused. A backlog dependant with an upstream of
+/// unknown state is never released; it is reported in `held_externally`. One whose upstreams
+/// are known but not all completed waits for their completion (its own cascade).
 pub fn cascade_on_completion(dependants: &[Dependant], hold_before: &BTreeSet<String>) -> Cascade {
     let mut cascade = Cascade::default();
-    for d in dependants {
-        let ready = d.status == TaskStatus::Backlog
-            && d.upstream_statuses.iter().all(|s| *s == TaskStatus::Completed);
-        if !ready {
+    // The subtask planner orders the ready ones: its first layer is exactly the dependants
+    // whose upstreams are all done.
+    let nodes: Vec<SubtaskNode> = dependants
+        .iter()
+        .filter(|d| d.status == TaskStatus::Backlog)
+        .map(|d| SubtaskNode {
+            identifier: d.task_id.clone(),
+            status: d.status,
+            depends_on: d.upstreams.keys().cloned().collect(),
+        })
+        .collect();
+    let external: BTreeMap<String, TaskStatus> = dependants
+        .iter()
+        .flat_map(|d| d.upstreams.iter())
+        .filter_map(|(id, s)| s.map(|s| (id.clone(), s)))
+        .collect();
+    let plan = plan_subtask_layers(&nodes, &external);
+    let by_id: BTreeMap<&str, &Dependant> =
+        dependants.iter().map(|d| (d.task_id.as_str(), d)).collect();
+    for id in plan.layers.first().into_iter().flatten() {
+        let Some(d) = by_id.get(id.as_str()) else { continue };
+        // Canceled upstreams satisfy the planner, not the cascade: only completion releases.
+        if !d.upstreams.values().all(|s| *s == Some(TaskStatus::Completed)) {
             continue;
         }
-        if hold_before.contains(&d.task_id) {
-            cascade.hold.push(d.task_id.clone());
+        if hold_before.contains(id) {
+            cascade.hold.push(id.clone());
         } else {
-            cascade.start.push(d.task_id.clone());
+            cascade.start.push(id.clone());
         }
     }
-    cascade.start.sort();
+    for d in dependants.iter().filter(|d| d.status == TaskStatus::Backlog) {
+        let unknown: Vec<String> =
+            d.upstreams.iter().filter(|(_, s)| s.is_none()).map(|(id, _)| id.clone()).collect();
+        if !unknown.is_empty() {
+            cascade
+                .held_externally
+                .push(HeldDependant { task_id: d.task_id.clone(), unknown_upstreams: unknown });
+        }
+    }
     cascade.hold.sort();
+    cascade.held_externally.sort_by(|a, b| a.task_id.cmp(&b.task_id));
     cascade
 }
 

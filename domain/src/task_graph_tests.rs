@@ -187,21 +187,28 @@ fn blocks_graph_finds_the_path_that_a_new_edge_would_close() {
 
 #[test]
 fn cascade_starts_ready_backlog_dependants_and_holds_checkpointed_ones() {
-    let d = |id: &str, status, ups: &[TaskStatus]| Dependant {
+    let d = |id: &str, status, ups: &[(&str, Option<TaskStatus>)]| Dependant {
         task_id: id.to_string(),
         status,
-        upstream_statuses: ups.to_vec(),
+        upstreams: ups.iter().map(|(u, s)| ((*u).to_string(), *s)).collect(),
     };
     let hold = BTreeSet::from(["held".to_string()]);
     let c = cascade_on_completion(
         &[
-            d("ready", Backlog, &[Completed, Completed]),
-            d("waiting", Backlog, &[Completed, Running]),
-            d("paused", Paused, &[Completed]),
-            d("held", Backlog, &[Completed]),
+            d("ready", Backlog, &[("a", Some(Completed)), ("b", Some(Completed))]),
+            d("ready2", Backlog, &[("a", Some(Completed))]),
+            d("waiting", Backlog, &[("a", Some(Completed)), ("r", Some(Running))]),
+            d("after-canceled", Backlog, &[("a", Some(Completed)), ("x", Some(Canceled))]),
+            d("paused", Paused, &[("a", Some(Completed))]),
+            d("held", Backlog, &[("a", Some(Completed))]),
+            d("unknown", Backlog, &[("a", Some(Completed)), ("ghost", None)]),
         ],
         &hold,
     );
-    assert_eq!(c.start, ids(&["ready"]));
+    assert_eq!(c.start, ids(&["ready", "ready2"]));
     assert_eq!(c.hold, ids(&["held"]));
+    assert_eq!(
+        c.held_externally,
+        vec![HeldDependant { task_id: "unknown".into(), unknown_upstreams: ids(&["ghost"]) }]
+    );
 }

@@ -249,6 +249,51 @@ impl CommandHandler {
         Err(CommandError::Contended { stream_id: last_stream, attempts: self.attempts })
     }
 
+    /// [`Self::execute_multi`] for a decision that also rests on streams it reads but does not
+    /// write: `decide` answers its writes and its reads (stream id, version read). The append
+    /// holds each read stream at the version read (a guard part: checked, nothing written), so
+    /// when one moved meanwhile the append is refused and the decision taken again on the new
+    /// facts. Two decisions that each read what the other writes can then never both commit
+    /// on stale facts. Answers the writes' results only.
+    pub async fn execute_multi_reading<F, Fut>(
+        &self,
+        ctx: &Context,
+        mut decide: F,
+    ) -> Result<Vec<AppendResult>, CommandError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<(Vec<(StreamWrite, i64)>, Vec<(String, i64)>), CommandError>>,
+    {
+        let mut last_stream = String::new();
+        for _ in 0..self.attempts {
+            if let Some(earlier) = applied_command(&self.store.database(), ctx).await? {
+                return Ok(earlier);
+            }
+            let (writes, reads) = decide().await?;
+            let writes: Vec<(StreamWrite, i64)> = writes.into_iter().filter(|(w, _)| !w.events.is_empty()).collect();
+            if writes.is_empty() {
+                return Ok(Vec::new());
+            }
+            last_stream = writes[0].0.stream_id.clone();
+            let guards: Vec<StreamAppend> = reads
+                .into_iter()
+                .filter(|(stream, _)| !writes.iter().any(|(w, _)| &w.stream_id == stream))
+                .map(|(stream, v)| StreamAppend::new(stream, ExpectedVersion::from_version(v), Vec::new()))
+                .collect();
+            let mut appends: Vec<StreamAppend> = writes
+                .into_iter()
+                .map(|(w, v)| StreamAppend::new(w.stream_id, ExpectedVersion::from_version(v), w.events))
+                .collect();
+            appends.extend(guards);
+            match self.store.append_multi(appends).await {
+                Ok(results) => return Ok(results.into_iter().filter(|r| !r.positions.is_empty()).collect()),
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CommandError::Contended { stream_id: last_stream, attempts: self.attempts })
+    }
+
     async fn maybe_snapshot<A: Aggregate>(&self, stream_id: &str, state: &A, before: i64, after: i64) {
         if after / SNAPSHOT_EVERY == before / SNAPSHOT_EVERY {
             return;

@@ -153,7 +153,9 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
     Ok(out)
 }
 
-/// Validate a multi-stream append: each part, plus no stream and no event id twice.
+/// Validate a multi-stream append: each part, plus no stream and no event id twice. A part
+/// with no events is a read guard (its expected version is checked, nothing is written to it),
+/// allowed when another part has events.
 pub(crate) fn prepare_all(
     appends: &[StreamAppend],
     limits: &Limits,
@@ -168,6 +170,11 @@ pub(crate) fn prepare_all(
         if !streams.insert(a.stream_id.as_str()) {
             return Err(ValidationError::DuplicateStream(a.stream_id.clone()));
         }
+        if a.events.is_empty() {
+            check_stream_id(&a.stream_id, limits)?;
+            out.push(Vec::new());
+            continue;
+        }
         let prepared = prepare(a, limits)?;
         for p in &prepared {
             if !ids.insert(p.event.event_id) {
@@ -175,6 +182,9 @@ pub(crate) fn prepare_all(
             }
         }
         out.push(prepared);
+    }
+    if out.iter().all(Vec::is_empty) {
+        return Err(ValidationError::NoEvents);
     }
     Ok(out)
 }

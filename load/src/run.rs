@@ -142,13 +142,13 @@ async fn user_tokens(gql: &Gql, token: &str, run_id: &str, clients: usize) -> Re
         let answer = gql
             .post(
                 token,
-                "mutation($u: String!) { createToken(userId: $u, name: \"agentlog-load\") }",
+                "mutation($u: String!) { createToken(userId: $u, name: \"agentlog-load\") { secret } }",
                 &json!({"u": user}),
             )
             .await;
         match answer {
             Answer::Data(d) => {
-                let secret = d["createToken"].as_str().unwrap_or_default().to_string();
+                let secret = d["createToken"]["secret"].as_str().unwrap_or_default().to_string();
                 tokens.push(mixed::Tokens { user: secret, user_id: Some(user), worker: token.to_string() });
             }
             Answer::Refused { code, .. } if code == "FORBIDDEN" && i == 0 => {

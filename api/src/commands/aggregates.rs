@@ -2,13 +2,14 @@
 //! run the command, settle the read models. One generic path for tasks, briefs, cron jobs,
 //! agents, groups and conversations.
 
+use agentlog_domain::context::Context;
 use agentlog_domain::{
     agent::Agent, aggregate::Aggregate, brief::Brief, conversation::Conversation, cron::CronJob, envelope::Actor,
     group::Group, task::Task,
 };
-use agentlog_eventlog::Loaded;
+use agentlog_eventlog::{Loaded, applied_command};
 
-use super::{Commands, check_id};
+use super::{Commands, check_id, check_replay};
 use crate::error::ApiError;
 
 /// An aggregate whose state names its owner.
@@ -92,10 +93,22 @@ impl Commands<'_> {
         check_id(A::WHAT, id)?;
         let owner = self.owner_for_new(owner)?;
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        if request_id.is_some() {
+            self.check_request_target(&A::stream_id(id), &ctx).await?;
+        }
         let outcome = self.state.handler.execute::<A>(id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;
         Ok(Outcome { state: outcome.state, position })
+    }
+
+    /// A resent `requestId` must be about the same aggregate: one whose earlier writes are in
+    /// another stream is VALIDATION, before anything is decided (nothing is written).
+    async fn check_request_target(&self, stream_id: &str, ctx: &Context) -> Result<(), ApiError> {
+        if let Some(earlier) = applied_command(&self.state.store.database(), ctx).await? {
+            check_replay(&earlier, stream_id)?;
+        }
+        Ok(())
     }
 
     /// Run `command` on an existing aggregate the caller may act on, as `actor` (the caller by
@@ -110,6 +123,9 @@ impl Commands<'_> {
         let loaded = self.load_owned::<A>(id).await?;
         let owner = loaded.state.owner().unwrap_or_default().to_string();
         let ctx = self.context(&owner, actor.unwrap_or_else(|| self.user_actor()), request_id)?;
+        if request_id.is_some() {
+            self.check_request_target(&A::stream_id(id), &ctx).await?;
+        }
         let outcome = self.state.handler.execute::<A>(id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;

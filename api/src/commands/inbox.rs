@@ -10,7 +10,12 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::{Commands, check_replay};
+use agentlog_projections::notifications;
+
+use super::{Commands, check_id, check_replay};
+
+/// The most notifications one read / archive request names.
+pub const MAX_IDS: usize = 500;
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -92,7 +97,23 @@ impl Commands<'_> {
     }
 
     /// Run a read / archive command on `user`'s notifications. Answers the event's position.
+    /// Every id named must be one of `user`'s notifications (an unknown one, or another user's,
+    /// is NOT_FOUND) and at most [`MAX_IDS`] are named; otherwise nothing is written.
     pub async fn notification_command(&self, user: &str, command: NotificationCommand) -> Result<i64, ApiError> {
+        if let NotificationCommand::MarkRead { ids }
+        | NotificationCommand::MarkUnread { ids }
+        | NotificationCommand::Archive { ids } = &command
+        {
+            if ids.is_empty() || ids.len() > MAX_IDS {
+                return Err(ApiError::validation("ids", format!("name 1 to {MAX_IDS} notifications")));
+            }
+            for id in ids {
+                check_id("ids", id)?;
+                if notifications::notification(&self.state.db, Some(user), id).await?.is_none() {
+                    return Err(ApiError::not_found("notification", id));
+                }
+            }
+        }
         let ctx = self.context(user, self.user_actor(), None)?;
         let outcome = self.state.handler.execute::<Notifications>(user, &command, &ctx).await?;
         let position = outcome.last_position();

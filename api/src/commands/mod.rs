@@ -78,6 +78,19 @@ pub fn is_replay(results: &[AppendResult]) -> bool {
     !results.is_empty() && results.iter().all(|r| r.duplicate)
 }
 
+/// Check a time zone given by a client: an IANA zone name (`Europe/Berlin`, `UTC`), which the
+/// scheduler can match patterns in. (The domain has no zone database; this is the server's
+/// fact about the name.)
+pub fn check_time_zone(field: &str, zone: &str) -> Result<(), ApiError> {
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(_) => Ok(()),
+        Err(_) => Err(ApiError::validation(
+            field,
+            format!("'{}' is not an IANA time zone", zone.chars().take(64).collect::<String>()),
+        )),
+    }
+}
+
 /// Check an id given by a client.
 pub fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
     if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control() || c.is_whitespace()) {

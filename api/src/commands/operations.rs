@@ -3,13 +3,13 @@
 
 use agentlog_domain::{
     aggregate::Aggregate,
-    context::StreamWrite,
+    context::{Context, StreamWrite},
     conversation::Conversation,
     envelope::Actor,
     operation::{CreateOperation, Operation, OperationCommand},
     rules::{cancel_cascade, operation_start},
 };
-use agentlog_eventlog::{CommandOutcome, Loaded};
+use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
 
 use super::{Commands, check_id, check_replay};
 use crate::error::ApiError;
@@ -129,10 +129,26 @@ impl Commands<'_> {
     ) -> Result<OperationResult, ApiError> {
         let loaded = self.load_operation(id).await?;
         let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
-        let results = self
-            .state
+        let results = self.cancel_with_descendants(id, reason, &ctx).await?;
+        check_replay(&results, &Operation::stream_id(id))?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        let state = self.state.handler.load::<Operation>(id).await?.state;
+        Ok(OperationResult { state, position })
+    }
+
+    /// Cancel operation `id` and every unfinished descendant in one append, under `ctx` (a
+    /// user's, or a reactor's deterministic one). Does not check the caller nor wait for the
+    /// read models.
+    pub async fn cancel_with_descendants(
+        &self,
+        id: &str,
+        reason: Option<String>,
+        ctx: &Context,
+    ) -> Result<Vec<AppendResult>, CommandError> {
+        self.state
             .handler
-            .execute_multi(&ctx, || async {
+            .execute_multi(ctx, || async {
                 let h = &self.state.handler;
                 let root = h.load::<Operation>(id).await?;
                 let mut descendants: Vec<Loaded<Operation>> = Vec::new();
@@ -146,10 +162,10 @@ impl Commands<'_> {
                     descendants.push(loaded);
                 }
                 let states: Vec<Operation> = descendants.iter().map(|d| d.state.clone()).collect();
-                let parts = cancel_cascade::cancel_cascade(&root.state, &states, reason.clone(), &ctx)?;
+                let parts = cancel_cascade::cancel_cascade(&root.state, &states, reason.clone(), ctx)?;
                 let mut all: Vec<&Operation> = vec![&root.state];
                 all.extend(states.iter());
-                let writes = cancel_cascade::stamp_cascade(&parts, &all, &ctx);
+                let writes = cancel_cascade::stamp_cascade(&parts, &all, ctx);
                 let versions: Vec<(String, i64)> = std::iter::once(&root)
                     .chain(descendants.iter())
                     .map(|l| (l.stream_id.clone(), l.version))
@@ -162,12 +178,7 @@ impl Commands<'_> {
                     })
                     .collect())
             })
-            .await?;
-        check_replay(&results, &Operation::stream_id(id))?;
-        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
-        self.state.settle(position).await;
-        let state = self.state.handler.load::<Operation>(id).await?.state;
-        Ok(OperationResult { state, position })
+            .await
     }
 }
 

@@ -1,21 +1,53 @@
 //! Task use cases that span streams: starting a run (the task's topic and its operation in one
-//! append).
+//! append) and adding a dependency (the `blocks` cycle check on the upstreams' own streams).
+
+use std::collections::BTreeSet;
 
 use agentlog_domain::{
     agent::{Agent, INBOX_AGENT_ID},
     aggregate::{Aggregate, StreamEvents},
-    context::Context,
+    context::{Context, StreamWrite, stamp},
     conversation::{Conversation, ConversationCommand},
     ids::SERVER_ID_MARK,
     operation::{AgentRef, Operation},
     rules::task_run,
-    task::{RunTask, RunTrigger, Task},
+    task::{BlocksGraph, DependencyKind, Handoff, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
 };
+use agentlog_projections::briefs;
+use serde::Deserialize;
 
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
 use super::{Commands, aggregates::Owned, check_id, check_replay, is_replay};
+
+/// What a worker reports with `completeTaskTopic`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopicReport {
+    /// The topic.
+    pub topic_id: String,
+    /// `completed`, `failed` or `canceled`.
+    pub status: String,
+    /// The run's hand-off (`{title?, summary?, keyFindings?, nextAction?}`).
+    #[serde(default)]
+    pub handoff: Option<Handoff>,
+    /// The run's last message.
+    #[serde(default)]
+    pub result: Option<String>,
+    /// A failed run's error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// A failed run's error code.
+    #[serde(default)]
+    pub error_code: Option<String>,
+    /// The worker's judge on a result brief.
+    #[serde(default)]
+    pub brief_judgement: Option<bool>,
+}
+
+/// The most tasks a `blocks` cycle check reads.
+const MAX_GRAPH_TASKS: usize = 10_000;
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -65,6 +97,108 @@ impl Commands<'_> {
         let (position, _) = self.start_run(id, topic_id, operation_id, RunTrigger::Manual, &ctx).await?;
         self.state.settle(position).await;
         Ok(position)
+    }
+
+    /// Make task `id` depend on `depends_on_id` (both the caller's: another's is NOT_FOUND).
+    /// A `blocks` edge is checked for cycles against the truth: every task reachable from the
+    /// upstream is read from its own stream, and the append holds each of those streams at the
+    /// version read, so two racing additions that would close a cycle between them can never
+    /// both commit — the second is decided again on the first's edge and refused. Answers the
+    /// position of the event appended.
+    pub async fn add_task_dependency(
+        &self,
+        id: &str,
+        depends_on_id: &str,
+        kind: DependencyKind,
+        request_id: Option<&str>,
+    ) -> Result<i64, ApiError> {
+        let loaded = self.load_owned::<Task>(id).await?;
+        self.load_owned::<Task>(depends_on_id).await?;
+        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi_reading(&ctx, || async {
+                let h = &self.state.handler;
+                let task = h.load::<Task>(id).await?;
+                let mut graph = BlocksGraph::new();
+                let mut reads = Vec::new();
+                if kind == DependencyKind::Blocks {
+                    let mut seen = BTreeSet::from([depends_on_id.to_string()]);
+                    let mut frontier = vec![depends_on_id.to_string()];
+                    while let Some(upstream) = frontier.pop() {
+                        let up = h.load::<Task>(&upstream).await?;
+                        reads.push((up.stream_id.clone(), up.version));
+                        for next in up.state.blocked_by() {
+                            graph = graph.with_edge(&upstream, next);
+                            if seen.insert(next.to_string()) {
+                                frontier.push(next.to_string());
+                            }
+                        }
+                        if seen.len() > MAX_GRAPH_TASKS {
+                            return Err(CommandError::Domain(DomainError::LimitExceeded {
+                                limit: "tasks reachable through blocks dependencies",
+                                max: MAX_GRAPH_TASKS as u64,
+                            }));
+                        }
+                    }
+                }
+                let command = TaskCommand::AddDependency { depends_on_id: depends_on_id.to_string(), kind, graph };
+                let events = task.state.decide(&command, &ctx)?;
+                let write =
+                    StreamWrite { stream_id: task.stream_id.clone(), events: stamp(&task.state, &events, &ctx) };
+                Ok((vec![(write, task.version)], reads))
+            })
+            .await?;
+        check_replay(&results, &Task::stream_id(id))?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        Ok(position)
+    }
+
+    /// A worker's report that topic `report.topic_id` of task `id` ended (`completeTaskTopic`):
+    /// the topic's operation and trigger come from the task, whether a human is waiting from
+    /// the briefs read model; the task's rules decide the rest. Answers the position of the
+    /// last event appended.
+    pub async fn complete_task_topic(
+        &self,
+        id: &str,
+        report: TopicReport,
+        request_id: Option<&str>,
+    ) -> Result<i64, ApiError> {
+        let loaded = self.load_owned::<Task>(id).await?;
+        let topic =
+            loaded.state.topics.get(&report.topic_id).ok_or_else(|| ApiError::not_found("topic", &report.topic_id))?;
+        let end = match report.status.as_str() {
+            "completed" => TopicEnd::Done,
+            "failed" => TopicEnd::Error {
+                message: report
+                    .error
+                    .clone()
+                    .filter(|e| !e.trim().is_empty())
+                    .ok_or_else(|| ApiError::validation("outcome.error", "a failed topic needs its error"))?,
+                code: report.error_code.clone(),
+            },
+            "canceled" => TopicEnd::Other { detail: "canceled".into() },
+            other => {
+                return Err(ApiError::validation(
+                    "outcome.status",
+                    format!("'{}' is not completed, failed or canceled", other.chars().take(40).collect::<String>()),
+                ));
+            }
+        };
+        let outcome = TopicOutcome {
+            topic_id: report.topic_id.clone(),
+            operation_id: topic.operation_id.clone(),
+            end,
+            run_trigger: topic.trigger,
+            handoff: report.handoff,
+            last_assistant_content: report.result,
+            human_waiting: briefs::human_waiting(&self.state.db, &loaded.state.user_id, id).await?,
+            brief_judgement: report.brief_judgement,
+        };
+        let out = self.command::<Task>(id, TaskCommand::CompleteTopic(outcome), None, request_id).await?;
+        Ok(out.position)
     }
 
     /// Start a run of task `id` triggered by `trigger` under `ctx` (a user's, or the

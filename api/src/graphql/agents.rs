@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::{app, caller, connection, decode, from_wire, json, page_request};
 use crate::{
-    commands::Commands,
+    commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
 };
 
@@ -224,7 +224,8 @@ pub struct CronJobNode {
     pub max_executions: Option<i64>,
     /// Executions left.
     pub remaining_executions: Option<i64>,
-    /// When it may run (`{timeRange?, weekdays?, maxExecutionsPerDay?}`).
+    /// When it may run (`{activeDays?, activeHours?, maxExecutionsPerDay?}`: weekdays 0 =
+    /// Sunday … 6, hours `{start, end}` with start ≤ hour < end, wrapping past midnight).
     pub conditions: Json<Value>,
     /// Last fire.
     pub last_executed_at: Option<DateTime<Utc>>,
@@ -462,7 +463,7 @@ impl AgentsMutation {
         group_command(ctx, &id, GroupCommand::UpdateConfig(decode("config", config)?)).await
     }
 
-    /// Add a member (`role` `member` (default) or `supervisor`).
+    /// Add a member (`role` `participant` (default) or `supervisor`).
     async fn add_group_member(
         &self,
         ctx: &Context<'_>,
@@ -472,7 +473,7 @@ impl AgentsMutation {
         #[graphql(default = true)] enabled: bool,
         order: Option<i32>,
     ) -> GqlResult<GroupPayload> {
-        let role: MemberRole = from_wire("role", role.as_deref().unwrap_or("member"))?;
+        let role: MemberRole = from_wire("role", role.as_deref().unwrap_or("participant"))?;
         group_command(ctx, &id, GroupCommand::AddMember { agent_id, role, enabled, order }).await
     }
 
@@ -501,7 +502,8 @@ impl AgentsMutation {
     }
 
     /// Create a cron job (`{jobId, agentId, groupId?, name?, pattern, timezone, content,
-    /// enabled, maxExecutions?, conditions?}`).
+    /// enabled, maxExecutions?, conditions?}`; `timezone` an IANA zone, `conditions`
+    /// `{activeDays?, activeHours?, maxExecutionsPerDay?}`; anything else is VALIDATION).
     async fn create_cron_job(
         &self,
         ctx: &Context<'_>,
@@ -509,6 +511,7 @@ impl AgentsMutation {
         owner_id: Option<String>,
     ) -> GqlResult<CronJobPayload> {
         let create: CreateCronJob = decode("input", input)?;
+        check_time_zone("input.timezone", &create.timezone)?;
         let id = create.job_id.clone();
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<CronJob>(&id, CronCommand::Create(create), owner_id.as_deref(), None)
@@ -518,7 +521,11 @@ impl AgentsMutation {
 
     /// Change a cron job (`{name?, pattern?, timezone?, content?, conditions?, …}`).
     async fn update_cron_job(&self, ctx: &Context<'_>, id: String, patch: Json<Value>) -> GqlResult<CronJobPayload> {
-        cron_command(ctx, &id, CronCommand::Update(decode("patch", patch)?)).await
+        let patch: agentlog_domain::cron::CronJobPatch = decode("patch", patch)?;
+        if let Some(zone) = &patch.timezone {
+            check_time_zone("patch.timezone", zone)?;
+        }
+        cron_command(ctx, &id, CronCommand::Update(patch)).await
     }
 
     /// Turn a cron job on.

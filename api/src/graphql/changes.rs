@@ -33,7 +33,8 @@ use crate::{
 pub struct Change<T: OutputType> {
     /// The event's position: resume from here (`fromPosition`) after a reconnect.
     pub position: i64,
-    /// The event's type (`task.status_changed`, …).
+    /// The type of the event that made the change: one of the watched kind's own
+    /// (`operation.*`, `task.*`, `conversation.*`, `brief.created`, `notification.created`).
     pub event_type: String,
     /// The row after the event (absent when it is gone, e.g. deleted, or no longer visible).
     pub node: Option<T>,

@@ -1,16 +1,17 @@
 //! What a human must look at: briefs (results, decisions, errors) and notifications (the
 //! inbox, unread count, read / archive state), with their commands.
 
+use agentlog_domain::aggregate::Aggregate;
 use agentlog_domain::brief::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
 use agentlog_domain::notification::{CreateNotification, NotificationCommand, deduped_notification_id};
 use agentlog_projections::{
     briefs::{self, BriefFilter, BriefRow},
     notifications::{self, InboxFilter, NotificationRow},
 };
-use async_graphql::{Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
+use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, wire};
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},
@@ -18,6 +19,7 @@ use crate::{
 
 /// A brief: a short report a human reads and acts on.
 #[derive(SimpleObject, Clone)]
+#[graphql(complex)]
 pub struct BriefNode {
     /// Its id.
     pub brief_id: String,
@@ -390,6 +392,7 @@ impl InboxMutation {
     }
 
     /// Mark these notifications read (`userId`: whose inbox; admins only for another user's).
+    /// 1 to 500 ids, each one of that inbox's (an unknown id is NOT_FOUND; nothing is written).
     async fn mark_notifications_read(
         &self,
         ctx: &Context<'_>,
@@ -399,7 +402,7 @@ impl InboxMutation {
         inbox_command(ctx, user_id, NotificationCommand::MarkRead { ids }).await
     }
 
-    /// Mark these notifications unread.
+    /// Mark these notifications unread (ids as for `markNotificationsRead`).
     async fn mark_notifications_unread(
         &self,
         ctx: &Context<'_>,
@@ -414,7 +417,7 @@ impl InboxMutation {
         inbox_command(ctx, user_id, NotificationCommand::MarkAllRead).await
     }
 
-    /// Archive these notifications.
+    /// Archive these notifications (ids as for `markNotificationsRead`).
     async fn archive_notifications(
         &self,
         ctx: &Context<'_>,
@@ -427,5 +430,57 @@ impl InboxMutation {
     /// Archive every notification so far.
     async fn archive_all_notifications(&self, ctx: &Context<'_>, user_id: Option<String>) -> GqlResult<InboxPayload> {
         inbox_command(ctx, user_id, NotificationCommand::ArchiveAll).await
+    }
+}
+
+/// Why something exists: the event that created it and the causes that led to it.
+#[derive(SimpleObject)]
+pub struct Origin {
+    /// The event that created it.
+    pub event: Event,
+    /// Its causes, from the chain's root source to the event that created it (both included),
+    /// following each event's `parentNodeId`.
+    pub path: Vec<Event>,
+}
+
+/// The most events of one chain read to explain an origin.
+const MAX_CHAIN_EVENTS: usize = 5_000;
+
+/// The origin of the aggregate whose stream is `stream_id`: its first event and that event's
+/// path of causes back to its chain's root.
+pub async fn origin(ctx: &Context<'_>, stream_id: &str) -> Result<Option<Origin>, ApiError> {
+    let store = &app(ctx).store;
+    let Some(first) = store.read_stream(stream_id, 1, 1).await?.into_iter().next() else { return Ok(None) };
+    let who = caller(ctx)?;
+    if !who.may_see(&first.metadata.user_id) {
+        return Ok(None);
+    }
+    let filter = agentlog_eventlog::EventFilter {
+        root_source_id: Some(first.metadata.chain.root_source_id),
+        ..Default::default()
+    };
+    let chain = store.read_all(0, &filter, MAX_CHAIN_EVENTS).await?;
+    let by_id: std::collections::HashMap<uuid::Uuid, &agentlog_domain::envelope::RecordedEvent> =
+        chain.iter().map(|e| (e.event_id, e)).collect();
+    let mut path = vec![first.clone()];
+    let mut at = first.metadata.chain.parent_node_id;
+    while let Some(id) = at {
+        let Some(parent) = by_id.get(&id) else { break };
+        if path.len() > MAX_CHAIN_EVENTS {
+            break;
+        }
+        path.push((*parent).clone());
+        at = parent.metadata.chain.parent_node_id;
+    }
+    path.reverse();
+    Ok(Some(Origin { event: Event::from(first), path: path.into_iter().map(Event::from).collect() }))
+}
+
+#[ComplexObject]
+impl BriefNode {
+    /// Why this brief exists, in one request: the event that created it and its path of
+    /// causes from the chain's root source (a failed run, a finished topic, a user's call).
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
+        Ok(origin(ctx, &Brief::stream_id(&self.brief_id)).await?)
     }
 }

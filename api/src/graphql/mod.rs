@@ -34,6 +34,7 @@ pub struct Query(
     inbox::InboxQuery,
     conversations::ConversationsQuery,
     agents::AgentsQuery,
+    admin::AdminQuery,
     analytics::AnalyticsQueryRoot,
 );
 

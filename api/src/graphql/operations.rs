@@ -751,17 +751,22 @@ impl OperationsMutation {
     }
 
     /// The worker finished the run. A task run's `handoff` becomes its topic's hand-off (the
-    /// task lifecycle reacts to the completion) and the next run starts from it.
+    /// task lifecycle reacts to the completion) and the next run starts from it; its `result`
+    /// is the run's last message. `briefJudgement` is the worker's own judge's verdict on
+    /// whether the run deserves a result brief; without it the default rule decides (a failed
+    /// run always gets an error brief; a task with review enabled none; otherwise a result
+    /// brief when `result` has at least 16 characters).
     async fn complete_operation(
         &self,
         ctx: &Context<'_>,
         id: String,
         result: Option<String>,
         handoff: Option<HandoffInput>,
+        brief_judgement: Option<bool>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let handoff = handoff.map(HandoffInput::into_domain);
-        run(ctx, &id, OperationCommand::Complete { result, handoff }, None, request_id).await
+        run(ctx, &id, OperationCommand::Complete { result, handoff, brief_judgement }, None, request_id).await
     }
 
     /// The worker reports failure.

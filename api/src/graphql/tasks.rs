@@ -2,8 +2,8 @@
 //! layers) and every task command.
 
 use agentlog_domain::task::{
-    AutomationMode, BlocksGraph, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task,
-    TaskCommand, TaskConfig, TaskStatus,
+    AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task, TaskCommand,
+    TaskConfig, TaskStatus,
 };
 use agentlog_domain::{envelope::Actor, operation::ReviewScore};
 use agentlog_projections::tasks::{
@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
 use crate::{
-    commands::Commands,
+    commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
 };
 
@@ -424,6 +424,7 @@ impl TasksMutation {
         request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let create: agentlog_domain::task::CreateTask = decode("input", input)?;
+        check_time_zone("input.schedule.timezone", &create.schedule.timezone)?;
         let id = create.task_id.clone();
         let commands = Commands::new(app(ctx), caller(ctx)?);
         let out = commands
@@ -463,6 +464,7 @@ impl TasksMutation {
             Some(s) => decode("schedule", s)?,
             None => ScheduleConfig::default(),
         };
+        check_time_zone("schedule.timezone", &schedule.timezone)?;
         run(ctx, &id, TaskCommand::ConfigureAutomation { mode, heartbeat, schedule }, None, None).await
     }
 
@@ -505,21 +507,23 @@ impl TasksMutation {
         run(ctx, &id, TaskCommand::ChangeStatus { to, error }, None, request_id).await
     }
 
-    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); a `blocks`
-    /// edge that would close a cycle is refused.
+    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); both must
+    /// be the caller's. A `blocks` edge that would close a cycle is refused (VALIDATION), decided
+    /// on the tasks' own streams: of two concurrent additions that would close a cycle
+    /// together, one is refused.
     async fn add_task_dependency(
         &self,
         ctx: &Context<'_>,
         id: String,
         depends_on_id: String,
         kind: Option<String>,
+        request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let kind: DependencyKind = from_wire("kind", kind.as_deref().unwrap_or("blocks"))?;
-        let who = caller(ctx)?;
-        // The upstream must be the caller's too.
-        task_node(ctx, &depends_on_id).await?;
-        let graph = blocks_graph(ctx, who.owner(), &depends_on_id).await?;
-        run(ctx, &id, TaskCommand::AddDependency { depends_on_id, kind, graph }, None, None).await
+        let position = Commands::new(app(ctx), caller(ctx)?)
+            .add_task_dependency(&id, &depends_on_id, kind, request_id.as_deref())
+            .await?;
+        Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
     }
 
     /// Drop a dependency.
@@ -574,8 +578,11 @@ impl TasksMutation {
         run(ctx, &id, TaskCommand::DeleteComment { comment_id }, None, None).await
     }
 
-    /// A worker's report that a run ended (`{topicId, status, handoff?, error?, errorCode?}`):
-    /// the hand-off becomes the next run's starting point.
+    /// A worker's report that a run ended (`{topicId, status, handoff?, result?, error?,
+    /// errorCode?, briefJudgement?}`; `status` `completed`, `failed` (with `error`) or
+    /// `canceled`; `handoff` `{title?, summary?, keyFindings?, nextAction?}`; `result` the run's
+    /// last message): the hand-off becomes the next run's starting point, and the task's rules
+    /// decide its next status and its brief.
     async fn complete_task_topic(
         &self,
         ctx: &Context<'_>,
@@ -583,7 +590,10 @@ impl TasksMutation {
         outcome: Json<serde_json::Value>,
         request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::CompleteTopic(decode("outcome", outcome)?), None, request_id).await
+        let report = decode("outcome", outcome)?;
+        let position =
+            Commands::new(app(ctx), caller(ctx)?).complete_task_topic(&id, report, request_id.as_deref()).await?;
+        Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
     }
 
     /// Cancel a running topic; the task pauses.
@@ -629,28 +639,4 @@ impl TasksMutation {
             .await?;
         Ok(TaskPayload { task: task_node(ctx, &id).await?, position: out })
     }
-}
-
-/// The `blocks` edges reachable from `from` (for the cycle check of a new dependency), read
-/// from the read model breadth first.
-async fn blocks_graph(ctx: &Context<'_>, owner: Option<&str>, from: &str) -> Result<BlocksGraph, ApiError> {
-    let db = &app(ctx).db;
-    let mut graph = BlocksGraph::new();
-    let mut seen = std::collections::BTreeSet::from([from.to_string()]);
-    let mut frontier = vec![from.to_string()];
-    while let Some(task) = frontier.pop() {
-        for dep in read::task_dependencies(db, owner, &task).await? {
-            if dep.kind != DependencyKind::Blocks {
-                continue;
-            }
-            graph = graph.with_edge(&dep.task_id, &dep.depends_on_id);
-            if seen.insert(dep.depends_on_id.clone()) {
-                frontier.push(dep.depends_on_id);
-            }
-        }
-        if seen.len() > 10_000 {
-            return Err(ApiError::Limit("dependency graph larger than 10,000 tasks".into()));
-        }
-    }
-    Ok(graph)
 }

@@ -9,7 +9,9 @@ pub mod orchestration;
 pub mod scheduler;
 pub mod signal_bus;
 pub mod sources;
+pub mod task_cascade;
 pub mod task_lifecycle;
+pub mod topic_stop;
 
 use std::time::Duration;
 
@@ -85,6 +87,8 @@ impl Reactors {
         let tasks = vec![
             tokio::spawn(follow::<signal_bus::SignalBus>(state.clone(), rx.clone())),
             tokio::spawn(follow::<task_lifecycle::TaskLifecycle>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<task_cascade::TaskCascade>(state.clone(), rx.clone())),
+            tokio::spawn(follow::<topic_stop::TopicStop>(state.clone(), rx.clone())),
             tokio::spawn(follow::<child_results::ChildResults>(state.clone(), rx.clone())),
             tokio::spawn(follow::<orchestration::Orchestration>(state.clone(), rx.clone())),
             tokio::spawn(follow::<sources::Sources>(state.clone(), rx.clone())),

@@ -163,14 +163,15 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let supervisor_id = step.operation_id.as_str();
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
-        let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None };
+        let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None, brief_judgement: None };
         let outcome = state.handler.execute::<Operation>(supervisor_id, &command, &ctx).await.map(|_| ());
         return settle(outcome, "finish");
     }
     let group = state.handler.load::<Group>(fact.stream_id.trim_start_matches("group-")).await?.state;
     let Some(calls) = calls(&step.instruction, &group) else { return Ok(()) };
     // Only enabled, runnable members take part; the supervisor hears about the rest.
-    let caller = Caller { user_id: NAME.into(), admin: true };
+    // As the group's owner, never as an admin: a group cannot run another user's agent.
+    let caller = Caller { user_id: group.user_id.clone(), admin: false };
     let commands = Commands::new(state, &caller);
     let mut members = Vec::new();
     let mut strangers = Vec::new();

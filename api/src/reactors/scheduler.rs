@@ -63,6 +63,8 @@ pub struct PassReport {
     pub tasks_run: Vec<String>,
     /// Scheduled tasks completed because their executions were used up.
     pub tasks_completed: Vec<String>,
+    /// Running tasks whose heartbeat timed out.
+    pub tasks_timed_out: Vec<String>,
     /// Candidates skipped, with the rule's reason.
     pub skipped: Vec<(String, String)>,
 }
@@ -98,6 +100,9 @@ pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<PassReport, Ap
     for task_id in tasks::automated_candidates(&state.db, AutomationMode::Schedule, None).await? {
         schedule_tick(state, &task_id, now, &mut report).await?;
     }
+    for task_id in tasks::heartbeat_timeout_candidates(&state.db, now).await? {
+        heartbeat_timeout(state, &task_id, now, &mut report).await?;
+    }
     Ok(report)
 }
 
@@ -129,9 +134,10 @@ fn system_context(kind: &str, key: &str, at: DateTime<Utc>, owner: &str) -> Cont
     Context::new(at, command_id, Actor::system(NAME), owner)
 }
 
-/// The scheduler's caller: it acts on every user's data.
-fn system_caller() -> Caller {
-    Caller { user_id: NAME.to_string(), admin: true }
+/// The scheduler acting for `owner`, never as an admin: a user's job or task can only start
+/// agents that user may run.
+fn owner_caller(owner: &str) -> Caller {
+    Caller { user_id: owner.to_string(), admin: false }
 }
 
 /// Was this attempt's effect already there (another instance, an earlier pass)?
@@ -159,7 +165,7 @@ async fn fire_cron_job(
     let key = format!("{}@{}", job.job_id, slot.naive_local().format("%Y-%m-%dT%H:%M"));
     let fires_today = job.fires_on(&slot.date_naive().to_string());
     let ctx = system_context("cron", &key, slot_utc, &job.user_id);
-    let caller = system_caller();
+    let caller = owner_caller(&job.user_id);
     let commands = Commands::new(state, &caller);
     let agent = match commands.agent_ref(&job.user_id, &job.agent_id).await {
         Ok(agent) => agent,
@@ -267,6 +273,41 @@ async fn schedule_tick(
     }
 }
 
+/// Time out a running task whose heartbeat is older than its timeout (upstream's lazy check,
+/// here driven by the clock): its running topics time out (their operations are then
+/// cancelled) and it pauses with the error `Heartbeat timeout`. The command id and `now` derive
+/// from the task and the heartbeat that went stale (its due instant), so every instance and
+/// every pass decides the same events: written once.
+async fn heartbeat_timeout(
+    state: &AppState,
+    task_id: &str,
+    now: DateTime<Utc>,
+    report: &mut PassReport,
+) -> Result<(), ApiError> {
+    let task = state.handler.load::<Task>(task_id).await?.state;
+    let (Some(last), Some(timeout)) = (task.last_heartbeat_at, task.heartbeat.timeout_secs) else { return Ok(()) };
+    if task.status != TaskStatus::Running || !task.heartbeat_stale(now) {
+        return Ok(());
+    }
+    // The first whole second past the timeout: when the rule first holds.
+    let secs = i64::try_from(timeout).unwrap_or(i64::MAX / 2).saturating_add(1);
+    let Some(due) = last.checked_add_signed(Span::seconds(secs)) else { return Ok(()) };
+    let key = format!("{task_id}\u{0}{}", last.timestamp_micros());
+    let ctx = system_context("heartbeat-timeout", &key, due, &task.user_id);
+    match state.handler.execute::<Task>(task_id, &domain_task::TaskCommand::CheckHeartbeatTimeout, &ctx).await {
+        Ok(o) if o.appended.iter().all(|a| a.duplicate) => {}
+        Ok(_) => report.tasks_timed_out.push(task_id.to_string()),
+        Err(e) if already_done(&e) => {}
+        // Another instance timed it out, or a heartbeat came meanwhile.
+        Err(CommandError::Domain(e @ (DomainError::InvalidTransition { .. } | DomainError::NotDue { .. }))) => {
+            report.skipped.push((task_id.to_string(), e.to_string()));
+        }
+        Err(CommandError::Domain(e)) => report.skipped.push((task_id.to_string(), e.to_string())),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
+}
+
 async fn start_run(
     state: &AppState,
     task: &Task,
@@ -276,7 +317,7 @@ async fn start_run(
 ) -> Result<(), ApiError> {
     let topic_id = server_id(format_args!("topic-{}", ctx.derived_id("topic", 0)));
     let operation_id = server_id(format_args!("op-{}", ctx.derived_id("operation", 0)));
-    let caller = system_caller();
+    let caller = owner_caller(&task.user_id);
     match Commands::new(state, &caller).start_run(task.id(), &topic_id, &operation_id, trigger, ctx).await {
         // Another instance, or a pass that crashed before its checkpoint, started it.
         Ok((_, true)) => {}

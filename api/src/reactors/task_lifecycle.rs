@@ -86,7 +86,7 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
         handoff,
         last_assistant_content: last_content,
         human_waiting: briefs::human_waiting(&state.db, &task.user_id, task_id).await?,
-        brief_judgement: None,
+        brief_judgement: completed.and_then(|c| c.brief_judgement),
     };
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     match state.handler.execute::<Task>(task_id, &TaskCommand::CompleteTopic(outcome), &ctx).await {

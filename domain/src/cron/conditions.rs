@@ -34,9 +34,10 @@ impl ActiveHours {
     }
 }
 
-/// Upstream `execution_conditions`.
+/// Upstream `execution_conditions`. An unknown field is refused, not ignored: a condition the
+/// job would not apply must not look accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExecutionConditions {
     /// Weekdays it may fire on, 0 = Sunday … 6 = Saturday (none = every day).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -162,6 +162,9 @@ pub enum OperationCommand {
         /// A task run's hand-off (title, summary, key findings, next action): the task's
         /// lifecycle stores it on the topic and the next run starts from it.
         handoff: Option<crate::task::Handoff>,
+        /// A task run: the worker's own judge's verdict on whether the run deserves a result
+        /// brief (agentlog calls no model); none = the default rule decides.
+        brief_judgement: Option<bool>,
     },
     /// The worker reports failure.
     Fail(OperationError),

@@ -342,12 +342,15 @@ fn decide_running(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, Doma
             }
             Ok(vec![E::AsyncWaitStarted(AsyncWaitStarted { keys: pending, at: ctx.now })])
         }
-        C::Complete { result, handoff } => Ok(vec![E::Completed(OperationCompleted {
-            reason: CompletionReason::Done,
-            result: result.clone(),
-            handoff: handoff.clone(),
-            at: ctx.now,
-        })]),
+        C::Complete { result, handoff, brief_judgement } => {
+            Ok(vec![E::Completed(OperationCompleted {
+                reason: CompletionReason::Done,
+                result: result.clone(),
+                handoff: handoff.clone(),
+                brief_judgement: *brief_judgement,
+                at: ctx.now,
+            })])
+        }
         C::Fail(error) => {
             if error.message.trim().is_empty() {
                 return Err(DomainError::validation("error.message", "must not be empty"));
@@ -384,6 +387,7 @@ fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E
             reason,
             result: None,
             handoff: None,
+            brief_judgement: None,
             at: ctx.now,
         }));
     }

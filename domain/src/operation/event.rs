@@ -225,6 +225,9 @@ pub struct OperationCompleted {
     /// A task run's hand-off, as the worker wrote it (absent in events before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<crate::task::Handoff>,
+    /// A task run: the worker's judge's verdict on a result brief (absent = not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brief_judgement: Option<bool>,
     /// When.
     pub at: DateTime<Utc>,
 }

@@ -107,7 +107,7 @@ fn command() -> impl Strategy<Value = OperationCommand> {
             child_operation_id,
             background
         }),
-        Just(C::Complete { result: Some("done".into()), handoff: None }),
+        Just(C::Complete { result: Some("done".into()), handoff: None, brief_judgement: None }),
         Just(C::Fail(OperationError {
             message: "boom".into(),
             error_type: None,

@@ -46,7 +46,7 @@ pub(crate) fn op_in(status: OperationStatus) -> Operation {
         S::Running => return op,
         S::WaitingForHuman => C::AskHuman(choice_card()),
         S::WaitingForAsyncTool => C::AwaitAsync { keys: vec!["k1".into(), "k2".into()] },
-        S::Done => C::Complete { result: Some("ok".into()), handoff: None },
+        S::Done => C::Complete { result: Some("ok".into()), handoff: None, brief_judgement: None },
         S::Error => {
             C::Fail(OperationError { message: "boom".into(), error_type: None, code: None })
         }
@@ -221,7 +221,7 @@ fn transition_table_every_command_in_every_status() {
         ),
         (
             "complete",
-            C::Complete { result: None, handoff: None },
+            C::Complete { result: None, handoff: None, brief_judgement: None },
             running_only("operation.completed"),
         ),
         (
@@ -253,7 +253,7 @@ fn transition_table_every_command_in_every_status() {
 fn ends_exactly_once() {
     use OperationCommand as C;
     let terminal = [
-        C::Complete { result: None, handoff: None },
+        C::Complete { result: None, handoff: None, brief_judgement: None },
         C::Fail(OperationError { message: "x".into(), error_type: None, code: None }),
         C::Interrupt { reason: "r".into(), can_resume: false },
         C::Cancel { reason: None },
@@ -466,8 +466,11 @@ fn artifacts_scores_and_agent_config_version_are_recorded() {
         refused(&op, &OperationCommand::RecordArtifact(art), &system_ctx(6)),
         DomainError::AlreadyExists { .. }
     ));
-    let (op, _) =
-        apply(op, &OperationCommand::Complete { result: None, handoff: None }, &system_ctx(7));
+    let (op, _) = apply(
+        op,
+        &OperationCommand::Complete { result: None, handoff: None, brief_judgement: None },
+        &system_ctx(7),
+    );
     let score = ReviewScore { rubric_id: "r".into(), score: 101, passed: true, reason: None };
     assert!(matches!(
         refused(&op, &OperationCommand::RecordScore(score.clone()), &system_ctx(8)),

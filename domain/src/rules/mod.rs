@@ -8,6 +8,7 @@
 //! | cancel cascades to every unfinished descendant | [`cancel_cascade::cancel_cascade`] |
 //! | a task run creates its topic and its operation | [`task_run::start_task_run`] |
 //! | approving a result brief completes its task | [`brief_resolution::resolve_brief`] |
+//! | a completion starts the dependants it released, reports the ones it cannot | [`crate::task_graph::cascade_on_completion`], [`task_cascade::held_notification`] |
 //!
 //! The `blocks`-cycle check needs the other tasks' edges: it is
 //! [`crate::task_graph::BlocksGraph`], passed in the task's `AddDependency` command.
@@ -15,6 +16,7 @@
 pub mod brief_resolution;
 pub mod cancel_cascade;
 pub mod operation_start;
+pub mod task_cascade;
 pub mod task_run;
 
 use crate::aggregate::Aggregate;

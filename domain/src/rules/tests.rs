@@ -188,7 +188,7 @@ fn a_sub_agent_needs_a_live_parent_and_a_known_conversation() {
     assert!(matches!(e, DomainError::NotFound { aggregate: "parent operation", .. }));
     let done = apply(
         running("p", None),
-        &OperationCommand::Complete { result: None, handoff: None },
+        &OperationCommand::Complete { result: None, handoff: None, brief_judgement: None },
         &system_ctx(2),
     )
     .0;
@@ -260,8 +260,12 @@ fn cancel_cascades_to_every_unfinished_descendant_three_levels_deep() {
     root = register(register(root, "a"), "b");
     a = register(register(a, "a1"), "a2");
     a1 = register(a1, "a1x");
-    let a1 =
-        apply(a1, &OperationCommand::Complete { result: None, handoff: None }, &system_ctx(3)).0;
+    let a1 = apply(
+        a1,
+        &OperationCommand::Complete { result: None, handoff: None, brief_judgement: None },
+        &system_ctx(3),
+    )
+    .0;
     let all = [a.clone(), b.clone(), a1.clone(), a2.clone(), a1x.clone()];
     let parts = cancel_cascade(&root, &all, Some("user stop".into()), &system_ctx(10)).unwrap();
     let streams: Vec<&str> = parts.iter().map(|p| p.stream_id.as_str()).collect();
@@ -305,7 +309,7 @@ fn a_finished_child_reports_to_its_parent_capped() {
     let long = "x".repeat(40_000);
     let (child, events) = apply(
         child,
-        &OperationCommand::Complete { result: Some(long), handoff: None },
+        &OperationCommand::Complete { result: Some(long), handoff: None, brief_judgement: None },
         &system_ctx(5),
     );
     let (parent_id, cmd) = child_result_for_parent(&child, &events[0]).unwrap();

@@ -27,7 +27,9 @@
 
 use serde_json::{Value, json};
 
-use crate::brief::{BriefCreated, BriefPriority, BriefType, CreateBrief};
+use crate::brief::{
+    BriefCreated, BriefPriority, BriefType, CreateBrief, default_actions, link_action,
+};
 use crate::cron::{CronFired, CronJob, CronToggled};
 use crate::ids::{derived_id, server_id};
 use crate::notification::CreateNotification;
@@ -138,7 +140,8 @@ pub fn on_topic_failed(task: &Task, failed: &TopicFailed) -> Vec<Reaction> {
     vec![Reaction::CreateBrief(brief)]
 }
 
-/// `task.topic_completed` → a result brief (normal, no actions) when its brief decision says so.
+/// `task.topic_completed` → a result brief (normal; approve, comment and a link to the run)
+/// when its brief decision says so.
 pub fn on_topic_completed(task: &Task, completed: &TopicCompleted) -> Vec<Reaction> {
     let emit = completed.handoff.brief_decision.as_ref().is_some_and(|d| d.emit);
     if !emit {
@@ -167,6 +170,13 @@ pub fn on_topic_completed(task: &Task, completed: &TopicCompleted) -> Vec<Reacti
     brief.operation_id = Some(completed.operation_id.clone());
     brief.agent_id = task.assignee_agent_id.clone();
     brief.trigger = Some("task".into());
+    let mut actions = default_actions(BriefType::Result, None);
+    actions.push(link_action(
+        "link",
+        "Open the run",
+        &format!("/tasks/{}/topics/{}", task.id(), completed.topic_id),
+    ));
+    brief.actions = Some(actions);
     vec![Reaction::CreateBrief(brief)]
 }
 

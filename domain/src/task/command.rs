@@ -202,7 +202,8 @@ pub enum TaskCommand {
         error: Option<String>,
     },
     /// Depend on another task. `graph` holds the `blocks` edges reachable from `depends_on_id`
-    /// (the handler reads them from the tasks read model) for the cycle check.
+    /// (the handler reads them from those tasks' streams and holds them at the versions read)
+    /// for the cycle check.
     AddDependency {
         /// The upstream.
         depends_on_id: String,

@@ -18,6 +18,11 @@
 //! policy [`crate::signal::policy::on_topic_failed`] turns `task.topic_failed` into it, and
 //! `task.topic_completed` with `handoff.briefDecision.emit` into a result brief.
 //!
+//! Whether a finished run gets a result brief ([`should_emit_topic_brief`]): review enabled ⇒
+//! no; schedule tick ⇒ yes; trivial content (under 16 characters) on a manual or goal run ⇒ no;
+//! otherwise the worker's judge decides (`briefJudgement`, upstream's LLM judge), and without
+//! its verdict substantive content gets a brief (agentlog never calls a model itself).
+//!
 //! Differences from upstream, on purpose: a heartbeat task whose fuse blows (3 failed ticks)
 //! pauses instead of staying `scheduled` without a next tick; a run that ends neither done nor
 //! error cancels its topic and pauses the task instead of leaving the topic running forever.
@@ -48,6 +53,11 @@ pub enum BriefVerdict {
 /// Content shorter than this (trimmed, in characters) is too trivial for a brief.
 pub const TRIVIAL_CONTENT_CHARS: usize = 16;
 
+/// Is a run's last message more than trivial (at least [`TRIVIAL_CONTENT_CHARS`])?
+fn substantive(content: Option<&str>) -> bool {
+    content.is_some_and(|c| c.trim().chars().count() >= TRIVIAL_CONTENT_CHARS)
+}
+
 /// Does a finished run deserve a brief? error ⇒ yes; review configured ⇒ no (the reviewer owns
 /// it); heartbeat tick ⇒ unknown; schedule tick ⇒ yes; trivial content ⇒ no; else unknown.
 pub fn should_emit_topic_brief(
@@ -68,8 +78,7 @@ pub fn should_emit_topic_brief(
         }
         RunTrigger::Schedule => BriefVerdict::Yes("every schedule run gets its brief"),
         RunTrigger::Manual | RunTrigger::Goal => {
-            let trivial = content.is_none_or(|c| c.trim().chars().count() < TRIVIAL_CONTENT_CHARS);
-            if trivial {
+            if !substantive(content) {
                 BriefVerdict::No("the run's last message is trivial")
             } else {
                 BriefVerdict::Unknown("substantive content; a judge decides")
@@ -172,9 +181,18 @@ impl TopicEventBase<'_> {
                     source: BriefDecisionSource::LlmJudge,
                     decided_at: ctx.now,
                 },
+                // agentlog calls no model: without the worker's verdict, substantive content
+                // gets its brief (a user is told of finished work rather than left to look).
                 None => BriefDecision {
-                    emit: false,
-                    reason: format!("{reason}; no judgement given"),
+                    emit: substantive(content),
+                    reason: format!(
+                        "{reason}; no judgement given: {}",
+                        if substantive(content) {
+                            "substantive content gets a brief"
+                        } else {
+                            "trivial content gets none"
+                        }
+                    ),
                     source: BriefDecisionSource::Rule,
                     decided_at: ctx.now,
                 },

@@ -321,7 +321,8 @@ fn the_brief_decision_is_recorded_in_the_hand_off_and_drives_the_result_brief() 
         matches!(on_topic_completed(&t, completed).as_slice(), [Reaction::CreateBrief(b)] if b.brief_type == crate::brief::BriefType::Result)
     );
 
-    // a manual run defers to the judge the worker passed in; none given → no brief
+    // a manual run defers to the judge the worker passed in; none given → the default rule:
+    // substantive content gets its brief; the judge saying no → none
     let (m, _) = apply(manual(), &run("tp1", "op1", RunTrigger::Manual), &system_ctx(1));
     let mut judged = end("tp1", "op1", TopicEnd::Done, RunTrigger::Manual);
     if let TaskCommand::CompleteTopic(o) = &mut judged {
@@ -337,12 +338,26 @@ fn the_brief_decision_is_recorded_in_the_hand_off_and_drives_the_result_brief() 
         Some((true, BriefDecisionSource::LlmJudge))
     );
     let (m2, events) =
-        apply(m, &end("tp1", "op1", TopicEnd::Done, RunTrigger::Manual), &system_ctx(2));
+        apply(m.clone(), &end("tp1", "op1", TopicEnd::Done, RunTrigger::Manual), &system_ctx(2));
     let c = events
         .iter()
         .find_map(|e| if let TaskEvent::TopicCompleted(c) = e { Some(c) } else { None })
         .unwrap();
-    assert!(on_topic_completed(&m2, c).is_empty());
+    assert_eq!(
+        c.handoff.brief_decision.as_ref().map(|d| (d.emit, d.source)),
+        Some((true, BriefDecisionSource::Rule))
+    );
+    assert_eq!(on_topic_completed(&m2, c).len(), 1);
+    let mut refused = end("tp1", "op1", TopicEnd::Done, RunTrigger::Manual);
+    if let TaskCommand::CompleteTopic(o) = &mut refused {
+        o.brief_judgement = Some(false);
+    }
+    let (m3, events) = apply(m, &refused, &system_ctx(2));
+    let c = events
+        .iter()
+        .find_map(|e| if let TaskEvent::TopicCompleted(c) = e { Some(c) } else { None })
+        .unwrap();
+    assert!(on_topic_completed(&m3, c).is_empty());
 }
 
 #[test]

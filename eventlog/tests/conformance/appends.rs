@@ -296,10 +296,46 @@ async fn events_round_trip_exactly(log: TestLog) {
     assert_eq!(back[0].recorded_at.timestamp_subsec_nanos() % 1000, 0, "microsecond precision");
 }
 
+async fn a_guard_part_holds_a_stream_it_does_not_write(log: TestLog) {
+    let s = &*log.store;
+    s.append("read-1", ExpectedVersion::Any, events(2)).await.unwrap();
+    let before = all_events(s).await;
+    // the read stream moved past the version the decision read: nothing is written
+    let err = s
+        .append_multi(vec![
+            StreamAppend::new("write-1", ExpectedVersion::NoStream, events(1)),
+            StreamAppend::new("read-1", ExpectedVersion::Exact(1), Vec::new()),
+        ])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EventLogError::Conflict { ref stream_id, actual: 2, .. } if stream_id == "read-1"),
+        "{err:?}"
+    );
+    assert_eq!(all_events(s).await, before);
+    // at the version read: the write lands, the guarded stream is untouched
+    let ok = s
+        .append_multi(vec![
+            StreamAppend::new("write-1", ExpectedVersion::NoStream, events(1)),
+            StreamAppend::new("read-1", ExpectedVersion::Exact(2), Vec::new()),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(ok[0].stream_version, 1);
+    assert!(ok[1].positions.is_empty());
+    assert_eq!(s.stream_version("read-1").await.unwrap(), 2);
+    assert_eq!(all_events(s).await.len(), before.len() + 1);
+    // guards alone write nothing and are refused as such
+    let err =
+        s.append_multi(vec![StreamAppend::new("read-1", ExpectedVersion::Exact(2), Vec::new())]).await.unwrap_err();
+    assert!(matches!(err, EventLogError::Validation(ValidationError::NoEvents)), "{err:?}");
+}
+
 on_both_backends!(StoreOptions::default() =>
     expected_versions as append_with_expected_version_any_no_stream_exact,
     concurrent_writers_on_one_stream_never_share_a_version as concurrent_appends_to_one_stream,
     a_failed_batch_leaves_no_trace as batch_is_atomic,
+    a_guard_part_holds_a_stream_it_does_not_write as guard_part_holds_a_read_stream,
     reappending_the_same_ids_is_idempotent as idempotent_reappend,
     bad_input_is_refused_and_writes_nothing as bad_input_refused,
     events_round_trip_exactly as events_round_trip,

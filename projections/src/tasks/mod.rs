@@ -18,7 +18,7 @@ mod rows;
 
 pub use projection::TasksProjection;
 pub use query::{
-    TaskFilter, automated_candidates, subtask_layers, task, task_by_identifier, task_comments, task_dependants,
-    task_dependencies, task_documents, task_topic, task_topics, tasks,
+    TaskFilter, automated_candidates, heartbeat_timeout_candidates, subtask_layers, task, task_by_identifier,
+    task_comments, task_dependants, task_dependencies, task_documents, task_topic, task_topics, tasks,
 };
 pub use rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};

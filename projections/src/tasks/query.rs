@@ -238,6 +238,20 @@ pub async fn subtask_layers(
     Ok(Some(plan_subtask_layers(&nodes, &external)))
 }
 
+/// Running tasks whose last heartbeat is older than their heartbeat timeout at `now`, by id —
+/// the scheduler's timeout candidates (each task's own rule still decides). Whole seconds, as
+/// `Task::heartbeat_stale`; no multiplication, so no timeout is large enough to overflow.
+pub async fn heartbeat_timeout_candidates(
+    db: &ReadDb,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<String>, ProjectionError> {
+    let sql = "SELECT task_id FROM tasks WHERE status = 'running' \
+               AND heartbeat_timeout_secs IS NOT NULL AND last_heartbeat_at IS NOT NULL \
+               AND ($1 - last_heartbeat_at) / 1000000 > heartbeat_timeout_secs ORDER BY task_id";
+    let rows = db.fetch(sql, &[now.timestamp_micros().into()]).await?;
+    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+}
+
 /// Tasks in automation `mode` that are not finished or paused, by id — for heartbeats only those
 /// whose tick is due by `heartbeat_due_by`. The scheduler's candidates: each one's own rules
 /// still decide.

@@ -191,9 +191,13 @@ impl Server {
     /// Create a user token through the admin mutation.
     pub async fn user_token(&self, user: &str) -> String {
         let d = self
-            .data(Some(&self.admin_token), "mutation($u: String!) { createToken(userId: $u) }", json!({"u": user}))
+            .data(
+                Some(&self.admin_token),
+                "mutation($u: String!) { createToken(userId: $u) { secret } }",
+                json!({"u": user}),
+            )
             .await;
-        d["createToken"].as_str().expect("token").to_string()
+        d["createToken"]["secret"].as_str().expect("token").to_string()
     }
 
     /// Stop with SIGTERM and wait.
@@ -320,6 +324,17 @@ impl Ws {
         let expected = if self.legacy { "data" } else { "next" };
         assert_eq!(v["type"], expected, "{v}");
         v["payload"].clone()
+    }
+
+    /// Wait for the server to close the connection; answers its close code (None when it
+    /// ended without one or did not end within 20 s).
+    pub async fn close_code(&mut self) -> Option<u16> {
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(20), self.socket.next()).await.ok()??.ok()?;
+            if let Message::Close(frame) = msg {
+                return frame.map(|f| u16::from(f.code));
+            }
+        }
     }
 
     /// Drop the connection abruptly.

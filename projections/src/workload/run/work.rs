@@ -106,7 +106,11 @@ impl RunMachine {
             Ending::Complete | Ending::MaxSteps | Ending::CostLimit => {
                 let ctx = self.worker_ctx(g);
                 let result = Some(g.rng.words(5, 40));
-                self.op_decision(world, OperationCommand::Complete { result, handoff: None }, ctx)
+                self.op_decision(
+                    world,
+                    OperationCommand::Complete { result, handoff: None, brief_judgement: None },
+                    ctx,
+                )
             }
             Ending::Fail => {
                 let ctx = self.worker_ctx(g);
