@@ -14,12 +14,14 @@
 # the server does not wait for the disk (fsync, synchronous_commit, full_page_writes off: a
 # throwaway server loses nothing a test can observe unless the machine itself crashes).
 # Benchmarks start it with PG_DURABLE=1 to measure PostgreSQL as it runs in production.
+# PG_MAX_CONNECTIONS (default 400) sets max_connections (the connection-limit test lowers it).
 # Only the URL goes to stdout; everything else to stderr.
 set -euo pipefail
 
 PG_PORT="${PG_PORT:-55432}"
 PG_DIR="${PG_DIR:-/tmp/agentlog-pg-${PG_PORT}}"
 PG_DURABLE="${PG_DURABLE:-0}"
+PG_MAX_CONNECTIONS="${PG_MAX_CONNECTIONS:-400}"
 ACTION="${1:-start}"
 
 say() { printf '[pg-test-server] %s\n' "$*" >&2; }
@@ -93,7 +95,7 @@ cat >> "$PG_DIR/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = '$PG_DIR'
-max_connections = 400
+max_connections = $PG_MAX_CONNECTIONS
 shared_buffers = 256MB
 logging_collector = off
 CONF

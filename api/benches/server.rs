@@ -1,5 +1,6 @@
 //! The server under a realistic log, over real HTTP and websockets: query latency (an
-//! operations page, a 1,000-message conversation tree, an analytics report), mutation
+//! operations page, 1,000- and 10,000-message conversation trees side by side with the parse
+//! alone, an analytics report), mutation
 //! throughput, and append-to-delivery latency with many subscribers.
 //!
 //! Run: `cargo bench -p agentlog-api --bench server`
@@ -162,6 +163,30 @@ async fn subscriber(
     Ok(latencies)
 }
 
+/// The parse alone, in this process, on the topic's messages as the server reads them (its
+/// `messageMap`, in creation order): median of repeated runs, without and with writing the JSON.
+async fn parse_alone(client: &Client, topic: &str) -> Result<(), BoxError> {
+    let q = format!("{{ conversation(topicId: \"{topic}\") {{ messageMap }} }}");
+    let d = client.gql(&q, json!({})).await?;
+    let mut messages: Vec<Value> =
+        d["conversation"]["messageMap"].as_object().map(|m| m.values().cloned().collect()).unwrap_or_default();
+    messages.sort_by(|a, b| a["createdAt"].as_f64().unwrap_or(0.0).total_cmp(&b["createdAt"].as_f64().unwrap_or(0.0)));
+    let runs = if messages.len() > 5_000 { 21 } else { 51 };
+    let mut parse = Vec::with_capacity(runs);
+    let mut with_json = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = agentlog_conversation_flow::parse(&messages, None);
+        parse.push(t.elapsed().as_secs_f64() * 1e3);
+        let mut buf = Vec::new();
+        r.write_json(&mut buf)?;
+        with_json.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    report(&format!("parse alone ({} messages, in process)", messages.len()), parse);
+    report("parse + write_json alone", with_json);
+    Ok(())
+}
+
 /// `steps` mutations 20 ms apart: the latency of each (ms) and the burst's length (s).
 async fn burst(client: &Client, mutation: &str, steps: usize) -> Result<(Vec<f64>, f64), BoxError> {
     let mut latencies = Vec::with_capacity(steps);
@@ -241,6 +266,33 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize, 
         after_append.extend(user.time(1, tree, json!({})).await?);
     }
     report("tree right after one appended message", after_append);
+    parse_alone(&user, "bench-topic").await?;
+
+    println!("conversation tree (10,000 messages; 8 clients append 1,250-message chains):");
+    user.gql("mutation { createConversation(topicId: \"bench-topic-10k\") { position } }", json!({})).await?;
+    let mut tasks = Vec::new();
+    for c in 0..8 {
+        let client = Client { http: http.clone(), url: url.clone(), token: user.token.clone() };
+        tasks.push(tokio::spawn(async move {
+            let mut parent: Option<String> = None;
+            for i in 0..1_250 {
+                let id = format!("c{c}-m{i}");
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                let m = json!({"messageId": id, "role": role, "content": format!("message {i} with a little text"), "parentId": parent});
+                client.gql("mutation($m: JSON!) { appendMessage(topicId: \"bench-topic-10k\", message: $m) { position } }", json!({"m": m})).await?;
+                parent = Some(id);
+            }
+            Ok::<_, BoxError>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let tree_10k =
+        "{ conversation(topicId: \"bench-topic-10k\") { tree { version contextTree flatList messageMap } } }";
+    report("tree, first read after the appends", user.time(1, tree_10k, json!({})).await?);
+    report("tree, cached", user.time(20, tree_10k, json!({})).await?);
+    parse_alone(&user, "bench-topic-10k").await?;
 
     let slow = slow.min(subscribers);
     println!("subscribers ({subscribers} websockets, {slow} of them slow, events filtered to one type):");

@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::{
     auth::{Caller, bearer},
     error::{ApiError, UNAVAILABLE},
-    graphql::AppSchema,
+    graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
     state::AppState,
 };
@@ -102,41 +102,32 @@ async fn graphql_post(
             return lookup_failed(&e);
         }
     }
+    // Cached conversation trees are spliced into the answer as written JSON (`raw_json`).
+    let raw = std::sync::Arc::new(RawJson::default());
+    request = request.data(std::sync::Arc::clone(&raw));
     let span = tracing::info_span!("graphql", operation = %operation);
     let response = http.schema.execute(request).instrument(span).await;
     if response.is_err() {
         Metrics::inc(&http.state.metrics.graphql_errors);
     }
-    bounded(response, http.state.limits.max_response_bytes)
+    bounded(raw.respond(response), http.state.limits.max_response_bytes)
 }
 
-/// The answer as JSON, or LIMIT when it is larger than `max` bytes (a client asked for more
-/// than one answer may carry; it gets a message, not a stream of megabytes).
-fn bounded(response: async_graphql::Response, max: usize) -> Response {
-    let headers = response.http_headers.clone();
-    let body = match serde_json::to_vec(&response) {
-        Ok(b) => b,
-        Err(e) => {
-            return error_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "INTERNAL",
-                format!("the answer did not serialise: {e}"),
+/// The answer, or LIMIT when its body is larger than `max` bytes (a client asked for more than
+/// one answer may carry; it gets a message, not megabytes). Both answer forms are whole bodies
+/// of a known length.
+fn bounded(answer: Response, max: usize) -> Response {
+    use axum::body::HttpBody as _;
+    match answer.body().size_hint().exact() {
+        Some(bytes) if bytes > max as u64 => {
+            tracing::info!(bytes, max, "an answer over the response limit was replaced by LIMIT");
+            let message = format!(
+                "the answer is {bytes} bytes, more than the {max} one answer may carry; ask for less (smaller pages, fewer fields)"
             );
+            error_response(StatusCode::OK, "LIMIT", message)
         }
-    };
-    if body.len() > max {
-        tracing::info!(bytes = body.len(), max, "an answer over the response limit was replaced by LIMIT");
-        let message = format!(
-            "the answer is {} bytes, more than the {max} one answer may carry; ask for less (smaller pages, fewer fields)",
-            body.len()
-        );
-        return error_response(StatusCode::OK, "LIMIT", message);
+        _ => answer,
     }
-    let mut out =
-        ([(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/graphql-response+json"))], body)
-            .into_response();
-    out.headers_mut().extend(headers);
-    out
 }
 
 async fn graphql_get(

@@ -60,7 +60,7 @@ impl PostgresEventStore {
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Self, EventLogError> {
         let connect = PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(redact(url)))?;
         let pool = PgPoolOptions::new()
-            .max_connections(options.read_connections.max(2))
+            .max_connections(pool_size(&connect, options.read_connections.max(2)).await)
             // No ping on every checkout (a round trip each: stack-notes §3), but one for a
             // connection idle for a while: after a database restart, the idle connections are
             // dead, and each would otherwise fail one request.
@@ -381,6 +381,40 @@ impl ImportColumns<'_> {
 /// agentlog acknowledges an append when PostgreSQL acknowledges its commit. With
 /// `synchronous_commit` or `fsync` off, PostgreSQL acknowledges commits that a crash of the
 /// server (or the machine) can still lose: say so at start, loudly.
+/// Connections a server keeps outside the read pool: the log's writer, its LISTEN, and the API's
+/// delta relay LISTEN.
+const CONNECTIONS_OUTSIDE_POOL: i64 = 3;
+
+/// The read pool's size: `wanted`, or fewer when PostgreSQL has fewer connections left for
+/// this role (`max_connections`, less the reserved slots for a non-superuser, less the client
+/// connections open now). A pool larger than what the server allows would not queue requests
+/// for a free connection: a checkout that finds none idle opens a new one, which PostgreSQL
+/// refuses (53300) until the checkout's timeout, even while other connections come free.
+async fn pool_size(connect: &PgConnectOptions, wanted: u32) -> u32 {
+    let Ok(mut conn) = PgConnection::connect_with(connect).await else { return wanted };
+    let free: Result<i64, _> = sqlx::query_scalar(
+        "SELECT current_setting('max_connections')::int8 \
+           - CASE WHEN (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN 0 \
+             ELSE current_setting('superuser_reserved_connections')::int8 \
+                + COALESCE(current_setting('reserved_connections', true)::int8, 0) END \
+           - (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend') + 1",
+    )
+    .fetch_one(&mut conn)
+    .await;
+    let _ = conn.close().await;
+    let Ok(free) = free else { return wanted };
+    let fits = u32::try_from((free - CONNECTIONS_OUTSIDE_POOL).max(2)).unwrap_or(2);
+    if fits < wanted {
+        tracing::warn!(
+            free,
+            pool = fits,
+            wanted,
+            "PostgreSQL has few connections left: the read pool is smaller than configured (requests queue for it)"
+        );
+    }
+    fits.min(wanted)
+}
+
 async fn warn_if_not_durable(pool: &PgPool) {
     for setting in ["synchronous_commit", "fsync"] {
         let value: Result<String, _> = sqlx::query_scalar(&format!("SHOW {setting}")).fetch_one(pool).await;

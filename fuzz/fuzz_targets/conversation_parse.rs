@@ -2,7 +2,7 @@
 //! never panic, hang or overflow the stack, and its output must always serialise.
 #![no_main]
 
-use agentlog_projections::conversation;
+use agentlog_conversation_flow as conversation;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

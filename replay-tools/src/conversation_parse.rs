@@ -4,7 +4,7 @@
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
-use agentlog_projections::conversation;
+use agentlog_conversation_flow as conversation;
 use anyhow::Context;
 
 /// Exit code for input that is not a parseable message document.

@@ -4,10 +4,16 @@
 use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
 use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
 use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{admit_subscriber, app, caller, connection, decode, from_wire, json, page_request, wire};
+use super::{
+    admit_subscriber, app, caller, connection, decode, from_wire, page_request,
+    raw_json::{RawJson, Select},
+    wire,
+};
 use futures_util::{StreamExt, stream::BoxStream};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -138,20 +144,33 @@ pub struct ConversationTree {
     pub diagnostics: Json<Value>,
 }
 
-fn tree_json(tree: &TopicTree) -> Result<ConversationTree, ApiError> {
-    let mut buf = Vec::new();
-    tree.result.write_json(&mut buf).map_err(|e| ApiError::Internal(format!("writing a tree: {e}")))?;
+/// The tree's cached JSON as field values: placeholders the HTTP layer replaces with the
+/// written bytes (`raw_json`), or, without that layer (websocket), the parsed values.
+fn tree_json(ctx: &Context<'_>, tree: Arc<TopicTree>) -> Result<ConversationTree, ApiError> {
+    let written = tree.json().map_err(|e| ApiError::Internal(format!("writing a tree: {e}")))?;
+    if let Some(raw) = ctx.data_opt::<Arc<RawJson>>() {
+        let part = |select: Select| Json(raw.placeholder(Arc::clone(&tree), select));
+        return Ok(ConversationTree {
+            version: tree.version,
+            context_tree: part(|j| &j.context_tree),
+            flat_list: part(|j| &j.flat_list),
+            message_map: part(|j| &j.message_map),
+            diagnostics: part(|j| &j.diagnostics),
+        });
+    }
     // serde_json stops at 128 levels of nesting: a tree branched deeper than that is refused
-    // rather than risking the stack.
-    let mut value: Value = serde_json::from_slice(&buf)
-        .map_err(|_| ApiError::Limit("the conversation tree is nested too deeply to serve as JSON".into()))?;
-    let mut take = |k: &str| value.get_mut(k).map(Value::take).unwrap_or(Value::Null);
+    // here rather than risking the stack.
+    let parse = |bytes: &[u8]| {
+        serde_json::from_slice(bytes)
+            .map(Json)
+            .map_err(|_| ApiError::Limit("the conversation tree is nested too deeply to serve as JSON".into()))
+    };
     Ok(ConversationTree {
         version: tree.version,
-        context_tree: Json(take("contextTree")),
-        flat_list: Json(take("flatList")),
-        message_map: Json(take("messageMap")),
-        diagnostics: json(&tree.result.diagnostics),
+        context_tree: parse(&written.context_tree)?,
+        flat_list: parse(&written.flat_list)?,
+        message_map: parse(&written.message_map)?,
+        diagnostics: parse(&written.diagnostics)?,
     })
 }
 
@@ -161,7 +180,7 @@ async fn load_tree(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationTree
         .tree(caller(ctx)?.owner(), topic_id)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation", topic_id))?;
-    tree_json(&tree)
+    tree_json(ctx, tree)
 }
 
 #[ComplexObject]

@@ -12,6 +12,7 @@ pub mod cost;
 pub mod events;
 pub mod inbox;
 pub mod operations;
+pub mod raw_json;
 pub mod sources;
 pub mod tasks;
 

@@ -31,7 +31,8 @@ use crate::{
 
 /// A PostgreSQL server of this test's own, stopped and deleted on drop.
 pub struct PrivatePostgres {
-    port: u16,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
     dir: PathBuf,
     /// Its URL.
     pub url: String,
@@ -45,13 +46,18 @@ impl PrivatePostgres {
 
     /// [`Self::start`] with its data in a directory under `parent`.
     pub fn start_under(test: &str, parent: &Path) -> Option<Self> {
+        Self::start_with(test, parent, &[])
+    }
+
+    /// [`Self::start_under`] with more environment for the script (`PG_MAX_CONNECTIONS`, …).
+    pub fn start_with(test: &str, parent: &Path, env: &[(&str, &str)]) -> Option<Self> {
         pg_url(test)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free port");
         let dir = parent.join(format!("agentlog-pg-fault-{port}"));
-        let url = script(port, &dir, "start");
+        let url = script_with(port, &dir, "start", env);
         Some(Self { port, dir, url })
     }
 
@@ -71,10 +77,15 @@ impl PrivatePostgres {
 
 /// Run `scripts/pg-test-server.sh action` for the server on `port` with data in `dir`; its stdout.
 fn script(port: u16, dir: &Path, action: &str) -> String {
+    script_with(port, dir, action, &[])
+}
+
+fn script_with(port: u16, dir: &Path, action: &str, env: &[(&str, &str)]) -> String {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-test-server.sh");
     let out = Command::new("bash")
         .arg(script)
         .arg(action)
+        .envs(env.iter().copied())
         .env("PG_PORT", port.to_string())
         .env("PG_DIR", dir)
         // A crash must not lose acknowledged commits: with the test server's default

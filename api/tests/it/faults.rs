@@ -76,7 +76,12 @@ async fn crash_under_load(db: Db) {
 /// equal a rebuild.
 pub async fn check_nothing_lost(server: Server, record: &TempRecord, report: &Report) {
     let db = server.stop();
-    let events = read_log(&db).await;
+    check_nothing_lost_in(&db, record, report).await;
+}
+
+/// [`check_nothing_lost`] on a database whose server has stopped.
+pub async fn check_nothing_lost_in(db: &Db, record: &TempRecord, report: &Report) {
+    let events = read_log(db).await;
     check_log(&events);
     let records = Record::read_file(&record.0).expect("the record file");
     assert_eq!(records.len() as u64, report.acknowledged, "one record per acknowledged mutation");
@@ -86,7 +91,7 @@ pub async fn check_nothing_lost(server: Server, record: &TempRecord, report: &Re
     let want: Vec<i64> = events.iter().map(|e| e.position).take_while(|p| *p <= sub.last_position).collect();
     assert_eq!(sub.positions.len(), want.len(), "the subscriber saw {} events of {}", sub.positions.len(), want.len());
     assert!(sub.positions == want, "the subscriber's positions differ from the log's");
-    verify_read_models(&db).await;
+    verify_read_models(db).await;
 }
 
 both!(crash_under_load as crash_under_load);

@@ -12,6 +12,7 @@ mod worker;
 
 mod clock;
 mod concurrency;
+mod conversation_tree;
 mod db_faults;
 mod disk_full;
 mod example_worker;
@@ -25,5 +26,6 @@ mod read_models;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod slow_db;
 mod subscription_cap;
 mod units;

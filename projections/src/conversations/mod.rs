@@ -22,4 +22,4 @@ mod tree_cache;
 pub use projection::ConversationsProjection;
 pub use query::{conversation, conversations, fresh_tree, parse_input, topic_messages, topic_threads};
 pub use rows::{ConversationRow, MessageRow, ThreadRow};
-pub use tree_cache::{ConversationTrees, TopicTree};
+pub use tree_cache::{ConversationTrees, TopicTree, TreeJson};

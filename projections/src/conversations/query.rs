@@ -1,11 +1,12 @@
 //! Queries over the conversations read model, owner-scoped (`owner: None` = admin).
 
+use agentlog_conversation_flow::parse_shared;
+
 use super::{
     rows::{ConversationRow, MessageRow, ThreadRow},
     tree_cache::{TopicInput, TopicTree, changed_messages, topic_version},
 };
 use crate::{
-    conversation::parse_shared,
     db::ReadDb,
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
@@ -101,9 +102,5 @@ pub async fn fresh_tree(
     let Some(version) = topic_version(db, owner, topic_id).await? else { return Ok(None) };
     let mut input = TopicInput::default();
     input.apply(changed_messages(db, topic_id, 0).await?);
-    Ok(Some(TopicTree {
-        topic_id: topic_id.to_string(),
-        version: input.version.max(version),
-        result: parse_shared(input.messages, None),
-    }))
+    Ok(Some(TopicTree::new(topic_id.to_string(), input.version.max(version), parse_shared(input.messages, None))))
 }

@@ -26,15 +26,15 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
 };
 
+use agentlog_conversation_flow::{ContextNode, FlatList, ParseResult, parse_shared};
 use serde_json::Value;
 
 use super::message_json::parse_view;
 use crate::{
     columns::Columns,
-    conversation::{ContextNode, FlatList, ParseResult, parse_shared},
     db::{ReadDb, SqlValue},
     error::ProjectionError,
 };
@@ -48,9 +48,50 @@ pub struct TopicTree {
     pub version: i64,
     /// The parse result (`contextTree`, `flatList`, `messageMap`, diagnostics).
     pub result: ParseResult<'static>,
+    /// The result as JSON, written on first use and then served as is.
+    json: OnceLock<Result<TreeJson, String>>,
+}
+
+/// A parsed tree's parts as compact JSON (numbers as JavaScript writes them), written once per
+/// tree version.
+#[derive(Debug)]
+pub struct TreeJson {
+    /// `contextTree`.
+    pub context_tree: Box<[u8]>,
+    /// `flatList`.
+    pub flat_list: Box<[u8]>,
+    /// `messageMap`.
+    pub message_map: Box<[u8]>,
+    /// The parser's diagnostics (`[{kind, …}]`).
+    pub diagnostics: Box<[u8]>,
+}
+
+impl TreeJson {
+    fn write(result: &ParseResult<'_>) -> Result<TreeJson, String> {
+        let part = |f: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
+            let mut buf = Vec::new();
+            f(&mut buf).map(|()| buf.into_boxed_slice()).map_err(|e| e.to_string())
+        };
+        Ok(TreeJson {
+            context_tree: part(&|b| result.write_context_tree_json(b))?,
+            flat_list: part(&|b| result.write_flat_list_json(b))?,
+            message_map: part(&|b| result.write_message_map_json(b))?,
+            diagnostics: serde_json::to_vec(&result.diagnostics).map_err(|e| e.to_string())?.into_boxed_slice(),
+        })
+    }
 }
 
 impl TopicTree {
+    /// A tree over a parse result at a version.
+    pub fn new(topic_id: String, version: i64, result: ParseResult<'static>) -> TopicTree {
+        TopicTree { topic_id, version, result, json: OnceLock::new() }
+    }
+
+    /// The tree as JSON: written by the first caller, shared by every later one.
+    pub fn json(&self) -> Result<&TreeJson, String> {
+        self.json.get_or_init(|| TreeJson::write(&self.result)).as_ref().map_err(Clone::clone)
+    }
+
     /// Upstream's `contextTree`.
     pub fn context_tree(&self) -> &[ContextNode] {
         &self.result.context_tree
@@ -277,11 +318,11 @@ impl ConversationTrees {
         };
         input.apply(changed_messages(&self.db, topic_id, input.version).await?);
         input.version = input.version.max(version);
-        let tree = Arc::new(TopicTree {
-            topic_id: topic_id.to_string(),
-            version: input.version,
-            result: parse_shared(Arc::clone(&input.messages), None),
-        });
+        let tree = Arc::new(TopicTree::new(
+            topic_id.to_string(),
+            input.version,
+            parse_shared(Arc::clone(&input.messages), None),
+        ));
         let size = input.messages.len();
         *cached = Some(CachedTopic { input, tree: Arc::clone(&tree) });
         drop(cached);

@@ -22,7 +22,7 @@ fn message(id: &str, role: &str, parent: Option<&str>, thread: Option<&str>) -> 
     C::AppendMessage(m)
 }
 
-fn ids(rows: agentlog_projections::conversation::FlatList<'_>) -> Vec<String> {
+fn ids(rows: agentlog_conversation_flow::FlatList<'_>) -> Vec<String> {
     rows.iter().filter_map(|r| r.id().map(str::to_string)).collect()
 }
 

@@ -20,7 +20,7 @@ fn run(stdin: &[u8]) -> Output {
 }
 
 fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../projections/tests/data/lobehub-conversation-flow/fixtures")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conversation-flow/tests/data/lobehub-conversation-flow/fixtures")
 }
 
 #[test]

@@ -1,0 +1,386 @@
+//! Phase 3a: the context tree — a linear array of semantic nodes, nested only inside branch,
+//! compare, council and group nodes.
+//!
+//! Upstream's `transformToLinear` recurses per message. Here it is a work stack: every place
+//! upstream recurses becomes a pushed work item, in the same order, so the branch-id counter
+//! (shared with group compare ids, branch ids taken after their branches, i.e. post-order)
+//! counts exactly as upstream does.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::branch::{non_tool, resolve_tree};
+use super::collector::{is_tool_chain_head, next_after_tools, tree_group_steps, tree_tool_extras};
+use super::indexing::Index;
+use super::message::Role;
+use super::node_id::NodeId;
+
+/// One node of the context tree (`type` tags the kind, as upstream's `ContextNode`).
+///
+/// The rare, large kinds are boxed so the common ones (messages, groups, branches) stay small
+/// in the tree's arrays.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum ContextNode {
+    /// A plain message.
+    #[serde(rename = "message")]
+    Message(MessageNode),
+    /// An assistant run: its steps, signal-callback blocks and task completions.
+    #[serde(rename = "assistantGroup")]
+    AssistantGroup(AssistantGroupNode),
+    /// Parallel answers shown side by side.
+    #[serde(rename = "compare")]
+    Compare(Box<CompareNode>),
+    /// Alternative continuations of one message.
+    #[serde(rename = "branch")]
+    Branch(BranchNode),
+    /// A broadcast to several agents.
+    #[serde(rename = "agentCouncil")]
+    AgentCouncil(Box<AgentCouncilNode>),
+    /// Several async tasks spawned from one message.
+    #[serde(rename = "tasks")]
+    Tasks(Box<TasksNode>),
+    /// Reactive turns fired by one long-running tool (inside a group).
+    #[serde(rename = "signalCallbacks")]
+    SignalCallbacks(Box<SignalCallbacksNode>),
+}
+
+/// `{id, type: 'message', tools?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageNode {
+    /// The message id.
+    pub id: NodeId,
+    /// Ids of this step's tool results (group steps only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<NodeId>>,
+}
+
+impl MessageNode {
+    /// A message node without tools.
+    pub fn plain(id: &str) -> MessageNode {
+        MessageNode { id: NodeId::new(id), tools: None }
+    }
+}
+
+/// `{id, type: 'assistantGroup', children}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssistantGroupNode {
+    /// The chain head's id.
+    pub id: NodeId,
+    /// Steps, then signal-callback blocks, then task completions.
+    pub children: Vec<ContextNode>,
+}
+
+/// `{id, type: 'compare', messageId, columns, activeColumnId?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompareNode {
+    /// `compare-<parent>-<columns>` or `compare-<group>-<n>`.
+    pub id: String,
+    /// The message the columns answer.
+    pub message_id: Value,
+    /// One node list per column.
+    pub columns: Vec<Vec<ContextNode>>,
+    /// The column the conversation continues from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_column_id: Option<NodeId>,
+}
+
+/// `{id, type: 'branch', parentMessageId, activeBranchIndex, branches}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchNode {
+    /// `branch-<parent>-<n>`.
+    pub id: String,
+    /// The message whose children branch.
+    pub parent_message_id: NodeId,
+    /// The resolved branch, or the branch count while a new branch is being created.
+    pub active_branch_index: usize,
+    /// One linear node list per branch.
+    pub branches: Vec<Vec<ContextNode>>,
+}
+
+impl Drop for BranchNode {
+    /// Branches nest as deep as the conversation; drop them with a heap stack, not recursion.
+    fn drop(&mut self) {
+        let mut stack: Vec<Vec<ContextNode>> = std::mem::take(&mut self.branches);
+        while let Some(mut list) = stack.pop() {
+            for node in &mut list {
+                if let ContextNode::Branch(b) = node {
+                    stack.extend(std::mem::take(&mut b.branches));
+                }
+            }
+        }
+    }
+}
+
+/// `{id, type: 'agentCouncil', messageId, members}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCouncilNode {
+    /// `agentCouncil-<tool>-<members>`.
+    pub id: String,
+    /// The broadcast tool message.
+    pub message_id: NodeId,
+    /// One node per member (tool anchors included, as upstream).
+    pub members: Vec<ContextNode>,
+}
+
+/// `{id, type: 'tasks', messageId, children}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TasksNode {
+    /// `tasks-<parent>-<tasks>`.
+    pub id: String,
+    /// The message that spawned the tasks.
+    pub message_id: NodeId,
+    /// One message node per task.
+    pub children: Vec<ContextNode>,
+}
+
+/// `{id, type: 'signalCallbacks', callbacks, sourceToolCallId, sourceToolMessageId, sourceToolName}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalCallbacksNode {
+    /// The callback message nodes, by sequence.
+    pub callbacks: Vec<ContextNode>,
+    /// `signalCallbacks-<tool message id>`.
+    pub id: String,
+    /// From the first callback's signal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_tool_call_id: Option<Value>,
+    /// The tool result the callbacks hang off.
+    pub source_tool_message_id: NodeId,
+    /// From the first callback's signal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_tool_name: Option<Value>,
+}
+
+enum Work {
+    Visit { node: u32, arr: usize },
+    FinishBranch { msg: u32, arr: usize, first: usize, count: usize, active: usize },
+}
+
+fn message(ix: &Index<'_>, i: u32) -> ContextNode {
+    ContextNode::Message(MessageNode::plain(ix.node(i).id))
+}
+
+fn is_assistant_group(ix: &Index<'_>, i: u32) -> bool {
+    ix.node(i).role == Role::Assistant
+        && (ix.tree_children(i).iter().any(|&c| ix.node(c).role == Role::Tool) || is_tool_chain_head(ix, i))
+}
+
+/// The group headed by `i`, and its last step (where the conversation continues).
+fn assistant_group(ix: &Index<'_>, i: u32) -> (ContextNode, u32) {
+    let (mut children, last) = tree_group_steps(ix, i);
+    let (callbacks, completions) = tree_tool_extras(ix, i);
+    children.extend(callbacks);
+    children.extend(completions);
+    (ContextNode::AssistantGroup(AssistantGroupNode { id: NodeId::new(ix.node(i).id), children }), last)
+}
+
+fn group_or_message(ix: &Index<'_>, i: u32) -> ContextNode {
+    if is_assistant_group(ix, i) { assistant_group(ix, i).0 } else { message(ix, i) }
+}
+
+fn joined_ids(ix: &Index<'_>, ids: &[u32]) -> String {
+    ids.iter().map(|&i| ix.node(i).id).collect::<Vec<_>>().join("-")
+}
+
+/// Build the context tree from the main-line roots.
+pub(crate) fn build(ix: &Index<'_>) -> Vec<ContextNode> {
+    let mut arrays: Vec<Vec<ContextNode>> = vec![Vec::new()];
+    let mut counter: usize = 0;
+    let mut work: Vec<Work> = ix.tree_roots.iter().rev().map(|&node| Work::Visit { node, arr: 0 }).collect();
+
+    while let Some(item) = work.pop() {
+        match item {
+            Work::FinishBranch { msg, arr, first, count, active } => {
+                let branches: Vec<Vec<ContextNode>> =
+                    (first..first + count).map(|a| std::mem::take(&mut arrays[a])).collect();
+                let id = format!("branch-{}-{counter}", ix.node(msg).id);
+                counter += 1;
+                arrays[arr].push(ContextNode::Branch(BranchNode {
+                    id,
+                    parent_message_id: NodeId::new(ix.node(msg).id),
+                    active_branch_index: active,
+                    branches,
+                }));
+            }
+            Work::Visit { node, arr } => {
+                visit(ix, node, arr, &mut arrays, &mut counter, &mut work);
+            }
+        }
+    }
+    std::mem::take(&mut arrays[0])
+}
+
+/// `transformToLinear` for one message, following tail continuations in a loop and pushing
+/// every non-tail continuation onto `work` (reversed, so they run in upstream's order).
+fn visit(
+    ix: &Index<'_>,
+    start: u32,
+    arr: usize,
+    arrays: &mut Vec<Vec<ContextNode>>,
+    counter: &mut usize,
+    work: &mut Vec<Work>,
+) {
+    let mut cur = Some(start);
+    while let Some(m) = cur.take() {
+        let node = ix.node(m);
+        let kids = ix.tree_children(m);
+
+        // 1. Compare from user metadata.
+        if node.compare && kids.len() > 1 {
+            arrays[arr].push(message(ix, m));
+            let mut active = None;
+            let columns = kids
+                .iter()
+                .map(|&c| {
+                    if ix.node(c).active_column {
+                        active = Some(c);
+                    }
+                    vec![group_or_message(ix, c)]
+                })
+                .collect();
+            arrays[arr].push(ContextNode::Compare(Box::new(CompareNode {
+                id: format!("compare-{}-{}", node.id, joined_ids(ix, kids)),
+                message_id: Value::String(node.id.to_owned()),
+                columns,
+                active_column_id: active.map(|a| NodeId::new(ix.node(a).id)),
+            })));
+            cur = active.and_then(|a| ix.tree_children(a).first().copied());
+            continue;
+        }
+
+        // 2. Compare from a messageGroups entry.
+        if let Some(group) = ix.compare_group(m) {
+            let members: &[u32] = ix.group_members.get(group.id).map(Vec::as_slice).unwrap_or_default();
+            let active = members.iter().copied().find(|&x| ix.node(x).active_column);
+            let id = format!("compare-{}-{}", group.id, *counter);
+            *counter += 1;
+            let message_id = group
+                .parent_message_id
+                .filter(|p| super::js::truthy(Some(p)))
+                .cloned()
+                .unwrap_or_else(|| Value::String(node.id.to_owned()));
+            arrays[arr].push(ContextNode::Compare(Box::new(CompareNode {
+                id,
+                message_id,
+                columns: members.iter().map(|&x| vec![message(ix, x)]).collect(),
+                active_column_id: active.map(|a| NodeId::new(ix.node(a).id)),
+            })));
+            cur = active
+                .and_then(|a| kids.iter().copied().find(|&k| k == a))
+                .and_then(|a| ix.tree_children(a).first().copied());
+            continue;
+        }
+
+        // 3. Agent council (broadcast tool with several answers).
+        if node.agent_council && kids.len() > 1 {
+            arrays[arr].push(ContextNode::AgentCouncil(Box::new(AgentCouncilNode {
+                id: format!("agentCouncil-{}-{}", node.id, joined_ids(ix, kids)),
+                message_id: NodeId::new(node.id),
+                members: kids.iter().map(|&c| group_or_message(ix, c)).collect(),
+            })));
+            // Continue from every member: the supervisor's reply hangs off one of them.
+            let next: Vec<u32> = kids.iter().filter_map(|&c| ix.tree_children(c).first().copied()).collect();
+            work.extend(next.into_iter().rev().map(|node| Work::Visit { node, arr }));
+            return;
+        }
+
+        // 3b. Several tasks under one message.
+        let tasks: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role == Role::Task).collect();
+        if kids.len() >= 2 && tasks.len() > 1 {
+            arrays[arr].push(ContextNode::Tasks(Box::new(TasksNode {
+                id: format!("tasks-{}-{}", node.id, joined_ids(ix, &tasks)),
+                message_id: NodeId::new(node.id),
+                children: tasks.iter().map(|&t| message(ix, t)).collect(),
+            })));
+            let mut next: Vec<u32> = kids.iter().copied().filter(|&c| ix.node(c).role != Role::Task).collect();
+            for &t in &tasks {
+                next.extend(ix.tree_children(t).iter().copied().filter(|&g| ix.node(g).role != Role::Task));
+            }
+            work.extend(next.into_iter().rev().map(|node| Work::Visit { node, arr }));
+            return;
+        }
+
+        // 4. Assistant group.
+        if is_assistant_group(ix, m) {
+            let (group, last) = assistant_group(ix, m);
+            arrays[arr].push(group);
+            cur = next_after_tools(ix, last);
+            continue;
+        }
+
+        // 6. Branch over the non-tool children; the branch is an end point. (Counted before
+        // the list is built: most messages have one child.)
+        if kids.iter().filter(|&&c| ix.node(c).role != Role::Tool).nth(1).is_some() {
+            let branch_kids = non_tool(ix, kids);
+            arrays[arr].push(message(ix, m));
+            let active = resolve_tree(ix, m, &branch_kids)
+                .and_then(|a| branch_kids.iter().position(|&k| k == a))
+                .unwrap_or(branch_kids.len());
+            let first = arrays.len();
+            arrays.extend((0..branch_kids.len()).map(|_| Vec::new()));
+            work.push(Work::FinishBranch { msg: m, arr, first, count: branch_kids.len(), active });
+            work.extend(branch_kids.iter().enumerate().rev().map(|(k, &node)| Work::Visit { node, arr: first + k }));
+            return;
+        }
+
+        // 7. Plain message; continue only through a single child.
+        arrays[arr].push(message(ix, m));
+        if kids.len() == 1 {
+            cur = Some(kids[0]);
+        }
+    }
+}
+
+/// Write nodes as JSON without recursing on branch nesting (serde would recurse once per
+/// nested branch; a long conversation of regenerations nests that deep).
+pub fn write_json<W: Write>(w: &mut W, nodes: &[ContextNode]) -> io::Result<()> {
+    enum Op<'n> {
+        Close(&'static [u8]),
+        Seq(&'n [ContextNode], usize),
+        Branches(&'n [Vec<ContextNode>], usize),
+    }
+    let mut stack = vec![Op::Close(b"]"), Op::Seq(nodes, 0)];
+    w.write_all(b"[")?;
+    while let Some(op) = stack.pop() {
+        match op {
+            Op::Close(s) => w.write_all(s)?,
+            Op::Seq(items, i) => {
+                let Some(node) = items.get(i) else { continue };
+                if i > 0 {
+                    w.write_all(b",")?;
+                }
+                stack.push(Op::Seq(items, i + 1));
+                match node {
+                    ContextNode::Branch(b) => {
+                        w.write_all(b"{\"type\":\"branch\",\"id\":")?;
+                        serde_json::to_writer(&mut *w, &b.id)?;
+                        w.write_all(b",\"parentMessageId\":")?;
+                        serde_json::to_writer(&mut *w, &b.parent_message_id)?;
+                        write!(w, ",\"activeBranchIndex\":{},\"branches\":[", b.active_branch_index)?;
+                        stack.push(Op::Close(b"]}"));
+                        stack.push(Op::Branches(&b.branches, 0));
+                    }
+                    other => crate::js_json::to_writer(&mut *w, other)?,
+                }
+            }
+            Op::Branches(lists, i) => {
+                let Some(list) = lists.get(i) else { continue };
+                if i > 0 {
+                    w.write_all(b",")?;
+                }
+                stack.push(Op::Branches(lists, i + 1));
+                w.write_all(b"[")?;
+                stack.push(Op::Close(b"]"));
+                stack.push(Op::Seq(list, 0));
+            }
+        }
+    }
+    Ok(())
+}
