@@ -246,9 +246,13 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize, 
     println!("subscribers ({subscribers} websockets, {slow} of them slow, events filtered to one type):");
     let ws_url = url.replacen("http", "ws", 1);
     let steps = 50;
-    let claim = "mutation { claimOperation(id: \"bench-1-0-0\", workerId: \"w\", leaseSecs: 600) { position } }";
-    user.gql(claim, json!({})).await?;
-    let step = "mutation { reportStep(id: \"bench-1-0-0\", phase: ACTING, usage: {inputTokens: 1}) { position } }";
+    let claim = "mutation { claimOperation(id: \"bench-1-0-0\", workerId: \"w\", leaseSecs: 600) { lease { token } } }";
+    let claimed = user.gql(claim, json!({})).await?;
+    let token = claimed["claimOperation"]["lease"]["token"].as_str().unwrap_or_default();
+    let step = format!(
+        "mutation {{ reportStep(id: \"bench-1-0-0\", leaseToken: \"{token}\", phase: ACTING, usage: {{inputTokens: 1}}) {{ position }} }}"
+    );
+    let step = step.as_str();
     // The writer alone first: the baseline its latency with subscribers is compared to.
     let (alone, _) = burst(&user, step, steps).await?;
     let head = user.gql("{ headPosition }", json!({})).await?["headPosition"].as_i64().unwrap_or(0);

@@ -5,7 +5,7 @@ use agentlog_domain::operation::{
     AgentRef, CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
     OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
 };
-use agentlog_domain::{envelope::Actor, operation::Artifact, operation::ReviewScore};
+use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, ReviewScore};
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -519,6 +519,29 @@ pub struct OperationPayload {
     pub position: i64,
 }
 
+/// A lease a worker holds on a run.
+#[derive(SimpleObject)]
+pub struct LeaseNode {
+    /// Present it as `leaseToken` on every report on the run; it stops working when the
+    /// lease expires or another claim replaces it.
+    pub token: String,
+    /// The worker holding it.
+    pub worker_id: String,
+    /// When it runs out unless renewed.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What `claimOperation` answers.
+#[derive(SimpleObject)]
+pub struct ClaimPayload {
+    /// The operation after the claim.
+    pub operation: Operation,
+    /// Position of the last event appended.
+    pub position: i64,
+    /// The lease taken.
+    pub lease: LeaseNode,
+}
+
 fn non_negative(field: &str, v: Option<i64>) -> Result<Option<u64>, ApiError> {
     match v {
         Some(x) if x < 0 => Err(ApiError::validation(field, "must not be negative")),
@@ -560,11 +583,13 @@ async fn run(
     ctx: &Context<'_>,
     id: &str,
     command: OperationCommand,
-    actor: Option<Actor>,
+    lease_token: Option<String>,
     request_id: Option<String>,
 ) -> GqlResult<OperationPayload> {
     let who = caller(ctx)?;
-    let out = Commands::new(app(ctx), who).operation_command(id, command, actor, request_id.as_deref()).await?;
+    let out = Commands::new(app(ctx), who)
+        .operation_command(id, command, None, lease_token, request_id.as_deref())
+        .await?;
     Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
 }
 
@@ -580,28 +605,36 @@ impl OperationsMutation {
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let create = input.into_create()?;
-        let out =
-            Commands::new(app(ctx), who).start_operation(create, owner_id.as_deref(), request_id.as_deref()).await?;
+        let out = Commands::new(app(ctx), who)
+            .start_operation(create, owner_id.as_deref(), None, request_id.as_deref())
+            .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
-    /// A sub-agent: an operation whose parent is `parentOperationId`.
+    /// A sub-agent: an operation whose parent is `parentOperationId`. While the parent holds a
+    /// lease, only its holder spawns: `leaseToken` is the parent's (CONFLICT otherwise).
     async fn spawn_subagent(
         &self,
         ctx: &Context<'_>,
         parent_operation_id: String,
         input: StartOperationInput,
+        lease_token: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let mut create = input.into_create()?;
         create.parent_operation_id = Some(parent_operation_id);
         create.kind = OperationKind::Subagent;
-        let out = Commands::new(app(ctx), who).start_operation(create, None, request_id.as_deref()).await?;
+        let out = Commands::new(app(ctx), who)
+            .start_operation(create, None, lease_token, request_id.as_deref())
+            .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
-    /// A worker claims the operation with a lease.
+    /// A worker claims the operation with a lease (`leaseSecs` 1–3600, default 300). The answer's
+    /// `lease.token` must accompany every report on the run until the lease ends; a claim
+    /// while another worker's lease is valid is refused with CONFLICT. A new claim by the
+    /// holder replaces its token; a resent claim (same `requestId`) answers the same token.
     async fn claim_operation(
         &self,
         ctx: &Context<'_>,
@@ -609,35 +642,50 @@ impl OperationsMutation {
         worker_id: String,
         lease_secs: Option<i32>,
         request_id: Option<String>,
-    ) -> GqlResult<OperationPayload> {
+    ) -> GqlResult<ClaimPayload> {
         let lease_secs = lease(lease_secs)?;
-        let actor = Some(Actor::worker(worker_id.clone()));
-        run(ctx, &id, OperationCommand::Claim { worker_id, lease_secs }, actor, request_id).await
+        let who = caller(ctx)?;
+        let (out, lease) =
+            Commands::new(app(ctx), who).claim_operation(&id, worker_id, lease_secs, request_id.as_deref()).await?;
+        Ok(ClaimPayload {
+            operation: Operation::from(&out.state),
+            position: out.position,
+            lease: LeaseNode { token: lease.token, worker_id: lease.worker_id, expires_at: lease.expires_at },
+        })
     }
 
-    /// The lease holder extends its lease.
+    /// The lease holder extends its lease (`leaseSecs` from now, 1–3600, default 300); the
+    /// token stays the same.
     async fn renew_lease(
         &self,
         ctx: &Context<'_>,
         id: String,
         worker_id: String,
+        lease_token: String,
         lease_secs: Option<i32>,
     ) -> GqlResult<OperationPayload> {
         let lease_secs = lease(lease_secs)?;
-        let actor = Some(Actor::worker(worker_id.clone()));
-        run(ctx, &id, OperationCommand::RenewLease { worker_id, lease_secs }, actor, None).await
+        run(ctx, &id, OperationCommand::RenewLease { worker_id, lease_secs }, Some(lease_token), None).await
     }
 
-    /// The agent moved to another phase.
-    async fn change_phase(&self, ctx: &Context<'_>, id: String, phase: PhaseInput) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::ChangePhase(Phase::from(phase)), None, None).await
+    /// The agent moved to another phase (lease holder only).
+    async fn change_phase(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        lease_token: String,
+        phase: PhaseInput,
+    ) -> GqlResult<OperationPayload> {
+        run(ctx, &id, OperationCommand::ChangePhase(Phase::from(phase)), Some(lease_token), None).await
     }
 
-    /// A step finished: its phase, tool calls and usage (leave usage fields out when unmeasured).
+    /// A step finished: its phase, tool calls and usage (leave usage fields out when
+    /// unmeasured). Lease holder only.
     async fn report_step(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         phase: PhaseInput,
         tool_calls: Option<Vec<ToolCallInput>>,
         usage: Option<UsageInput>,
@@ -658,64 +706,72 @@ impl OperationsMutation {
                 cost_micros: non_negative("usage.costMicros", usage.cost_micros)?,
             },
         };
-        run(ctx, &id, OperationCommand::RecordStep(step), None, request_id).await
+        run(ctx, &id, OperationCommand::RecordStep(step), Some(lease_token), request_id).await
     }
 
-    /// Replace the agent's plan (`{explanation?, steps: [{text, status}]}`).
+    /// Replace the agent's plan (`{explanation?, steps: [{text, status}]}`). Lease holder only.
     async fn update_plan(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         plan: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let plan: Plan = decode("plan", plan)?;
-        run(ctx, &id, OperationCommand::UpdatePlan(plan), None, None).await
+        run(ctx, &id, OperationCommand::UpdatePlan(plan), Some(lease_token), None).await
     }
 
-    /// Replace the agent's todo list (`[{id, text, status}]`).
+    /// Replace the agent's todo list (`[{id, text, status}]`, ids unique). Lease holder only.
     async fn update_todos(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         todos: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let todos: Vec<Todo> = decode("todos", todos)?;
-        run(ctx, &id, OperationCommand::UpdateTodos(todos), None, None).await
+        run(ctx, &id, OperationCommand::UpdateTodos(todos), Some(lease_token), None).await
     }
 
-    /// Record an artifact (`{artifactId, title, kind, sizeBytes?, contentRef}`).
+    /// Record an artifact (`{artifactId, title, kind, sizeBytes?, contentRef}`), once the run
+    /// started. While the run holds a lease, only its holder records one (`leaseToken`).
     async fn record_artifact(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: Option<String>,
         artifact: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let artifact: Artifact = decode("artifact", artifact)?;
-        run(ctx, &id, OperationCommand::RecordArtifact(artifact), None, None).await
+        run(ctx, &id, OperationCommand::RecordArtifact(artifact), lease_token, None).await
     }
 
-    /// Record a review score (`{rubricId, score, passed, reason?}`).
+    /// Record a review score (`{rubricId, score 0–100, passed, reason?}`), also after the run
+    /// ended. While the run holds a lease, only its holder records one (`leaseToken`).
     async fn record_score(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: Option<String>,
         score: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let score: ReviewScore = decode("score", score)?;
-        run(ctx, &id, OperationCommand::RecordScore(score), None, None).await
+        run(ctx, &id, OperationCommand::RecordScore(score), lease_token, None).await
     }
 
     /// Ask a human: the operation waits on the card (`{cardId, title, body?, kind: choice |
-    /// input | confirm | form, options / fields, timeout?}`).
+    /// input | confirm | form, options / fields, timeout?}`) and releases its lease; once
+    /// answered, a worker claims it again. Lease holder only.
     async fn ask_human(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         card: Json<serde_json::Value>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let card: HitlCard = decode("card", card)?;
-        run(ctx, &id, OperationCommand::AskHuman(card), None, request_id).await
+        run(ctx, &id, OperationCommand::AskHuman(card), Some(lease_token), request_id).await
     }
 
     /// A human answers the pending card (`{kind, values | text | confirmed}`).
@@ -731,9 +787,16 @@ impl OperationsMutation {
         run(ctx, &id, OperationCommand::AnswerCard { card_id, answer }, None, request_id).await
     }
 
-    /// Wait for async tool calls or dispatched children (a barrier).
-    async fn await_async(&self, ctx: &Context<'_>, id: String, keys: Vec<String>) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::AwaitAsync { keys }, None, None).await
+    /// Wait for async tool calls or dispatched children (a barrier); releases the lease, and a
+    /// worker claims the run again once every key reported. Lease holder only.
+    async fn await_async(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        lease_token: String,
+        keys: Vec<String>,
+    ) -> GqlResult<OperationPayload> {
+        run(ctx, &id, OperationCommand::AwaitAsync { keys }, Some(lease_token), None).await
     }
 
     /// An async tool reported its result.
@@ -749,31 +812,34 @@ impl OperationsMutation {
     }
 
     /// The worker finished the run. A task run's `handoff` becomes its topic's hand-off (the
-    /// task lifecycle reacts to the completion) and the next run starts from it.
+    /// task lifecycle reacts to the completion) and the next run starts from it. Lease holder
+    /// only.
     async fn complete_operation(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         result: Option<String>,
         handoff: Option<HandoffInput>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let handoff = handoff.map(HandoffInput::into_domain);
-        run(ctx, &id, OperationCommand::Complete { result, handoff }, None, request_id).await
+        run(ctx, &id, OperationCommand::Complete { result, handoff }, Some(lease_token), request_id).await
     }
 
-    /// The worker reports failure.
+    /// The worker reports failure. Lease holder only.
     async fn fail_operation(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         message: String,
         error_type: Option<String>,
         code: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let error = OperationError { message, error_type, code };
-        run(ctx, &id, OperationCommand::Fail(error), None, request_id).await
+        run(ctx, &id, OperationCommand::Fail(error), Some(lease_token), request_id).await
     }
 
     /// Stop it from outside.
@@ -804,8 +870,8 @@ impl OperationsMutation {
 fn lease(secs: Option<i32>) -> Result<u32, ApiError> {
     match secs {
         None => Ok(300),
-        Some(s) if (1..=86_400).contains(&s) => Ok(s as u32),
-        Some(_) => Err(ApiError::validation("leaseSecs", "must be between 1 and 86400")),
+        Some(s) if s >= 1 && s.unsigned_abs() <= MAX_LEASE_SECS => Ok(s.unsigned_abs()),
+        Some(_) => Err(ApiError::validation("leaseSecs", format!("must be between 1 and {MAX_LEASE_SECS}"))),
     }
 }
 

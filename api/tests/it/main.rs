@@ -15,6 +15,7 @@ mod db_faults;
 mod example_worker;
 mod faults;
 mod idempotency;
+mod leases;
 mod orchestration;
 mod reactors;
 mod read_models;

@@ -65,13 +65,13 @@ async fn seed(s: &Server, alice: &str) {
     let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
     m(start, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1", "model": "m1", "provider": "p1"}}))
         .await;
-    m("mutation { claimOperation(id: \"op1\", workerId: \"w1\") { position } }", json!({})).await;
+    let lt = s.claim(alice, "op1", "w1").await;
     m(
-        "mutation { reportStep(id: \"op1\", phase: ACTING, usage: {inputTokens: 10, outputTokens: 5, costMicros: 7}) { position } }",
-        json!({}),
+        "mutation($lt: String!) { reportStep(id: \"op1\", leaseToken: $lt, phase: ACTING, usage: {inputTokens: 10, outputTokens: 5, costMicros: 7}) { position } }",
+        json!({"lt": lt}),
     )
     .await;
-    m("mutation { completeOperation(id: \"op1\", result: \"ok\") { position } }", json!({})).await;
+    m("mutation($lt: String!) { completeOperation(id: \"op1\", leaseToken: $lt, result: \"ok\") { position } }", json!({"lt": lt})).await;
 }
 
 /// One query per root: (name, query, path to a value that is Alice's, what a stranger gets).

@@ -33,6 +33,9 @@ pub struct LeaseClaimed {
     pub worker_id: String,
     /// When the lease runs out.
     pub lease_expires_at: DateTime<Utc>,
+    /// The SHA-256 of the lease token the claim answered (absent before tokens existed).
+    #[serde(default)]
+    pub token_hash: String,
     /// When.
     pub at: DateTime<Utc>,
 }

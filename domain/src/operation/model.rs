@@ -222,6 +222,9 @@ pub struct Lease {
     pub worker_id: String,
     /// When it runs out unless renewed.
     pub expires_at: DateTime<Utc>,
+    /// The SHA-256 of its token (empty for a lease claimed before tokens: no token matches).
+    #[serde(default)]
+    pub token_hash: String,
 }
 
 /// The status of a plan step or a todo.
