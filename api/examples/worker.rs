@@ -100,7 +100,9 @@ pub async fn work(client: &Client, worker_id: &str, op: &Value) -> Result<(), St
         )
         .await;
     let lease = match claim {
-        Ok(data) => data["claimOperation"]["lease"]["token"].as_str().ok_or("a claim without a lease token")?.to_string(),
+        Ok(data) => {
+            data["claimOperation"]["lease"]["token"].as_str().ok_or("a claim without a lease token")?.to_string()
+        }
         // Another worker won the race: not ours.
         Err(e) if e.contains("CONFLICT") || e.contains("lease") => return Ok(()),
         Err(e) => return Err(e),

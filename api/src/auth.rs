@@ -63,6 +63,21 @@ pub struct NewToken {
     pub secret: String,
 }
 
+/// A token as listed: everything but the secret.
+#[derive(Debug, Clone)]
+pub struct TokenInfo {
+    /// Its id (what `revokeToken` takes).
+    pub token_id: String,
+    /// Whose it is.
+    pub user_id: String,
+    /// An admin token.
+    pub admin: bool,
+    /// Its name.
+    pub name: String,
+    /// Revoked: it no longer authenticates.
+    pub revoked: bool,
+}
+
 /// The stored form of a token secret: hex SHA-256 (secrets are random, so no salt is needed).
 pub fn hash(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
@@ -117,6 +132,27 @@ impl Tokens {
             )
             .await?;
         Ok(rows.first().and_then(|r| Some(Caller { user_id: r.str(0)?.to_string(), admin: r.str(1) == Some("admin") })))
+    }
+
+    /// Every token (of `user_id` when given), oldest first: ids, owners and roles, never secrets.
+    pub async fn list(&self, user_id: Option<&str>) -> Result<Vec<TokenInfo>, ApiError> {
+        let rows = self
+            .db
+            .fetch(
+                "SELECT token_id, user_id, role, name, revoked_at FROM api_tokens WHERE ($1 = '' OR user_id = $1) ORDER BY created_at, token_id",
+                &[user_id.unwrap_or_default().into()],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| TokenInfo {
+                token_id: r.str(0).unwrap_or_default().to_string(),
+                user_id: r.str(1).unwrap_or_default().to_string(),
+                admin: r.str(2) == Some("admin"),
+                name: r.str(3).unwrap_or_default().to_string(),
+                revoked: r.i64(4).is_some(),
+            })
+            .collect())
     }
 
     /// Revoke a token by id.

@@ -10,8 +10,8 @@ use agentlog_domain::{
     operation::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
     rules::{cancel_cascade, operation_start},
 };
-use chrono::{DateTime, Utc};
 use agentlog_eventlog::{CommandOutcome, Loaded};
+use chrono::{DateTime, Utc};
 
 use super::{Commands, check_id, check_replay};
 use crate::error::ApiError;

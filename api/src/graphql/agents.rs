@@ -462,7 +462,7 @@ impl AgentsMutation {
         group_command(ctx, &id, GroupCommand::UpdateConfig(decode("config", config)?)).await
     }
 
-    /// Add a member (`role` `member` (default) or `supervisor`).
+    /// Add a member (`role` `participant` (default) or `supervisor`, at most one supervisor).
     async fn add_group_member(
         &self,
         ctx: &Context<'_>,
@@ -472,11 +472,11 @@ impl AgentsMutation {
         #[graphql(default = true)] enabled: bool,
         order: Option<i32>,
     ) -> GqlResult<GroupPayload> {
-        let role: MemberRole = from_wire("role", role.as_deref().unwrap_or("member"))?;
+        let role: MemberRole = from_wire("role", role.as_deref().unwrap_or("participant"))?;
         group_command(ctx, &id, GroupCommand::AddMember { agent_id, role, enabled, order }).await
     }
 
-    /// Change a member's role, enabled flag or order.
+    /// Change a member's role (`participant` or `supervisor`), enabled flag or order.
     async fn update_group_member(
         &self,
         ctx: &Context<'_>,

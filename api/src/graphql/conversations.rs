@@ -327,8 +327,7 @@ impl ConversationsMutation {
     ) -> GqlResult<ConversationPayload> {
         let message: ChatMessage = decode("message", message)?;
         let message_id = message.message_id.clone();
-        let position =
-            Commands::new(app(ctx), caller(ctx)?).append_message(&topic_id, message, lease_token).await?;
+        let position = Commands::new(app(ctx), caller(ctx)?).append_message(&topic_id, message, lease_token).await?;
         app(ctx).deltas.finish(&topic_id, &message_id);
         Ok(ConversationPayload { conversation: conversation_node(ctx, &topic_id).await?, position })
     }

@@ -32,6 +32,7 @@ pub struct Query(
     conversations::ConversationsQuery,
     agents::AgentsQuery,
     analytics::AnalyticsQueryRoot,
+    admin::AdminQuery,
 );
 
 /// All mutations.

@@ -587,9 +587,8 @@ async fn run(
     request_id: Option<String>,
 ) -> GqlResult<OperationPayload> {
     let who = caller(ctx)?;
-    let out = Commands::new(app(ctx), who)
-        .operation_command(id, command, None, lease_token, request_id.as_deref())
-        .await?;
+    let out =
+        Commands::new(app(ctx), who).operation_command(id, command, None, lease_token, request_id.as_deref()).await?;
     Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
 }
 
@@ -625,9 +624,8 @@ impl OperationsMutation {
         let mut create = input.into_create()?;
         create.parent_operation_id = Some(parent_operation_id);
         create.kind = OperationKind::Subagent;
-        let out = Commands::new(app(ctx), who)
-            .start_operation(create, None, lease_token, request_id.as_deref())
-            .await?;
+        let out =
+            Commands::new(app(ctx), who).start_operation(create, None, lease_token, request_id.as_deref()).await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 

@@ -574,8 +574,10 @@ impl TasksMutation {
         run(ctx, &id, TaskCommand::DeleteComment { comment_id }, None, None).await
     }
 
-    /// A worker's report that a run ended (`{topicId, status, handoff?, error?, errorCode?}`):
-    /// the hand-off becomes the next run's starting point.
+    /// A worker's report that a run ended (`{topicId, operationId, end: {reason: done} |
+    /// {reason: error, message, code?} | {reason: other, detail}, runTrigger: manual | schedule
+    /// | heartbeat | goal, handoff?, lastAssistantContent?}`): the hand-off becomes the next
+    /// run's starting point.
     async fn complete_task_topic(
         &self,
         ctx: &Context<'_>,

@@ -17,26 +17,60 @@ async fn register_agent(s: &Server, token: &str) {
 
 /// The run's stream length: what a refused report must leave as it was.
 async fn events_of(s: &Server, token: &str, id: &str) -> usize {
-    let d = s.data(Some(token), "query($id: String!) { operation(id: $id) { history { eventType } } }", json!({"id": id})).await;
+    let d = s
+        .data(Some(token), "query($id: String!) { operation(id: $id) { history { eventType } } }", json!({"id": id}))
+        .await;
     d["operation"]["history"].as_array().map_or(0, Vec::len)
 }
 
 /// Every report a worker makes on a claimed run, with `$lt` as its token.
 fn reports() -> Vec<(&'static str, &'static str, Value)> {
     vec![
-        ("changePhase", "mutation($id: String!, $lt: String!) { changePhase(id: $id, leaseToken: $lt, phase: ACTING) { position } }", json!({})),
-        ("reportStep", "mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, usage: {inputTokens: 3}) { position } }", json!({})),
-        ("updatePlan", "mutation($id: String!, $lt: String!, $p: JSON!) { updatePlan(id: $id, leaseToken: $lt, plan: $p) { position } }",
-            json!({"p": {"explanation": "two steps", "steps": [{"text": "look", "status": "in_progress"}, {"text": "answer", "status": "pending"}]}})),
-        ("updateTodos", "mutation($id: String!, $lt: String!, $t: JSON!) { updateTodos(id: $id, leaseToken: $lt, todos: $t) { position } }",
-            json!({"t": [{"id": "t1", "text": "read the question", "status": "completed"}]})),
-        ("recordArtifact", "mutation($id: String!, $lt: String, $a: JSON!) { recordArtifact(id: $id, leaseToken: $lt, artifact: $a) { position } }",
-            json!({"a": {"artifactId": "a1", "title": "report", "kind": "document", "sizeBytes": 12, "contentRef": "doc-1"}})),
-        ("recordScore", "mutation($id: String!, $lt: String, $s: JSON!) { recordScore(id: $id, leaseToken: $lt, score: $s) { position } }",
-            json!({"s": {"rubricId": "self-check", "score": 90, "passed": true}})),
-        ("spawnSubagent", "mutation($id: String!, $lt: String) { spawnSubagent(parentOperationId: $id, leaseToken: $lt, input: {operationId: \"kid\", kind: SUBAGENT, agentId: \"a1\"}) { position } }", json!({})),
-        ("renewLease", "mutation($id: String!, $lt: String!) { renewLease(id: $id, workerId: \"w1\", leaseToken: $lt, leaseSecs: 600) { position } }", json!({})),
-        ("awaitAsync", "mutation($id: String!, $lt: String!) { awaitAsync(id: $id, leaseToken: $lt, keys: [\"tool-1\"]) { position } }", json!({})),
+        (
+            "changePhase",
+            "mutation($id: String!, $lt: String!) { changePhase(id: $id, leaseToken: $lt, phase: ACTING) { position } }",
+            json!({}),
+        ),
+        (
+            "reportStep",
+            "mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, usage: {inputTokens: 3}) { position } }",
+            json!({}),
+        ),
+        (
+            "updatePlan",
+            "mutation($id: String!, $lt: String!, $p: JSON!) { updatePlan(id: $id, leaseToken: $lt, plan: $p) { position } }",
+            json!({"p": {"explanation": "two steps", "steps": [{"text": "look", "status": "in_progress"}, {"text": "answer", "status": "pending"}]}}),
+        ),
+        (
+            "updateTodos",
+            "mutation($id: String!, $lt: String!, $t: JSON!) { updateTodos(id: $id, leaseToken: $lt, todos: $t) { position } }",
+            json!({"t": [{"id": "t1", "text": "read the question", "status": "completed"}]}),
+        ),
+        (
+            "recordArtifact",
+            "mutation($id: String!, $lt: String, $a: JSON!) { recordArtifact(id: $id, leaseToken: $lt, artifact: $a) { position } }",
+            json!({"a": {"artifactId": "a1", "title": "report", "kind": "document", "sizeBytes": 12, "contentRef": "doc-1"}}),
+        ),
+        (
+            "recordScore",
+            "mutation($id: String!, $lt: String, $s: JSON!) { recordScore(id: $id, leaseToken: $lt, score: $s) { position } }",
+            json!({"s": {"rubricId": "self-check", "score": 90, "passed": true}}),
+        ),
+        (
+            "spawnSubagent",
+            "mutation($id: String!, $lt: String) { spawnSubagent(parentOperationId: $id, leaseToken: $lt, input: {operationId: \"kid\", kind: SUBAGENT, agentId: \"a1\"}) { position } }",
+            json!({}),
+        ),
+        (
+            "renewLease",
+            "mutation($id: String!, $lt: String!) { renewLease(id: $id, workerId: \"w1\", leaseToken: $lt, leaseSecs: 600) { position } }",
+            json!({}),
+        ),
+        (
+            "awaitAsync",
+            "mutation($id: String!, $lt: String!) { awaitAsync(id: $id, leaseToken: $lt, keys: [\"tool-1\"]) { position } }",
+            json!({}),
+        ),
     ]
 }
 
@@ -45,7 +79,12 @@ async fn only_the_lease_holder_reports(db: Db) {
     let alice = s.user_token("alice").await;
     register_agent(&s, &alice).await;
     s.data(Some(&alice), "mutation { createConversation(topicId: \"c1\") { position } }", json!({})).await;
-    s.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "CONVERSATION", "agentId": "a1", "topicId": "c1"}})).await;
+    s.data(
+        Some(&alice),
+        START,
+        json!({"i": {"operationId": "op1", "kind": "CONVERSATION", "agentId": "a1", "topicId": "c1"}}),
+    )
+    .await;
 
     // Two workers race; one lease, one token.
     let d = s.data(Some(&alice), CLAIM, json!({"id": "op1", "w": "w1", "s": 600})).await;
@@ -73,7 +112,9 @@ async fn only_the_lease_holder_reports(db: Db) {
         }
     }
     // The optional-token reports refuse a missing token too while the run is claimed.
-    for (name, query, vars) in reports().into_iter().filter(|(n, _, _)| ["recordArtifact", "recordScore", "spawnSubagent"].contains(n)) {
+    for (name, query, vars) in
+        reports().into_iter().filter(|(n, _, _)| ["recordArtifact", "recordScore", "spawnSubagent"].contains(n))
+    {
         let mut v = vars.clone();
         v["id"] = json!("op1");
         let r = s.gql(Some(&alice), query, v).await;
@@ -91,7 +132,13 @@ async fn only_the_lease_holder_reports(db: Db) {
             assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{role} message with {bad}: {r}");
         }
     }
-    let r = s.gql(Some(&alice), append, json!({"m": {"messageId": "m-x", "role": "assistant", "content": "x", "operationId": "nope"}})).await;
+    let r = s
+        .gql(
+            Some(&alice),
+            append,
+            json!({"m": {"messageId": "m-x", "role": "assistant", "content": "x", "operationId": "nope"}}),
+        )
+        .await;
     assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "a message of an unknown run: {r}");
     let d = s.data(Some(&alice), "{ conversation(topicId: \"c1\") { messageCount } }", json!({})).await;
     assert_eq!(d["conversation"]["messageCount"], 0, "no refused message was stored");
@@ -125,7 +172,11 @@ async fn only_the_lease_holder_reports(db: Db) {
     assert_eq!(op["scores"][0]["score"], 90, "{op}");
     assert_eq!(op["childIds"], json!(["kid"]), "{op}");
     let step = op["history"].as_array().unwrap().iter().find(|e| e["eventType"] == "operation.step_recorded").unwrap();
-    assert_eq!(step["metadata"]["actor"], json!({"kind": "worker", "id": "w1"}), "a report is recorded as the lease's worker");
+    assert_eq!(
+        step["metadata"]["actor"],
+        json!({"kind": "worker", "id": "w1"}),
+        "a report is recorded as the lease's worker"
+    );
     s.stop();
 }
 
@@ -133,7 +184,8 @@ async fn a_new_claim_or_an_expiry_ends_the_old_token(db: Db) {
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;
     register_agent(&s, &alice).await;
-    let step = "mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: ACTING) { position } }";
+    let step =
+        "mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: ACTING) { position } }";
     s.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1"}})).await;
     let first = s.claim(&alice, "op1", "w1").await;
     s.data(Some(&alice), step, json!({"id": "op1", "lt": first})).await;
@@ -145,7 +197,12 @@ async fn a_new_claim_or_an_expiry_ends_the_old_token(db: Db) {
     s.data(Some(&alice), step, json!({"id": "op1", "lt": second})).await;
     // A pause releases the lease: its token no longer reports; the resumed run is claimed anew.
     let card = json!({"cardId": "c1", "title": "Go on?", "kind": "confirm"});
-    s.data(Some(&alice), "mutation($c: JSON!, $lt: String!) { askHuman(id: \"op1\", leaseToken: $lt, card: $c) { position } }", json!({"c": card, "lt": second})).await;
+    s.data(
+        Some(&alice),
+        "mutation($c: JSON!, $lt: String!) { askHuman(id: \"op1\", leaseToken: $lt, card: $c) { position } }",
+        json!({"c": card, "lt": second}),
+    )
+    .await;
     s.data(Some(&alice), "mutation { answerCard(id: \"op1\", cardId: \"c1\", answer: {kind: \"confirm\", confirmed: true}) { position } }", json!({})).await;
     let r = s.gql(Some(&alice), step, json!({"id": "op1", "lt": second})).await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "a resumed run needs a new claim: {r}");
@@ -160,11 +217,13 @@ async fn a_new_claim_or_an_expiry_ends_the_old_token(db: Db) {
     let before = events_of(&s, &alice, "op2").await;
     let r = s.gql(Some(&alice), step, json!({"id": "op2", "lt": short})).await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "an expired token: {r}");
-    let complete = "mutation($lt: String!) { completeOperation(id: \"op2\", leaseToken: $lt, result: \"late\") { position } }";
+    let complete =
+        "mutation($lt: String!) { completeOperation(id: \"op2\", leaseToken: $lt, result: \"late\") { position } }";
     let r = s.gql(Some(&alice), complete, json!({"lt": short})).await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "an expired token: {r}");
     let after = s.data(Some(&alice), "{ operation(id: \"op2\") { status history { eventType } } }", json!({})).await;
-    let types: Vec<&str> = after["operation"]["history"].as_array().unwrap().iter().filter_map(|e| e["eventType"].as_str()).collect();
+    let types: Vec<&str> =
+        after["operation"]["history"].as_array().unwrap().iter().filter_map(|e| e["eventType"].as_str()).collect();
     assert!(!types.contains(&"operation.step_recorded") && !types.contains(&"operation.completed"), "{types:?}");
     assert!(types.len() >= before, "{types:?}");
     // Leases are bounded by the domain's ceiling.

@@ -16,6 +16,7 @@ mod example_worker;
 mod faults;
 mod idempotency;
 mod leases;
+mod mutations;
 mod orchestration;
 mod reactors;
 mod read_models;

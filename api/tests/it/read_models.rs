@@ -71,7 +71,11 @@ async fn seed(s: &Server, alice: &str) {
         json!({"lt": lt}),
     )
     .await;
-    m("mutation($lt: String!) { completeOperation(id: \"op1\", leaseToken: $lt, result: \"ok\") { position } }", json!({"lt": lt})).await;
+    m(
+        "mutation($lt: String!) { completeOperation(id: \"op1\", leaseToken: $lt, result: \"ok\") { position } }",
+        json!({"lt": lt}),
+    )
+    .await;
 }
 
 /// One query per root: (name, query, path to a value that is Alice's, what a stranger gets).

@@ -140,7 +140,11 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     assert_eq!(d["completeOperation"]["operation"]["status"], "done");
     // it ends exactly once
     let r = s
-        .gql(Some(&alice), "mutation($lt: String!) { failOperation(id: \"op-a\", leaseToken: $lt, message: \"late\") { position } }", json!({"lt": lt}))
+        .gql(
+            Some(&alice),
+            "mutation($lt: String!) { failOperation(id: \"op-a\", leaseToken: $lt, message: \"late\") { position } }",
+            json!({"lt": lt}),
+        )
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
 

@@ -1,9 +1,9 @@
 //! The operation's rules: which command may happen in which status, and what it records.
 
-use super::lease;
 use super::command::{CreateOperation, OperationCommand as C, StepReport};
 use super::event::*;
 use super::hitl::{CardAnswer, OnTimeout};
+use super::lease;
 use super::model::{CompletionReason, OperationError, OperationStatus as S, cap_child_result};
 use super::{Operation, OperationEvent as E};
 use crate::context::Context;

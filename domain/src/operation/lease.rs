@@ -22,7 +22,9 @@
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use super::event::{LeaseClaimed, LeaseExpired, LeaseRenewed, OperationInterrupted, OperationStarted};
+use super::event::{
+    LeaseClaimed, LeaseExpired, LeaseRenewed, OperationInterrupted, OperationStarted,
+};
 use super::model::OperationStatus as S;
 use super::{Operation, OperationEvent as E};
 use crate::context::Context;

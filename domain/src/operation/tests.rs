@@ -1,9 +1,9 @@
 //! Operation: the transition table (every command × every status) and one test per rule.
 
 use super::*;
-use crate::operation::hitl::{CardKind, ChoiceOption};
 use crate::context::Context;
 use crate::envelope::Actor;
+use crate::operation::hitl::{CardKind, ChoiceOption};
 use crate::testing::*;
 
 pub(crate) fn agent() -> AgentRef {
@@ -311,7 +311,11 @@ fn only_the_lease_holder_reports_with_its_token() {
     assert_eq!(op.lease.as_ref().map(|l| l.token_hash.clone()), Some(lease_token_hash(&token)));
     let reports = [
         C::ChangePhase(Phase::Acting),
-        C::RecordStep(StepReport { phase: Phase::Acting, tool_calls: vec![], usage: Usage::default() }),
+        C::RecordStep(StepReport {
+            phase: Phase::Acting,
+            tool_calls: vec![],
+            usage: Usage::default(),
+        }),
         C::UpdatePlan(Plan { explanation: None, steps: vec![] }),
         C::UpdateTodos(vec![]),
         C::RecordArtifact(Artifact {
@@ -336,14 +340,26 @@ fn only_the_lease_holder_reports_with_its_token() {
                     .with_lease_token(token.map(str::to_string))
             };
             let missing = refused(&op, cmd, &ctx(None, 10));
-            assert!(matches!(missing, DomainError::LeaseToken { .. }), "{cmd:?} without a token: {missing:?}");
+            assert!(
+                matches!(missing, DomainError::LeaseToken { .. }),
+                "{cmd:?} without a token: {missing:?}"
+            );
             let wrong = refused(&op, cmd, &ctx(Some("lt_guess"), 10));
-            assert!(matches!(wrong, DomainError::LeaseToken { .. }), "{cmd:?} with a wrong token: {wrong:?}");
+            assert!(
+                matches!(wrong, DomainError::LeaseToken { .. }),
+                "{cmd:?} with a wrong token: {wrong:?}"
+            );
             let expired = refused(&op, cmd, &ctx(Some(&token), 400));
-            assert!(matches!(expired, DomainError::LeaseExpired { .. }), "{cmd:?} expired: {expired:?}");
+            assert!(
+                matches!(expired, DomainError::LeaseExpired { .. }),
+                "{cmd:?} expired: {expired:?}"
+            );
             assert!(op.decide(cmd, &ctx(Some(&token), 10)).is_ok(), "{cmd:?} with the token");
         }
-        assert!(op.decide(cmd, &system_ctx(10)).is_ok(), "the system acts without a token: {cmd:?}");
+        assert!(
+            op.decide(cmd, &system_ctx(10)).is_ok(),
+            "the system acts without a token: {cmd:?}"
+        );
     }
 }
 

@@ -178,11 +178,8 @@ fn a_pause_releases_the_lease_and_resuming_needs_a_new_claim() {
         DomainError::LeaseToken { .. }
     ));
     let claim_ctx = worker_ctx("w2", 30);
-    let (op, _) = apply(
-        op,
-        &OperationCommand::Claim { worker_id: "w2".into(), lease_secs: 60 },
-        &claim_ctx,
-    );
+    let (op, _) =
+        apply(op, &OperationCommand::Claim { worker_id: "w2".into(), lease_secs: 60 }, &claim_ctx);
     let token = Some(lease_token(&claim_ctx));
     assert!(op.decide(&step, &worker_ctx("w2", 31).with_lease_token(token)).is_ok());
 }
