@@ -679,6 +679,7 @@ impl OperationsMutation {
 
     /// A step finished: its phase, tool calls and usage (leave usage fields out when
     /// unmeasured). Lease holder only.
+    #[allow(clippy::too_many_arguments)]
     async fn report_step(
         &self,
         ctx: &Context<'_>,
@@ -826,6 +827,7 @@ impl OperationsMutation {
     }
 
     /// The worker reports failure. Lease holder only.
+    #[allow(clippy::too_many_arguments)]
     async fn fail_operation(
         &self,
         ctx: &Context<'_>,
