@@ -299,8 +299,10 @@ impl ChangesSubscription {
 
     /// Work for these agents: operations a worker can claim now (no lease, not paused, not
     /// finished). First the backlog (up to 500, oldest first), then each operation as it
-    /// becomes claimable (created, lease expired, resumed after a human's answer or an async
-    /// result). A worker claims with `claimOperation`; losing a race answers CONFLICT.
+    /// becomes claimable (created, resumed after a human's answer or an async result); a run
+    /// whose lease expired is interrupted and not offered. A worker claims with
+    /// `claimOperation` and reports with the lease token it answers; losing a race answers
+    /// CONFLICT.
     async fn work_available(
         &self,
         ctx: &Context<'_>,
