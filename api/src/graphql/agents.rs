@@ -395,7 +395,9 @@ pub struct AgentsMutation;
 #[Object]
 impl AgentsMutation {
     /// Register an agent (`{agentId, config: {slug, title, description?, model?, provider?,
-    /// systemRole?, plugins?, …}, builtin?}`) at config version 1.
+    /// systemRole?, plugins?, …}, builtin?}`) at config version 1. Upstream's built-in ids
+    /// (`inbox`, `group-supervisor`, …) are reserved (CONFLICT); `builtin: true` is admin-only
+    /// (FORBIDDEN) and only for those ids.
     async fn register_agent(
         &self,
         ctx: &Context<'_>,
@@ -403,6 +405,9 @@ impl AgentsMutation {
         owner_id: Option<String>,
     ) -> GqlResult<AgentPayload> {
         let register: RegisterAgent = decode("input", input)?;
+        if register.builtin && !caller(ctx)?.admin {
+            return Err(ApiError::Forbidden("only an admin registers a built-in agent".into()).into());
+        }
         let id = register.agent_id.clone();
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Agent>(&id, AgentCommand::Register(register), owner_id.as_deref(), None)

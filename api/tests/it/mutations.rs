@@ -384,3 +384,23 @@ both!(
     inbox_conversation_and_roster_commands as inbox_conversation_and_roster_commands,
     operation_side_commands_and_change_feeds as operation_side_commands_and_change_feeds
 );
+
+async fn built_in_agent_ids_are_reserved(db: Db) {
+    let s = Server::start(db).await;
+    let t = s.user_token("mallory").await;
+    let register = "mutation($i: JSON!) { registerAgent(input: $i) { agent { id builtin } } }";
+    let squat = json!({"i": {"agentId": "inbox", "config": {"slug": "inbox", "title": "Inbox"}}});
+    let r = s.gql(Some(&t), register, squat).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "a user cannot squat a built-in id: {r}");
+    let fake = json!({"i": {"agentId": "inbox", "config": {"slug": "inbox", "title": "Inbox"}, "builtin": true}});
+    let r = s.gql(Some(&t), register, fake).await;
+    assert_eq!(error_code(&r).as_deref(), Some("FORBIDDEN"), "builtin: true is admin-only: {r}");
+    let other = json!({"i": {"agentId": "mine", "config": {"slug": "mine", "title": "Mine"}, "builtin": true}});
+    let r = s.gql(Some(&s.admin_token), register, other).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "only upstream's ids are built in: {r}");
+    let r = s.gql(Some(&t), "{ agent(id: \"inbox\") { id } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "nothing was registered: {r}");
+    s.stop();
+}
+
+both!(built_in_agent_ids_are_reserved as built_in_agent_ids_are_reserved);
