@@ -285,7 +285,9 @@ impl AgentsQuery {
         Ok(agent_node(ctx, &id).await?)
     }
 
-    /// Agents (archived ones only when asked for).
+    /// Agents: the caller's and the built-ins (upstream's, registered at the first start;
+    /// `builtin` true / false lists only those / only the others), archived ones only when
+    /// asked for.
     async fn agents(
         &self,
         ctx: &Context<'_>,
@@ -293,9 +295,10 @@ impl AgentsQuery {
         after: Option<String>,
         #[graphql(default)] include_archived: bool,
         model: Option<String>,
+        builtin: Option<bool>,
     ) -> GqlResult<Connection<String, AgentNode>> {
         let request = page_request(ctx, first, after)?;
-        let filter = AgentFilter { include_archived, builtin: None, model };
+        let filter = AgentFilter { include_archived, builtin, model };
         let page = agents::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, request.after.is_some(), AgentNode::from))
     }

@@ -20,6 +20,7 @@ mod mutations;
 mod orchestration;
 mod reactors;
 mod read_models;
+mod roster;
 mod scheduling;
 mod schema_drift;
 mod server;

@@ -95,7 +95,7 @@ fn roots() -> Vec<(&'static str, &'static str, &'static str)> {
         ("cronJob", "{ cronJob(id: \"j1\") { jobId } }", "/cronJob/jobId"),
         ("cronJobs", "{ cronJobs { edges { node { jobId } } } }", "/cronJobs/edges/0/node/jobId"),
         ("agent", "{ agent(id: \"a1\") { id } }", "/agent/id"),
-        ("agents", "{ agents { edges { node { id } } } }", "/agents/edges/0/node/id"),
+        ("agents", "{ agents(builtin: false) { edges { node { id } } } }", "/agents/edges/0/node/id"),
         ("group", "{ group(id: \"g1\") { id members { agentId } } }", "/group/id"),
         ("groups", "{ groups { edges { node { id } } } }", "/groups/edges/0/node/id"),
         ("conversation", "{ conversation(topicId: \"c1\") { topicId flatList } }", "/conversation/topicId"),
