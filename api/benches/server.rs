@@ -208,6 +208,9 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize, 
     println!("  appendMessage, one client: {:.0} mutations/s (each waits for its read models)", 1_000.0 / secs);
     report("appendMessage latency", appends);
     let start_op = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    // Runs name a registered agent.
+    let agent = json!({"i": {"agentId": "bench-agent", "config": {"slug": "bench-agent", "title": "Bench"}}});
+    user.gql("mutation($i: JSON!) { registerAgent(input: $i) { position } }", agent).await?;
     for clients in [1usize, 8] {
         let per = 200 / clients;
         let start = Instant::now();

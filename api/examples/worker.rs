@@ -62,6 +62,13 @@ impl Client {
 /// Create `n` conversations, each with a user question and an operation for [`AGENT`]; answers
 /// the operation ids.
 pub async fn enqueue(client: &Client, n: usize, tag: &str) -> Result<Vec<String>, String> {
+    // Runs name a registered agent; an earlier enqueue may have registered it already.
+    let agent = json!({"agentId": AGENT, "config": {"slug": AGENT, "title": "Scripted agent", "model": "scripted-1", "provider": "local"}});
+    match client.gql("mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": agent})).await {
+        Ok(_) => {}
+        Err(e) if e.contains("CONFLICT") => {}
+        Err(e) => return Err(e),
+    }
     let mut ids = Vec::new();
     for i in 0..n {
         let topic = format!("{tag}-topic-{i}");

@@ -18,8 +18,8 @@ use crate::{
     stats::Stats,
 };
 
-/// The agent every operation runs as (unregistered: the server does not require it).
-pub const AGENT: &str = "load-agent";
+/// The agent every operation runs as: the built-in inbox agent, which every user may run.
+pub const AGENT: &str = "inbox";
 
 const CREATE_CONVERSATION: &str =
     "mutation($t: String!, $a: String) { createConversation(topicId: $t, agentId: $a) { position } }";

@@ -55,6 +55,7 @@ impl Commands<'_> {
     ) -> Result<OperationResult, ApiError> {
         check_id("operationId", &create.operation_id)?;
         let owner = self.owner_for_new(owner)?;
+        let create = self.with_roster_agent(create).await?;
         if let Some(parent) = &create.parent_operation_id {
             let p = self.load_operation(parent).await?;
             if p.state.user_id != owner {
@@ -115,6 +116,24 @@ impl Commands<'_> {
         self.state.settle(position).await;
         let state = self.state.handler.load::<Operation>(&create.operation_id).await?.state;
         Ok(OperationResult { state, position })
+    }
+
+    /// The run's agent from the roster (NOT_FOUND when it is not registered, or archived:
+    /// CONFLICT): its current config version, model and provider, with the caller's explicit
+    /// model / provider recorded as overrides. A stated config version must be the current one.
+    async fn with_roster_agent(&self, mut create: CreateOperation) -> Result<CreateOperation, ApiError> {
+        let wanted = create.agent.clone();
+        let roster = self.agent_ref(&wanted.agent_id).await?;
+        if wanted.config_version != 0 && wanted.config_version != roster.config_version {
+            return Err(ApiError::Conflict(format!(
+                "agent {} is at config version {}, not {}",
+                wanted.agent_id, roster.config_version, wanted.config_version
+            )));
+        }
+        let (agent, overrides) = roster.with_overrides(wanted.model, wanted.provider);
+        create.agent = agent;
+        create.agent_overrides = overrides;
+        Ok(create)
     }
 
     /// Run one command on an operation the caller may act on, as `actor`. A worker's report

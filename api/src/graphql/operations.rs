@@ -83,6 +83,9 @@ pub struct Operation {
     /// Artifacts and scores when built from the stream (else read from the read model).
     #[graphql(skip)]
     pub from_stream: Option<(serde_json::Value, serde_json::Value)>,
+    /// The roster settings overridden for this run, when built from the stream.
+    #[graphql(skip)]
+    pub overrides: Option<Vec<String>>,
     /// Error of a failed run.
     pub error: Option<Json<serde_json::Value>>,
     /// Created.
@@ -126,6 +129,7 @@ impl From<&OperationState> for Operation {
             plan: op.plan.as_ref().map(json),
             todos: op.todos.as_ref().map(json),
             from_stream: Some((json(&op.artifacts).0, json(&op.scores).0)),
+            overrides: Some(spec.map(|s| s.agent_overrides.clone()).unwrap_or_default()),
             error: op.error.as_ref().map(json),
             created_at: op.created_at,
             started_at: op.started_at,
@@ -166,6 +170,7 @@ impl From<OperationRow> for Operation {
             todos: op.todos.map(Json),
             error: op.error.map(Json),
             from_stream: None,
+            overrides: None,
             created_at: Some(op.created_at),
             started_at: op.started_at,
             completed_at: op.completed_at,
@@ -260,8 +265,49 @@ impl From<OperationCardRow> for HitlCardNode {
     }
 }
 
+impl Operation {
+    async fn agent_overrides_of(&self, ctx: &Context<'_>) -> Result<Vec<String>, ApiError> {
+        if let Some(o) = &self.overrides {
+            return Ok(o.clone());
+        }
+        let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(&self.id).await?;
+        Ok(loaded.state.spec.map(|s| s.agent_overrides).unwrap_or_default())
+    }
+}
+
 #[ComplexObject]
 impl Operation {
+    /// The roster settings the run's starter overrode (`model`, `provider`); `model` and
+    /// `provider` hold the values used.
+    async fn agent_overrides(&self, ctx: &Context<'_>) -> GqlResult<Vec<String>> {
+        Ok(self.agent_overrides_of(ctx).await?)
+    }
+
+    /// The exact agent config the run ran under (`{slug, title, model, provider, systemRole,
+    /// plugins, kind, …}`): the roster's config at `agentConfigVersion`, with the run's
+    /// overrides applied. Null when that version is not in the roster.
+    async fn agent_config(&self, ctx: &Context<'_>) -> GqlResult<Option<Json<serde_json::Value>>> {
+        let (Some(agent_id), Some(version)) = (&self.agent_id, self.agent_config_version) else {
+            return Ok(None);
+        };
+        let row = agentlog_projections::agents::version(&app(ctx).db, caller(ctx)?.owner(), agent_id, version)
+            .await
+            .map_err(ApiError::from)?;
+        let Some(row) = row else { return Ok(None) };
+        let mut config = row.config;
+        for field in self.agent_overrides_of(ctx).await? {
+            let value = match field.as_str() {
+                "model" => self.model.clone(),
+                "provider" => self.provider.clone(),
+                _ => continue,
+            };
+            if let Some(obj) = config.as_object_mut() {
+                obj.insert(field, value.map_or(serde_json::Value::Null, serde_json::Value::String));
+            }
+        }
+        Ok(Some(Json(config)))
+    }
+
     /// Artifacts (`[{artifactId, title, kind, sizeBytes?, contentRef}]`).
     async fn artifacts(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
         if let Some((artifacts, _)) = &self.from_stream {
@@ -444,13 +490,15 @@ pub struct StartOperationInput {
     pub operation_id: String,
     /// Kind.
     pub kind: OperationKindInput,
-    /// The agent.
+    /// The agent: a registered one (yours or a built-in), NOT_FOUND otherwise. The run
+    /// records its current config version, model and provider from the roster.
     pub agent_id: String,
-    /// The agent's config version (default 1).
+    /// The config version the caller expects (default: the current one); another version is
+    /// refused with CONFLICT.
     pub agent_config_version: Option<i64>,
-    /// Model.
+    /// Run on this model instead of the agent's (recorded as an override).
     pub model: Option<String>,
-    /// Provider.
+    /// Run on this provider instead of the agent's (recorded as an override).
     pub provider: Option<String>,
     /// Conversation.
     pub topic_id: Option<String>,
@@ -488,7 +536,8 @@ impl StartOperationInput {
             OperationKind::from(self.kind),
             AgentRef {
                 agent_id: self.agent_id,
-                config_version: non_negative("agentConfigVersion", self.agent_config_version)?.unwrap_or(1),
+                // 0: whatever the roster's current version is (resolved by the start).
+                config_version: non_negative("agentConfigVersion", self.agent_config_version)?.unwrap_or(0),
                 model: self.model,
                 provider: self.provider,
             },

@@ -319,7 +319,7 @@ async fn operation_side_commands_and_change_feeds(db: Db) {
     let t = s.user_token("alice").await;
     let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
     s.data(Some(&t), "mutation { createConversation(topicId: \"c1\") { position } }", json!({})).await;
-    s.data(Some(&t), start, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1"}})).await;
+    s.data(Some(&t), start, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "inbox"}})).await;
     let mut ws = Ws::connect(&s, &t, "graphql-transport-ws").await;
     ws.subscribe(
         "o",

@@ -17,7 +17,7 @@ fn count(data: &Value, root: &str) -> usize {
 }
 
 async fn fail_a_run(s: &Server, token: &str, id: &str) {
-    let input = json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "a1"}});
+    let input = json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "inbox"}});
     s.data(Some(token), START, input).await;
     let lt = s.claim(token, id, "w").await;
     s.data(
@@ -63,7 +63,7 @@ async fn a_failed_run_yields_an_urgent_brief_and_a_notification(db: Db) {
     let types: Vec<&str> = chain["chain"].as_array().unwrap().iter().filter_map(|e| e["eventType"].as_str()).collect();
     assert_eq!(types, ["operation.failed", "brief.created", "notification.created"]);
     // A task run and a sub-agent get no operation-failure brief; a human question a notification.
-    s.data(Some(&alice), START, json!({"i": {"operationId": "op2", "kind": "CONVERSATION", "agentId": "a1"}})).await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "op2", "kind": "CONVERSATION", "agentId": "inbox"}})).await;
     let lt = s.claim(&alice, "op2", "w").await;
     let card = json!({"cardId": "card-1", "title": "Ship it?", "kind": "confirm"});
     s.data(

@@ -253,6 +253,12 @@ async fn subscriptions_follow_changes_and_deltas(db: Db) {
         json!({"i": {"taskId": "t1", "identifier": "T-1", "instruction": "x"}}),
     )
     .await;
+    s.data(
+        Some(&alice),
+        "mutation($i: JSON!) { registerAgent(input: $i) { position } }",
+        json!({"i": {"agentId": "a1", "config": {"slug": "a1", "title": "A1"}}}),
+    )
+    .await;
 
     let mut ws = Ws::connect(&s, &alice, "graphql-transport-ws").await;
     ws.subscribe(

@@ -12,7 +12,7 @@ const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: 
 const STEP: &str = "mutation($id: String!, $lt: String!, $n: Int) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}], usage: {inputTokens: $n}) { position operation { stepCount inputTokens outputTokens costMicros } } }";
 
 fn start_input(id: &str) -> Value {
-    json!({"input": {"operationId": id, "kind": "TASK", "agentId": "agent-1", "model": "m1", "provider": "p1"}})
+    json!({"input": {"operationId": id, "kind": "TASK", "agentId": "inbox", "model": "m1", "provider": "p1"}})
 }
 
 async fn health_ready_and_metrics(db: Db) {
@@ -76,14 +76,14 @@ async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
     assert_eq!(status, 413, "oversized body refused");
     // bad values inside a valid request: refused with VALIDATION, nothing written
     let r = s
-        .gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "a"}}))
+        .gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "inbox"}}))
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     let r = s
         .gql(
             Some(&token),
             START,
-            json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "a", "maxSteps": -1}}),
+            json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "inbox", "maxSteps": -1}}),
         )
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
@@ -200,7 +200,7 @@ async fn cancel_cascades_to_every_unfinished_descendant(db: Db) {
     let t = s.user_token("carol").await;
     s.data(Some(&t), START, start_input("root")).await;
     let root = s.claim(&t, "root", "w1").await;
-    let spawn = "mutation($p: String!, $id: String!, $lt: String) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"a\"}, leaseToken: $lt) { operation { parentOperationId } } }";
+    let spawn = "mutation($p: String!, $id: String!, $lt: String) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"inbox\"}, leaseToken: $lt) { operation { parentOperationId } } }";
     // a leased parent spawns only with its token
     let r = s.gql(Some(&t), spawn, json!({"p": "root", "id": "child"})).await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");

@@ -153,6 +153,28 @@ pub struct AgentRef {
     pub provider: Option<String>,
 }
 
+impl AgentRef {
+    /// This roster reference with a caller's explicit `model` / `provider` for one run: the
+    /// reference the run uses, and which settings differ from the roster's (`model`,
+    /// `provider`).
+    pub fn with_overrides(
+        mut self,
+        model: Option<String>,
+        provider: Option<String>,
+    ) -> (AgentRef, Vec<String>) {
+        let mut overridden = Vec::new();
+        if let Some(m) = model.filter(|m| self.model.as_ref() != Some(m)) {
+            self.model = Some(m);
+            overridden.push("model".to_string());
+        }
+        if let Some(p) = provider.filter(|p| self.provider.as_ref() != Some(p)) {
+            self.provider = Some(p);
+            overridden.push("provider".to_string());
+        }
+        (self, overridden)
+    }
+}
+
 /// Measured usage. Every field is `None` until something measured it: unknown is never 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
