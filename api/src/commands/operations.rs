@@ -8,7 +8,7 @@ use agentlog_domain::{
     envelope::Actor,
     error::DomainError,
     operation::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
-    rules::{cancel_cascade, operation_start},
+    rules::{cancel_cascade, operation_resume, operation_start},
 };
 use agentlog_eventlog::{CommandOutcome, Loaded};
 use chrono::{DateTime, Utc};
@@ -230,6 +230,34 @@ impl Commands<'_> {
         let position = outcome.last_position();
         self.state.settle(position).await;
         Ok(position)
+    }
+
+    /// Put an interrupted run that may resume back into the queue (its conversation, when it
+    /// has one, must still track it), in one atomic append with the conversation.
+    pub async fn resume_operation(&self, id: &str, request_id: Option<&str>) -> Result<OperationResult, ApiError> {
+        let loaded = self.load_operation(id).await?;
+        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi(&ctx, || async {
+                let h = &self.state.handler;
+                let op = h.load::<Operation>(id).await?;
+                let conversation = match op.state.topic_id() {
+                    Some(t) => Some(h.load::<Conversation>(t).await?),
+                    None => None,
+                };
+                let resumed =
+                    operation_resume::resume_operation(&op.state, conversation.as_ref().map(|c| &c.state), &ctx)?;
+                let writes = resumed.stamp(&op.state, conversation.as_ref().map(|c| &c.state), &ctx);
+                Ok(with_versions(writes, &op, conversation.as_ref(), None))
+            })
+            .await?;
+        check_replay(&results, &Operation::stream_id(id))?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        let state = self.state.handler.load::<Operation>(id).await?.state;
+        Ok(OperationResult { state, position })
     }
 
     /// Cancel an operation and every unfinished descendant, in one atomic append.

@@ -902,6 +902,22 @@ impl OperationsMutation {
         run(ctx, &id, OperationCommand::Interrupt { reason, can_resume }, None, None).await
     }
 
+    /// Put an interrupted run whose interruption allows it (`canResume`: a lease expiry, or an
+    /// `interruptOperation(canResume: true)`) back into the queue: status `running` with no
+    /// lease, announced by `workAvailable`, claimed again by a worker; its history is kept. A
+    /// run that cannot resume, or whose conversation has started another run since, is refused
+    /// with CONFLICT.
+    async fn resume_operation(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        request_id: Option<String>,
+    ) -> GqlResult<OperationPayload> {
+        let who = caller(ctx)?;
+        let out = Commands::new(app(ctx), who).resume_operation(&id, request_id.as_deref()).await?;
+        Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
+    }
+
     /// Cancel it and every unfinished descendant.
     async fn cancel_operation(
         &self,

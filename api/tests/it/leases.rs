@@ -5,7 +5,7 @@
 use crate::support;
 
 use serde_json::{Value, json};
-use support::{Db, Server, error_code};
+use support::{Db, Server, Ws, error_code};
 
 const START: &str = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
 const CLAIM: &str = "mutation($id: String!, $w: String!, $s: Int) { claimOperation(id: $id, workerId: $w, leaseSecs: $s) { position operation { status leaseWorkerId leaseExpiresAt } lease { token workerId expiresAt } } }";
@@ -232,7 +232,97 @@ async fn a_new_claim_or_an_expiry_ends_the_old_token(db: Db) {
     s.stop();
 }
 
+async fn an_interrupted_run_resumes(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let status = "query($id: String!) { operation(id: $id) { status stepCount leaseWorkerId history { eventType } } }";
+    let resume = "mutation($id: String!) { resumeOperation(id: $id) { operation { status stepCount leaseWorkerId completedAt } } }";
+    let step =
+        "mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: ACTING) { position } }";
+    s.data(Some(&alice), "mutation { createConversation(topicId: \"c1\") { position } }", json!({})).await;
+    s.data(
+        Some(&alice),
+        START,
+        json!({"i": {"operationId": "r1", "kind": "CONVERSATION", "agentId": "inbox", "topicId": "c1"}}),
+    )
+    .await;
+    let d = s.data(Some(&alice), CLAIM, json!({"id": "r1", "w": "w1", "s": 1})).await;
+    let lt = d["claimOperation"]["lease"]["token"].as_str().unwrap().to_string();
+    s.data(Some(&alice), step, json!({"id": "r1", "lt": lt})).await;
+    // The worker vanishes: the reaper interrupts the run.
+    s.eventually(&alice, "{ operation(id: \"r1\") { status } }", |d| d["operation"]["status"] == "interrupted").await;
+
+    let mut ws = Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    ws.subscribe("w", "subscription { workAvailable(agentIds: [\"inbox\"]) { id status } }", json!({})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let d = s.data(Some(&alice), resume, json!({"id": "r1"})).await;
+    let op = &d["resumeOperation"]["operation"];
+    assert_eq!(op["status"], "running", "{op}");
+    assert_eq!(
+        (op["stepCount"].clone(), op["leaseWorkerId"].clone(), op["completedAt"].clone()),
+        (json!(1), Value::Null, Value::Null),
+        "history kept, no lease: {op}"
+    );
+    let announced = ws.next_data().await;
+    assert_eq!(announced["data"]["workAvailable"]["id"], "r1", "announced as work: {announced}");
+    // A resumed run is claimable again, and only once resumed.
+    let r = s.gql(Some(&alice), resume, json!({"id": "r1"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "a running run does not resume: {r}");
+    let lt = s.claim(&alice, "r1", "w2").await;
+    s.data(Some(&alice), step, json!({"id": "r1", "lt": lt})).await;
+    let d = s.data(Some(&alice), status, json!({"id": "r1"})).await;
+    assert_eq!(d["operation"]["stepCount"], 2, "{d}");
+    let types: Vec<&str> =
+        d["operation"]["history"].as_array().unwrap().iter().filter_map(|e| e["eventType"].as_str()).collect();
+    assert!(types.contains(&"operation.interrupted") && types.contains(&"operation.resumed"), "{types:?}");
+    s.data(
+        Some(&alice),
+        "mutation($lt: String!) { completeOperation(id: \"r1\", leaseToken: $lt) { position } }",
+        json!({"lt": lt}),
+    )
+    .await;
+    let r = s.gql(Some(&alice), resume, json!({"id": "r1"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "a finished run does not resume: {r}");
+
+    // A run stopped for good does not resume.
+    s.data(Some(&alice), START, json!({"i": {"operationId": "r2", "kind": "TASK", "agentId": "inbox"}})).await;
+    s.data(Some(&alice), "mutation { interruptOperation(id: \"r2\", reason: \"user stop\") { position } }", json!({}))
+        .await;
+    let r = s.gql(Some(&alice), resume, json!({"id": "r2"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "canResume false: {r}");
+    // Nor one whose conversation started another run since.
+    s.data(Some(&alice), "mutation { createConversation(topicId: \"c2\") { position } }", json!({})).await;
+    s.data(
+        Some(&alice),
+        START,
+        json!({"i": {"operationId": "r3", "kind": "CONVERSATION", "agentId": "inbox", "topicId": "c2"}}),
+    )
+    .await;
+    s.data(
+        Some(&alice),
+        "mutation { interruptOperation(id: \"r3\", reason: \"restart\", canResume: true) { position } }",
+        json!({}),
+    )
+    .await;
+    s.data(
+        Some(&alice),
+        START,
+        json!({"i": {"operationId": "r4", "kind": "CONVERSATION", "agentId": "inbox", "topicId": "c2"}}),
+    )
+    .await;
+    let r = s.gql(Some(&alice), resume, json!({"id": "r3"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "the conversation moved on: {r}");
+    let d = s.data(Some(&alice), status, json!({"id": "r3"})).await;
+    assert_eq!(d["operation"]["status"], "interrupted");
+    // Someone else's run is not found.
+    let bob = s.user_token("bob").await;
+    let r = s.gql(Some(&bob), resume, json!({"id": "r3"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    s.stop();
+}
+
 both!(
+    an_interrupted_run_resumes as an_interrupted_run_resumes,
     only_the_lease_holder_reports as only_the_lease_holder_reports,
     a_new_claim_or_an_expiry_ends_the_old_token as a_new_claim_or_an_expiry_ends_the_old_token
 );

@@ -177,6 +177,9 @@ pub enum OperationCommand {
         /// Whether a later run may resume it.
         can_resume: bool,
     },
+    /// Put an interrupted run whose interruption allows it back into the queue (use
+    /// [`crate::rules::operation_resume`], which keeps its conversation consistent).
+    Resume,
     /// Cancel it (use [`crate::rules::cancel_cascade`] to cancel its descendants too).
     Cancel {
         /// Why.

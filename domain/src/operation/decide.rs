@@ -24,6 +24,7 @@ pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, D
         C::Create(_) => {
             Err(DomainError::AlreadyExists { aggregate: AGGREGATE, id: id.to_string() })
         }
+        C::Resume => resume(op, ctx),
         // Reviews usually happen after the run; they do not change its status.
         C::RecordScore(score) => {
             lease::check_token(op, id, ctx)?;
@@ -160,6 +161,19 @@ fn create_events(create: &CreateOperation, ctx: &Context) -> Result<Vec<E>, Doma
         user_id: ctx.user_id.clone(),
         at: ctx.now,
     })])
+}
+
+fn resume(op: &Operation, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    match (&op.status, &op.interruption) {
+        (S::Interrupted, Some(i)) if i.can_resume => Ok(vec![E::Resumed(OperationResumed {
+            interrupted_reason: i.reason.clone(),
+            at: ctx.now,
+        })]),
+        (S::Interrupted, _) => {
+            Err(DomainError::transition(AGGREGATE, "interrupted without canResume", "resume"))
+        }
+        (status, _) => Err(DomainError::transition(AGGREGATE, status, "resume")),
+    }
 }
 
 fn check_score(score: u8) -> Result<(), DomainError> {

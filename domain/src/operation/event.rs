@@ -254,6 +254,17 @@ pub struct OperationInterrupted {
     pub at: DateTime<Utc>,
 }
 
+/// `operation.resumed`: an interrupted run that may resume is back in the queue (status
+/// running, no lease: a worker claims it again), its history kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationResumed {
+    /// Why it had stopped.
+    pub interrupted_reason: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
 /// `operation.cancelled`: status cancelled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -313,6 +324,8 @@ crate::domain_events! {
         Interrupted(OperationInterrupted) = "operation.interrupted" v 1,
         /// Finished as cancelled.
         Cancelled(OperationCancelled) = "operation.cancelled" v 1,
+        /// An interrupted run was put back into the queue.
+        Resumed(OperationResumed) = "operation.resumed" v 1,
     }
 }
 

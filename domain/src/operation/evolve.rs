@@ -93,6 +93,12 @@ pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
             finish(&mut op, S::Interrupted, CompletionReason::Interrupted, e.at);
         }
         E::Cancelled(e) => finish(&mut op, S::Cancelled, CompletionReason::Cancelled, e.at),
+        E::Resumed(_) => {
+            op.status = S::Running;
+            op.completion_reason = None;
+            op.completed_at = None;
+            op.interruption = None;
+        }
     }
     op
 }

@@ -4,11 +4,13 @@
 //! idle ──claim──▶ running ⇄ waiting_for_human        (ask / answer, timeout)
 //!                    ⇅      waiting_for_async_tool   (await / every key reported)
 //!                    └──▶ done | error | interrupted | cancelled   (exactly once)
+//!                                     │ resume (canResume) ──▶ running, no lease
 //! ```
 //!
 //! - A worker claims an operation with a lease and renews it; a running operation whose lease
 //!   expired is interrupted ([`OperationCommand::ExpireLease`], issued by the reaper, also at
-//!   server start). A pause releases the lease: the wait is durable in the log and needs no
+//!   server start); `Resume` puts an interrupted run whose interruption allows it back into
+//!   the queue (see [`crate::rules::operation_resume`]). A pause releases the lease: the wait is durable in the log and needs no
 //!   worker; after resuming, a worker claims it again.
 //! - Only the lease holder reports: a claim answers a lease token, and every report on a run
 //!   that holds a lease (steps, phases, plans, todos, artifacts, scores, cards, awaits,

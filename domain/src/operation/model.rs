@@ -42,7 +42,7 @@ impl OperationStatus {
         Self::Cancelled,
     ];
 
-    /// Terminal: it will never change again.
+    /// Terminal: nothing but a resume (of an interrupted run that may resume) changes it again.
     pub fn is_finished(self) -> bool {
         matches!(self, Self::Done | Self::Error | Self::Interrupted | Self::Cancelled)
     }

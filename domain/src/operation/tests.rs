@@ -635,3 +635,42 @@ fn step_recorded_v1_is_upcast_to_v2() {
         Err(crate::error::DecodeError::InvalidPayload { .. })
     ));
 }
+
+#[test]
+fn an_interrupted_run_that_may_resume_goes_back_to_the_queue() {
+    use OperationCommand as C;
+    let op = op_in(OperationStatus::Running);
+    let (op, _) = apply(op, &C::ExpireLease, &system_ctx(400));
+    assert_eq!(op.status, OperationStatus::Interrupted);
+    let (op, events) = apply(op, &C::Resume, &system_ctx(401));
+    assert_eq!(types(&events), ["operation.resumed"]);
+    assert_eq!(
+        (op.status, op.lease.is_none(), op.completed_at),
+        (OperationStatus::Running, true, None)
+    );
+    assert!(matches!(
+        refused(&op, &C::Resume, &system_ctx(402)),
+        DomainError::InvalidTransition { .. }
+    ));
+    // Claimed again, it runs on from where it was.
+    let (op, events) =
+        apply(op, &C::Claim { worker_id: "w2".into(), lease_secs: 60 }, &system_ctx(403));
+    assert_eq!(types(&events), ["operation.claimed"]);
+    assert_eq!(op.step_count, 0);
+    let stopped = apply(
+        op_in(OperationStatus::Running),
+        &C::Interrupt { reason: "user stop".into(), can_resume: false },
+        &system_ctx(5),
+    )
+    .0;
+    assert!(matches!(
+        refused(&stopped, &C::Resume, &system_ctx(6)),
+        DomainError::InvalidTransition { .. }
+    ));
+    for status in [OperationStatus::Done, OperationStatus::Cancelled, OperationStatus::Idle] {
+        assert!(
+            refused(&op_in(status), &C::Resume, &system_ctx(9)).code()
+                == crate::error::ErrorCode::Conflict
+        );
+    }
+}

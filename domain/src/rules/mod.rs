@@ -6,6 +6,7 @@
 //! | conversation busy, ≤ 3 background sub-agents, child registered on its parent | [`operation_start::start_operation`] |
 //! | a child's result reported to its parent | [`operation_start::child_result_for_parent`] |
 //! | cancel cascades to every unfinished descendant | [`cancel_cascade::cancel_cascade`] |
+//! | an interrupted run resumes, its conversation still tracking it | [`operation_resume::resume_operation`] |
 //! | a task run creates its topic and its operation | [`task_run::start_task_run`] |
 //! | approving a result brief completes its task | [`brief_resolution::resolve_brief`] |
 //!
@@ -14,6 +15,7 @@
 
 pub mod brief_resolution;
 pub mod cancel_cascade;
+pub mod operation_resume;
 pub mod operation_start;
 pub mod task_run;
 
