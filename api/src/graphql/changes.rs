@@ -345,6 +345,7 @@ impl ChangesSubscription {
             "operation.human_answered",
             "operation.async_result_received",
             "operation.resumed",
+            "operation.human_wait_timed_out",
         ];
         let mut filter = EventFilter::types(types);
         filter.user_id = who.owner().map(str::to_string);

@@ -10,6 +10,7 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod card_timeouts;
 mod concurrency;
 mod db_faults;
 mod example_worker;

@@ -398,6 +398,9 @@ async fn built_in_agent_ids_are_reserved(db: Db) {
     let other = json!({"i": {"agentId": "mine", "config": {"slug": "mine", "title": "Mine"}, "builtin": true}});
     let r = s.gql(Some(&s.admin_token), register, other).await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "only upstream's ids are built in: {r}");
+    // The built-ins are registered before the server serves; the read model follows shortly.
+    let agents = "{ agents(builtin: true) { edges { node { id userId builtin version } } } }";
+    s.eventually(&t, agents, |d| d["agents"]["edges"].as_array().is_some_and(|e| e.len() == 12)).await;
     let d = s.data(Some(&t), "{ agent(id: \"inbox\") { userId builtin version } }", json!({})).await;
     assert_eq!(d["agent"], json!({"userId": "system", "builtin": true, "version": 1}), "the built-in is untouched");
     s.stop();
