@@ -588,7 +588,8 @@ impl TasksMutation {
         run(ctx, &id, TaskCommand::CompleteTopic(decode("outcome", outcome)?), None, request_id).await
     }
 
-    /// Cancel a running topic; the task pauses.
+    /// Cancel a running topic; the task pauses. The topic's operation is not stopped: cancel
+    /// it with `cancelOperation`.
     async fn cancel_task_topic(&self, ctx: &Context<'_>, id: String, topic_id: String) -> GqlResult<TaskPayload> {
         run(ctx, &id, TaskCommand::CancelTopic { topic_id }, None, None).await
     }
