@@ -55,11 +55,15 @@ impl Commands<'_> {
     ) -> Result<OperationResult, ApiError> {
         check_id("operationId", &create.operation_id)?;
         let owner = self.owner_for_new(owner)?;
-        let create = self.with_roster_agent(create).await?;
+        let mut create = self.with_roster_agent(create).await?;
         if let Some(parent) = &create.parent_operation_id {
             let p = self.load_operation(parent).await?;
             if p.state.user_id != owner {
                 return Err(ApiError::Forbidden("a sub-agent belongs to its parent's owner".into()));
+            }
+            // A sub-agent given no topic runs in its parent's conversation.
+            if create.topic_id.is_none() {
+                create.topic_id = p.state.topic_id().map(str::to_string);
             }
         }
         let ctx = self.context(&owner, self.user_actor(), request_id)?.with_lease_token(lease_token);

@@ -25,5 +25,6 @@ mod roster;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod subagents;
 mod subscription_cap;
 mod units;
