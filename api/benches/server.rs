@@ -233,6 +233,9 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize, 
     println!("  appendMessage, one client: {:.0} mutations/s (each waits for its read models)", 1_000.0 / secs);
     report("appendMessage latency", appends);
     let start_op = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    // Runs name a registered agent.
+    let agent = json!({"i": {"agentId": "bench-agent", "config": {"slug": "bench-agent", "title": "Bench"}}});
+    user.gql("mutation($i: JSON!) { registerAgent(input: $i) { position } }", agent).await?;
     for clients in [1usize, 8] {
         let per = 200 / clients;
         let start = Instant::now();
@@ -298,9 +301,13 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize, 
     println!("subscribers ({subscribers} websockets, {slow} of them slow, events filtered to one type):");
     let ws_url = url.replacen("http", "ws", 1);
     let steps = 50;
-    let claim = "mutation { claimOperation(id: \"bench-1-0-0\", workerId: \"w\", leaseSecs: 600) { position } }";
-    user.gql(claim, json!({})).await?;
-    let step = "mutation { reportStep(id: \"bench-1-0-0\", phase: ACTING, usage: {inputTokens: 1}) { position } }";
+    let claim = "mutation { claimOperation(id: \"bench-1-0-0\", workerId: \"w\", leaseSecs: 600) { lease { token } } }";
+    let claimed = user.gql(claim, json!({})).await?;
+    let token = claimed["claimOperation"]["lease"]["token"].as_str().unwrap_or_default();
+    let step = format!(
+        "mutation {{ reportStep(id: \"bench-1-0-0\", leaseToken: \"{token}\", phase: ACTING, usage: {{inputTokens: 1}}) {{ position }} }}"
+    );
+    let step = step.as_str();
     // The writer alone first: the baseline its latency with subscribers is compared to.
     let (alone, _) = burst(&user, step, steps).await?;
     let head = user.gql("{ headPosition }", json!({})).await?["headPosition"].as_i64().unwrap_or(0);

@@ -62,6 +62,13 @@ impl Client {
 /// Create `n` conversations, each with a user question and an operation for [`AGENT`]; answers
 /// the operation ids.
 pub async fn enqueue(client: &Client, n: usize, tag: &str) -> Result<Vec<String>, String> {
+    // Runs name a registered agent; an earlier enqueue may have registered it already.
+    let agent = json!({"agentId": AGENT, "config": {"slug": AGENT, "title": "Scripted agent", "model": "scripted-1", "provider": "local"}});
+    match client.gql("mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": agent})).await {
+        Ok(_) => {}
+        Err(e) if e.contains("CONFLICT") => {}
+        Err(e) => return Err(e),
+    }
     let mut ids = Vec::new();
     for i in 0..n {
         let topic = format!("{tag}-topic-{i}");
@@ -95,22 +102,24 @@ pub async fn work(client: &Client, worker_id: &str, op: &Value) -> Result<(), St
     let topic = op["topicId"].as_str().ok_or("an announced operation without a topic")?;
     let claim = client
         .gql(
-            "mutation($id: String!, $w: String!) { claimOperation(id: $id, workerId: $w, leaseSecs: 60) { position } }",
+            "mutation($id: String!, $w: String!) { claimOperation(id: $id, workerId: $w, leaseSecs: 60) { lease { token } } }",
             json!({"id": id, "w": worker_id}),
         )
         .await;
-    if let Err(e) = claim {
-        // Another worker won the race: not ours.
-        if e.contains("CONFLICT") || e.contains("lease") {
-            return Ok(());
+    let lease = match claim {
+        Ok(data) => {
+            data["claimOperation"]["lease"]["token"].as_str().ok_or("a claim without a lease token")?.to_string()
         }
-        return Err(e);
-    }
-    let phase = "mutation($id: String!, $p: PhaseInput!) { changePhase(id: $id, phase: $p) { position } }";
-    client.gql(phase, json!({"id": id, "p": "THINKING"})).await?;
-    let step = "mutation($id: String!) { reportStep(id: $id, phase: ACTING, toolCalls: [{id: \"c1\", name: \"calculator\", status: \"succeeded\"}], usage: {inputTokens: 120, outputTokens: 16, totalTokens: 136, costMicros: 95}) { position } }";
-    client.gql(step, json!({"id": id})).await?;
-    client.gql(phase, json!({"id": id, "p": "RESPONDING"})).await?;
+        // Another worker won the race: not ours.
+        Err(e) if e.contains("CONFLICT") || e.contains("lease") => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    // Every report presents the lease token: only the claim's holder reports.
+    let phase = "mutation($id: String!, $lt: String!, $p: PhaseInput!) { changePhase(id: $id, leaseToken: $lt, phase: $p) { position } }";
+    client.gql(phase, json!({"id": id, "lt": lease, "p": "THINKING"})).await?;
+    let step = "mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: [{id: \"c1\", name: \"calculator\", status: \"succeeded\"}], usage: {inputTokens: 120, outputTokens: 16, totalTokens: 136, costMicros: 95}) { position } }";
+    client.gql(step, json!({"id": id, "lt": lease})).await?;
+    client.gql(phase, json!({"id": id, "lt": lease, "p": "RESPONDING"})).await?;
     let message_id = format!("{id}-answer");
     for piece in ANSWER {
         client
@@ -125,14 +134,14 @@ pub async fn work(client: &Client, worker_id: &str, op: &Value) -> Result<(), St
                         "model": "scripted-1", "provider": "local"});
     client
         .gql(
-            "mutation($t: String!, $m: JSON!) { appendMessage(topicId: $t, message: $m) { position } }",
-            json!({"t": topic, "m": answer}),
+            "mutation($t: String!, $m: JSON!, $lt: String) { appendMessage(topicId: $t, message: $m, leaseToken: $lt) { position } }",
+            json!({"t": topic, "m": answer, "lt": lease}),
         )
         .await?;
     client
         .gql(
-            "mutation($id: String!, $r: String!) { completeOperation(id: $id, result: $r) { position } }",
-            json!({"id": id, "r": ANSWER.concat()}),
+            "mutation($id: String!, $lt: String!, $r: String!) { completeOperation(id: $id, leaseToken: $lt, result: $r) { position } }",
+            json!({"id": id, "lt": lease, "r": ANSWER.concat()}),
         )
         .await?;
     Ok(())

@@ -82,6 +82,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         Ok(None) => {}
         Err(e) => return Err(anyhow::anyhow!(e).context("creating the first admin token")),
     }
+    let registered = crate::commands::builtins::register_builtin_agents(&state)
+        .await
+        .map_err(|e| anyhow::anyhow!(e).context("registering the built-in agents"))?;
+    if registered > 0 {
+        tracing::info!(registered, "registered the built-in agents");
+    }
     let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");

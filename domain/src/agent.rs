@@ -269,6 +269,20 @@ impl Aggregate for Agent {
                 if register.agent_id.trim().is_empty() {
                     return Err(DomainError::validation("agentId", "must not be empty"));
                 }
+                // Upstream's built-in ids are reserved for the built-ins, and only they are.
+                let reserved = BUILTIN_AGENT_SLUGS.contains(&register.agent_id.as_str());
+                if reserved && !register.builtin {
+                    return Err(DomainError::AlreadyExists {
+                        aggregate: "built-in agent",
+                        id: register.agent_id.clone(),
+                    });
+                }
+                if register.builtin && !reserved {
+                    return Err(DomainError::validation(
+                        "builtin",
+                        "only upstream's built-in agents are built in",
+                    ));
+                }
                 check_config(&register.config)?;
                 Ok(vec![AgentEvent::Registered(AgentRegistered {
                     agent: register.clone(),

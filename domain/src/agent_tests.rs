@@ -98,6 +98,31 @@ fn every_config_change_is_a_new_version_an_operation_can_record() {
 }
 
 #[test]
+fn built_in_ids_are_reserved_for_the_built_ins() {
+    let squat = RegisterAgent {
+        agent_id: "inbox".into(),
+        config: AgentConfig {
+            slug: "inbox".into(),
+            title: "Mine".into(),
+            ..AgentConfig::default()
+        },
+        builtin: false,
+    };
+    let r = Agent::default().decide(&AgentCommand::Register(squat), &system_ctx(0));
+    assert!(matches!(r, Err(DomainError::AlreadyExists { .. })), "{r:?}");
+    let fake = RegisterAgent {
+        agent_id: "mine".into(),
+        config: AgentConfig { slug: "mine".into(), title: "Mine".into(), ..AgentConfig::default() },
+        builtin: true,
+    };
+    let r = Agent::default().decide(&AgentCommand::Register(fake), &system_ctx(0));
+    assert!(matches!(r, Err(DomainError::Validation { .. })), "{r:?}");
+    for register in builtin_agents() {
+        assert!(Agent::default().decide(&AgentCommand::Register(register), &system_ctx(0)).is_ok());
+    }
+}
+
+#[test]
 fn builtin_agents_include_inbox_and_are_upstreams_twelve() {
     let all = builtin_agents();
     assert_eq!(all.len(), 12);

@@ -91,6 +91,9 @@ pub struct Context {
     pub user_id: String,
     /// Ties together everything one client request caused.
     pub correlation_id: Option<String>,
+    /// The lease token the caller presented (a worker reporting on a claimed run); never
+    /// recorded.
+    pub lease_token: Option<String>,
 }
 
 impl Context {
@@ -108,6 +111,7 @@ impl Context {
             actor,
             user_id: user_id.into(),
             correlation_id: None,
+            lease_token: None,
         }
     }
 
@@ -123,6 +127,7 @@ impl Context {
             actor,
             user_id: trigger.metadata.user_id.clone(),
             correlation_id: trigger.metadata.correlation_id.clone(),
+            lease_token: None,
         }
     }
 
@@ -143,6 +148,12 @@ impl Context {
     /// The same context with a correlation id.
     pub fn with_correlation(mut self, correlation_id: impl Into<String>) -> Self {
         self.correlation_id = Some(correlation_id.into());
+        self
+    }
+
+    /// The same context presenting a lease token.
+    pub fn with_lease_token(mut self, token: Option<String>) -> Self {
+        self.lease_token = token;
         self
     }
 

@@ -141,6 +141,14 @@ pub enum DomainError {
         /// The worker.
         worker_id: String,
     },
+    /// A report on a claimed run without its lease's valid token.
+    #[error("only the lease holder reports on operation {operation_id}: {reason}")]
+    LeaseToken {
+        /// The operation.
+        operation_id: String,
+        /// What was wrong with the token.
+        reason: &'static str,
+    },
     /// A deadline-driven command arrived before its deadline.
     #[error("{what} is not due before {due_at}")]
     NotDue {
@@ -209,6 +217,7 @@ impl DomainError {
             | Self::LeaseHeld { .. }
             | Self::LeaseExpired { .. }
             | Self::NotLeaseHolder { .. }
+            | Self::LeaseToken { .. }
             | Self::NotDue { .. }
             | Self::ConditionNotMet { .. } => ErrorCode::Conflict,
         }

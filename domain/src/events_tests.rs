@@ -162,7 +162,8 @@ fn operation_scenarios(r: &mut Recorder) {
         w,
     );
     other = r.step(other, OperationCommand::Claim { worker_id: "w".into(), lease_secs: 1 }, w);
-    r.step(other, OperationCommand::ExpireLease, w);
+    other = r.step(other, OperationCommand::ExpireLease, w);
+    r.step(other, OperationCommand::Resume, w);
     for (id, end) in [
         ("op3", OperationCommand::Complete { result: None, handoff: None, brief_judgement: None }),
         ("op4", OperationCommand::Cancel { reason: None }),

@@ -2,8 +2,9 @@
 //! they all race to claim the operation (one wins, the rest get CONFLICT) and to start a second
 //! operation on the conversation (CONVERSATION_BUSY: its first is unfinished); then each
 //! repeatedly appends a message to the conversation (all beside each other under one root
-//! message: branches), comments on the task and reports a step on the operation, retrying a
-//! CONFLICT as a client would.
+//! message: branches), comments on the task and reports a step on the operation with the lease
+//! token its claim got, retrying a CONFLICT as a client would. Only the claim's winner holds a
+//! token: every other client's steps are refused with CONFLICT and write nothing.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use tokio::sync::Barrier;
 
 use crate::{
     client::{Call, Effect, Failure, Retry, Session},
-    mixed::{AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, stream},
+    mixed::{AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, stream},
     stats::Stats,
 };
 
@@ -105,7 +106,12 @@ async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Fail
         retry: Retry::NEVER,
         idempotent: true,
     };
-    ignore_refusal(s.mutate(token, claim, on_op().id("workerId", &worker)).await)?;
+    // A loser has no token and reports with an empty one (refused, as a stale worker's would be).
+    let lt = match s.mutate(token, claim, on_op().id("workerId", &worker)).await {
+        Ok(data) => lease_token(&data),
+        Err(Failure::Refused(_)) => String::new(),
+        Err(e) => return Err(e),
+    };
     let second = s.id("o", 0);
     let input = json!({"operationId": second, "kind": "CONVERSATION", "agentId": AGENT, "topicId": c.topic});
     let start = Call {
@@ -143,10 +149,11 @@ async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Fail
             idempotent: false,
         };
         ignore_refusal(s.mutate(token, call, Effect::on(stream("task", &c.task)).id("commentId", &comment)).await)?;
-        let vars = json!({"id": c.operation, "c": [{"id": format!("{}-{n}", s.client), "name": "lookup"}],
+        let vars = json!({"id": c.operation, "lt": lt, "c": [{"id": format!("{}-{n}", s.client), "name": "lookup"}],
                           "u": {"totalTokens": 10}, "r": s.id("s", n)});
-        let call =
-            Call { op: "reportStep", query: REPORT_STEP, variables: vars, retry: Retry::CONFLICT, idempotent: true };
+        // A loser's refusal is final: retrying a report without the lease cannot succeed.
+        let retry = if lt.is_empty() { Retry::NEVER } else { Retry::CONFLICT };
+        let call = Call { op: "reportStep", query: REPORT_STEP, variables: vars, retry, idempotent: true };
         ignore_refusal(s.mutate(token, call, on_op()).await)?;
     }
 }

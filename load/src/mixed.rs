@@ -18,8 +18,8 @@ use crate::{
     stats::Stats,
 };
 
-/// The agent every operation runs as (unregistered: the server does not require it).
-pub const AGENT: &str = "load-agent";
+/// The agent every operation runs as: the built-in inbox agent, which every user may run.
+pub const AGENT: &str = "inbox";
 
 const CREATE_CONVERSATION: &str =
     "mutation($t: String!, $a: String) { createConversation(topicId: $t, agentId: $a) { position } }";
@@ -27,12 +27,17 @@ pub(crate) const APPEND_MESSAGE: &str =
     "mutation($t: String!, $m: JSON!) { appendMessage(topicId: $t, message: $m) { position } }";
 pub(crate) const START_OPERATION: &str =
     "mutation($i: StartOperationInput!, $r: String) { startOperation(input: $i, requestId: $r) { position } }";
-pub(crate) const CLAIM: &str = "mutation($id: String!, $w: String!, $r: String) { claimOperation(id: $id, workerId: $w, leaseSecs: 60, requestId: $r) { position } }";
-const RENEW: &str =
-    "mutation($id: String!, $w: String!) { renewLease(id: $id, workerId: $w, leaseSecs: 60) { position } }";
-pub(crate) const REPORT_STEP: &str = "mutation($id: String!, $c: [ToolCallInput!], $u: UsageInput, $r: String) { reportStep(id: $id, phase: ACTING, toolCalls: $c, usage: $u, requestId: $r) { position } }";
-const COMPLETE: &str = "mutation($id: String!, $res: String, $h: HandoffInput, $r: String) { completeOperation(id: $id, result: $res, handoff: $h, requestId: $r) { position } }";
-const FAIL: &str = "mutation($id: String!, $m: String!, $r: String) { failOperation(id: $id, message: $m, code: \"load_failure\", requestId: $r) { position } }";
+pub(crate) const APPEND_RUN_MESSAGE: &str = "mutation($t: String!, $m: JSON!, $lt: String) { appendMessage(topicId: $t, message: $m, leaseToken: $lt) { position } }";
+pub(crate) const CLAIM: &str = "mutation($id: String!, $w: String!, $r: String) { claimOperation(id: $id, workerId: $w, leaseSecs: 60, requestId: $r) { position lease { token } } }";
+const RENEW: &str = "mutation($id: String!, $w: String!, $lt: String!) { renewLease(id: $id, workerId: $w, leaseToken: $lt, leaseSecs: 60) { position } }";
+pub(crate) const REPORT_STEP: &str = "mutation($id: String!, $lt: String!, $c: [ToolCallInput!], $u: UsageInput, $r: String) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: $c, usage: $u, requestId: $r) { position } }";
+const COMPLETE: &str = "mutation($id: String!, $lt: String!, $res: String, $h: HandoffInput, $r: String) { completeOperation(id: $id, leaseToken: $lt, result: $res, handoff: $h, requestId: $r) { position } }";
+const FAIL: &str = "mutation($id: String!, $lt: String!, $m: String!, $r: String) { failOperation(id: $id, leaseToken: $lt, message: $m, code: \"load_failure\", requestId: $r) { position } }";
+
+/// The lease token in a `claimOperation` answer (empty when absent: every report is refused).
+pub(crate) fn lease_token(data: &Value) -> String {
+    data["claimOperation"]["lease"]["token"].as_str().unwrap_or_default().to_string()
+}
 pub(crate) const CREATE_TASK: &str =
     "mutation($i: JSON!, $r: String) { createTask(input: $i, requestId: $r) { position } }";
 const ADD_DEPENDENCY: &str = "mutation($id: String!, $d: String!, $k: String) { addTaskDependency(id: $id, dependsOnId: $d, kind: $k) { position } }";
@@ -230,16 +235,16 @@ impl Client {
             retry: Retry::NEVER,
             idempotent: true,
         };
-        match self.send(true, claim, on_op().id("workerId", &worker)).await {
-            Ok(_) => {}
+        let lt = match self.send(true, claim, on_op().id("workerId", &worker)).await {
+            Ok(data) => lease_token(&data),
             Err(Failure::Refused(_)) => return Ok(()),
             Err(e) => return Err(e),
-        }
+        };
         if self.s.rng.chance(50) {
             let renew = Call {
                 op: "renewLease",
                 query: RENEW,
-                variables: json!({"id": op, "w": worker}),
+                variables: json!({"id": op, "w": worker, "lt": lt}),
                 retry: Retry::NEVER,
                 idempotent: false,
             };
@@ -248,7 +253,7 @@ impl Client {
         let call_id = format!("{op}-c1");
         let input = 80 + self.s.rng.below(400);
         let output = 10 + self.s.rng.below(200);
-        let vars = json!({"id": op, "c": [{"id": call_id, "name": "search", "status": "succeeded"}],
+        let vars = json!({"id": op, "lt": lt, "c": [{"id": call_id, "name": "search", "status": "succeeded"}],
                           "u": {"inputTokens": input, "outputTokens": output, "totalTokens": input + output, "costMicros": input + 3 * output},
                           "r": format!("{op}-step1")});
         let step =
@@ -269,8 +274,8 @@ impl Client {
                 let id = m["messageId"].as_str().unwrap_or_default().to_string();
                 let call = Call {
                     op: "appendMessage",
-                    query: APPEND_MESSAGE,
-                    variables: json!({"t": topic, "m": m}),
+                    query: APPEND_RUN_MESSAGE,
+                    variables: json!({"t": topic, "m": m, "lt": lt}),
                     retry: Retry::CONFLICT,
                     idempotent: true,
                 };
@@ -280,7 +285,7 @@ impl Client {
         }
         let end = format!("{op}-end");
         if self.s.rng.chance(10) {
-            let vars = json!({"id": op, "m": "simulated failure", "r": end});
+            let vars = json!({"id": op, "lt": lt, "m": "simulated failure", "r": end});
             let call =
                 Call { op: "failOperation", query: FAIL, variables: vars, retry: Retry::CONFLICT, idempotent: true };
             self.send(true, call, on_op()).await?;
@@ -288,7 +293,7 @@ impl Client {
             let handoff = item.task.as_ref().map(|_| {
                 json!({"title": "load run", "summary": "did the work", "keyFindings": ["one", "two"], "nextAction": "repeat"})
             });
-            let vars = json!({"id": op, "res": "done", "h": handoff, "r": end});
+            let vars = json!({"id": op, "lt": lt, "res": "done", "h": handoff, "r": end});
             let call = Call {
                 op: "completeOperation",
                 query: COMPLETE,

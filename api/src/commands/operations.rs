@@ -4,15 +4,27 @@
 use agentlog_domain::{
     aggregate::Aggregate,
     context::{Context, StreamWrite},
-    conversation::Conversation,
+    conversation::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
-    operation::{CreateOperation, Operation, OperationCommand},
-    rules::{cancel_cascade, operation_start},
+    error::DomainError,
+    operation::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
+    rules::{cancel_cascade, operation_resume, operation_start},
 };
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
+use chrono::{DateTime, Utc};
 
 use super::{Commands, check_id, check_replay};
 use crate::error::ApiError;
+
+/// The lease a claim took.
+pub struct ClaimedLease {
+    /// The token every report on the run presents until the lease ends or is replaced.
+    pub token: String,
+    /// The worker holding it.
+    pub worker_id: String,
+    /// When it runs out unless renewed.
+    pub expires_at: DateTime<Utc>,
+}
 
 /// What an operation command did.
 pub struct OperationResult {
@@ -38,17 +50,23 @@ impl Commands<'_> {
         &self,
         create: CreateOperation,
         owner: Option<&str>,
+        lease_token: Option<String>,
         request_id: Option<&str>,
     ) -> Result<OperationResult, ApiError> {
         check_id("operationId", &create.operation_id)?;
         let owner = self.owner_for_new(owner)?;
+        let mut create = self.with_roster_agent(&owner, create).await?;
         if let Some(parent) = &create.parent_operation_id {
             let p = self.load_operation(parent).await?;
             if p.state.user_id != owner {
                 return Err(ApiError::Forbidden("a sub-agent belongs to its parent's owner".into()));
             }
+            // A sub-agent given no topic runs in its parent's conversation.
+            if create.topic_id.is_none() {
+                create.topic_id = p.state.topic_id().map(str::to_string);
+            }
         }
-        let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let ctx = self.context(&owner, self.user_actor(), request_id)?.with_lease_token(lease_token);
         let caller = self.caller;
         let results = self
             .state
@@ -104,20 +122,146 @@ impl Commands<'_> {
         Ok(OperationResult { state, position })
     }
 
-    /// Run one command on an operation the caller may act on, as `actor`.
+    /// The run's agent from the roster (NOT_FOUND when it is not registered, or archived:
+    /// CONFLICT): its current config version, model and provider, with the caller's explicit
+    /// model / provider recorded as overrides. A stated config version must be the current one.
+    async fn with_roster_agent(&self, owner: &str, mut create: CreateOperation) -> Result<CreateOperation, ApiError> {
+        let wanted = create.agent.clone();
+        let roster = self.agent_ref(owner, &wanted.agent_id).await?;
+        if wanted.config_version != 0 && wanted.config_version != roster.config_version {
+            return Err(ApiError::Conflict(format!(
+                "agent {} is at config version {}, not {}",
+                wanted.agent_id, roster.config_version, wanted.config_version
+            )));
+        }
+        let (agent, overrides) = roster.with_overrides(wanted.model, wanted.provider);
+        create.agent = agent;
+        create.agent_overrides = overrides;
+        Ok(create)
+    }
+
+    /// Run one command on an operation the caller may act on, as `actor`. A worker's report
+    /// presents `lease_token`; the domain refuses a report on a claimed run without the
+    /// lease's valid token. A report with a token is recorded as the lease's worker.
     pub async fn operation_command(
         &self,
         id: &str,
         command: OperationCommand,
         actor: Option<Actor>,
+        lease_token: Option<String>,
         request_id: Option<&str>,
     ) -> Result<OperationResult, ApiError> {
+        let (outcome, _) = self.execute_on_operation(id, command, actor, lease_token, request_id).await?;
+        Ok(outcome)
+    }
+
+    async fn execute_on_operation(
+        &self,
+        id: &str,
+        command: OperationCommand,
+        actor: Option<Actor>,
+        lease_token: Option<String>,
+        request_id: Option<&str>,
+    ) -> Result<(OperationResult, Context), ApiError> {
         let loaded = self.load_operation(id).await?;
-        let ctx = self.context(&loaded.state.user_id, actor.unwrap_or_else(|| self.user_actor()), request_id)?;
+        let actor = actor
+            .or_else(|| {
+                let lease = loaded.state.lease.as_ref();
+                lease.filter(|_| lease_token.is_some()).map(|l| Actor::worker(l.worker_id.clone()))
+            })
+            .unwrap_or_else(|| self.user_actor());
+        let ctx = self.context(&loaded.state.user_id, actor, request_id)?.with_lease_token(lease_token);
         let outcome: CommandOutcome<Operation> = self.state.handler.execute::<Operation>(id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;
-        Ok(OperationResult { state: outcome.state, position })
+        Ok((OperationResult { state: outcome.state, position }, ctx))
+    }
+
+    /// A worker claims a run: the lease it took, with its token (a resent claim, same
+    /// `request_id`, answers the same token).
+    pub async fn claim_operation(
+        &self,
+        id: &str,
+        worker_id: String,
+        lease_secs: u32,
+        request_id: Option<&str>,
+    ) -> Result<(OperationResult, ClaimedLease), ApiError> {
+        let actor = Some(Actor::worker(worker_id.clone()));
+        let command = OperationCommand::Claim { worker_id, lease_secs };
+        let (outcome, ctx) = self.execute_on_operation(id, command, actor, None, request_id).await?;
+        let token = lease_token(&ctx);
+        let hash = lease_token_hash(&token);
+        match outcome.state.lease.as_ref().filter(|l| l.token_hash == hash) {
+            Some(lease) => {
+                let lease = ClaimedLease { token, worker_id: lease.worker_id.clone(), expires_at: lease.expires_at };
+                Ok((outcome, lease))
+            }
+            // A resent claim whose lease has since been replaced or has ended.
+            None => Err(ApiError::Domain(DomainError::LeaseToken {
+                operation_id: id.to_string(),
+                reason: "this claim's lease is no longer held",
+            })),
+        }
+    }
+
+    /// Append a message to a conversation; a run's assistant or tool message (`operationId`
+    /// set) is a report on that run: while it holds a lease, only its holder writes it.
+    pub async fn append_message(
+        &self,
+        topic_id: &str,
+        message: ChatMessage,
+        lease_token: Option<String>,
+    ) -> Result<i64, ApiError> {
+        let loaded = self.load_owned::<Conversation>(topic_id).await?;
+        let owner = loaded.state.user_id.clone();
+        let mut actor = self.user_actor();
+        let ctx = self.context(&owner, actor.clone(), None)?.with_lease_token(lease_token.clone());
+        if let Some(op_id) = message.operation_id.as_deref()
+            && matches!(message.role.as_str(), "assistant" | "tool")
+        {
+            let op = self.load_operation(op_id).await?;
+            if op.state.user_id != owner {
+                return Err(ApiError::not_found("operation", op_id));
+            }
+            op.state.check_lease_token(&ctx)?;
+            if let (Some(lease), Some(_)) = (&op.state.lease, &lease_token) {
+                actor = Actor::worker(lease.worker_id.clone());
+            }
+        }
+        let ctx = Context { actor, ..ctx };
+        let command = ConversationCommand::AppendMessage(message);
+        let outcome = self.state.handler.execute::<Conversation>(topic_id, &command, &ctx).await?;
+        let position = outcome.last_position();
+        self.state.settle(position).await;
+        Ok(position)
+    }
+
+    /// Put an interrupted run that may resume back into the queue (its conversation, when it
+    /// has one, must still track it), in one atomic append with the conversation.
+    pub async fn resume_operation(&self, id: &str, request_id: Option<&str>) -> Result<OperationResult, ApiError> {
+        let loaded = self.load_operation(id).await?;
+        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let results = self
+            .state
+            .handler
+            .execute_multi(&ctx, || async {
+                let h = &self.state.handler;
+                let op = h.load::<Operation>(id).await?;
+                let conversation = match op.state.topic_id() {
+                    Some(t) => Some(h.load::<Conversation>(t).await?),
+                    None => None,
+                };
+                let resumed =
+                    operation_resume::resume_operation(&op.state, conversation.as_ref().map(|c| &c.state), &ctx)?;
+                let writes = resumed.stamp(&op.state, conversation.as_ref().map(|c| &c.state), &ctx);
+                Ok(with_versions(writes, &op, conversation.as_ref(), None))
+            })
+            .await?;
+        check_replay(&results, &Operation::stream_id(id))?;
+        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        self.state.settle(position).await;
+        let state = self.state.handler.load::<Operation>(id).await?.state;
+        Ok(OperationResult { state, position })
     }
 
     /// Cancel an operation and every unfinished descendant, in one atomic append.

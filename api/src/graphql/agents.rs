@@ -286,7 +286,9 @@ impl AgentsQuery {
         Ok(agent_node(ctx, &id).await?)
     }
 
-    /// Agents (archived ones only when asked for).
+    /// Agents: the caller's and the built-ins (upstream's, registered at the first start;
+    /// `builtin` true / false lists only those / only the others), archived ones only when
+    /// asked for.
     async fn agents(
         &self,
         ctx: &Context<'_>,
@@ -294,9 +296,10 @@ impl AgentsQuery {
         after: Option<String>,
         #[graphql(default)] include_archived: bool,
         model: Option<String>,
+        builtin: Option<bool>,
     ) -> GqlResult<Connection<String, AgentNode>> {
         let request = page_request(ctx, first, after)?;
-        let filter = AgentFilter { include_archived, builtin: None, model };
+        let filter = AgentFilter { include_archived, builtin, model };
         let page = agents::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, request.after.is_some(), AgentNode::from))
     }
@@ -396,7 +399,9 @@ pub struct AgentsMutation;
 #[Object]
 impl AgentsMutation {
     /// Register an agent (`{agentId, config: {slug, title, description?, model?, provider?,
-    /// systemRole?, plugins?, …}, builtin?}`) at config version 1.
+    /// systemRole?, plugins?, …}, builtin?}`) at config version 1. Upstream's built-in ids
+    /// (`inbox`, `group-supervisor`, …) are reserved (CONFLICT); `builtin: true` is admin-only
+    /// (FORBIDDEN) and only for those ids.
     async fn register_agent(
         &self,
         ctx: &Context<'_>,
@@ -404,6 +409,9 @@ impl AgentsMutation {
         owner_id: Option<String>,
     ) -> GqlResult<AgentPayload> {
         let register: RegisterAgent = decode("input", input)?;
+        if register.builtin && !caller(ctx)?.admin {
+            return Err(ApiError::Forbidden("only an admin registers a built-in agent".into()).into());
+        }
         let id = register.agent_id.clone();
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Agent>(&id, AgentCommand::Register(register), owner_id.as_deref(), None)
@@ -463,7 +471,7 @@ impl AgentsMutation {
         group_command(ctx, &id, GroupCommand::UpdateConfig(decode("config", config)?)).await
     }
 
-    /// Add a member (`role` `participant` (default) or `supervisor`).
+    /// Add a member (`role` `participant` (default) or `supervisor`, at most one supervisor).
     async fn add_group_member(
         &self,
         ctx: &Context<'_>,
@@ -477,7 +485,7 @@ impl AgentsMutation {
         group_command(ctx, &id, GroupCommand::AddMember { agent_id, role, enabled, order }).await
     }
 
-    /// Change a member's role, enabled flag or order.
+    /// Change a member's role (`participant` or `supervisor`), enabled flag or order.
     async fn update_group_member(
         &self,
         ctx: &Context<'_>,

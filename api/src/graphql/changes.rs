@@ -299,8 +299,11 @@ impl ChangesSubscription {
 
     /// Work for these agents: operations a worker can claim now (no lease, not paused, not
     /// finished). First the backlog (up to 500, oldest first), then each operation as it
-    /// becomes claimable (created, lease expired, resumed after a human's answer or an async
-    /// result). A worker claims with `claimOperation`; losing a race answers CONFLICT.
+    /// becomes claimable (created, resumed after a human's answer or an async result, or
+    /// resumed with `resumeOperation` after an interruption); a run whose lease expired is
+    /// interrupted, and offered again once resumed. A worker claims with
+    /// `claimOperation` and reports with the lease token it answers; losing a race answers
+    /// CONFLICT.
     async fn work_available(
         &self,
         ctx: &Context<'_>,
@@ -341,6 +344,8 @@ impl ChangesSubscription {
             "operation.lease_expired",
             "operation.human_answered",
             "operation.async_result_received",
+            "operation.resumed",
+            "operation.human_wait_timed_out",
         ];
         let mut filter = EventFilter::types(types);
         filter.user_id = who.owner().map(str::to_string);

@@ -342,19 +342,23 @@ impl ConversationsMutation {
     /// Append a finished message (`{messageId, role, content, parentId?, threadId?, agentId?,
     /// groupId?, operationId?, tools?, toolCallId?, model?, provider?, metadata?, extra?,
     /// requestId?}`); a repeated `requestId` records nothing. Streamed partial content goes
-    /// through `publishMessageDelta`; only the finished message is stored.
+    /// through `publishMessageDelta`; only the finished message is stored. An `assistant` or
+    /// `tool` message with an `operationId` is a report on that run: the run must exist
+    /// (NOT_FOUND), and while it holds a lease only its holder writes (`leaseToken`, CONFLICT
+    /// otherwise).
     async fn append_message(
         &self,
         ctx: &Context<'_>,
         topic_id: String,
         message: Json<Value>,
+        lease_token: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let message: ChatMessage = decode("message", message)?;
         let message_id = message.message_id.clone();
-        let payload = run(ctx, &topic_id, ConversationCommand::AppendMessage(message), None).await?;
+        let position = Commands::new(app(ctx), caller(ctx)?).append_message(&topic_id, message, lease_token).await?;
         app(ctx).deltas.finish(&topic_id, &message_id);
         app(ctx).relay.finish(&topic_id, &message_id);
-        Ok(payload)
+        Ok(ConversationPayload { conversation: conversation_node(ctx, &topic_id).await?, position })
     }
 
     /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.

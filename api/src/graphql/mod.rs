@@ -36,6 +36,7 @@ pub struct Query(
     agents::AgentsQuery,
     admin::AdminQuery,
     analytics::AnalyticsQueryRoot,
+    admin::AdminQuery,
 );
 
 /// All mutations.

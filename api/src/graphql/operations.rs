@@ -5,7 +5,7 @@ use agentlog_domain::operation::{
     AgentRef, CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
     OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
 };
-use agentlog_domain::{envelope::Actor, operation::Artifact, operation::ReviewScore};
+use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, ReviewScore};
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -83,6 +83,9 @@ pub struct Operation {
     /// Artifacts and scores when built from the stream (else read from the read model).
     #[graphql(skip)]
     pub from_stream: Option<(serde_json::Value, serde_json::Value)>,
+    /// The roster settings overridden for this run, when built from the stream.
+    #[graphql(skip)]
+    pub overrides: Option<Vec<String>>,
     /// Error of a failed run.
     pub error: Option<Json<serde_json::Value>>,
     /// Created.
@@ -126,6 +129,7 @@ impl From<&OperationState> for Operation {
             plan: op.plan.as_ref().map(json),
             todos: op.todos.as_ref().map(json),
             from_stream: Some((json(&op.artifacts).0, json(&op.scores).0)),
+            overrides: Some(spec.map(|s| s.agent_overrides.clone()).unwrap_or_default()),
             error: op.error.as_ref().map(json),
             created_at: op.created_at,
             started_at: op.started_at,
@@ -166,6 +170,7 @@ impl From<OperationRow> for Operation {
             todos: op.todos.map(Json),
             error: op.error.map(Json),
             from_stream: None,
+            overrides: None,
             created_at: Some(op.created_at),
             started_at: op.started_at,
             completed_at: op.completed_at,
@@ -260,8 +265,49 @@ impl From<OperationCardRow> for HitlCardNode {
     }
 }
 
+impl Operation {
+    async fn agent_overrides_of(&self, ctx: &Context<'_>) -> Result<Vec<String>, ApiError> {
+        if let Some(o) = &self.overrides {
+            return Ok(o.clone());
+        }
+        let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(&self.id).await?;
+        Ok(loaded.state.spec.map(|s| s.agent_overrides).unwrap_or_default())
+    }
+}
+
 #[ComplexObject]
 impl Operation {
+    /// The roster settings the run's starter overrode (`model`, `provider`); `model` and
+    /// `provider` hold the values used.
+    async fn agent_overrides(&self, ctx: &Context<'_>) -> GqlResult<Vec<String>> {
+        Ok(self.agent_overrides_of(ctx).await?)
+    }
+
+    /// The exact agent config the run ran under (`{slug, title, model, provider, systemRole,
+    /// plugins, kind, …}`): the roster's config at `agentConfigVersion`, with the run's
+    /// overrides applied. Null when that version is not in the roster.
+    async fn agent_config(&self, ctx: &Context<'_>) -> GqlResult<Option<Json<serde_json::Value>>> {
+        let (Some(agent_id), Some(version)) = (&self.agent_id, self.agent_config_version) else {
+            return Ok(None);
+        };
+        let row = agentlog_projections::agents::version(&app(ctx).db, caller(ctx)?.owner(), agent_id, version)
+            .await
+            .map_err(ApiError::from)?;
+        let Some(row) = row else { return Ok(None) };
+        let mut config = row.config;
+        for field in self.agent_overrides_of(ctx).await? {
+            let value = match field.as_str() {
+                "model" => self.model.clone(),
+                "provider" => self.provider.clone(),
+                _ => continue,
+            };
+            if let Some(obj) = config.as_object_mut() {
+                obj.insert(field, value.map_or(serde_json::Value::Null, serde_json::Value::String));
+            }
+        }
+        Ok(Some(Json(config)))
+    }
+
     /// Artifacts (`[{artifactId, title, kind, sizeBytes?, contentRef}]`).
     async fn artifacts(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
         if let Some((artifacts, _)) = &self.from_stream {
@@ -446,13 +492,15 @@ pub struct StartOperationInput {
     pub operation_id: String,
     /// Kind.
     pub kind: OperationKindInput,
-    /// The agent.
+    /// The agent: a registered one (yours or a built-in), NOT_FOUND otherwise. The run
+    /// records its current config version, model and provider from the roster.
     pub agent_id: String,
-    /// The agent's config version (default 1).
+    /// The config version the caller expects (default: the current one); another version is
+    /// refused with CONFLICT.
     pub agent_config_version: Option<i64>,
-    /// Model.
+    /// Run on this model instead of the agent's (recorded as an override).
     pub model: Option<String>,
-    /// Provider.
+    /// Run on this provider instead of the agent's (recorded as an override).
     pub provider: Option<String>,
     /// Conversation.
     pub topic_id: Option<String>,
@@ -490,7 +538,8 @@ impl StartOperationInput {
             OperationKind::from(self.kind),
             AgentRef {
                 agent_id: self.agent_id,
-                config_version: non_negative("agentConfigVersion", self.agent_config_version)?.unwrap_or(1),
+                // 0: whatever the roster's current version is (resolved by the start).
+                config_version: non_negative("agentConfigVersion", self.agent_config_version)?.unwrap_or(0),
                 model: self.model,
                 provider: self.provider,
             },
@@ -519,6 +568,29 @@ pub struct OperationPayload {
     pub operation: Operation,
     /// Position of the last event appended (0 when nothing changed); subscribe from here.
     pub position: i64,
+}
+
+/// A lease a worker holds on a run.
+#[derive(SimpleObject)]
+pub struct LeaseNode {
+    /// Present it as `leaseToken` on every report on the run; it stops working when the
+    /// lease expires or another claim replaces it.
+    pub token: String,
+    /// The worker holding it.
+    pub worker_id: String,
+    /// When it runs out unless renewed.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What `claimOperation` answers.
+#[derive(SimpleObject)]
+pub struct ClaimPayload {
+    /// The operation after the claim.
+    pub operation: Operation,
+    /// Position of the last event appended.
+    pub position: i64,
+    /// The lease taken.
+    pub lease: LeaseNode,
 }
 
 fn non_negative(field: &str, v: Option<i64>) -> Result<Option<u64>, ApiError> {
@@ -562,11 +634,12 @@ async fn run(
     ctx: &Context<'_>,
     id: &str,
     command: OperationCommand,
-    actor: Option<Actor>,
+    lease_token: Option<String>,
     request_id: Option<String>,
 ) -> GqlResult<OperationPayload> {
     let who = caller(ctx)?;
-    let out = Commands::new(app(ctx), who).operation_command(id, command, actor, request_id.as_deref()).await?;
+    let out =
+        Commands::new(app(ctx), who).operation_command(id, command, None, lease_token, request_id.as_deref()).await?;
     Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
 }
 
@@ -582,28 +655,35 @@ impl OperationsMutation {
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let create = input.into_create()?;
-        let out =
-            Commands::new(app(ctx), who).start_operation(create, owner_id.as_deref(), request_id.as_deref()).await?;
+        let out = Commands::new(app(ctx), who)
+            .start_operation(create, owner_id.as_deref(), None, request_id.as_deref())
+            .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
-    /// A sub-agent: an operation whose parent is `parentOperationId`.
+    /// A sub-agent: an operation whose parent is `parentOperationId`. While the parent holds a
+    /// lease, only its holder spawns: `leaseToken` is the parent's (CONFLICT otherwise).
     async fn spawn_subagent(
         &self,
         ctx: &Context<'_>,
         parent_operation_id: String,
         input: StartOperationInput,
+        lease_token: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let mut create = input.into_create()?;
         create.parent_operation_id = Some(parent_operation_id);
         create.kind = OperationKind::Subagent;
-        let out = Commands::new(app(ctx), who).start_operation(create, None, request_id.as_deref()).await?;
+        let out =
+            Commands::new(app(ctx), who).start_operation(create, None, lease_token, request_id.as_deref()).await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
-    /// A worker claims the operation with a lease.
+    /// A worker claims the operation with a lease (`leaseSecs` 1–3600, default 300). The answer's
+    /// `lease.token` must accompany every report on the run until the lease ends; a claim
+    /// while another worker's lease is valid is refused with CONFLICT. A new claim by the
+    /// holder replaces its token; a resent claim (same `requestId`) answers the same token.
     async fn claim_operation(
         &self,
         ctx: &Context<'_>,
@@ -611,35 +691,51 @@ impl OperationsMutation {
         worker_id: String,
         lease_secs: Option<i32>,
         request_id: Option<String>,
-    ) -> GqlResult<OperationPayload> {
+    ) -> GqlResult<ClaimPayload> {
         let lease_secs = lease(lease_secs)?;
-        let actor = Some(Actor::worker(worker_id.clone()));
-        run(ctx, &id, OperationCommand::Claim { worker_id, lease_secs }, actor, request_id).await
+        let who = caller(ctx)?;
+        let (out, lease) =
+            Commands::new(app(ctx), who).claim_operation(&id, worker_id, lease_secs, request_id.as_deref()).await?;
+        Ok(ClaimPayload {
+            operation: Operation::from(&out.state),
+            position: out.position,
+            lease: LeaseNode { token: lease.token, worker_id: lease.worker_id, expires_at: lease.expires_at },
+        })
     }
 
-    /// The lease holder extends its lease.
+    /// The lease holder extends its lease (`leaseSecs` from now, 1–3600, default 300); the
+    /// token stays the same.
     async fn renew_lease(
         &self,
         ctx: &Context<'_>,
         id: String,
         worker_id: String,
+        lease_token: String,
         lease_secs: Option<i32>,
     ) -> GqlResult<OperationPayload> {
         let lease_secs = lease(lease_secs)?;
-        let actor = Some(Actor::worker(worker_id.clone()));
-        run(ctx, &id, OperationCommand::RenewLease { worker_id, lease_secs }, actor, None).await
+        run(ctx, &id, OperationCommand::RenewLease { worker_id, lease_secs }, Some(lease_token), None).await
     }
 
-    /// The agent moved to another phase.
-    async fn change_phase(&self, ctx: &Context<'_>, id: String, phase: PhaseInput) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::ChangePhase(Phase::from(phase)), None, None).await
+    /// The agent moved to another phase (lease holder only).
+    async fn change_phase(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        lease_token: String,
+        phase: PhaseInput,
+    ) -> GqlResult<OperationPayload> {
+        run(ctx, &id, OperationCommand::ChangePhase(Phase::from(phase)), Some(lease_token), None).await
     }
 
-    /// A step finished: its phase, tool calls and usage (leave usage fields out when unmeasured).
+    /// A step finished: its phase, tool calls and usage (leave usage fields out when
+    /// unmeasured). Lease holder only.
+    #[allow(clippy::too_many_arguments)]
     async fn report_step(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         phase: PhaseInput,
         tool_calls: Option<Vec<ToolCallInput>>,
         usage: Option<UsageInput>,
@@ -660,64 +756,72 @@ impl OperationsMutation {
                 cost_micros: non_negative("usage.costMicros", usage.cost_micros)?,
             },
         };
-        run(ctx, &id, OperationCommand::RecordStep(step), None, request_id).await
+        run(ctx, &id, OperationCommand::RecordStep(step), Some(lease_token), request_id).await
     }
 
-    /// Replace the agent's plan (`{explanation?, steps: [{text, status}]}`).
+    /// Replace the agent's plan (`{explanation?, steps: [{text, status}]}`). Lease holder only.
     async fn update_plan(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         plan: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let plan: Plan = decode("plan", plan)?;
-        run(ctx, &id, OperationCommand::UpdatePlan(plan), None, None).await
+        run(ctx, &id, OperationCommand::UpdatePlan(plan), Some(lease_token), None).await
     }
 
-    /// Replace the agent's todo list (`[{id, text, status}]`).
+    /// Replace the agent's todo list (`[{id, text, status}]`, ids unique). Lease holder only.
     async fn update_todos(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         todos: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let todos: Vec<Todo> = decode("todos", todos)?;
-        run(ctx, &id, OperationCommand::UpdateTodos(todos), None, None).await
+        run(ctx, &id, OperationCommand::UpdateTodos(todos), Some(lease_token), None).await
     }
 
-    /// Record an artifact (`{artifactId, title, kind, sizeBytes?, contentRef}`).
+    /// Record an artifact (`{artifactId, title, kind, sizeBytes?, contentRef}`), once the run
+    /// started. While the run holds a lease, only its holder records one (`leaseToken`).
     async fn record_artifact(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: Option<String>,
         artifact: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let artifact: Artifact = decode("artifact", artifact)?;
-        run(ctx, &id, OperationCommand::RecordArtifact(artifact), None, None).await
+        run(ctx, &id, OperationCommand::RecordArtifact(artifact), lease_token, None).await
     }
 
-    /// Record a review score (`{rubricId, score, passed, reason?}`).
+    /// Record a review score (`{rubricId, score 0–100, passed, reason?}`), also after the run
+    /// ended. While the run holds a lease, only its holder records one (`leaseToken`).
     async fn record_score(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: Option<String>,
         score: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let score: ReviewScore = decode("score", score)?;
-        run(ctx, &id, OperationCommand::RecordScore(score), None, None).await
+        run(ctx, &id, OperationCommand::RecordScore(score), lease_token, None).await
     }
 
     /// Ask a human: the operation waits on the card (`{cardId, title, body?, kind: choice |
-    /// input | confirm | form, options / fields, timeout?}`).
+    /// input | confirm | form, options / fields, timeout?}`) and releases its lease; once
+    /// answered, a worker claims it again. Lease holder only.
     async fn ask_human(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         card: Json<serde_json::Value>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let card: HitlCard = decode("card", card)?;
-        run(ctx, &id, OperationCommand::AskHuman(card), None, request_id).await
+        run(ctx, &id, OperationCommand::AskHuman(card), Some(lease_token), request_id).await
     }
 
     /// A human answers the pending card (`{kind, values | text | confirmed}`).
@@ -733,9 +837,16 @@ impl OperationsMutation {
         run(ctx, &id, OperationCommand::AnswerCard { card_id, answer }, None, request_id).await
     }
 
-    /// Wait for async tool calls or dispatched children (a barrier).
-    async fn await_async(&self, ctx: &Context<'_>, id: String, keys: Vec<String>) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::AwaitAsync { keys }, None, None).await
+    /// Wait for async tool calls or dispatched children (a barrier); releases the lease, and a
+    /// worker claims the run again once every key reported. Lease holder only.
+    async fn await_async(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        lease_token: String,
+        keys: Vec<String>,
+    ) -> GqlResult<OperationPayload> {
+        run(ctx, &id, OperationCommand::AwaitAsync { keys }, Some(lease_token), None).await
     }
 
     /// An async tool reported its result.
@@ -755,32 +866,36 @@ impl OperationsMutation {
     /// is the run's last message. `briefJudgement` is the worker's own judge's verdict on
     /// whether the run deserves a result brief; without it the default rule decides (a failed
     /// run always gets an error brief; a task with review enabled none; otherwise a result
-    /// brief when `result` has at least 16 characters).
+    /// brief when `result` has at least 16 characters). Lease holder only.
     async fn complete_operation(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         result: Option<String>,
         handoff: Option<HandoffInput>,
         brief_judgement: Option<bool>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let handoff = handoff.map(HandoffInput::into_domain);
-        run(ctx, &id, OperationCommand::Complete { result, handoff, brief_judgement }, None, request_id).await
+        run(ctx, &id, OperationCommand::Complete { result, handoff, brief_judgement }, Some(lease_token), request_id)
+            .await
     }
 
-    /// The worker reports failure.
+    /// The worker reports failure. Lease holder only.
+    #[allow(clippy::too_many_arguments)]
     async fn fail_operation(
         &self,
         ctx: &Context<'_>,
         id: String,
+        lease_token: String,
         message: String,
         error_type: Option<String>,
         code: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let error = OperationError { message, error_type, code };
-        run(ctx, &id, OperationCommand::Fail(error), None, request_id).await
+        run(ctx, &id, OperationCommand::Fail(error), Some(lease_token), request_id).await
     }
 
     /// Stop it from outside.
@@ -792,6 +907,22 @@ impl OperationsMutation {
         #[graphql(default)] can_resume: bool,
     ) -> GqlResult<OperationPayload> {
         run(ctx, &id, OperationCommand::Interrupt { reason, can_resume }, None, None).await
+    }
+
+    /// Put an interrupted run whose interruption allows it (`canResume`: a lease expiry, or an
+    /// `interruptOperation(canResume: true)`) back into the queue: status `running` with no
+    /// lease, announced by `workAvailable`, claimed again by a worker; its history is kept. A
+    /// run that cannot resume, or whose conversation has started another run since, is refused
+    /// with CONFLICT.
+    async fn resume_operation(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        request_id: Option<String>,
+    ) -> GqlResult<OperationPayload> {
+        let who = caller(ctx)?;
+        let out = Commands::new(app(ctx), who).resume_operation(&id, request_id.as_deref()).await?;
+        Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
     /// Cancel it and every unfinished descendant.
@@ -811,8 +942,8 @@ impl OperationsMutation {
 fn lease(secs: Option<i32>) -> Result<u32, ApiError> {
     match secs {
         None => Ok(300),
-        Some(s) if (1..=86_400).contains(&s) => Ok(s as u32),
-        Some(_) => Err(ApiError::validation("leaseSecs", "must be between 1 and 86400")),
+        Some(s) if s >= 1 && s.unsigned_abs() <= MAX_LEASE_SECS => Ok(s.unsigned_abs()),
+        Some(_) => Err(ApiError::validation("leaseSecs", format!("must be between 1 and {MAX_LEASE_SECS}"))),
     }
 }
 

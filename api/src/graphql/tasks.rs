@@ -596,7 +596,8 @@ impl TasksMutation {
         Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
     }
 
-    /// Cancel a running topic; the task pauses.
+    /// Cancel a running topic; the task pauses. The topic's operation is not stopped: cancel
+    /// it with `cancelOperation`.
     async fn cancel_task_topic(&self, ctx: &Context<'_>, id: String, topic_id: String) -> GqlResult<TaskPayload> {
         run(ctx, &id, TaskCommand::CancelTopic { topic_id }, None, None).await
     }

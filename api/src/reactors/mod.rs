@@ -2,6 +2,7 @@
 //! checkpoint and appends the consequences with ids derived from what triggered them, so a
 //! restart or a second server process never doubles an effect.
 
+pub mod card_timeouts;
 pub mod checkpoint;
 pub mod child_results;
 pub mod lease_reaper;
@@ -93,7 +94,8 @@ impl Reactors {
             tokio::spawn(follow::<orchestration::Orchestration>(state.clone(), rx.clone())),
             tokio::spawn(follow::<sources::Sources>(state.clone(), rx.clone())),
             tokio::spawn(scheduler::run(state.clone(), rx.clone())),
-            tokio::spawn(lease_reaper::run(state.clone(), rx)),
+            tokio::spawn(lease_reaper::run(state.clone(), rx.clone())),
+            tokio::spawn(card_timeouts::run(state.clone(), rx)),
         ];
         Self { stop, tasks }
     }

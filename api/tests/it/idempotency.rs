@@ -82,21 +82,23 @@ async fn a_resent_request_gets_the_first_answer(db: Db) {
     let op = json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1"}, "r": "start-1"});
     let started = twice(&s, &alice, "startOperation", START, op).await;
     assert_eq!(started["startOperation"]["operation"]["status"], "idle", "{started}");
-    // a claim whose answer was lost: resent, the worker holds the lease (not CONFLICT)
-    twice(
+    // a claim whose answer was lost: resent, the worker holds the lease (not CONFLICT), with the
+    // same token
+    let claimed = twice(
         &s,
         &alice,
         "claimOperation",
-        "mutation($r: String) { claimOperation(id: \"op1\", workerId: \"w1\", leaseSecs: 3600, requestId: $r) { position operation { status } } }",
+        "mutation($r: String) { claimOperation(id: \"op1\", workerId: \"w1\", leaseSecs: 3600, requestId: $r) { position operation { status } lease { token expiresAt } } }",
         json!({"r": "claim-1"}),
     )
     .await;
-    let sub = json!({"p": "op1", "i": {"operationId": "op1-sub", "kind": "SUBAGENT", "agentId": "a1"}, "r": "spawn-1"});
+    let lt = claimed["claimOperation"]["lease"]["token"].as_str().unwrap().to_string();
+    let sub = json!({"p": "op1", "i": {"operationId": "op1-sub", "kind": "SUBAGENT", "agentId": "a1"}, "r": "spawn-1", "lt": lt});
     twice(
         &s,
         &alice,
         "spawnSubagent",
-        "mutation($p: String!, $i: StartOperationInput!, $r: String) { spawnSubagent(parentOperationId: $p, input: $i, requestId: $r) { position } }",
+        "mutation($p: String!, $i: StartOperationInput!, $r: String, $lt: String) { spawnSubagent(parentOperationId: $p, input: $i, leaseToken: $lt, requestId: $r) { position } }",
         sub,
     )
     .await;

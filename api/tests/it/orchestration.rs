@@ -38,28 +38,24 @@ async fn setup(s: &Server, token: &str) {
     .await;
 }
 
-/// The supervisor's worker reports a decision as a tool call.
+/// The supervisor's worker (claiming the woken run) reports a decision as a tool call.
 async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, arguments: Value) {
+    let lt = s.claim(token, op, "sup-worker").await;
     s.data(
         Some(token),
-        "mutation($id: String!, $c: [ToolCallInput!]) { reportStep(id: $id, phase: ACTING, toolCalls: $c) { position } }",
-        json!({"id": op, "c": [{"id": format!("call-{step}"), "name": tool, "status": "succeeded", "arguments": arguments}]}),
+        "mutation($id: String!, $lt: String!, $c: [ToolCallInput!]) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: $c) { position } }",
+        json!({"id": op, "lt": lt, "c": [{"id": format!("call-{step}"), "name": tool, "status": "succeeded", "arguments": arguments}]}),
     )
     .await;
 }
 
 /// A member's worker answers.
 async fn answer(s: &Server, token: &str, op: &str, text: &str) {
+    let lt = s.claim(token, op, "member-worker").await;
     s.data(
         Some(token),
-        "mutation($id: String!) { claimOperation(id: $id, workerId: \"member-worker\") { position } }",
-        json!({"id": op}),
-    )
-    .await;
-    s.data(
-        Some(token),
-        "mutation($id: String!, $r: String!) { completeOperation(id: $id, result: $r) { position } }",
-        json!({"id": op, "r": text}),
+        "mutation($id: String!, $lt: String!, $r: String!) { completeOperation(id: $id, leaseToken: $lt, result: $r) { position } }",
+        json!({"id": op, "lt": lt, "r": text}),
     )
     .await;
 }

@@ -17,18 +17,13 @@ fn count(data: &Value, root: &str) -> usize {
 }
 
 async fn fail_a_run(s: &Server, token: &str, id: &str) {
-    let input = json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "a1"}});
+    let input = json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "inbox"}});
     s.data(Some(token), START, input).await;
+    let lt = s.claim(token, id, "w").await;
     s.data(
         Some(token),
-        "mutation($id: String!) { claimOperation(id: $id, workerId: \"w\") { position } }",
-        json!({"id": id}),
-    )
-    .await;
-    s.data(
-        Some(token),
-        "mutation($id: String!) { failOperation(id: $id, message: \"the model timed out\", code: \"TIMEOUT\") { position } }",
-        json!({"id": id}),
+        "mutation($id: String!, $lt: String!) { failOperation(id: $id, leaseToken: $lt, message: \"the model timed out\", code: \"TIMEOUT\") { position } }",
+        json!({"id": id, "lt": lt}),
     )
     .await;
 }
@@ -68,11 +63,15 @@ async fn a_failed_run_yields_an_urgent_brief_and_a_notification(db: Db) {
     let types: Vec<&str> = chain["chain"].as_array().unwrap().iter().filter_map(|e| e["eventType"].as_str()).collect();
     assert_eq!(types, ["operation.failed", "brief.created", "notification.created"]);
     // A task run and a sub-agent get no operation-failure brief; a human question a notification.
-    s.data(Some(&alice), START, json!({"i": {"operationId": "op2", "kind": "CONVERSATION", "agentId": "a1"}})).await;
-    s.data(Some(&alice), "mutation { claimOperation(id: \"op2\", workerId: \"w\") { position } }", json!({})).await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "op2", "kind": "CONVERSATION", "agentId": "inbox"}})).await;
+    let lt = s.claim(&alice, "op2", "w").await;
     let card = json!({"cardId": "card-1", "title": "Ship it?", "kind": "confirm"});
-    s.data(Some(&alice), "mutation($c: JSON!) { askHuman(id: \"op2\", card: $c) { position } }", json!({"c": card}))
-        .await;
+    s.data(
+        Some(&alice),
+        "mutation($c: JSON!, $lt: String!) { askHuman(id: \"op2\", leaseToken: $lt, card: $c) { position } }",
+        json!({"c": card, "lt": lt}),
+    )
+    .await;
     let inbox = s.eventually(&alice, INBOX, |d| count(d, "notifications") >= 2).await;
     let hitl: Vec<&Value> = inbox["notifications"]["edges"]
         .as_array()

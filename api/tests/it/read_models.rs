@@ -65,13 +65,17 @@ async fn seed(s: &Server, alice: &str) {
     let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
     m(start, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1", "model": "m1", "provider": "p1"}}))
         .await;
-    m("mutation { claimOperation(id: \"op1\", workerId: \"w1\") { position } }", json!({})).await;
+    let lt = s.claim(alice, "op1", "w1").await;
     m(
-        "mutation { reportStep(id: \"op1\", phase: ACTING, usage: {inputTokens: 10, outputTokens: 5, costMicros: 7}) { position } }",
-        json!({}),
+        "mutation($lt: String!) { reportStep(id: \"op1\", leaseToken: $lt, phase: ACTING, usage: {inputTokens: 10, outputTokens: 5, costMicros: 7}) { position } }",
+        json!({"lt": lt}),
     )
     .await;
-    m("mutation { completeOperation(id: \"op1\", result: \"ok\") { position } }", json!({})).await;
+    m(
+        "mutation($lt: String!) { completeOperation(id: \"op1\", leaseToken: $lt, result: \"ok\") { position } }",
+        json!({"lt": lt}),
+    )
+    .await;
 }
 
 /// One query per root: (name, query, path to a value that is Alice's, what a stranger gets).
@@ -91,7 +95,7 @@ fn roots() -> Vec<(&'static str, &'static str, &'static str)> {
         ("cronJob", "{ cronJob(id: \"j1\") { jobId } }", "/cronJob/jobId"),
         ("cronJobs", "{ cronJobs { edges { node { jobId } } } }", "/cronJobs/edges/0/node/jobId"),
         ("agent", "{ agent(id: \"a1\") { id } }", "/agent/id"),
-        ("agents", "{ agents { edges { node { id } } } }", "/agents/edges/0/node/id"),
+        ("agents", "{ agents(builtin: false) { edges { node { id } } } }", "/agents/edges/0/node/id"),
         ("group", "{ group(id: \"g1\") { id members { agentId } } }", "/group/id"),
         ("groups", "{ groups { edges { node { id } } } }", "/groups/edges/0/node/id"),
         ("conversation", "{ conversation(topicId: \"c1\") { topicId flatList } }", "/conversation/topicId"),
@@ -247,6 +251,12 @@ async fn subscriptions_follow_changes_and_deltas(db: Db) {
         Some(&alice),
         "mutation($i: JSON!) { createTask(input: $i) { position } }",
         json!({"i": {"taskId": "t1", "identifier": "T-1", "instruction": "x"}}),
+    )
+    .await;
+    s.data(
+        Some(&alice),
+        "mutation($i: JSON!) { registerAgent(input: $i) { position } }",
+        json!({"i": {"agentId": "a1", "config": {"slug": "a1", "title": "A1"}}}),
     )
     .await;
 

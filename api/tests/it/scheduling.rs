@@ -43,17 +43,12 @@ async fn work_the_running_topic(s: &Server, token: &str, n: usize) -> String {
     let topic = topics(&d).into_iter().find(|t| t["status"] == "running").expect("a running topic");
     let op = topic["operationId"].as_str().expect("operation id").to_string();
     assert_eq!(topic["trigger"], "heartbeat", "{d}");
-    s.data(
-        Some(token),
-        "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { position } }",
-        json!({"id": op}),
-    )
-    .await;
+    let lt = s.claim(token, &op, "w1").await;
     let handoff = json!({"title": format!("run {n}"), "summary": "did part of it", "keyFindings": [format!("finding {n}")], "nextAction": format!("do part {}", n + 1)});
     s.data(
         Some(token),
-        "mutation($id: String!, $h: HandoffInput) { completeOperation(id: $id, result: \"A substantive summary of the work.\", handoff: $h) { position } }",
-        json!({"id": op, "h": handoff}),
+        "mutation($id: String!, $lt: String!, $h: HandoffInput) { completeOperation(id: $id, leaseToken: $lt, result: \"A substantive summary of the work.\", handoff: $h) { position } }",
+        json!({"id": op, "lt": lt, "h": handoff}),
     )
     .await;
     op
@@ -120,11 +115,11 @@ async fn a_failed_run_pauses_its_task_with_an_urgent_brief_and_a_notification(db
         json!({}),
     )
     .await;
-    s.data(Some(&alice), "mutation { claimOperation(id: \"run1\", workerId: \"w1\") { position } }", json!({})).await;
+    let lt = s.claim(&alice, "run1", "w1").await;
     s.data(
         Some(&alice),
-        "mutation { failOperation(id: \"run1\", message: \"the cluster refused the deploy\", code: \"DEPLOY_REFUSED\") { position } }",
-        json!({}),
+        "mutation($lt: String!) { failOperation(id: \"run1\", leaseToken: $lt, message: \"the cluster refused the deploy\", code: \"DEPLOY_REFUSED\") { position } }",
+        json!({"lt": lt}),
     )
     .await;
     let d = s.eventually(&alice, TASK, |d| d["task"]["status"] == "paused").await;
@@ -157,15 +152,14 @@ async fn a_human_in_the_loop_round_trip(db: Db) {
         json!({}),
     )
     .await;
+    let lt = s.claim(&alice, "run1", "w1").await;
+    let card = json!({"cardId": "c1", "title": "Deploy to production?", "kind": "confirm"});
     s.data(
         Some(&alice),
-        "mutation { claimOperation(id: \"run1\", workerId: \"w1\", leaseSecs: 3600) { position } }",
-        json!({}),
+        "mutation($c: JSON!, $lt: String!) { askHuman(id: \"run1\", leaseToken: $lt, card: $c) { position } }",
+        json!({"c": card, "lt": lt}),
     )
     .await;
-    let card = json!({"cardId": "c1", "title": "Deploy to production?", "kind": "confirm"});
-    s.data(Some(&alice), "mutation($c: JSON!) { askHuman(id: \"run1\", card: $c) { position } }", json!({"c": card}))
-        .await;
     // The owner is asked (a decision notification); the run waits, and its topic goes on.
     let inbox = s
         .eventually(&alice, "{ notifications { edges { node { type dedupeKey title } } } }", |d| {
@@ -193,10 +187,11 @@ async fn a_human_in_the_loop_round_trip(db: Db) {
         )
         .await;
     assert_eq!(d["answerCard"]["operation"]["status"], "running", "{d}");
+    let lt = s.claim(&alice, "run1", "w1").await;
     s.data(
         Some(&alice),
-        "mutation { completeOperation(id: \"run1\", result: \"Deployed version 42 to production.\", handoff: {title: \"deployed\"}) { position } }",
-        json!({}),
+        "mutation($lt: String!) { completeOperation(id: \"run1\", leaseToken: $lt, result: \"Deployed version 42 to production.\", handoff: {title: \"deployed\"}) { position } }",
+        json!({"lt": lt}),
     )
     .await;
     // A manual task pauses for its human after a run (pauseAfterTopic defaults to true).

@@ -8,11 +8,11 @@ use serde_json::{Value, json};
 use support::{Db, Server, Ws, error_code};
 
 const START: &str = "mutation($input: StartOperationInput!) { startOperation(input: $input) { position operation { id status kind } } }";
-const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { operation { status leaseWorkerId } } }";
-const STEP: &str = "mutation($id: String!, $n: Int) { reportStep(id: $id, phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}], usage: {inputTokens: $n}) { position operation { stepCount inputTokens outputTokens costMicros } } }";
+const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { operation { status leaseWorkerId } lease { token workerId expiresAt } } }";
+const STEP: &str = "mutation($id: String!, $lt: String!, $n: Int) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}], usage: {inputTokens: $n}) { position operation { stepCount inputTokens outputTokens costMicros } } }";
 
 fn start_input(id: &str) -> Value {
-    json!({"input": {"operationId": id, "kind": "TASK", "agentId": "agent-1", "model": "m1", "provider": "p1"}})
+    json!({"input": {"operationId": id, "kind": "TASK", "agentId": "inbox", "model": "m1", "provider": "p1"}})
 }
 
 async fn health_ready_and_metrics(db: Db) {
@@ -76,21 +76,21 @@ async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
     assert_eq!(status, 413, "oversized body refused");
     // bad values inside a valid request: refused with VALIDATION, nothing written
     let r = s
-        .gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "a"}}))
+        .gql(Some(&token), START, json!({"input": {"operationId": "has space", "kind": "TASK", "agentId": "inbox"}}))
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     let r = s
         .gql(
             Some(&token),
             START,
-            json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "a", "maxSteps": -1}}),
+            json!({"input": {"operationId": "ok1", "kind": "TASK", "agentId": "inbox", "maxSteps": -1}}),
         )
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     let r = s
         .gql(
             Some(&token),
-            "mutation { askHuman(id: \"nope\", card: {cardId: \"c\", title: \"t\", kind: \"confirm\"}) { position } }",
+            "mutation { askHuman(id: \"nope\", leaseToken: \"lt_x\", card: {cardId: \"c\", title: \"t\", kind: \"confirm\"}) { position } }",
             json!({}),
         )
         .await;
@@ -110,10 +110,12 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     assert_eq!(d["startOperation"]["operation"]["status"], "idle");
     let d = s.data(Some(&alice), CLAIM, json!({"id": "op-a"})).await;
     assert_eq!(d["claimOperation"]["operation"]["status"], "running");
+    assert_eq!(d["claimOperation"]["lease"]["workerId"], "w1");
+    let lt = d["claimOperation"]["lease"]["token"].as_str().unwrap().to_string();
     // cost and tokens stay absent until measured
-    let d = s.data(Some(&alice), STEP, json!({"id": "op-a"})).await;
+    let d = s.data(Some(&alice), STEP, json!({"id": "op-a", "lt": lt})).await;
     assert_eq!(d["reportStep"]["operation"]["inputTokens"], Value::Null);
-    let d = s.data(Some(&alice), STEP, json!({"id": "op-a", "n": 120})).await;
+    let d = s.data(Some(&alice), STEP, json!({"id": "op-a", "lt": lt, "n": 120})).await;
     let step_position = d["reportStep"]["position"].as_i64().unwrap();
     assert_eq!(d["reportStep"]["operation"]["stepCount"], 2);
     assert_eq!(d["reportStep"]["operation"]["inputTokens"], 120);
@@ -122,8 +124,8 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     let d = s
         .data(
             Some(&alice),
-            "mutation($c: JSON!) { askHuman(id: \"op-a\", card: $c) { operation { status pendingCard } } }",
-            json!({"c": card}),
+            "mutation($c: JSON!, $lt: String!) { askHuman(id: \"op-a\", leaseToken: $lt, card: $c) { operation { status pendingCard } } }",
+            json!({"c": card, "lt": lt}),
         )
         .await;
     assert_eq!(d["askHuman"]["operation"]["status"], "waiting_for_human");
@@ -132,11 +134,17 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     let d = s.data(Some(&alice), "mutation { answerCard(id: \"op-a\", cardId: \"c1\", answer: {kind: \"confirm\", confirmed: true}) { operation { status } } }", json!({})).await;
     assert_eq!(d["answerCard"]["operation"]["status"], "running");
-    let d = s.data(Some(&alice), "mutation { completeOperation(id: \"op-a\", result: \"shipped\") { operation { status completionReason } } }", json!({})).await;
+    // the answered run is claimed again: a new lease, a new token
+    let lt = s.claim(&alice, "op-a", "w1").await;
+    let d = s.data(Some(&alice), "mutation($lt: String!) { completeOperation(id: \"op-a\", leaseToken: $lt, result: \"shipped\") { operation { status completionReason } } }", json!({"lt": lt})).await;
     assert_eq!(d["completeOperation"]["operation"]["status"], "done");
     // it ends exactly once
     let r = s
-        .gql(Some(&alice), "mutation { failOperation(id: \"op-a\", message: \"late\") { position } }", json!({}))
+        .gql(
+            Some(&alice),
+            "mutation($lt: String!) { failOperation(id: \"op-a\", leaseToken: $lt, message: \"late\") { position } }",
+            json!({"lt": lt}),
+        )
         .await;
     assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
 
@@ -191,13 +199,16 @@ async fn cancel_cascades_to_every_unfinished_descendant(db: Db) {
     let s = Server::start(db).await;
     let t = s.user_token("carol").await;
     s.data(Some(&t), START, start_input("root")).await;
-    s.data(Some(&t), CLAIM, json!({"id": "root"})).await;
-    let spawn = "mutation($p: String!, $id: String!) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"a\"}) { operation { parentOperationId } } }";
-    s.data(Some(&t), spawn, json!({"p": "root", "id": "child"})).await;
-    s.data(Some(&t), CLAIM, json!({"id": "child"})).await;
-    s.data(Some(&t), spawn, json!({"p": "child", "id": "grandchild"})).await;
-    s.data(Some(&t), CLAIM, json!({"id": "grandchild"})).await;
-    s.data(Some(&t), spawn, json!({"p": "grandchild", "id": "great"})).await;
+    let root = s.claim(&t, "root", "w1").await;
+    let spawn = "mutation($p: String!, $id: String!, $lt: String) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"inbox\"}, leaseToken: $lt) { operation { parentOperationId } } }";
+    // a leased parent spawns only with its token
+    let r = s.gql(Some(&t), spawn, json!({"p": "root", "id": "child"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
+    s.data(Some(&t), spawn, json!({"p": "root", "id": "child", "lt": root})).await;
+    let child = s.claim(&t, "child", "w1").await;
+    s.data(Some(&t), spawn, json!({"p": "child", "id": "grandchild", "lt": child})).await;
+    let grandchild = s.claim(&t, "grandchild", "w1").await;
+    s.data(Some(&t), spawn, json!({"p": "grandchild", "id": "great", "lt": grandchild})).await;
     let d = s
         .data(
             Some(&t),
@@ -219,7 +230,7 @@ async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
     let s = Server::start(db).await;
     let t = s.user_token("dave").await;
     s.data(Some(&t), START, start_input("burst")).await;
-    s.data(Some(&t), CLAIM, json!({"id": "burst"})).await;
+    let lt = s.claim(&t, "burst", "w1").await;
     let sub = "subscription($from: Int) { events(fromPosition: $from, filter: {streamPrefix: \"operation-burst\"}) { position eventType } }";
     let mut ws = Ws::connect(&s, &t, protocol).await;
     ws.subscribe("1", sub, json!({"from": 0})).await;
@@ -230,7 +241,7 @@ async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
             let client = reqwest::Client::new();
             // 60 steps: the subscriber is cut off after 40, while the writer is still going.
             for i in 0..60 {
-                let body = json!({"query": STEP, "variables": {"id": "burst", "n": i}});
+                let body = json!({"query": STEP, "variables": {"id": "burst", "lt": lt, "n": i}});
                 let r: Value = client
                     .post(format!("{base}/graphql"))
                     .bearer_auth(&t)

@@ -48,6 +48,10 @@ pub struct CreateOperation {
     /// The instruction given to a sub-agent or task run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
+    /// The agent's roster settings the caller overrode for this run (`model`, `provider`);
+    /// `agent` holds the values the run used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_overrides: Vec<String>,
 }
 
 impl CreateOperation {
@@ -67,6 +71,7 @@ impl CreateOperation {
             cost_limit_micros: None,
             trigger: None,
             instruction: None,
+            agent_overrides: Vec::new(),
         }
     }
 }
@@ -175,6 +180,9 @@ pub enum OperationCommand {
         /// Whether a later run may resume it.
         can_resume: bool,
     },
+    /// Put an interrupted run whose interruption allows it back into the queue (use
+    /// [`crate::rules::operation_resume`], which keeps its conversation consistent).
+    Resume,
     /// Cancel it (use [`crate::rules::cancel_cascade`] to cancel its descendants too).
     Cancel {
         /// Why.

@@ -1,21 +1,16 @@
 //! The operation's rules: which command may happen in which status, and what it records.
 
-use chrono::{DateTime, Utc};
-
 use super::command::{CreateOperation, OperationCommand as C, StepReport};
 use super::event::*;
 use super::hitl::{CardAnswer, OnTimeout};
+use super::lease;
 use super::model::{CompletionReason, OperationError, OperationStatus as S, cap_child_result};
 use super::{Operation, OperationEvent as E};
 use crate::context::Context;
 use crate::deadline::{after, millis_between};
-use crate::envelope::ActorKind;
 use crate::error::DomainError;
 
 const AGGREGATE: &str = "operation";
-
-/// The longest lease a worker may take, so a vanished worker is noticed within the hour.
-pub const MAX_LEASE_SECS: u32 = 3600;
 
 pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, DomainError> {
     let Some(spec) = &op.spec else {
@@ -29,8 +24,10 @@ pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, D
         C::Create(_) => {
             Err(DomainError::AlreadyExists { aggregate: AGGREGATE, id: id.to_string() })
         }
+        C::Resume => resume(op, ctx),
         // Reviews usually happen after the run; they do not change its status.
         C::RecordScore(score) => {
+            lease::check_token(op, id, ctx)?;
             check_score(score.score)?;
             Ok(vec![E::ScoreRecorded(ScoreRecorded { score: score.clone() })])
         }
@@ -54,9 +51,11 @@ fn decide_unfinished(
     ctx: &Context,
 ) -> Result<Vec<E>, DomainError> {
     match cmd {
-        C::Claim { worker_id, lease_secs } => claim(op, id, worker_id, *lease_secs, ctx),
-        C::RenewLease { worker_id, lease_secs } => renew(op, id, worker_id, *lease_secs, ctx),
-        C::ExpireLease => expire(op, id, ctx),
+        C::Claim { worker_id, lease_secs } => lease::claim(op, id, worker_id, *lease_secs, ctx),
+        C::RenewLease { worker_id, lease_secs } => {
+            lease::renew(op, id, worker_id, *lease_secs, ctx)
+        }
+        C::ExpireLease => lease::expire(op, id, ctx),
         C::Interrupt { reason, can_resume } => Ok(vec![E::Interrupted(OperationInterrupted {
             reason: reason.clone(),
             can_resume: *can_resume,
@@ -76,6 +75,7 @@ fn decide_unfinished(
             if op.status == S::Idle {
                 return Err(DomainError::transition(AGGREGATE, op.status, "spawn a child from"));
             }
+            lease::check_token(op, id, ctx)?;
             if op.children.contains_key(child_operation_id) {
                 return Err(DomainError::AlreadyExists {
                     aggregate: "child operation",
@@ -91,7 +91,7 @@ fn decide_unfinished(
             if op.status == S::Idle {
                 return Err(DomainError::transition(AGGREGATE, op.status, "record an artifact on"));
             }
-            check_reporter(op, id, ctx)?;
+            lease::check_token(op, id, ctx)?;
             if artifact.artifact_id.trim().is_empty() {
                 return Err(DomainError::validation("artifactId", "must not be empty"));
             }
@@ -111,7 +111,7 @@ fn decide_unfinished(
                     running_verb(running_only),
                 ));
             }
-            check_reporter(op, id, ctx)?;
+            lease::check_holder(op, id, ctx)?;
             decide_running(op, running_only, ctx)
         }
     }
@@ -163,133 +163,16 @@ fn create_events(create: &CreateOperation, ctx: &Context) -> Result<Vec<E>, Doma
     })])
 }
 
-fn lease_until(now: DateTime<Utc>, lease_secs: u32) -> Result<DateTime<Utc>, DomainError> {
-    if lease_secs == 0 || lease_secs > MAX_LEASE_SECS {
-        return Err(DomainError::validation(
-            "leaseSecs",
-            format!("must be between 1 and {MAX_LEASE_SECS}"),
-        ));
-    }
-    Ok(after(now, u64::from(lease_secs)))
-}
-
-fn claim(
-    op: &Operation,
-    id: &str,
-    worker_id: &str,
-    lease_secs: u32,
-    ctx: &Context,
-) -> Result<Vec<E>, DomainError> {
-    if op.status.is_waiting() {
-        // A pause needs no worker; the operation is claimed again once it resumes.
-        return Err(DomainError::transition(AGGREGATE, op.status, "claim"));
-    }
-    if worker_id.trim().is_empty() {
-        return Err(DomainError::validation("workerId", "must not be empty"));
-    }
-    let expires = lease_until(ctx.now, lease_secs)?;
-    if let Some(lease) = &op.lease {
-        if lease.expires_at <= ctx.now {
-            return Err(DomainError::LeaseExpired {
-                operation_id: id.to_string(),
-                expired_at: lease.expires_at,
-            });
-        }
-        if lease.worker_id != worker_id {
-            return Err(DomainError::LeaseHeld {
-                operation_id: id.to_string(),
-                holder: lease.worker_id.clone(),
-                expires_at: lease.expires_at,
-            });
-        }
-    }
-    let mut events = vec![E::Claimed(LeaseClaimed {
-        worker_id: worker_id.to_string(),
-        lease_expires_at: expires,
-        at: ctx.now,
-    })];
-    if op.status == S::Idle {
-        events.push(E::Started(OperationStarted { at: ctx.now }));
-    }
-    Ok(events)
-}
-
-fn renew(
-    op: &Operation,
-    id: &str,
-    worker_id: &str,
-    lease_secs: u32,
-    ctx: &Context,
-) -> Result<Vec<E>, DomainError> {
-    let expires = lease_until(ctx.now, lease_secs)?;
-    match &op.lease {
-        Some(lease) if lease.worker_id == worker_id => {
-            if lease.expires_at <= ctx.now {
-                return Err(DomainError::LeaseExpired {
-                    operation_id: id.to_string(),
-                    expired_at: lease.expires_at,
-                });
-            }
-            Ok(vec![E::LeaseRenewed(LeaseRenewed {
-                worker_id: worker_id.to_string(),
-                lease_expires_at: expires,
-            })])
-        }
-        _ => Err(DomainError::NotLeaseHolder {
-            operation_id: id.to_string(),
-            worker_id: worker_id.to_string(),
-        }),
-    }
-}
-
-fn expire(op: &Operation, id: &str, ctx: &Context) -> Result<Vec<E>, DomainError> {
-    let Some(lease) = &op.lease else {
-        return Err(DomainError::transition(
-            AGGREGATE,
-            format!("{} without a lease", op.status),
-            "expire the lease of",
-        ));
-    };
-    if lease.expires_at > ctx.now {
-        return Err(DomainError::NotDue {
-            what: format!("lease of operation {id}"),
-            due_at: lease.expires_at,
-        });
-    }
-    Ok(vec![
-        E::LeaseExpired(LeaseExpired {
-            worker_id: lease.worker_id.clone(),
-            expired_at: lease.expires_at,
+fn resume(op: &Operation, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    match (&op.status, &op.interruption) {
+        (S::Interrupted, Some(i)) if i.can_resume => Ok(vec![E::Resumed(OperationResumed {
+            interrupted_reason: i.reason.clone(),
             at: ctx.now,
-        }),
-        E::Interrupted(OperationInterrupted {
-            reason: "lease_expired".into(),
-            can_resume: true,
-            at: ctx.now,
-        }),
-    ])
-}
-
-/// A worker actor may only report on an operation whose valid lease it holds.
-fn check_reporter(op: &Operation, id: &str, ctx: &Context) -> Result<(), DomainError> {
-    if ctx.actor.kind != ActorKind::Worker {
-        return Ok(());
-    }
-    match &op.lease {
-        Some(lease) if lease.worker_id == ctx.actor.id => {
-            if lease.expires_at <= ctx.now {
-                Err(DomainError::LeaseExpired {
-                    operation_id: id.to_string(),
-                    expired_at: lease.expires_at,
-                })
-            } else {
-                Ok(())
-            }
+        })]),
+        (S::Interrupted, _) => {
+            Err(DomainError::transition(AGGREGATE, "interrupted without canResume", "resume"))
         }
-        _ => Err(DomainError::NotLeaseHolder {
-            operation_id: id.to_string(),
-            worker_id: ctx.actor.id.clone(),
-        }),
+        (status, _) => Err(DomainError::transition(AGGREGATE, status, "resume")),
     }
 }
 

@@ -33,6 +33,9 @@ pub struct LeaseClaimed {
     pub worker_id: String,
     /// When the lease runs out.
     pub lease_expires_at: DateTime<Utc>,
+    /// The SHA-256 of the lease token the claim answered (absent before tokens existed).
+    #[serde(default)]
+    pub token_hash: String,
     /// When.
     pub at: DateTime<Utc>,
 }
@@ -254,6 +257,17 @@ pub struct OperationInterrupted {
     pub at: DateTime<Utc>,
 }
 
+/// `operation.resumed`: an interrupted run that may resume is back in the queue (status
+/// running, no lease: a worker claims it again), its history kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationResumed {
+    /// Why it had stopped.
+    pub interrupted_reason: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
 /// `operation.cancelled`: status cancelled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -313,6 +327,8 @@ crate::domain_events! {
         Interrupted(OperationInterrupted) = "operation.interrupted" v 1,
         /// Finished as cancelled.
         Cancelled(OperationCancelled) = "operation.cancelled" v 1,
+        /// An interrupted run was put back into the queue.
+        Resumed(OperationResumed) = "operation.resumed" v 1,
     }
 }
 

@@ -13,8 +13,11 @@ pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
             op.created_at = Some(e.at);
         }
         E::Claimed(e) => {
-            op.lease =
-                Some(Lease { worker_id: e.worker_id.clone(), expires_at: e.lease_expires_at });
+            op.lease = Some(Lease {
+                worker_id: e.worker_id.clone(),
+                expires_at: e.lease_expires_at,
+                token_hash: e.token_hash.clone(),
+            });
         }
         E::Started(e) => {
             op.status = S::Running;
@@ -22,8 +25,12 @@ pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
             op.started_at = Some(e.at);
         }
         E::LeaseRenewed(e) => {
-            op.lease =
-                Some(Lease { worker_id: e.worker_id.clone(), expires_at: e.lease_expires_at });
+            let token_hash = op.lease.take().map(|l| l.token_hash).unwrap_or_default();
+            op.lease = Some(Lease {
+                worker_id: e.worker_id.clone(),
+                expires_at: e.lease_expires_at,
+                token_hash,
+            });
         }
         E::LeaseExpired(_) => op.lease = None,
         E::PhaseChanged(e) => op.phase = Some(e.phase),
@@ -86,6 +93,12 @@ pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
             finish(&mut op, S::Interrupted, CompletionReason::Interrupted, e.at);
         }
         E::Cancelled(e) => finish(&mut op, S::Cancelled, CompletionReason::Cancelled, e.at),
+        E::Resumed(_) => {
+            op.status = S::Running;
+            op.completion_reason = None;
+            op.completed_at = None;
+            op.interruption = None;
+        }
     }
     op
 }

@@ -4,14 +4,18 @@
 //! idle ──claim──▶ running ⇄ waiting_for_human        (ask / answer, timeout)
 //!                    ⇅      waiting_for_async_tool   (await / every key reported)
 //!                    └──▶ done | error | interrupted | cancelled   (exactly once)
+//!                                     │ resume (canResume) ──▶ running, no lease
 //! ```
 //!
 //! - A worker claims an operation with a lease and renews it; a running operation whose lease
 //!   expired is interrupted ([`OperationCommand::ExpireLease`], issued by the reaper, also at
-//!   server start). A pause releases the lease: the wait is durable in the log and needs no
+//!   server start); `Resume` puts an interrupted run whose interruption allows it back into
+//!   the queue (see [`crate::rules::operation_resume`]). A pause releases the lease: the wait is durable in the log and needs no
 //!   worker; after resuming, a worker claims it again.
-//! - Reports (steps, phases, plans, cards, completion) from a worker actor must come from the
-//!   lease holder.
+//! - Only the lease holder reports: a claim answers a lease token, and every report on a run
+//!   that holds a lease (steps, phases, plans, todos, artifacts, scores, cards, awaits,
+//!   sub-agents, completion, renewals) must present it; steps, phases, plans, todos, cards,
+//!   awaits and completion need a claimed run. See `lease`.
 //! - Usage fields are `None` until measured; max_steps and cost_limit stop the run after the
 //!   step that reaches them.
 //! - Conversation busy, the background sub-agent limit, child registration and cancel cascades
@@ -22,6 +26,7 @@ mod decide;
 pub mod event;
 mod evolve;
 pub mod hitl;
+mod lease;
 pub mod model;
 
 #[cfg(test)]
@@ -39,6 +44,7 @@ use serde::{Deserialize, Serialize};
 pub use command::{CreateOperation, OperationCommand, StepReport};
 pub use event::OperationEvent;
 pub use hitl::{CardAnswer, CardKind, HitlCard, OnTimeout};
+pub use lease::{MAX_LEASE_SECS, lease_token, lease_token_hash};
 pub use model::{
     AgentRef, Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, ItemStatus, Lease,
     OperationError, OperationKind, OperationStatus, Phase, Plan, PlanStep, ReviewScore, Todo,

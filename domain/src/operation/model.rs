@@ -42,7 +42,7 @@ impl OperationStatus {
         Self::Cancelled,
     ];
 
-    /// Terminal: it will never change again.
+    /// Terminal: nothing but a resume (of an interrupted run that may resume) changes it again.
     pub fn is_finished(self) -> bool {
         matches!(self, Self::Done | Self::Error | Self::Interrupted | Self::Cancelled)
     }
@@ -153,6 +153,28 @@ pub struct AgentRef {
     pub provider: Option<String>,
 }
 
+impl AgentRef {
+    /// This roster reference with a caller's explicit `model` / `provider` for one run: the
+    /// reference the run uses, and which settings differ from the roster's (`model`,
+    /// `provider`).
+    pub fn with_overrides(
+        mut self,
+        model: Option<String>,
+        provider: Option<String>,
+    ) -> (AgentRef, Vec<String>) {
+        let mut overridden = Vec::new();
+        if let Some(m) = model.filter(|m| self.model.as_ref() != Some(m)) {
+            self.model = Some(m);
+            overridden.push("model".to_string());
+        }
+        if let Some(p) = provider.filter(|p| self.provider.as_ref() != Some(p)) {
+            self.provider = Some(p);
+            overridden.push("provider".to_string());
+        }
+        (self, overridden)
+    }
+}
+
 /// Measured usage. Every field is `None` until something measured it: unknown is never 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -222,6 +244,9 @@ pub struct Lease {
     pub worker_id: String,
     /// When it runs out unless renewed.
     pub expires_at: DateTime<Utc>,
+    /// The SHA-256 of its token (empty for a lease claimed before tokens: no token matches).
+    #[serde(default)]
+    pub token_hash: String,
 }
 
 /// The status of a plan step or a todo.

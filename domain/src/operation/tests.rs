@@ -1,6 +1,8 @@
 //! Operation: the transition table (every command × every status) and one test per rule.
 
 use super::*;
+use crate::context::Context;
+use crate::envelope::Actor;
 use crate::operation::hitl::{CardKind, ChoiceOption};
 use crate::testing::*;
 
@@ -286,23 +288,110 @@ fn lease_expiry_interrupts_a_running_operation_and_only_after_the_deadline() {
     assert!(op.lease.is_none());
 }
 
+/// The token `op_in` claimed with (w1 at t=1).
+fn w1_token() -> String {
+    lease_token(&system_ctx(1))
+}
+
 #[test]
-fn an_expired_lease_cannot_be_renewed_or_reclaimed_and_reports_need_the_lease() {
+fn an_expired_lease_cannot_be_renewed_or_reclaimed() {
     let op = op_in(OperationStatus::Running);
     let renew = OperationCommand::RenewLease { worker_id: "w1".into(), lease_secs: 60 };
-    assert!(matches!(refused(&op, &renew, &system_ctx(400)), DomainError::LeaseExpired { .. }));
+    let late = worker_ctx("w1", 400).with_lease_token(Some(w1_token()));
+    assert!(matches!(refused(&op, &renew, &late), DomainError::LeaseExpired { .. }));
     let claim = OperationCommand::Claim { worker_id: "w2".into(), lease_secs: 60 };
     assert!(matches!(refused(&op, &claim, &system_ctx(400)), DomainError::LeaseExpired { .. }));
+}
+
+#[test]
+fn only_the_lease_holder_reports_with_its_token() {
+    use OperationCommand as C;
+    let op = op_in(OperationStatus::Running);
+    let token = w1_token();
+    assert_eq!(op.lease.as_ref().map(|l| l.token_hash.clone()), Some(lease_token_hash(&token)));
+    let reports = [
+        C::ChangePhase(Phase::Acting),
+        C::RecordStep(StepReport {
+            phase: Phase::Acting,
+            tool_calls: vec![],
+            usage: Usage::default(),
+        }),
+        C::UpdatePlan(Plan { explanation: None, steps: vec![] }),
+        C::UpdateTodos(vec![]),
+        C::RecordArtifact(Artifact {
+            artifact_id: "a1".into(),
+            title: "t".into(),
+            kind: "file".into(),
+            size_bytes: None,
+            content_ref: "s3://x".into(),
+        }),
+        C::RecordScore(ReviewScore { rubric_id: "r".into(), score: 9, passed: true, reason: None }),
+        C::AskHuman(choice_card()),
+        C::AwaitAsync { keys: vec!["k".into()] },
+        C::RegisterChild { child_operation_id: "c1".into(), background: false },
+        C::Complete { result: None, handoff: None },
+        C::Fail(OperationError { message: "x".into(), error_type: None, code: None }),
+        C::RenewLease { worker_id: "w1".into(), lease_secs: 60 },
+    ];
+    for cmd in &reports {
+        for actor in [Actor::worker("w1"), Actor::user("u1")] {
+            let ctx = |token: Option<&str>, secs| {
+                Context::new(at(secs), command_id(secs), actor.clone(), "u1")
+                    .with_lease_token(token.map(str::to_string))
+            };
+            let missing = refused(&op, cmd, &ctx(None, 10));
+            assert!(
+                matches!(missing, DomainError::LeaseToken { .. }),
+                "{cmd:?} without a token: {missing:?}"
+            );
+            let wrong = refused(&op, cmd, &ctx(Some("lt_guess"), 10));
+            assert!(
+                matches!(wrong, DomainError::LeaseToken { .. }),
+                "{cmd:?} with a wrong token: {wrong:?}"
+            );
+            let expired = refused(&op, cmd, &ctx(Some(&token), 400));
+            assert!(
+                matches!(expired, DomainError::LeaseExpired { .. }),
+                "{cmd:?} expired: {expired:?}"
+            );
+            assert!(op.decide(cmd, &ctx(Some(&token), 10)).is_ok(), "{cmd:?} with the token");
+        }
+        assert!(
+            op.decide(cmd, &system_ctx(10)).is_ok(),
+            "the system acts without a token: {cmd:?}"
+        );
+    }
+}
+
+#[test]
+fn a_new_claim_replaces_the_token() {
+    let op = op_in(OperationStatus::Running);
+    let old = w1_token();
+    let reclaim = worker_ctx("w1", 20);
+    let (op, _) =
+        apply(op, &OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 60 }, &reclaim);
+    let step = OperationCommand::ChangePhase(Phase::Acting);
+    let with = |t: &str| worker_ctx("w1", 21).with_lease_token(Some(t.to_string()));
+    assert!(matches!(refused(&op, &step, &with(&old)), DomainError::LeaseToken { .. }));
+    assert!(op.decide(&step, &with(&lease_token(&reclaim))).is_ok());
+}
+
+#[test]
+fn reviews_and_artifacts_need_no_token_once_the_lease_is_gone() {
+    let done = op_in(OperationStatus::Done);
+    let score = OperationCommand::RecordScore(ReviewScore {
+        rubric_id: "r".into(),
+        score: 80,
+        passed: true,
+        reason: None,
+    });
+    assert!(done.decide(&score, &worker_ctx("reviewer", 10)).is_ok());
+    let waiting = op_in(OperationStatus::WaitingForHuman);
     let step = OperationCommand::ChangePhase(Phase::Acting);
     assert!(matches!(
-        refused(&op, &step, &worker_ctx("w2", 10)),
-        DomainError::NotLeaseHolder { .. }
+        refused(&waiting, &step, &worker_ctx("w1", 10)),
+        DomainError::InvalidTransition { .. }
     ));
-    assert!(matches!(
-        refused(&op, &step, &worker_ctx("w1", 400)),
-        DomainError::LeaseExpired { .. }
-    ));
-    assert!(op.decide(&step, &worker_ctx("w1", 10)).is_ok());
 }
 
 #[test]
@@ -548,4 +637,43 @@ fn step_recorded_v1_is_upcast_to_v2() {
         OperationEvent::decode("operation.step_recorded", 1, &bad_v1),
         Err(crate::error::DecodeError::InvalidPayload { .. })
     ));
+}
+
+#[test]
+fn an_interrupted_run_that_may_resume_goes_back_to_the_queue() {
+    use OperationCommand as C;
+    let op = op_in(OperationStatus::Running);
+    let (op, _) = apply(op, &C::ExpireLease, &system_ctx(400));
+    assert_eq!(op.status, OperationStatus::Interrupted);
+    let (op, events) = apply(op, &C::Resume, &system_ctx(401));
+    assert_eq!(types(&events), ["operation.resumed"]);
+    assert_eq!(
+        (op.status, op.lease.is_none(), op.completed_at),
+        (OperationStatus::Running, true, None)
+    );
+    assert!(matches!(
+        refused(&op, &C::Resume, &system_ctx(402)),
+        DomainError::InvalidTransition { .. }
+    ));
+    // Claimed again, it runs on from where it was.
+    let (op, events) =
+        apply(op, &C::Claim { worker_id: "w2".into(), lease_secs: 60 }, &system_ctx(403));
+    assert_eq!(types(&events), ["operation.claimed"]);
+    assert_eq!(op.step_count, 0);
+    let stopped = apply(
+        op_in(OperationStatus::Running),
+        &C::Interrupt { reason: "user stop".into(), can_resume: false },
+        &system_ctx(5),
+    )
+    .0;
+    assert!(matches!(
+        refused(&stopped, &C::Resume, &system_ctx(6)),
+        DomainError::InvalidTransition { .. }
+    ));
+    for status in [OperationStatus::Done, OperationStatus::Cancelled, OperationStatus::Idle] {
+        assert!(
+            refused(&op_in(status), &C::Resume, &system_ctx(9)).code()
+                == crate::error::ErrorCode::Conflict
+        );
+    }
 }

@@ -172,14 +172,14 @@ fn a_pause_releases_the_lease_and_resuming_needs_a_new_claim() {
     let events = answer(&op, "c1", CardAnswer::Choice { values: vec!["yes".into()] }).unwrap();
     let op = events.iter().fold(op, |s, e| s.evolve(e));
     let step = OperationCommand::ChangePhase(Phase::Acting);
+    let old = Some(lease_token(&system_ctx(1)));
     assert!(matches!(
-        refused(&op, &step, &worker_ctx("w1", 30)),
-        DomainError::NotLeaseHolder { .. }
+        refused(&op, &step, &worker_ctx("w1", 30).with_lease_token(old)),
+        DomainError::LeaseToken { .. }
     ));
-    let (op, _) = apply(
-        op,
-        &OperationCommand::Claim { worker_id: "w2".into(), lease_secs: 60 },
-        &system_ctx(30),
-    );
-    assert!(op.decide(&step, &worker_ctx("w2", 31)).is_ok());
+    let claim_ctx = worker_ctx("w2", 30);
+    let (op, _) =
+        apply(op, &OperationCommand::Claim { worker_id: "w2".into(), lease_secs: 60 }, &claim_ctx);
+    let token = Some(lease_token(&claim_ctx));
+    assert!(op.decide(&step, &worker_ctx("w2", 31).with_lease_token(token)).is_ok());
 }

@@ -71,9 +71,23 @@ pub fn start_operation(
     parent: Option<&Operation>,
     ctx: &Context,
 ) -> Result<StartedOperation, DomainError> {
+    // A sub-agent runs in its parent's conversation, so its limits count there whatever
+    // topic it was given.
+    if let Some(parent_topic) = parent.and_then(Operation::topic_id)
+        && create.parent_operation_id.is_some()
+        && create.topic_id.as_deref() != Some(parent_topic)
+    {
+        return Err(DomainError::validation(
+            "topicId",
+            format!("a sub-agent runs in its parent's conversation ({parent_topic})"),
+        ));
+    }
     let operation = existing.decide(&OperationCommand::Create(create.clone()), ctx)?;
     let conversation_part = match &create.topic_id {
         None => None,
+        // A foreground sub-agent in its parent's topic is not tracked there (a task run's
+        // topic has no conversation at all).
+        Some(_) if create.parent_operation_id.is_some() && !tracked_by_conversation(create) => None,
         Some(topic_id) => {
             let conv = conversation
                 .filter(|c| c.exists() && &c.topic_id == topic_id)

@@ -184,7 +184,7 @@ fn notify_interrupted_run(signal: &SignalEmitted) -> Vec<ActionPlan> {
             "category": "operation",
             "type": "run_interrupted",
             "title": "A run was interrupted",
-            "body": format!("Worker {worker} stopped renewing its lease on operation {operation}; the run was interrupted and can be resumed."),
+            "body": format!("Worker {worker} stopped renewing its lease on operation {operation}; the run was interrupted; resumeOperation puts it back in the queue."),
             // One notice per expiry, however many signals reach here.
             "dedupeKey": format!("lease:{operation}:{}", text(p, "expiredAt").unwrap_or_default()),
             "operationId": text(p, "operationId"),

@@ -294,7 +294,7 @@ fn change_status(
         ));
     }
     let mut events = Vec::new();
-    // Leaving running cancels the running topics; a reactor interrupts their operations.
+    // Leaving running cancels the running topics; their operations are not touched here.
     if task.status == S::Running {
         for topic in task.running_topics() {
             events.push(E::TopicCanceled(TopicCanceled {

@@ -258,7 +258,7 @@ pub struct TopicFailed {
 pub struct TopicCanceled {
     /// The topic.
     pub topic_id: String,
-    /// Its operation (a reactor interrupts it if still running).
+    /// Its operation (not stopped by the cancel: cancel it on its own).
     pub operation_id: String,
     /// Why.
     pub reason: String,

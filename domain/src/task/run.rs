@@ -167,7 +167,7 @@ pub(super) fn run_failed(
     Ok(events)
 }
 
-/// Cancel a running topic; the task pauses (a reactor interrupts the topic's operation).
+/// Cancel a running topic; the task pauses (the topic's operation is not stopped by this).
 pub(super) fn cancel_topic(
     task: &Task,
     topic_id: &str,

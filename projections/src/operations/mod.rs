@@ -31,8 +31,8 @@ use async_trait::async_trait;
 pub use fold::Cancellation;
 pub use query::{
     LeaseRow, OperationArtifactRow, OperationAsyncResultRow, OperationCardRow, OperationFilter, OperationRow,
-    OperationScoreRow, OperationStepRow, artifacts, async_results, cards, children, expired_leases, get, list,
-    pending_cards, scores, steps,
+    OperationScoreRow, OperationStepRow, artifacts, async_results, cards, children, due_cards, expired_leases, get,
+    list, pending_cards, scores, steps,
 };
 
 use self::{

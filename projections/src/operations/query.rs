@@ -571,6 +571,19 @@ pub async fn async_results(
         .collect())
 }
 
+/// Pending cards whose deadline passed at `now`, earliest deadline first: `(operationId,
+/// cardId)`, the card-timeout pass's candidates.
+pub async fn due_cards(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<(String, String)>, ProjectionError> {
+    let rows = db
+        .fetch(
+            "SELECT operation_id, card_id FROM operation_cards WHERE outcome = 'pending' AND deadline IS NOT NULL \
+             AND deadline <= $1 ORDER BY deadline, operation_id",
+            &[now.timestamp_micros().into()],
+        )
+        .await?;
+    Ok(rows.iter().filter_map(|r| Some((r.str(0)?.to_string(), r.str(1)?.to_string()))).collect())
+}
+
 /// Running operations whose lease expired at or before `now`, soonest expired first (the lease
 /// reaper's candidates; each operation's own state still decides).
 pub async fn expired_leases(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<String>, ProjectionError> {

@@ -14,6 +14,8 @@ use chrono::{DateTime, Duration, Utc};
 use super::{rng::Rng, world::Decision, world::World};
 
 /// What a story wants this round.
+// Built once per round and matched at once; boxing the decision buys nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Poll {
     /// Append this decision.
     Decide(Decision),

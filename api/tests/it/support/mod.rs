@@ -200,6 +200,18 @@ impl Server {
         d["createToken"]["secret"].as_str().expect("token").to_string()
     }
 
+    /// Claim `operation` as `worker` (300 s lease); the lease token its reports present.
+    pub async fn claim(&self, token: &str, operation: &str, worker: &str) -> String {
+        let d = self
+            .data(
+                Some(token),
+                "mutation($id: String!, $w: String!) { claimOperation(id: $id, workerId: $w) { lease { token } } }",
+                json!({"id": operation, "w": worker}),
+            )
+            .await;
+        d["claimOperation"]["lease"]["token"].as_str().expect("lease token").to_string()
+    }
+
     /// Stop with SIGTERM and wait.
     pub fn stop(mut self) -> Db {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();

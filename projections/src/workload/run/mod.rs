@@ -110,6 +110,8 @@ pub(crate) struct RunMachine {
     user: String,
     agent: AgentRef,
     worker: String,
+    /// The token of the worker's last claim (reports present it).
+    lease_token: Option<String>,
     start: RunStart,
     plan: RunPlan,
     phase: Phase_,
@@ -155,6 +157,7 @@ impl RunMachine {
             user: user.to_string(),
             agent,
             worker,
+            lease_token: None,
             start,
             plan,
             phase,
@@ -179,7 +182,7 @@ impl RunMachine {
     }
 
     fn worker_ctx(&self, g: &mut Gen) -> agentlog_domain::context::Context {
-        g.ctx(Actor::worker(self.worker.clone()), &self.user, None)
+        g.ctx(Actor::worker(self.worker.clone()), &self.user, None).with_lease_token(self.lease_token.clone())
     }
 
     fn op_decision(
@@ -213,6 +216,7 @@ impl RunMachine {
             Phase_::Start => self.poll_start(world, g),
             Phase_::Claim => {
                 let ctx = self.worker_ctx(g);
+                self.lease_token = Some(agentlog_domain::operation::lease_token(&ctx));
                 self.op_decision(
                     world,
                     OperationCommand::Claim { worker_id: self.worker.clone(), lease_secs: LEASE_SECS },

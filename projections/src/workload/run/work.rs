@@ -194,14 +194,13 @@ impl RunMachine {
         if background_room && g.rng.chance(40) {
             create.background = true;
         }
-        if create.background {
-            create.topic_id = topic;
-        }
+        // A sub-agent runs in its parent's conversation.
+        create.topic_id = topic;
         let tracked: Vec<Operation> = match (create.background, conversation) {
             (true, Some(c)) => c.tracked_operations().map(|id| world.ops.get(id).clone()).collect(),
             _ => Vec::new(),
         };
-        let conversation = if create.background { conversation } else { None };
+
         let ctx = self.worker_ctx(g);
         let started = operation_start::start_operation(
             &create,

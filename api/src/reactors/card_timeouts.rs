@@ -1,0 +1,83 @@
+//! Card timeouts: a human-in-the-loop card with a deadline ends its wait at the deadline as the
+//! card says (`TimeoutCard`: the run goes on, with the default answer or without one, or it
+//! fails or is cancelled).
+//!
+//! A clock pass like the lease reaper: candidates from the cards read model, then the
+//! operation's own state decides. The command id derives from the operation, the card and its
+//! deadline, and the decision is taken *at* the deadline, so a restart or two server processes
+//! decide the very same events and the log keeps them once.
+
+use std::time::Duration;
+
+use agentlog_domain::{
+    context::Context,
+    envelope::Actor,
+    error::DomainError,
+    ids::derived_id,
+    operation::{Operation, OperationCommand},
+};
+use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_projections::operations;
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::{error::ApiError, state::AppState};
+
+/// The reactor's name (actor, command-id derivation).
+pub const NAME: &str = "card-timeouts";
+
+/// How often it looks for cards past their deadline.
+pub const PASS_EVERY: Duration = Duration::from_secs(1);
+
+/// Pass every [`PASS_EVERY`] until `stop` turns true.
+pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        match pass(&state, Utc::now()).await {
+            Ok(timed_out) if !timed_out.is_empty() => tracing::info!(?timed_out, "cards timed out"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, reactor = NAME, "card timeout pass failed; retrying"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(PASS_EVERY) => {}
+        }
+    }
+}
+
+/// One pass at `now`: time out every pending card whose deadline passed. Answers
+/// `operationId/cardId` of the cards this pass timed out. Public so tests can drive the clock.
+pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ApiError> {
+    let mut timed_out = Vec::new();
+    for (id, card_id) in operations::due_cards(&state.db, now).await? {
+        let op = state.handler.load::<Operation>(&id).await?.state;
+        let Some(deadline) = op
+            .pending_card
+            .as_ref()
+            .filter(|p| p.card.card_id == card_id)
+            .and_then(|p| p.deadline)
+            .filter(|d| *d <= now)
+        else {
+            continue;
+        };
+        let key = format!("{id}\u{0}{card_id}\u{0}{}", deadline.timestamp_micros());
+        let command_id = derived_id(NAME, &key, deadline.timestamp_millis());
+        let ctx = Context::new(deadline, command_id, Actor::system(NAME), op.user_id.clone());
+        let command = OperationCommand::TimeoutCard { card_id: card_id.clone() };
+        match state.handler.execute::<Operation>(&id, &command, &ctx).await {
+            Ok(outcome) if !outcome.replayed => timed_out.push(format!("{id}/{card_id}")),
+            Ok(_) => {}
+            // Another process timed it out, or a human answered or the run ended meanwhile.
+            Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
+            Err(CommandError::Domain(
+                e @ (DomainError::NotDue { .. } | DomainError::NotFound { .. } | DomainError::AlreadyFinished { .. }),
+            )) => {
+                tracing::debug!(operation = id, card = card_id, reason = %e, "card not due after all");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(timed_out)
+}
