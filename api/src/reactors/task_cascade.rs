@@ -18,6 +18,7 @@ use agentlog_domain::{
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
+    ids::server_id,
     notification::{CreateNotification, NotificationCommand, Notifications},
     rules::task_cascade,
     task::{DependencyKind, RunTrigger, Task, TaskEvent, TaskStatus},
@@ -88,8 +89,9 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
     let commands = Commands::new(state, &caller);
     for task_id in &cascade.start {
         let ctx = Context::reacting_to(fact, &format!("{NAME}#{task_id}"), Actor::system(NAME));
-        let topic_id = format!("topic-{}", ctx.derived_id("topic", 0));
-        let operation_id = format!("op-{}", ctx.derived_id("operation", 0));
+        // In agentlog's own id namespace: no caller can take them first.
+        let topic_id = server_id(format_args!("topic-{}", ctx.derived_id("topic", 0)));
+        let operation_id = server_id(format_args!("op-{}", ctx.derived_id("operation", 0)));
         match commands.start_run(task_id, &topic_id, &operation_id, RunTrigger::Manual, &ctx).await {
             Ok((position, _)) => tracing::debug!(task = %task_id, from = %completed_id, position, "dependant started"),
             // Another process (or an earlier attempt) started it, or a run is on already.
