@@ -111,7 +111,7 @@ async fn another_user_cannot_take_the_ids_the_server_derives(db: Db) {
 
     let head = s.data(Some(&s.admin_token), HEAD, json!({})).await["headPosition"].clone();
     let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
-    let op = |id: &str| json!({"i": {"operationId": id, "kind": "TASK", "agentId": "a"}});
+    let op = |id: &str| json!({"i": {"operationId": id, "kind": "TASK", "agentId": "inbox"}});
     let brief =
         json!({"i": {"briefId": failure_brief, "type": "result", "title": "fine", "summary": "nothing to see"}});
     let emit = "mutation($id: String!, $t: String!) { emitSourceEvent(sourceId: $id, sourceType: $t, payload: {}, timestampMs: 1700000000000) { accepted } }";
@@ -188,9 +188,20 @@ async fn another_user_cannot_take_the_ids_the_server_derives(db: Db) {
         json!({}),
     )
     .await;
-    s.data(Some(&alice), "mutation { claimOperation(id: \"run1\", workerId: \"w1\") { position } }", json!({})).await;
-    s.data(Some(&alice), "mutation { failOperation(id: \"run1\", message: \"refused\") { position } }", json!({}))
-        .await;
+    let lease = s
+        .data(
+            Some(&alice),
+            "mutation { claimOperation(id: \"run1\", workerId: \"w1\") { lease { token } } }",
+            json!({}),
+        )
+        .await["claimOperation"]["lease"]["token"]
+        .clone();
+    s.data(
+        Some(&alice),
+        "mutation($l: String!) { failOperation(id: \"run1\", leaseToken: $l, message: \"refused\") { position } }",
+        json!({"l": lease}),
+    )
+    .await;
     let q = format!("{{ brief(id: \"{failure_brief}\") {{ priority taskId }} }}");
     let mut d = Value::Null;
     for _ in 0..300 {
@@ -297,7 +308,7 @@ fn aliased(n: usize, field: &str) -> String {
 async fn expensive_fields_are_priced_for_their_work(db: Db) {
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;
-    s.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a"}})).await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "inbox"}})).await;
     s.data(Some(&alice), "mutation { createConversation(topicId: \"c1\") { position } }", json!({})).await;
     let floods = [
         aliased(650, "operation(id: \"op1\") { stateAt(position: 1) { status } }"),
@@ -332,7 +343,7 @@ async fn answers_are_bounded_in_size_and_queries_in_time(db: Db) {
     let alice = s.user_token("alice").await;
     for i in 0..20 {
         let id = format!("op{i}");
-        s.data(Some(&alice), START, json!({"i": {"operationId": id, "kind": "TASK", "agentId": "a"}})).await;
+        s.data(Some(&alice), START, json!({"i": {"operationId": id, "kind": "TASK", "agentId": "inbox"}})).await;
     }
     let r =
         s.gql(Some(&alice), "{ events(first: 100) { edges { node { position payload metadata } } } }", json!({})).await;
@@ -345,11 +356,18 @@ async fn answers_are_bounded_in_size_and_queries_in_time(db: Db) {
     // The same database (and alice's token), another server with a 1 ms query timeout.
     let s = Server::start_with(db, &["--query-timeout-ms", "1"]).await;
     let alice = alice_token;
-    s.data(Some(&alice), START, json!({"i": {"operationId": "slow", "kind": "TASK", "agentId": "a"}})).await;
-    s.data(Some(&alice), "mutation { claimOperation(id: \"slow\", workerId: \"w1\") { position } }", json!({})).await;
-    let step = "mutation { reportStep(id: \"slow\", phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}]) { position } }";
+    s.data(Some(&alice), START, json!({"i": {"operationId": "slow", "kind": "TASK", "agentId": "inbox"}})).await;
+    let lease = s
+        .data(
+            Some(&alice),
+            "mutation { claimOperation(id: \"slow\", workerId: \"w1\") { lease { token } } }",
+            json!({}),
+        )
+        .await["claimOperation"]["lease"]["token"]
+        .clone();
+    let step = "mutation($l: String!) { reportStep(id: \"slow\", leaseToken: $l, phase: ACTING, toolCalls: [{id: \"c1\", name: \"search\"}]) { position } }";
     for _ in 0..200 {
-        s.data(Some(&alice), step, json!({})).await;
+        s.data(Some(&alice), step, json!({"l": lease})).await;
     }
     // Within the cost limits, but many milliseconds of reading and folding.
     let slow = format!(
@@ -365,7 +383,7 @@ async fn answers_are_bounded_in_size_and_queries_in_time(db: Db) {
     assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
     assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("ran longer than 1 ms")), "{r}");
     // A mutation is not a query: it runs to its end.
-    s.data(Some(&alice), START, json!({"i": {"operationId": "late", "kind": "TASK", "agentId": "a"}})).await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "late", "kind": "TASK", "agentId": "inbox"}})).await;
     s.stop();
 }
 

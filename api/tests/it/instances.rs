@@ -20,8 +20,17 @@ const STEPS: usize = 15;
 const COST_PER_STEP: i64 = 10;
 
 const START: &str = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
-const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w\", leaseSecs: 600) { position } }";
-const STEP: &str = "mutation($id: String!, $u: UsageInput) { reportStep(id: $id, phase: ACTING, usage: $u) { operation { costMicros stepCount } } }";
+const CLAIM: &str =
+    "mutation($id: String!) { claimOperation(id: $id, workerId: \"w\", leaseSecs: 600) { lease { token } } }";
+const STEP: &str = "mutation($id: String!, $l: String!, $u: UsageInput) { reportStep(id: $id, leaseToken: $l, phase: ACTING, usage: $u) { operation { costMicros stepCount } } }";
+const COMPLETE: &str =
+    "mutation($id: String!, $l: String!) { completeOperation(id: $id, leaseToken: $l, result: \"ok\") { position } }";
+
+/// Claim run `id` through `s`; its lease token.
+async fn claim(s: &Server, token: &str, id: &str) -> String {
+    let d = s.data(Some(token), CLAIM, json!({"id": id})).await;
+    d["claimOperation"]["lease"]["token"].as_str().expect("a lease token").to_string()
+}
 
 /// Eight runs, each reporting 15 steps of cost 10, every other step through the other instance:
 /// each run costs 150 on both instances, in `operation`, `operations` and analytics, at once
@@ -38,28 +47,28 @@ async fn two_instances_count_each_step_once(db: Db) {
     )
     .await;
     let ids: Vec<String> = (0..RUNS).map(|i| format!("run-{i}")).collect();
+    let mut leases = Vec::new();
     for id in &ids {
         let input = json!({"operationId": id, "kind": "TASK", "agentId": "a1", "model": "m1", "provider": "p1"});
         a.data(Some(&token), START, json!({"i": input})).await;
-        b.data(Some(&token), CLAIM, json!({"id": id})).await;
+        leases.push(claim(&b, &token, id).await);
     }
     let servers = [&a, &b];
-    let reports = ids.iter().enumerate().map(|(r, id)| {
+    let reports = ids.iter().zip(&leases).enumerate().map(|(r, (id, lease))| {
         let token = token.clone();
         async move {
             for step in 0..STEPS {
                 let s = servers[(r + step) % 2];
                 let usage = json!({"inputTokens": 3, "outputTokens": 2, "costMicros": COST_PER_STEP});
-                let d = s.data(Some(&token), STEP, json!({"id": id, "u": usage})).await;
+                let d = s.data(Some(&token), STEP, json!({"id": id, "l": lease, "u": usage})).await;
                 // Read-your-writes on the instance that answered.
                 assert_eq!(d["reportStep"]["operation"]["stepCount"], json!(step + 1), "{id} step {step}: {d}");
             }
         }
     });
     futures_util::future::join_all(reports).await;
-    for (r, id) in ids.iter().enumerate() {
-        let complete = "mutation($id: String!) { completeOperation(id: $id, result: \"ok\") { position } }";
-        servers[r % 2].data(Some(&token), complete, json!({"id": id})).await;
+    for (r, (id, lease)) in ids.iter().zip(&leases).enumerate() {
+        servers[r % 2].data(Some(&token), COMPLETE, json!({"id": id, "l": lease})).await;
     }
 
     let want = json!(COST_PER_STEP * STEPS as i64);
@@ -190,13 +199,12 @@ async fn instances_started_together_catch_up_once(db: Db) {
         json!({"i": {"agentId": "a1", "config": {"slug": "a1", "title": "a1"}}}),
     )
     .await;
-    let complete = "mutation($id: String!) { completeOperation(id: $id) { position } }";
     for i in 0..20 {
         let id = format!("op-{i}");
         a.data(Some(&token), START, json!({"i": {"operationId": id, "kind": "TASK", "agentId": "a1"}})).await;
-        a.data(Some(&token), CLAIM, json!({"id": id})).await;
-        a.data(Some(&token), STEP, json!({"id": id, "u": {"costMicros": 7}})).await;
-        a.data(Some(&token), complete, json!({"id": id})).await;
+        let lease = claim(&a, &token, &id).await;
+        a.data(Some(&token), STEP, json!({"id": id, "l": lease, "u": {"costMicros": 7}})).await;
+        a.data(Some(&token), COMPLETE, json!({"id": id, "l": lease})).await;
     }
     let db = a.stop();
     let store = open_store(&db.url(), StoreOptions::default()).await.expect("open the log");

@@ -151,7 +151,7 @@ async fn task_commands_change_the_task(db: Db) {
     let d = task("mutation { cancelTaskTopic(id: \"t2\", topicId: \"tp1\") { task { status topics { edges { node { topicId status } } } } } }", json!({})).await;
     assert_eq!(d["cancelTaskTopic"]["task"]["topics"]["edges"][0]["node"]["status"], "canceled", "{d}");
     task("mutation { runTask(id: \"t2\", topicId: \"tp2\", operationId: \"run2\") { position } }", json!({})).await;
-    let outcome = json!({"topicId": "tp2", "operationId": "run2", "end": {"reason": "done"}, "runTrigger": "manual",
+    let outcome = json!({"topicId": "tp2", "status": "completed",
                          "handoff": {"title": "written", "summary": "the report is written", "keyFindings": ["short"]}});
     let d = task("mutation($o: JSON!) { completeTaskTopic(id: \"t2\", outcome: $o) { task { topics { edges { node { topicId status handoff } } } } } }", json!({"o": outcome})).await;
     let topics = d["completeTaskTopic"]["task"]["topics"]["edges"].as_array().unwrap().clone();

@@ -105,7 +105,13 @@ both!(approving_a_result_brief_starts_the_released_dependants as cascade_starts_
 
 const RUN: &str = "mutation($id: String!, $tp: String!, $op: String!) { runTask(id: $id, topicId: $tp, operationId: $op) { position } }";
 const CLAIM: &str =
-    "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { position } }";
+    "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { lease { token } } }";
+
+/// Claim run `id`; its lease token.
+async fn claim(s: &Server, token: &str, id: &str) -> String {
+    let d = s.data(Some(token), CLAIM, json!({"id": id})).await;
+    d["claimOperation"]["lease"]["token"].as_str().expect("a lease token").to_string()
+}
 
 fn operation_query(id: &str) -> String {
     format!("{{ operation(id: \"{id}\") {{ status }} }}")
@@ -119,12 +125,12 @@ async fn ending_a_topic_cancels_its_run_and_descendants(db: Db) {
         s.data(Some(&alice), RUN, json!({"id": id, "tp": format!("tp{}", n + 1), "op": format!("op{}", n + 1)})).await;
     }
     // t1's run is claimed and has a sub-agent with its own sub-agent.
-    s.data(Some(&alice), CLAIM, json!({"id": "op1"})).await;
-    let spawn = "mutation($p: String!, $id: String!) { spawnSubagent(parentOperationId: $p, input: {operationId: $id, kind: SUBAGENT, agentId: \"a\"}) { position } }";
-    s.data(Some(&alice), spawn, json!({"p": "op1", "id": "op1-child"})).await;
-    s.data(Some(&alice), CLAIM, json!({"id": "op1-child"})).await;
-    s.data(Some(&alice), spawn, json!({"p": "op1-child", "id": "op1-grandchild"})).await;
-    s.data(Some(&alice), CLAIM, json!({"id": "op3"})).await;
+    let lease = claim(&s, &alice, "op1").await;
+    let spawn = "mutation($p: String!, $id: String!, $l: String) { spawnSubagent(parentOperationId: $p, leaseToken: $l, input: {operationId: $id, kind: SUBAGENT, agentId: \"inbox\"}) { position } }";
+    s.data(Some(&alice), spawn, json!({"p": "op1", "id": "op1-child", "l": lease})).await;
+    let child_lease = claim(&s, &alice, "op1-child").await;
+    s.data(Some(&alice), spawn, json!({"p": "op1-child", "id": "op1-grandchild", "l": child_lease})).await;
+    claim(&s, &alice, "op3").await;
     for op in ["op1", "op2", "op3"] {
         assert_ne!(s.data(Some(&alice), &operation_query(op), json!({})).await["operation"]["status"], "cancelled");
     }
@@ -157,7 +163,7 @@ async fn ending_a_topic_cancels_its_run_and_descendants(db: Db) {
 
 both!(ending_a_topic_cancels_its_run_and_descendants as ending_a_topic_cancels_its_run);
 
-const COMPLETE: &str = "mutation($id: String!, $r: String, $j: Boolean) { completeOperation(id: $id, result: $r, briefJudgement: $j) { position } }";
+const COMPLETE: &str = "mutation($id: String!, $l: String!, $r: String, $j: Boolean) { completeOperation(id: $id, leaseToken: $l, result: $r, briefJudgement: $j) { position } }";
 
 fn briefs_query(task: &str) -> String {
     format!("{{ briefs(filter: {{taskId: \"{task}\"}}) {{ edges {{ node {{ briefId type actions topicId }} }} }} }}")
@@ -178,8 +184,8 @@ async fn a_finished_run_yields_a_result_brief_unless_its_judge_says_no(db: Db) {
         create_task(&s, &alice, id).await;
         let op = format!("op{}", n + 1);
         s.data(Some(&alice), RUN, json!({"id": id, "tp": format!("tp{}", n + 1), "op": op})).await;
-        s.data(Some(&alice), CLAIM, json!({"id": op})).await;
-        s.data(Some(&alice), COMPLETE, json!({"id": op, "r": summary, "j": judgement})).await;
+        let lease = claim(&s, &alice, &op).await;
+        s.data(Some(&alice), COMPLETE, json!({"id": op, "l": lease, "r": summary, "j": judgement})).await;
     }
     for id in ["t1", "t3"] {
         let d = s.eventually(&alice, &briefs_query(id), |d| !briefs(d).is_empty()).await;
@@ -237,7 +243,7 @@ async fn a_run_past_its_heartbeat_timeout_is_timed_out_once(db: Db) {
     let input = json!({"taskId": "hb", "identifier": "HB", "instruction": "work", "heartbeat": {"timeoutSecs": 1}});
     s.data(Some(&alice), CREATE, json!({"i": input})).await;
     s.data(Some(&alice), RUN, json!({"id": "hb", "tp": "tp1", "op": "op1"})).await;
-    s.data(Some(&alice), CLAIM, json!({"id": "op1"})).await;
+    claim(&s, &alice, "op1").await;
     // No heartbeat comes: after the timeout the clock pass pauses the task and times out its
     // topic, whose run is then cancelled.
     let d = s.eventually(&alice, &task_query("hb"), |d| d["task"]["status"] == "paused").await;

@@ -329,7 +329,7 @@ fn only_the_lease_holder_reports_with_its_token() {
         C::AskHuman(choice_card()),
         C::AwaitAsync { keys: vec!["k".into()] },
         C::RegisterChild { child_operation_id: "c1".into(), background: false },
-        C::Complete { result: None, handoff: None },
+        C::Complete { result: None, handoff: None, brief_judgement: None },
         C::Fail(OperationError { message: "x".into(), error_type: None, code: None }),
         C::RenewLease { worker_id: "w1".into(), lease_secs: 60 },
     ];

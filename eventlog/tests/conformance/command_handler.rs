@@ -9,7 +9,9 @@ use agentlog_domain::{
     context::Context,
     envelope::Actor,
     error::DomainError,
-    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage},
+    operation::{
+        AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage, lease_token,
+    },
 };
 use agentlog_eventlog::{
     AppendResult, CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded,
@@ -129,15 +131,18 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
     let mut create = CreateOperation::new("op1", OperationKind::Task, agent());
     create.max_steps = None;
     h.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
-    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx())
+    let claim = ctx();
+    let token = lease_token(&claim);
+    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
         .await
         .unwrap();
     let mut tasks = Vec::new();
     for _ in 0..6 {
-        let h = h.clone();
+        let (h, token) = (h.clone(), token.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..10 {
-                h.execute::<Operation>("op1", &step(10), &ctx()).await.unwrap();
+                let report = ctx().with_lease_token(Some(token.clone()));
+                h.execute::<Operation>("op1", &step(10), &report).await.unwrap();
             }
         }));
     }
@@ -162,11 +167,14 @@ async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     )
     .await
     .unwrap();
-    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &ctx())
+    let claim = ctx();
+    let token = lease_token(&claim);
+    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
         .await
         .unwrap();
     for i in 0..(SNAPSHOT_EVERY * 2 + 5) {
-        h.execute::<Operation>("long", &step(i as u64), &ctx()).await.unwrap();
+        let report = ctx().with_lease_token(Some(token.clone()));
+        h.execute::<Operation>("long", &step(i as u64), &report).await.unwrap();
     }
     let snap = log.raw.scalar_i64("SELECT version FROM snapshots WHERE stream_id = 'operation-long'").await.unwrap();
     assert!(snap >= SNAPSHOT_EVERY * 2, "snapshot at {snap}");
