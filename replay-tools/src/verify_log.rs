@@ -133,12 +133,15 @@ struct Links {
     parent: Option<Uuid>,
 }
 
+/// `(event_id, position, root_source_id, parent_node_id)` as read by [`lookup_events`].
+type ReferencedRow = (Option<String>, i64, Option<String>, Option<String>);
+
 /// Look up events by id in the table: id → where it is.
 async fn lookup_events(db: &DatabasePool, ids: &HashSet<Uuid>) -> anyhow::Result<HashMap<Uuid, Target>> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let rows: Vec<(Option<String>, i64, Option<String>, Option<String>)> = match db {
+    let rows: Vec<ReferencedRow> = match db {
         DatabasePool::Sqlite(pool) => {
             let list = serde_json::to_string(&ids.iter().map(Uuid::to_string).collect::<Vec<_>>())?;
             sqlx::query_as(

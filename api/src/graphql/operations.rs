@@ -867,6 +867,7 @@ impl OperationsMutation {
     /// whether the run deserves a result brief; without it the default rule decides (a failed
     /// run always gets an error brief; a task with review enabled none; otherwise a result
     /// brief when `result` has at least 16 characters). Lease holder only.
+    #[allow(clippy::too_many_arguments)]
     async fn complete_operation(
         &self,
         ctx: &Context<'_>,
