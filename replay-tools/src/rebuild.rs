@@ -1,6 +1,7 @@
 //! `agentlog-replay rebuild [--projection NAME]`: empty one read model (or all) and apply the
-//! log again from position 0, with a progress bar. Stop the server first: its runner keeps its
-//! own idea of where each projection stands.
+//! log again from position 0, with a progress bar. A running server notices the checkpoint
+//! move back and applies along from the committed checkpoints (each event once), but its
+//! queries see the read model empty and filling meanwhile: stop it first for a quiet rebuild.
 
 use std::{process::ExitCode, sync::Arc, time::Instant};
 
