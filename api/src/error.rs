@@ -44,6 +44,15 @@ pub enum ApiError {
     /// A read model failed.
     #[error(transparent)]
     Projection(#[from] ProjectionError),
+    /// The command was written (at `position`), but the read models had not reached it when
+    /// its answer was read (the read-your-writes wait is bounded): read it again shortly.
+    #[error("written at position {position}, but the read models are at {reached}: read it again shortly")]
+    Behind {
+        /// The command's position.
+        position: i64,
+        /// Where the read models were.
+        reached: i64,
+    },
     /// Anything else.
     #[error("internal error: {0}")]
     Internal(String),
@@ -83,6 +92,7 @@ impl ApiError {
                 e if e.is_storage_full() => STORAGE_FULL,
                 _ => "INTERNAL",
             },
+            Self::Behind { .. } => UNAVAILABLE,
             Self::Projection(ProjectionError::Invalid(_)) => "VALIDATION",
             Self::Projection(e) if e.is_unavailable() => UNAVAILABLE,
             Self::Projection(e) if e.is_storage_full() => STORAGE_FULL,

@@ -13,7 +13,7 @@ use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connecti
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{app, caller, connection, decode, from_wire, json, page_request};
+use super::{app, caller, connection, decode, from_wire, json, node_after, page_request};
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
@@ -347,45 +347,79 @@ impl AgentsQuery {
 
 /// What an agent mutation answers.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct AgentPayload {
-    /// The agent after the command (read model, settled).
-    pub agent: AgentNode,
+    /// The id it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
+}
+
+#[ComplexObject]
+impl AgentPayload {
+    /// The agent after the command (read model, settled); read when asked for).
+    async fn agent(&self, ctx: &Context<'_>) -> GqlResult<AgentNode> {
+        node_after(ctx, self.position, agent_node(ctx, &self.id)).await
+    }
 }
 
 /// What a group mutation answers.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct GroupPayload {
-    /// The group after the command (read model, settled).
-    pub group: GroupNode,
+    /// The id it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
+}
+
+#[ComplexObject]
+impl GroupPayload {
+    /// The group after the command (read model, settled); read when asked for).
+    async fn group(&self, ctx: &Context<'_>) -> GqlResult<GroupNode> {
+        node_after(ctx, self.position, group_node(ctx, &self.id)).await
+    }
 }
 
 /// What a cron-job mutation answers.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct CronJobPayload {
-    /// The job after the command (read model, settled; absent once deleted).
-    pub cron_job: Option<CronJobNode>,
+    /// The job it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
 
+#[ComplexObject]
+impl CronJobPayload {
+    /// The job after the command (read model, settled; read when asked for; absent once
+    /// deleted).
+    async fn cron_job(&self, ctx: &Context<'_>) -> GqlResult<Option<CronJobNode>> {
+        let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        match row {
+            Some(row) => Ok(Some(CronJobNode::from(row))),
+            None => node_after(ctx, self.position, async { Ok(None) }).await,
+        }
+    }
+}
+
 async fn agent_command(ctx: &Context<'_>, id: &str, command: AgentCommand) -> GqlResult<AgentPayload> {
     let out = Commands::new(app(ctx), caller(ctx)?).command::<Agent>(id, command, None, None).await?;
-    Ok(AgentPayload { agent: agent_node(ctx, id).await?, position: out.position })
+    Ok(AgentPayload { id: id.to_string(), position: out.position })
 }
 
 async fn group_command(ctx: &Context<'_>, id: &str, command: GroupCommand) -> GqlResult<GroupPayload> {
     let out = Commands::new(app(ctx), caller(ctx)?).command::<Group>(id, command, None, None).await?;
-    Ok(GroupPayload { group: group_node(ctx, id).await?, position: out.position })
+    Ok(GroupPayload { id: id.to_string(), position: out.position })
 }
 
 async fn cron_command(ctx: &Context<'_>, id: &str, command: CronCommand) -> GqlResult<CronJobPayload> {
     let out = Commands::new(app(ctx), caller(ctx)?).command::<CronJob>(id, command, None, None).await?;
-    let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), id).await?;
-    Ok(CronJobPayload { cron_job: row.map(CronJobNode::from), position: out.position })
+    Ok(CronJobPayload { id: id.to_string(), position: out.position })
 }
 
 fn non_negative_u32(field: &str, v: Option<i32>) -> Result<Option<u32>, ApiError> {
@@ -416,7 +450,7 @@ impl AgentsMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Agent>(&id, AgentCommand::Register(register), owner_id.as_deref(), None)
             .await?;
-        Ok(AgentPayload { agent: agent_node(ctx, &id).await?, position: out.position })
+        Ok(AgentPayload { id: id.to_string(), position: out.position })
     }
 
     /// Change an agent's config (a patch of config fields); version + 1 when anything changed.
@@ -444,7 +478,7 @@ impl AgentsMutation {
         let position = Commands::new(app(ctx), caller(ctx)?)
             .start_group_run(&group_id, &operation_id, instruction, request_id.as_deref())
             .await?;
-        Ok(GroupPayload { group: group_node(ctx, &group_id).await?, position })
+        Ok(GroupPayload { id: group_id.to_string(), position })
     }
 
     /// Create a group (`config` `{maxRounds, systemPrompt?, …}`; `members` `[{agentId, role,
@@ -463,7 +497,7 @@ impl AgentsMutation {
         let command = GroupCommand::Create { group_id: id.clone(), title, config, members };
         let out =
             Commands::new(app(ctx), caller(ctx)?).create::<Group>(&id, command, owner_id.as_deref(), None).await?;
-        Ok(GroupPayload { group: group_node(ctx, &id).await?, position: out.position })
+        Ok(GroupPayload { id: id.to_string(), position: out.position })
     }
 
     /// Replace a group's config.
@@ -524,7 +558,7 @@ impl AgentsMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<CronJob>(&id, CronCommand::Create(create), owner_id.as_deref(), None)
             .await?;
-        Ok(CronJobPayload { cron_job: Some(cron_job_node(ctx, &id).await?), position: out.position })
+        Ok(CronJobPayload { id: id.to_string(), position: out.position })
     }
 
     /// Change a cron job (`{name?, pattern?, timezone?, content?, conditions?, …}`).

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{
-    admit_subscriber, app, caller, connection, decode, from_wire, page_request,
+    admit_subscriber, app, caller, connection, decode, from_wire, node_after, page_request,
     raw_json::{RawJson, Select},
     wire,
 };
@@ -256,11 +256,21 @@ impl ConversationsQuery {
 
 /// What a conversation mutation answers.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct ConversationPayload {
-    /// The conversation after the command (read model, settled).
-    pub conversation: ConversationNode,
+    /// The id it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
+}
+
+#[ComplexObject]
+impl ConversationPayload {
+    /// The conversation after the command (read model, settled); read when asked for).
+    async fn conversation(&self, ctx: &Context<'_>) -> GqlResult<ConversationNode> {
+        node_after(ctx, self.position, conversation_node(ctx, &self.id)).await
+    }
 }
 
 async fn run(
@@ -272,7 +282,7 @@ async fn run(
     let out = Commands::new(app(ctx), caller(ctx)?)
         .command::<Conversation>(topic_id, command, None, request_id.as_deref())
         .await?;
-    Ok(ConversationPayload { conversation: conversation_node(ctx, topic_id).await?, position: out.position })
+    Ok(ConversationPayload { id: topic_id.to_string(), position: out.position })
 }
 
 /// Live partial content.
@@ -336,7 +346,7 @@ impl ConversationsMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Conversation>(&topic_id, command, owner_id.as_deref(), None)
             .await?;
-        Ok(ConversationPayload { conversation: conversation_node(ctx, &topic_id).await?, position: out.position })
+        Ok(ConversationPayload { id: topic_id.to_string(), position: out.position })
     }
 
     /// Append a finished message (`{messageId, role, content, parentId?, threadId?, agentId?,
@@ -358,7 +368,7 @@ impl ConversationsMutation {
         let position = Commands::new(app(ctx), caller(ctx)?).append_message(&topic_id, message, lease_token).await?;
         app(ctx).deltas.finish(&topic_id, &message_id);
         app(ctx).relay.finish(&topic_id, &message_id);
-        Ok(ConversationPayload { conversation: conversation_node(ctx, &topic_id).await?, position })
+        Ok(ConversationPayload { id: topic_id.to_string(), position })
     }
 
     /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.

@@ -11,7 +11,7 @@ use agentlog_projections::{
 use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, wire};
+use super::{app, caller, connection, decode, events::Event, from_wire, json, node_after, page_request, wire};
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},
@@ -244,11 +244,21 @@ impl InboxQuery {
 
 /// What a brief mutation answers.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct BriefPayload {
-    /// The brief after the command (read model, settled).
-    pub brief: BriefNode,
+    /// The id it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
+}
+
+#[ComplexObject]
+impl BriefPayload {
+    /// The brief after the command (read model, settled); read when asked for).
+    async fn brief(&self, ctx: &Context<'_>) -> GqlResult<BriefNode> {
+        node_after(ctx, self.position, brief_node(ctx, &self.id)).await
+    }
 }
 
 /// What creating a notification answers.
@@ -304,7 +314,7 @@ async fn brief_command(
     request_id: Option<String>,
 ) -> GqlResult<BriefPayload> {
     let out = Commands::new(app(ctx), caller(ctx)?).command::<Brief>(id, command, None, request_id.as_deref()).await?;
-    Ok(BriefPayload { brief: brief_node(ctx, id).await?, position: out.position })
+    Ok(BriefPayload { id: id.to_string(), position: out.position })
 }
 
 async fn inbox_command(
@@ -336,7 +346,7 @@ impl InboxMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Brief>(&id, BriefCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
             .await?;
-        Ok(BriefPayload { brief: brief_node(ctx, &id).await?, position: out.position })
+        Ok(BriefPayload { id: id.to_string(), position: out.position })
     }
 
     /// The human saw the brief.
@@ -356,7 +366,7 @@ impl InboxMutation {
     ) -> GqlResult<BriefPayload> {
         let position =
             Commands::new(app(ctx), caller(ctx)?).resolve_brief(&id, &action, comment, request_id.as_deref()).await?;
-        Ok(BriefPayload { brief: brief_node(ctx, &id).await?, position })
+        Ok(BriefPayload { id: id.to_string(), position })
     }
 
     /// Create a notification. With a `dedupeKey` it is created once per user: a repeat (same

@@ -101,6 +101,24 @@ pub fn admit_subscriber(state: &AppState, user: &str) -> Result<Subscriber, ApiE
     Ok(Subscriber { _server: server, _user: user_hold })
 }
 
+/// A mutation payload's node, read from a read model when the client asks for it. The mutation
+/// waited for its read models (bounded); when that wait timed out, a node that is not there
+/// yet is answered as behind (UNAVAILABLE, with the positions), never NOT_FOUND: the command
+/// was written.
+pub async fn node_after<T>(
+    ctx: &Context<'_>,
+    position: i64,
+    read: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> crate::error::GqlResult<T> {
+    match read.await {
+        Ok(node) => Ok(node),
+        Err(e) => {
+            let reached = app(ctx).runner.position();
+            if reached < position { Err(ApiError::Behind { position, reached }.into()) } else { Err(e.into()) }
+        }
+    }
+}
+
 /// The authenticated caller, or UNAUTHENTICATED.
 pub fn caller<'a>(ctx: &Context<'a>) -> Result<&'a Caller, ApiError> {
     ctx.data_opt::<Caller>().ok_or(ApiError::Unauthenticated)

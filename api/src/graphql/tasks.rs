@@ -12,7 +12,7 @@ use agentlog_projections::tasks::{
 use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, decode, from_wire, json, page_request, wire};
+use super::{app, caller, connection, decode, from_wire, json, node_after, page_request, wire};
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
@@ -389,11 +389,21 @@ impl TasksQuery {
 
 /// What a task mutation answers.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct TaskPayload {
-    /// The task after the command (read model, settled).
-    pub task: TaskNode,
+    /// The id it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
+}
+
+#[ComplexObject]
+impl TaskPayload {
+    /// The task after the command (read model, settled); read when asked for).
+    async fn task(&self, ctx: &Context<'_>) -> GqlResult<TaskNode> {
+        node_after(ctx, self.position, task_node(ctx, &self.id)).await
+    }
 }
 
 async fn run(
@@ -404,7 +414,7 @@ async fn run(
     request_id: Option<String>,
 ) -> GqlResult<TaskPayload> {
     let out = Commands::new(app(ctx), caller(ctx)?).command::<Task>(id, command, actor, request_id.as_deref()).await?;
-    Ok(TaskPayload { task: task_node(ctx, id).await?, position: out.position })
+    Ok(TaskPayload { id: id.to_string(), position: out.position })
 }
 
 /// Task mutations.
@@ -430,7 +440,7 @@ impl TasksMutation {
         let out = commands
             .create::<Task>(&id, TaskCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
             .await?;
-        Ok(TaskPayload { task: task_node(ctx, &id).await?, position: out.position })
+        Ok(TaskPayload { id: id.to_string(), position: out.position })
     }
 
     /// Change text fields or priority (`{name?, instruction?, description?, priority?}`).
@@ -523,7 +533,7 @@ impl TasksMutation {
         let position = Commands::new(app(ctx), caller(ctx)?)
             .add_task_dependency(&id, &depends_on_id, kind, request_id.as_deref())
             .await?;
-        Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
+        Ok(TaskPayload { id: id.to_string(), position })
     }
 
     /// Drop a dependency.
@@ -593,7 +603,7 @@ impl TasksMutation {
         let report = decode("outcome", outcome)?;
         let position =
             Commands::new(app(ctx), caller(ctx)?).complete_task_topic(&id, report, request_id.as_deref()).await?;
-        Ok(TaskPayload { task: task_node(ctx, &id).await?, position })
+        Ok(TaskPayload { id: id.to_string(), position })
     }
 
     /// Cancel a running topic; the task pauses. The topic's operation is not stopped: cancel
@@ -638,6 +648,6 @@ impl TasksMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .run_task(&id, &topic_id, &operation_id, request_id.as_deref())
             .await?;
-        Ok(TaskPayload { task: task_node(ctx, &id).await?, position: out })
+        Ok(TaskPayload { id: id.to_string(), position: out })
     }
 }
