@@ -21,6 +21,7 @@ use agentlog_projections::operations;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use super::clock_pass;
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (actor, command-id derivation).
@@ -30,21 +31,13 @@ pub const NAME: &str = "card-timeouts";
 pub const PASS_EVERY: Duration = Duration::from_secs(1);
 
 /// Pass every [`PASS_EVERY`] until `stop` turns true.
-pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
-    loop {
-        if *stop.borrow() {
-            return;
+pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
+    let report = |timed_out: Vec<String>| {
+        if !timed_out.is_empty() {
+            tracing::info!(?timed_out, "cards timed out");
         }
-        match pass(&state, Utc::now()).await {
-            Ok(timed_out) if !timed_out.is_empty() => tracing::info!(?timed_out, "cards timed out"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, reactor = NAME, "card timeout pass failed; retrying"),
-        }
-        tokio::select! {
-            _ = stop.changed() => return,
-            () = tokio::time::sleep(PASS_EVERY) => {}
-        }
-    }
+    };
+    clock_pass::every(state, stop, NAME, PASS_EVERY, |s, now| async move { pass(&s, now).await }, report).await
 }
 
 /// One pass at `now`: time out every pending card whose deadline passed. Answers

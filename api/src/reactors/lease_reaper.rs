@@ -20,6 +20,7 @@ use agentlog_projections::operations;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use super::clock_pass;
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (actor, command-id derivation).
@@ -29,21 +30,13 @@ pub const NAME: &str = "lease-reaper";
 pub const PASS_EVERY: Duration = Duration::from_secs(1);
 
 /// Pass every [`PASS_EVERY`] until `stop` turns true.
-pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
-    loop {
-        if *stop.borrow() {
-            return;
+pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
+    let report = |expired: Vec<String>| {
+        if !expired.is_empty() {
+            tracing::info!(?expired, "leases expired; runs interrupted");
         }
-        match pass(&state, Utc::now()).await {
-            Ok(expired) if !expired.is_empty() => tracing::info!(?expired, "leases expired; runs interrupted"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, reactor = NAME, "lease reaper pass failed; retrying"),
-        }
-        tokio::select! {
-            _ = stop.changed() => return,
-            () = tokio::time::sleep(PASS_EVERY) => {}
-        }
-    }
+    };
+    clock_pass::every(state, stop, NAME, PASS_EVERY, |s, now| async move { pass(&s, now).await }, report).await
 }
 
 /// One pass at `now`: interrupt every running operation whose lease expired. Answers the ids

@@ -5,6 +5,7 @@
 pub mod card_timeouts;
 pub mod checkpoint;
 pub mod child_results;
+pub mod clock_pass;
 pub mod lease_reaper;
 pub mod orchestration;
 pub mod scheduler;

@@ -38,6 +38,7 @@ use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc}
 use chrono_tz::Tz;
 use tokio::sync::watch;
 
+use super::clock_pass;
 use crate::{
     auth::Caller,
     commands::{Commands, is_replay},
@@ -71,21 +72,13 @@ pub struct PassReport {
 
 /// Pass every [`PASS_EVERY`] until `stop` turns true. A failed pass is logged; the next one
 /// starts from the truth again.
-pub async fn run(state: AppState, mut stop: watch::Receiver<bool>) {
-    loop {
-        if *stop.borrow() {
-            return;
+pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
+    let report = |report: PassReport| {
+        if report != PassReport::default() {
+            tracing::debug!(?report, "scheduler pass");
         }
-        match pass(&state, Utc::now()).await {
-            Ok(report) if report != PassReport::default() => tracing::debug!(?report, "scheduler pass"),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, reactor = NAME, "scheduler pass failed; retrying"),
-        }
-        tokio::select! {
-            _ = stop.changed() => return,
-            () = tokio::time::sleep(PASS_EVERY) => {}
-        }
-    }
+    };
+    clock_pass::every(state, stop, NAME, PASS_EVERY, |s, now| async move { pass(&s, now).await }, report).await
 }
 
 /// One pass at `now`: fire what is due. Public so tests can drive the clock.
