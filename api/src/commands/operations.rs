@@ -115,11 +115,7 @@ impl Commands<'_> {
                 Ok(with_versions(writes, &existing, conversation.as_ref(), parent.as_ref()))
             })
             .await?;
-        check_replay(&results, &Operation::stream_id(&create.operation_id))?;
-        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
-        self.state.settle(position).await;
-        let state = self.state.handler.load::<Operation>(&create.operation_id).await?.state;
-        Ok(OperationResult { state, position })
+        self.settled(&results, &create.operation_id).await
     }
 
     /// The run's agent from the roster (NOT_FOUND when it is not registered, or archived:
@@ -257,11 +253,7 @@ impl Commands<'_> {
                 Ok(with_versions(writes, &op, conversation.as_ref(), None))
             })
             .await?;
-        check_replay(&results, &Operation::stream_id(id))?;
-        let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
-        self.state.settle(position).await;
-        let state = self.state.handler.load::<Operation>(id).await?.state;
-        Ok(OperationResult { state, position })
+        self.settled(&results, id).await
     }
 
     /// Cancel an operation and every unfinished descendant, in one atomic append.
@@ -274,7 +266,13 @@ impl Commands<'_> {
         let loaded = self.load_operation(id).await?;
         let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
         let results = self.cancel_with_descendants(id, reason, &ctx).await?;
-        check_replay(&results, &Operation::stream_id(id))?;
+        self.settled(&results, id).await
+    }
+
+    /// The answer of a multi-stream command on operation `id`: a request id reused on another
+    /// target is refused, the read models are waited for, and the operation is read as it now is.
+    async fn settled(&self, results: &[AppendResult], id: &str) -> Result<OperationResult, ApiError> {
+        check_replay(results, &Operation::stream_id(id))?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         let state = self.state.handler.load::<Operation>(id).await?.state;

@@ -400,9 +400,12 @@ impl CronJobPayload {
     /// deleted).
     async fn cron_job(&self, ctx: &Context<'_>) -> GqlResult<Option<CronJobNode>> {
         let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        let reached = app(ctx).runner.position();
         match row {
             Some(row) => Ok(Some(CronJobNode::from(row))),
-            None => node_after(ctx, self.position, async { Ok(None) }).await,
+            // Not there yet, not deleted: the read models are behind the command.
+            None if reached < self.position => Err(ApiError::Behind { position: self.position, reached }.into()),
+            None => Ok(None),
         }
     }
 }
