@@ -1,5 +1,7 @@
-//! Schema migrations, embedded at build time from `migrations/sqlite` and `migrations/postgres`.
-//! Applying them is idempotent: already applied migrations are skipped.
+//! Schema migrations, embedded at build time. A migration whose SQL is the same for both backends
+//! is one file in `migrations/shared`; one that differs by dialect has a file in each of
+//! `migrations/sqlite` and `migrations/postgres`. Applying them is idempotent: already applied
+//! migrations are skipped.
 //!
 //! Built by hand rather than with `sqlx::migrate!`: the macro's crate (sqlx-macros) compiles a
 //! second copy of sqlx with every driver, and SQLite's C sources, for the build host — minutes of
@@ -19,31 +21,67 @@ use crate::error::EventLogError;
 /// `(file name, SQL)` of each migration, in order.
 type Files = &'static [(&'static str, &'static str)];
 
-/// The migration files, the same names in both folders: `(SQLite files, PostgreSQL files)`.
+/// The migration files, each `shared` (one file for both backends) or `own` (a file per
+/// backend, same name): `(SQLite files, PostgreSQL files)`.
 macro_rules! migration_files {
-    ($($name:literal),* $(,)?) => {
+    ($($kind:ident $name:literal),* $(,)?) => {
         (
-            &[$(($name, include_str!(concat!("../../migrations/sqlite/", $name)))),*],
-            &[$(($name, include_str!(concat!("../../migrations/postgres/", $name)))),*],
+            &[$(($name, migration_files!(@sql sqlite $kind $name))),*],
+            &[$(($name, migration_files!(@sql postgres $kind $name))),*],
         )
+    };
+    (@sql $backend:ident shared $name:literal) => {
+        include_str!(concat!("../../migrations/shared/", $name))
+    };
+    (@sql $backend:ident own $name:literal) => {
+        include_str!(concat!("../../migrations/", stringify!($backend), "/", $name))
     };
 }
 
 const FILES: (Files, Files) = migration_files!(
-    "0001_events.sql",
-    "0002_read_models_core.sql",
-    "0003_snapshots.sql",
-    "0004_read_models_operations.sql",
-    "0005_read_models_work.sql",
-    "0006_api_tokens.sql",
-    "0007_reactor_checkpoints.sql",
-    "0012_api_token_last_used.sql",
+    own "0001_events.sql",
+    shared "0002_read_models_core.sql",
+    shared "0003_snapshots.sql",
+    shared "0004_read_models_operations.sql",
+    shared "0005_read_models_work.sql",
+    shared "0006_api_tokens.sql",
+    shared "0007_reactor_checkpoints.sql",
+    shared "0012_api_token_last_used.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;
 
+/// Checksums databases recorded for files whose comments changed since (when 0004 and 0005 were
+/// two files, one per backend, that differed only in a comment line): `(version, SQLite,
+/// PostgreSQL)`, hex SHA-384. Only comments may differ — `statements_are_pinned` checks that the
+/// statements still hash as they did.
+const RECORDED: &[(i64, &str, &str)] = &[
+    (
+        4,
+        "06a31fed69a773a1ee3dbe79ed9b530449250617732a281b0954e8022ddf5619ffc4f16251ac927e8e260fe62462e44d",
+        "31e6047560b590956caa37d032db46b84e3319e3ebe3b822d76c50b9de04d434614a4bd8675a3149d38a361259d6d003",
+    ),
+    (
+        5,
+        "5114c03a042ab0d23866609ec1d075fcd9de96f799b64d1b5529e3a343ff0f85c1fdc5a74734b926d2586626b3c7874b",
+        "b3db8a1b3ffb825e309fb808e5a8b4b371157a449b30967cd37a9e9a6bf2292cfffa42c239aa7ea7cb0610a0ee7a24fe",
+    ),
+];
+
+/// Which backend a migrator is for (picks its column in [`RECORDED`]).
+#[derive(Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The bytes of a hex string (this file's own constants).
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2).filter_map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()).collect()
+}
+
 /// A migrator over `files`, named as `sqlx::migrate!` names them.
-fn migrator(files: Files) -> Migrator {
+fn migrator(files: Files, backend: Backend) -> Migrator {
     let migrations = files
         .iter()
         .map(|(name, sql)| {
@@ -52,22 +90,30 @@ fn migrator(files: Files) -> Migrator {
             // The names are this crate's own files (tested below), not input.
             let version: i64 = version.parse().unwrap_or_default();
             let no_tx = sql.starts_with("-- no-transaction");
-            Migration::new(
+            let mut migration = Migration::new(
                 version,
                 Cow::Owned(description.replace('_', " ")),
                 MigrationType::Simple,
                 Cow::Borrowed(*sql),
                 no_tx,
-            )
+            );
+            if let Some((_, sqlite, postgres)) = RECORDED.iter().find(|(v, ..)| *v == version) {
+                let recorded = match backend {
+                    Backend::Sqlite => sqlite,
+                    Backend::Postgres => postgres,
+                };
+                migration.checksum = Cow::Owned(unhex(recorded));
+            }
+            migration
         })
         .collect::<Vec<_>>();
     Migrator { migrations: Cow::Owned(migrations), ..Migrator::DEFAULT }
 }
 
 /// The SQLite migrations.
-pub static SQLITE: LazyLock<Migrator> = LazyLock::new(|| migrator(SQLITE_FILES));
+pub static SQLITE: LazyLock<Migrator> = LazyLock::new(|| migrator(SQLITE_FILES, Backend::Sqlite));
 /// The PostgreSQL migrations.
-pub static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES_FILES));
+pub static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES_FILES, Backend::Postgres));
 
 /// Apply the SQLite migrations.
 pub async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), EventLogError> {
@@ -85,24 +131,59 @@ pub async fn migrate_postgres(pool: &PgPool) -> Result<(), EventLogError> {
 mod tests {
     use super::*;
 
-    /// Every file in the migrations folders is listed, in order, with a numeric version.
+    /// The names of the `.sql` files in `migrations/<dir>`, sorted.
+    fn on_disk(dir: &str) -> Vec<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(dir);
+        let mut names: Vec<String> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every file in the migrations folders is listed, in order, with a numeric version; a name is
+    /// either shared or in both backend folders, never both.
     #[test]
     fn every_migration_file_is_embedded() {
-        for (dir, files) in [("sqlite", SQLITE_FILES), ("postgres", POSTGRES_FILES)] {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations").join(dir);
-            let mut on_disk: Vec<String> = std::fs::read_dir(&path)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(".sql"))
-                .collect();
-            on_disk.sort();
+        let shared = on_disk("shared");
+        let (sqlite, postgres) = (on_disk("sqlite"), on_disk("postgres"));
+        assert_eq!(sqlite, postgres, "a per-backend migration has a file in both folders");
+        assert!(shared.iter().all(|n| !sqlite.contains(n)), "a migration is shared or per backend, not both");
+        let mut all: Vec<String> = shared.into_iter().chain(sqlite).collect();
+        all.sort();
+        for files in [SQLITE_FILES, POSTGRES_FILES] {
             let listed: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
-            assert_eq!(listed, on_disk, "{dir}: list every migration file in migrate.rs");
+            assert_eq!(listed, all, "list every migration file in migrate.rs");
         }
         let versions: Vec<i64> = SQLITE.iter().map(|m| m.version).collect();
         assert_eq!(versions, (1..=7).chain([12]).collect::<Vec<_>>());
         assert_eq!(SQLITE.iter().nth(1).map(|m| m.description.to_string()).as_deref(), Some("read models core"));
     }
+
+    /// The migrations whose recorded checksum is carried over changed only in comments: their
+    /// statements (the SQL without `--` lines) hash as the statements of the recorded files did.
+    #[test]
+    fn statements_are_pinned() {
+        let statements = |sql: &str| -> String {
+            sql.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n")
+        };
+        for (version, pinned) in STATEMENTS {
+            let m = SQLITE.iter().find(|m| m.version == version).unwrap();
+            // Migration::new hashes its SQL with SHA-384, as for the checksum.
+            let of_statements =
+                Migration::new(0, Cow::Borrowed(""), MigrationType::Simple, Cow::Owned(statements(&m.sql)), false);
+            let hash: String = of_statements.checksum.iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(&hash, pinned, "migration {version}'s statements changed: write a new migration");
+        }
+    }
+
+    /// SHA-384 of the statements of the files [`RECORDED`] names, as they were recorded.
+    const STATEMENTS: [(i64, &str); 2] = [
+        (4, "b1eda53b2055cadb749819fe637b0cf5c6083c48789450a5f39e8703d2c237d851f6f52ef27c0a6c59454a37f6869b2d"),
+        (5, "d8d1c89f3904ff24792a594ef4ce0989896278629419a41fe18d4794cbf76eb5327cf865e8dfc375ecdbada73051d9b2"),
+    ];
 
     /// The checksums `sqlx::migrate!` recorded for these files (hex SHA-384, read from a SQLite
     /// and a PostgreSQL database migrated by the macro-built version at c27a558; later files: the SHA-384 of their SQL):

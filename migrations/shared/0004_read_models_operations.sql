@@ -1,5 +1,5 @@
--- Read models of operations, agents, groups and analytics (see docs/arch-projections-a.md).
--- Portable with the SQLite twin of this file: BIGINT, DOUBLE PRECISION and TEXT only;
+-- Read models of operations, agents, groups and analytics (see ARCHITECTURE.md, "Projections").
+-- One file for SQLite and PostgreSQL: BIGINT, DOUBLE PRECISION and TEXT only;
 -- JSON as TEXT; times as epoch microseconds; booleans as 0/1. Every `state` column holds the
 -- fold's continuation (the domain state, serialized), so a batch can load a row, apply events
 -- with the domain's own `evolve`, and write it back.

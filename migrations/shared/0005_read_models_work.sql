@@ -1,6 +1,6 @@
 -- Read models of the work a user hands to agents: tasks (with dependencies, topics, documents,
 -- comments), briefs, notifications, cron jobs, and conversations (topics, messages, threads).
--- Portable with the PostgreSQL twin: BIGINT, DOUBLE PRECISION and TEXT only (JSON as TEXT,
+-- One file for SQLite and PostgreSQL: BIGINT, DOUBLE PRECISION and TEXT only (JSON as TEXT,
 -- times as epoch microseconds, flags as 0/1). Every table carries its owner (`user_id`) so
 -- owner-scoped queries are one index lookup.
 
