@@ -37,7 +37,7 @@ pub(crate) fn field<'a>(obj: Option<&'a Value>, key: &str) -> Option<&'a Value> 
 /// A message timestamp as epoch milliseconds.
 ///
 /// Numbers are taken as they are; ISO-8601 strings are parsed (upstream's later `toTime`,
-/// see docs/arch-conversation.md); `null` is 0 and booleans 0/1 like `new Date(x)`; anything
+/// see docs/conversation-flow.md); `null` is 0 and booleans 0/1 like `new Date(x)`; anything
 /// else is NaN.
 pub(crate) fn time_of(v: Option<&Value>) -> f64 {
     match v {

@@ -42,13 +42,13 @@ fn every_event_type_is_unique_dotted_and_routed_to_its_stream() {
 
 #[test]
 fn the_catalogue_documents_every_event_type() {
-    let catalogue = include_str!("../../ARCHITECTURE.md");
+    let catalogue = include_str!("../../docs/events.md");
     let missing: Vec<&str> = all_event_types()
         .into_iter()
         .map(|(t, _)| t)
         .filter(|t| !catalogue.contains(&format!("`{t}`")))
         .collect();
-    assert!(missing.is_empty(), "not in the event catalogue of ARCHITECTURE.md: {missing:?}");
+    assert!(missing.is_empty(), "not in the event catalogue of docs/events.md: {missing:?}");
 }
 
 /// Records every event a scenario decides, as `AnyEvent`s.

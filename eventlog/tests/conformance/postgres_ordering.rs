@@ -1,5 +1,5 @@
 //! PostgreSQL only: appending transactions that take positions and commit out of order must never
-//! make a tailing reader skip an event. See `postgres.rs` and ARCHITECTURE.md for the mechanism:
+//! make a tailing reader skip an event. See `postgres.rs` and docs/log.md ("Ordering on PostgreSQL") for the mechanism:
 //! every append holds one transaction-level advisory lock from before it takes positions until
 //! after its commit is visible.
 
