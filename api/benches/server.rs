@@ -31,7 +31,7 @@ use agentlog_api::{
     state::ApiLimits,
 };
 use agentlog_eventlog::{StoreOptions, open_store, testing::TempSqlite};
-use agentlog_projections::workload::{Workload, WorkloadConfig};
+use agentlog_workload::{Workload, WorkloadConfig};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, http::HeaderValue};

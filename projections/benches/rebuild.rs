@@ -1,5 +1,5 @@
 //! Rebuild throughput of the read models: a workload log (every aggregate, see
-//! `agentlog_projections::workload`) is loaded into a fresh log, then each projection alone and
+//! `agentlog_workload`) is loaded into a fresh log, then each projection alone and
 //! then all of them together are rebuilt from position 0; events/s counts every event of the log
 //! (a projection skips the types it does not handle, which is part of its cost).
 //!
@@ -18,10 +18,8 @@ use agentlog_eventlog::{
     EventFilter, EventStore, PostgresEventStore, SqliteEventStore, StoreOptions,
     testing::{TempPostgres, TempSqlite},
 };
-use agentlog_projections::{
-    ProjectionRunner, ReadDb, RunnerOptions, all_projections,
-    workload::{Workload, WorkloadConfig},
-};
+use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections};
+use agentlog_workload::{Workload, WorkloadConfig};
 
 type BoxError = Box<dyn std::error::Error>;
 

@@ -25,7 +25,6 @@ pub mod runner;
 mod select;
 mod staging;
 pub mod tasks;
-pub mod workload;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! `agentlog-replay generate --events N`: fill an empty log with a synthetic, deterministic
 //! workload (users running operations with sub-agents, conversations, tasks, briefs,
-//! notifications, cron jobs, groups, signals — `agentlog_projections::workload`), to try the
+//! notifications, cron jobs, groups, signals — `agentlog_workload`), to try the
 //! server, the read models and the analytics at a realistic size, or to benchmark them.
 //!
 //! Only an empty log is filled (nothing is appended to a log that has events). The read models
@@ -8,7 +8,7 @@
 
 use std::{process::ExitCode, time::Instant};
 
-use agentlog_projections::workload::{Workload, WorkloadConfig};
+use agentlog_workload::{Workload, WorkloadConfig};
 use anyhow::{Context, bail};
 use serde::Serialize;
 

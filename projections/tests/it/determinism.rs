@@ -18,8 +18,8 @@ use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{
     Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, all_projections,
     checksum::{TableChecksum, table_checksums},
-    workload::{Workload, WorkloadConfig},
 };
+use agentlog_workload::{Workload, WorkloadConfig};
 use async_trait::async_trait;
 use tokio::sync::Notify;
 

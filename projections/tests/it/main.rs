@@ -13,4 +13,3 @@ mod read_model_inbox;
 mod read_model_tasks;
 mod runner;
 mod tasks_mirror_domain;
-mod workload;

@@ -9,12 +9,8 @@ use agentlog_domain::{
     task::{Task, TaskEvent},
 };
 use agentlog_eventlog::{StoreOptions, testing::sqlite_log};
-use agentlog_projections::{
-    ProjectionRunner, ReadDb, RunnerOptions, all_projections,
-    page::PageRequest,
-    tasks,
-    workload::{Workload, WorkloadConfig},
-};
+use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections, page::PageRequest, tasks};
+use agentlog_workload::{Workload, WorkloadConfig};
 
 #[tokio::test]
 async fn tasks_read_model_agrees_with_domain_evolve() {

@@ -11,10 +11,8 @@ use agentlog_eventlog::{
     EventFilter, EventStore, StoreOptions,
     testing::{TestDbGuard, TestLog, reopen},
 };
-use agentlog_projections::{
-    ProjectionRunner, ReadDb, RunnerOptions, all_projections,
-    workload::{Workload, WorkloadConfig},
-};
+use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections};
+use agentlog_workload::{Workload, WorkloadConfig};
 use serde_json::Value;
 
 /// A log holding the workload, its read models caught up, as a server would leave them.

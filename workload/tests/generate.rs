@@ -1,7 +1,7 @@
 //! The workload generator: deterministic (same seed, same log), realistic (every aggregate and
 //! the interesting paths appear), and accepted whole by the domain.
 
-use agentlog_projections::workload::{Workload, WorkloadConfig};
+use agentlog_workload::{Workload, WorkloadConfig};
 
 fn config() -> WorkloadConfig {
     WorkloadConfig { min_events: 5_000, ..WorkloadConfig::default() }

@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! # async fn demo(store: &dyn agentlog_eventlog::EventStore) -> Result<(), Box<dyn std::error::Error>> {
-//! use agentlog_projections::workload::{Workload, WorkloadConfig};
+//! use agentlog_workload::{Workload, WorkloadConfig};
 //! let workload = Workload::generate(&WorkloadConfig { min_events: 5_000, ..WorkloadConfig::default() })?;
 //! let head = workload.append_to(store).await?;
 //! println!("{} events up to position {head}", workload.stats.events);
