@@ -134,7 +134,21 @@ impl async_graphql::extensions::ExtensionFactory for ErrorCodes {
     }
 }
 
+/// A GraphQL syntax error in one line with its place ("syntax error at line 1, column 2:
+/// expected selection"), instead of the parser's multi-line drawing of the document.
+fn one_line_syntax_error(error: &mut async_graphql::ServerError) {
+    if !error.message.starts_with(" --> ") {
+        return;
+    }
+    let expected = error.message.lines().filter_map(|l| l.trim().strip_prefix("= ")).collect::<Vec<_>>().join("; ");
+    let place =
+        error.locations.first().map(|p| format!(" at line {}, column {}", p.line, p.column)).unwrap_or_default();
+    error.message =
+        if expected.is_empty() { format!("syntax error{place}") } else { format!("syntax error{place}: {expected}") };
+}
+
 fn add_code(error: &mut async_graphql::ServerError) {
+    one_line_syntax_error(error);
     if error.extensions.as_ref().is_some_and(|x| x.get("code").is_some()) {
         return;
     }

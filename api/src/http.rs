@@ -1,5 +1,6 @@
-//! The HTTP surface: `/graphql` (POST, GET for GraphiQL, websocket upgrade for subscriptions
-//! over graphql-transport-ws and graphql-ws), `/healthz`, `/readyz`, `/metrics`.
+//! The HTTP surface: `/graphql` (POST; GET for queries, GraphiQL for a browser, and the websocket
+//! upgrade for subscriptions over graphql-transport-ws and graphql-ws; the rules of GraphQL over
+//! HTTP are in `over_http`), `/healthz`, `/readyz`, `/metrics`.
 
 use async_graphql::{Data, ErrorExtensions, http::ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
@@ -7,7 +8,7 @@ use axum::{
     Router,
     body::Bytes,
     extract::{
-        DefaultBodyLimit, State, WebSocketUpgrade,
+        DefaultBodyLimit, RawQuery, State, WebSocketUpgrade,
         ws::{CloseFrame, Message},
     },
     http::{HeaderMap, StatusCode, header},
@@ -25,6 +26,7 @@ use crate::{
     error::{ApiError, UNAVAILABLE},
     graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
+    over_http::{self, AnswerType},
     state::AppState,
 };
 
@@ -90,11 +92,6 @@ async fn revoked(state: AppState, slot: Arc<Mutex<Option<String>>>) {
     }
 }
 
-/// A refused request body, answered in GraphQL's error shape so clients show it like any other.
-fn refused(status: StatusCode, message: String) -> Response {
-    error_response(status, "BAD_REQUEST", message)
-}
-
 /// An error answer in GraphQL's shape, with `extensions.code`.
 fn error_response(status: StatusCode, code: &str, message: String) -> Response {
     let body = serde_json::json!({"errors": [{"message": message, "extensions": {"code": code}}]});
@@ -117,22 +114,56 @@ async fn graphql_post(
 ) -> Response {
     Metrics::inc(&http.state.metrics.http_requests);
     Metrics::inc(&http.state.metrics.graphql_requests);
+    let answer = AnswerType::from_headers(&headers);
+    if let Err(message) = over_http::check_post_content_type(&headers) {
+        Metrics::inc(&http.state.metrics.graphql_errors);
+        return over_http::error_answer(StatusCode::UNSUPPORTED_MEDIA_TYPE, answer, "BAD_REQUEST", message.into());
+    }
     let body = match body {
         Ok(b) => b,
         Err(e) => {
             Metrics::inc(&http.state.metrics.graphql_errors);
-            return refused(e.status(), format!("request body refused: {}", e.body_text()));
+            return over_http::error_answer(
+                e.status(),
+                answer,
+                "BAD_REQUEST",
+                format!("request body refused: {}", e.body_text()),
+            );
         }
     };
-    let mut request: async_graphql::Request = match serde_json::from_slice(&body) {
+    let request: async_graphql::Request = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
             Metrics::inc(&http.state.metrics.graphql_errors);
-            return refused(StatusCode::BAD_REQUEST, format!("request body is not a GraphQL JSON request: {e}"));
+            return over_http::error_answer(
+                StatusCode::BAD_REQUEST,
+                answer,
+                "BAD_REQUEST",
+                format!("request body is not a GraphQL JSON request: {e}"),
+            );
         }
     };
+    if request.query.trim().is_empty() {
+        Metrics::inc(&http.state.metrics.graphql_errors);
+        return over_http::error_answer(
+            StatusCode::BAD_REQUEST,
+            answer,
+            "BAD_REQUEST",
+            "the request has no `query` (a GraphQL document as a string)".into(),
+        );
+    }
+    execute(&http, &headers, request, answer).await
+}
+
+/// Run one GraphQL request from HTTP (a POST, or a GET's query) and write its answer.
+async fn execute(
+    http: &Http,
+    headers: &HeaderMap,
+    mut request: async_graphql::Request,
+    answer: AnswerType,
+) -> Response {
     let operation = request.operation_name.clone().unwrap_or_else(|| "anonymous".into());
-    match caller_from(&http.state, &headers).await {
+    match caller_from(&http.state, headers).await {
         Ok(Some(caller)) => request = request.data(caller),
         Ok(None) => {}
         Err(e) => {
@@ -148,14 +179,24 @@ async fn graphql_post(
     if response.is_err() {
         Metrics::inc(&http.state.metrics.graphql_errors);
     }
+    if answer == AnswerType::GraphqlResponse && over_http::is_request_error(&response) {
+        let body = over_http::request_error_body(&response);
+        return bounded(response, body, http.state.limits.max_response_bytes, answer, StatusCode::BAD_REQUEST);
+    }
     let body = raw.body(&response);
-    bounded(response, body, http.state.limits.max_response_bytes)
+    bounded(response, body, http.state.limits.max_response_bytes, answer, StatusCode::OK)
 }
 
-/// The answer's JSON `body` (cached trees spliced in), or LIMIT when it is larger than `max`
-/// bytes (a client asked for more than one answer may carry; it gets a message, not a stream
-/// of megabytes).
-fn bounded(response: async_graphql::Response, body: Result<Vec<u8>, serde_json::Error>, max: usize) -> Response {
+/// The answer's JSON `body` (cached trees spliced in) with `status`, or LIMIT when it is larger
+/// than `max` bytes (a client asked for more than one answer may carry; it gets a message, not a
+/// stream of megabytes).
+fn bounded(
+    response: async_graphql::Response,
+    body: Result<Vec<u8>, serde_json::Error>,
+    max: usize,
+    answer: AnswerType,
+    status: StatusCode,
+) -> Response {
     let headers = response.http_headers.clone();
     let body = match body {
         Ok(b) => b,
@@ -173,11 +214,9 @@ fn bounded(response: async_graphql::Response, body: Result<Vec<u8>, serde_json::
             "the answer is {} bytes, more than the {max} one answer may carry; ask for less (smaller pages, fewer fields)",
             body.len()
         );
-        return error_response(StatusCode::OK, "LIMIT", message);
+        return over_http::error_answer(StatusCode::OK, answer, "LIMIT", message);
     }
-    let mut out =
-        ([(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/graphql-response+json"))], body)
-            .into_response();
+    let mut out = (status, [(header::CONTENT_TYPE, answer.content_type())], body).into_response();
     if response.is_ok()
         && let Some(cc) = response.cache_control.value()
         && let Ok(v) = axum::http::HeaderValue::from_str(&cc)
@@ -191,6 +230,7 @@ fn bounded(response: async_graphql::Response, body: Result<Vec<u8>, serde_json::
 async fn graphql_get(
     State(http): State<Http>,
     headers: HeaderMap,
+    RawQuery(query_string): RawQuery,
     protocol: Result<GraphQLProtocol, StatusCode>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
@@ -272,7 +312,20 @@ async fn graphql_get(
                 }
             })
         }
-        _ => Html(GRAPHIQL_PAGE).into_response(),
+        _ => {
+            let answer = AnswerType::from_headers(&headers);
+            match over_http::read_get(query_string.as_deref(), &headers, answer) {
+                over_http::Get::Graphiql => Html(GRAPHIQL_PAGE).into_response(),
+                over_http::Get::Refused(response) => {
+                    Metrics::inc(&http.state.metrics.graphql_errors);
+                    response
+                }
+                over_http::Get::Execute(request) => {
+                    Metrics::inc(&http.state.metrics.graphql_requests);
+                    execute(&http, &headers, *request, answer).await
+                }
+            }
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod error;
 pub mod graphql;
 pub mod http;
 pub mod metrics;
+pub mod over_http;
 pub mod quota;
 pub mod reactors;
 pub mod relay;

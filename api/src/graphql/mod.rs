@@ -15,6 +15,7 @@ pub mod operations;
 pub mod raw_json;
 pub mod sources;
 pub mod tasks;
+pub mod variables;
 
 use agentlog_projections::page::{Page, PageRequest};
 use async_graphql::{
@@ -66,6 +67,7 @@ pub fn build_schema(state: AppState) -> AppSchema {
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity)
         .extension(admission::Admission(limits.clone()))
+        .extension(variables::RequiredVariables)
         .extension(crate::error::ErrorCodes)
         .finish()
 }

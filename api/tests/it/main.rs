@@ -11,6 +11,7 @@ mod support;
 mod worker;
 
 mod card_timeouts;
+mod clients;
 mod clock;
 mod concurrency;
 mod conversation_tree;

@@ -6,6 +6,7 @@ use agentlog_api::{
     auth::{bearer, hash},
     deltas::{DeltaError, DeltaHub, MAX_DELTA_BYTES},
     metrics::{Gauges, Metrics},
+    over_http::AnswerType,
     reactors::orchestration::decision,
 };
 
@@ -66,4 +67,23 @@ fn tool_names_map_to_decisions() {
     assert_eq!(decision("executeAgentTasks", None).map(|d| d.decision).as_deref(), Some("execute_tasks"));
     assert_eq!(decision("executeAgentTask", None).map(|d| d.decision).as_deref(), Some("execute_task"));
     assert!(decision("web-search/search", None).is_none());
+}
+
+fn accept(value: &str) -> AnswerType {
+    let mut h = axum::http::HeaderMap::new();
+    h.insert(axum::http::header::ACCEPT, axum::http::HeaderValue::from_str(value).unwrap());
+    AnswerType::from_headers(&h)
+}
+
+/// GraphQL over HTTP: the answer's media type follows `Accept` (no header, `*/*` or an unknown
+/// type: `application/json`).
+#[test]
+fn the_answer_type_follows_accept() {
+    assert_eq!(AnswerType::from_headers(&axum::http::HeaderMap::new()), AnswerType::Json);
+    assert_eq!(accept("*/*"), AnswerType::Json);
+    assert_eq!(accept("application/json"), AnswerType::Json);
+    assert_eq!(accept("application/graphql-response+json"), AnswerType::GraphqlResponse);
+    assert_eq!(accept("application/graphql-response+json, application/json;q=0.9"), AnswerType::GraphqlResponse);
+    assert_eq!(accept("application/json, application/graphql-response+json;q=0.5"), AnswerType::Json);
+    assert_eq!(accept("text/plain"), AnswerType::Json);
 }
