@@ -1,0 +1,24 @@
+//! agentlog's runs as OpenTelemetry traces following the GenAI semantic conventions
+//! ([`conventions::VERSION`]): an `invoke_agent {agent}` span per operation (its sub-agents' and
+//! group members' spans are its children, in the same trace), a `chat {model}` span per step,
+//! an `execute_tool {tool}` span per tool call, HITL waits as span events.
+//!
+//! Pure: an operation's recorded events (and its ancestors' ids) in, OTLP protobuf messages out.
+//! Ids are derived from agentlog's ids, so exporting the same run twice gives the same spans
+//! and a collector can drop the repeat.
+//!
+//! ```
+//! use agentlog_otel::{Ancestry, run_spans};
+//! # let events: Vec<agentlog_domain::envelope::RecordedEvent> = Vec::new();
+//! // The events of `operation-<id>`, in stream order; a top-level run has no ancestors.
+//! let spans = run_spans(&events, &Ancestry::default());
+//! assert!(spans.is_empty(), "no events, no spans");
+//! ```
+
+pub mod conventions;
+pub mod ids;
+mod request;
+mod run;
+
+pub use request::export_request;
+pub use run::{Ancestry, is_run_end, run_spans};

@@ -1,0 +1,271 @@
+//! One run (an operation stream) → its spans.
+
+use agentlog_domain::{
+    envelope::RecordedEvent,
+    events::{AnyEvent, decode_any},
+    operation::{CompletionReason, OperationEvent},
+};
+use chrono::{DateTime, Utc};
+use opentelemetry_proto::tonic::{
+    common::v1::{AnyValue, KeyValue, any_value::Value},
+    trace::v1::{Span, Status, span, status::StatusCode},
+};
+
+use crate::{conventions as cv, conventions::agentlog as al, ids};
+
+/// Where a run sits in its tree: the top-level operation whose trace it belongs to (`None`: it is
+/// the top level itself). Its parent comes from its own `operation.created`.
+#[derive(Debug, Clone, Default)]
+pub struct Ancestry {
+    /// The top-level operation of the tree, when the run is a sub-agent or group member.
+    pub root_operation_id: Option<String>,
+}
+
+/// The operation a terminal event ends, when `event` ends one: `completed`, `failed`,
+/// `cancelled`, or `interrupted` without a way to resume.
+pub fn is_run_end(event: &RecordedEvent) -> Option<String> {
+    let terminal = match event.event_type.as_str() {
+        "operation.completed" | "operation.failed" | "operation.cancelled" => true,
+        "operation.interrupted" => {
+            !event.payload.get("canResume").and_then(serde_json::Value::as_bool).unwrap_or(false)
+        }
+        _ => false,
+    };
+    terminal.then(|| event.stream_id.strip_prefix("operation-").map(str::to_string)).flatten()
+}
+
+fn kv(key: &str, value: Value) -> KeyValue {
+    KeyValue { key: key.to_string(), value: Some(AnyValue { value: Some(value) }), ..KeyValue::default() }
+}
+
+fn text(key: &str, value: &str) -> KeyValue {
+    kv(key, Value::StringValue(value.to_string()))
+}
+
+fn int(key: &str, value: u64) -> KeyValue {
+    kv(key, Value::IntValue(i64::try_from(value).unwrap_or(i64::MAX)))
+}
+
+fn nanos(at: DateTime<Utc>) -> u64 {
+    at.timestamp_nanos_opt().and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
+}
+
+/// What the fold keeps while it walks the run's events.
+#[derive(Default)]
+struct Fold {
+    spans: Vec<Span>,
+    events: Vec<span::Event>,
+    started: Option<DateTime<Utc>>,
+    last_step_end: Option<DateTime<Utc>>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cost_micros: Option<u64>,
+    end: Option<(DateTime<Utc>, Status, String, Option<String>)>,
+}
+
+fn add(sum: &mut Option<u64>, value: Option<u64>) {
+    if let Some(v) = value {
+        *sum = Some(sum.unwrap_or(0).saturating_add(v));
+    }
+}
+
+/// The spans of one run, from the events of its stream in stream order: empty until the run has
+/// ended (an `invoke_agent` span is sent whole, once).
+pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
+    let mut decoded = events.iter().filter_map(|e| match decode_any(&e.event_type, e.schema_version, &e.payload) {
+        Ok(AnyEvent::Operation(op)) => Some((e, op)),
+        _ => None,
+    });
+    let Some((first, OperationEvent::Created(created))) = decoded.next() else {
+        return Vec::new();
+    };
+    let spec = &created.spec;
+    let op_id = spec.operation_id.as_str();
+    let trace_id = ids::trace_id(ancestry.root_operation_id.as_deref().unwrap_or(op_id)).to_vec();
+    let op_span = ids::operation_span_id(op_id).to_vec();
+    let model = spec.agent.model.clone();
+    let provider = spec.agent.provider.clone();
+    let mut common = vec![text(cv::AGENT_ID, &spec.agent.agent_id), text(cv::AGENT_NAME, &spec.agent.agent_id)];
+    if let Some(p) = &provider {
+        common.push(text(cv::PROVIDER_NAME, p));
+    }
+    if let Some(m) = &model {
+        common.push(text(cv::REQUEST_MODEL, m));
+    }
+    if let Some(topic) = &spec.topic_id {
+        common.push(text(cv::CONVERSATION_ID, topic));
+    }
+    common.push(text(al::OPERATION_ID, op_id));
+    common.push(text(al::ROOT_SOURCE_ID, &first.chain().root_source_id.to_string()));
+
+    let mut f = Fold { started: Some(created.at), ..Fold::default() };
+    for (e, event) in decoded {
+        match event {
+            // The run's span starts at its creation (time in the queue included); its first step
+            // when a worker started it.
+            OperationEvent::Started(s) => f.last_step_end = Some(s.at),
+            OperationEvent::StepRecorded(step) => {
+                let start = f.last_step_end.or(f.started).unwrap_or(step.at).min(step.at);
+                let step_span = ids::step_span_id(op_id, step.step_index).to_vec();
+                let mut attributes =
+                    vec![text(cv::OPERATION_NAME, "chat"), int(al::STEP_INDEX, u64::from(step.step_index))];
+                attributes.extend(common.iter().filter(|kv| kv.key != al::ROOT_SOURCE_ID).cloned());
+                if let Some(t) = step.usage.input_tokens {
+                    attributes.push(int(cv::USAGE_INPUT_TOKENS, t));
+                }
+                if let Some(t) = step.usage.output_tokens {
+                    attributes.push(int(cv::USAGE_OUTPUT_TOKENS, t));
+                }
+                if let Some(c) = step.usage.cost_micros {
+                    attributes.push(int(al::COST_MICROS, c));
+                }
+                attributes.push(int(al::POSITION, u64::try_from(e.position).unwrap_or(0)));
+                add(&mut f.input_tokens, step.usage.input_tokens);
+                add(&mut f.output_tokens, step.usage.output_tokens);
+                add(&mut f.cost_micros, step.usage.cost_micros);
+                for call in &step.tool_calls {
+                    let mut attributes = vec![
+                        text(cv::OPERATION_NAME, "execute_tool"),
+                        text(cv::TOOL_NAME, &call.name),
+                        text(cv::TOOL_CALL_ID, &call.id),
+                        text(al::OPERATION_ID, op_id),
+                    ];
+                    let failed = call.status.as_deref() == Some("failed");
+                    if let Some(status) = &call.status {
+                        attributes.push(text(al::TOOL_STATUS, status));
+                    }
+                    f.spans.push(Span {
+                        trace_id: trace_id.clone(),
+                        span_id: ids::tool_span_id(op_id, step.step_index, &call.id).to_vec(),
+                        parent_span_id: step_span.clone(),
+                        name: format!("execute_tool {}", call.name),
+                        kind: span::SpanKind::Internal as i32,
+                        start_time_unix_nano: nanos(step.at),
+                        end_time_unix_nano: nanos(step.at),
+                        attributes,
+                        status: failed
+                            .then(|| Status { message: "the tool call failed".into(), code: StatusCode::Error as i32 }),
+                        ..Span::default()
+                    });
+                }
+                f.spans.push(Span {
+                    trace_id: trace_id.clone(),
+                    span_id: step_span,
+                    parent_span_id: op_span.clone(),
+                    name: format!("chat {}", model.as_deref().unwrap_or("unknown")),
+                    kind: span::SpanKind::Client as i32,
+                    start_time_unix_nano: nanos(start),
+                    end_time_unix_nano: nanos(step.at),
+                    attributes,
+                    ..Span::default()
+                });
+                f.last_step_end = Some(step.at);
+            }
+            OperationEvent::HumanAsked(asked) => f.events.push(span::Event {
+                time_unix_nano: nanos(asked.at),
+                name: "agentlog.hitl.asked".into(),
+                attributes: vec![
+                    text("agentlog.hitl.card_id", &asked.card.card_id),
+                    text("agentlog.hitl.title", &asked.card.title),
+                ],
+                ..span::Event::default()
+            }),
+            OperationEvent::HumanAnswered(answered) => {
+                f.events.push(span::Event {
+                    time_unix_nano: nanos(answered.at),
+                    name: "agentlog.hitl.answered".into(),
+                    attributes: vec![
+                        text("agentlog.hitl.card_id", &answered.card_id),
+                        int("agentlog.hitl.waited_ms", answered.waited_ms),
+                    ],
+                    ..span::Event::default()
+                });
+                f.last_step_end = Some(answered.at);
+            }
+            OperationEvent::HumanWaitTimedOut(timed_out) => f.events.push(span::Event {
+                time_unix_nano: nanos(timed_out.at),
+                name: "agentlog.hitl.timed_out".into(),
+                attributes: vec![
+                    text("agentlog.hitl.card_id", &timed_out.card_id),
+                    int("agentlog.hitl.waited_ms", timed_out.waited_ms),
+                ],
+                ..span::Event::default()
+            }),
+            OperationEvent::Completed(done) => {
+                let reason = match done.reason {
+                    CompletionReason::Done => "done",
+                    CompletionReason::MaxSteps => "max_steps",
+                    CompletionReason::CostLimit => "cost_limit",
+                    CompletionReason::Error => "error",
+                    CompletionReason::Interrupted => "interrupted",
+                    _ => "other",
+                };
+                let status = if done.reason == CompletionReason::Done {
+                    Status { message: String::new(), code: StatusCode::Ok as i32 }
+                } else {
+                    Status { message: format!("ended by {reason}"), code: StatusCode::Error as i32 }
+                };
+                f.end = Some((done.at, status, reason.into(), (reason != "done").then(|| reason.to_string())));
+            }
+            OperationEvent::Failed(failed) => {
+                let error_type =
+                    failed.error.error_type.clone().or(failed.error.code.clone()).unwrap_or_else(|| "error".into());
+                let status = Status { message: failed.error.message.clone(), code: StatusCode::Error as i32 };
+                f.end = Some((failed.at, status, "error".into(), Some(error_type)));
+            }
+            OperationEvent::Cancelled(cancelled) => {
+                let message = cancelled.reason.clone().unwrap_or_else(|| "cancelled".into());
+                let status = Status { message, code: StatusCode::Error as i32 };
+                f.end = Some((cancelled.at, status, "cancelled".into(), Some("cancelled".into())));
+            }
+            OperationEvent::Interrupted(interrupted) if !interrupted.can_resume => {
+                let status = Status { message: interrupted.reason.clone(), code: StatusCode::Error as i32 };
+                f.end = Some((interrupted.at, status, "interrupted".into(), Some("interrupted".into())));
+            }
+            // A later event (a resume) reopens an interrupted run.
+            OperationEvent::Resumed(_) => f.end = None,
+            _ => {}
+        }
+    }
+    let Some((end, status, reason, error_type)) = f.end else {
+        return Vec::new();
+    };
+    let mut attributes = vec![text(cv::OPERATION_NAME, "invoke_agent")];
+    attributes.extend(common);
+    attributes.push(text(
+        al::OPERATION_KIND,
+        &serde_json::to_value(spec.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+    ));
+    attributes.push(text(al::COMPLETION_REASON, &reason));
+    if let Some(t) = error_type {
+        attributes.push(text(cv::ERROR_TYPE, &t));
+    }
+    if let Some(t) = f.input_tokens {
+        attributes.push(int(cv::USAGE_INPUT_TOKENS, t));
+    }
+    if let Some(t) = f.output_tokens {
+        attributes.push(int(cv::USAGE_OUTPUT_TOKENS, t));
+    }
+    if let Some(c) = f.cost_micros {
+        attributes.push(int(al::COST_MICROS, c));
+    }
+    let parent_span_id =
+        spec.parent_operation_id.as_deref().map(|p| ids::operation_span_id(p).to_vec()).unwrap_or_default();
+    f.spans.insert(
+        0,
+        Span {
+            trace_id,
+            span_id: op_span,
+            parent_span_id,
+            name: format!("invoke_agent {}", spec.agent.agent_id),
+            kind: span::SpanKind::Internal as i32,
+            start_time_unix_nano: nanos(f.started.unwrap_or(created.at)),
+            end_time_unix_nano: nanos(end),
+            attributes,
+            events: f.events,
+            status: Some(status),
+            ..Span::default()
+        },
+    );
+    f.spans
+}
