@@ -13,6 +13,7 @@ pub mod error;
 pub mod graphql;
 pub mod http;
 pub mod metrics;
+pub mod otlp;
 pub mod over_http;
 pub mod quota;
 pub mod reactors;

@@ -49,6 +49,10 @@ enum Command {
         /// `connection_init`.
         #[arg(long, env = "AGENTLOG_MAX_CONNECTIONS_PER_USER", default_value_t = ApiLimits::default().max_connections_per_user)]
         max_connections_per_user: usize,
+        /// Export every run as an OpenTelemetry GenAI trace to this OTLP/HTTP collector
+        /// (`http://host:4318`, or its `/v1/traces` URL); off when absent
+        #[arg(long, env = "AGENTLOG_OTLP_ENDPOINT")]
+        otlp_endpoint: Option<String>,
         /// Largest answer over HTTP, bytes; a larger one is replaced by a LIMIT error.
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
@@ -101,6 +105,7 @@ async fn main() -> anyhow::Result<()> {
             max_subscriptions_per_user,
             max_streams_per_user,
             max_connections_per_user,
+            otlp_endpoint,
             max_response_bytes,
             query_timeout_ms,
         } => {
@@ -113,7 +118,8 @@ async fn main() -> anyhow::Result<()> {
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 ..ApiLimits::default()
             };
-            serve(ServeConfig { database, bind, data_dir, limits }).await
+            let otlp = otlp_endpoint.as_deref().map(agentlog_api::otlp::OtlpConfig::new);
+            serve(ServeConfig { database, bind, data_dir, limits, otlp }).await
         }
         Command::Schema => {
             print!("{}", agentlog_api::graphql::sdl());

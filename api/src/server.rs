@@ -33,6 +33,8 @@ pub struct ServeConfig {
     pub data_dir: PathBuf,
     /// Limits.
     pub limits: ApiLimits,
+    /// Export every run as an OpenTelemetry trace to this OTLP/HTTP collector.
+    pub otlp: Option<crate::otlp::OtlpConfig>,
 }
 
 /// Messages the conversation-tree cache holds before evicting the least recently used topic
@@ -92,11 +94,17 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let addr = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");
     let reactors = Reactors::start(&state);
+    let (stop_export, stopped) = tokio::sync::watch::channel(false);
+    let exporter = config.otlp.clone().map(|otlp| tokio::spawn(crate::otlp::run(state.clone(), otlp, stopped)));
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving HTTP")?;
     tracing::info!("shutting down: requests finished; stopping reactors and projections, closing the log");
     reactors.stop().await;
+    let _ = stop_export.send(true);
+    if let Some(exporter) = exporter {
+        let _ = exporter.await;
+    }
     state.runner.stop().await;
     state.store.close().await;
     Ok(())

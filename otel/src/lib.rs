@@ -20,5 +20,6 @@ pub mod ids;
 mod request;
 mod run;
 
+pub use opentelemetry_proto::tonic::trace::v1::Span;
 pub use request::export_request;
 pub use run::{Ancestry, is_run_end, run_spans};

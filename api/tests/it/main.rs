@@ -27,6 +27,7 @@ mod isolation;
 mod leases;
 mod mutations;
 mod orchestration;
+mod otlp;
 mod reactors;
 mod read_models;
 mod roster;

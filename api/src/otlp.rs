@@ -1,0 +1,221 @@
+//! The OTLP exporter: every run that ends goes out as an OpenTelemetry trace
+//! (`agentlog_otel::run_spans`) over OTLP/HTTP (protobuf, `POST <endpoint>/v1/traces`).
+//!
+//! A log follower with a checkpoint (`reactor_checkpoints`, name [`NAME`]): it reads the ends of
+//! runs after its checkpoint, a page at a time, builds each run's spans from the run's stream,
+//! sends the page in one request, and moves the checkpoint only when the collector accepted it.
+//! So a collector outage loses nothing (the page is sent again, with backoff, until accepted)
+//! and a restart sends nothing twice except the one page in flight when it stopped — and that
+//! page has the same span ids, derived from agentlog's ids, so a collector can drop it.
+//!
+//! With several instances on one database one exporter sends at a time: it holds a lease in
+//! `export_leases` (migration 0018), renewed on every page; another instance takes over when it
+//! lapses.
+
+use std::time::Duration;
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::EventFilter;
+use agentlog_projections::SqlValue;
+use chrono::Utc;
+use prost::Message;
+use tokio::sync::watch;
+
+use crate::{
+    reactors::{OPERATION_ENDS, checkpoint},
+    state::AppState,
+};
+
+/// Why a page could not be exported now (it is sent again later).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Reading the log failed.
+    #[error("reading the log: {0}")]
+    Log(#[from] agentlog_eventlog::EventLogError),
+    /// Reading or writing the checkpoint or the lease failed.
+    #[error("the read-model database: {0}")]
+    Db(#[from] agentlog_projections::ProjectionError),
+    /// The checkpoint's own error type.
+    #[error("{0}")]
+    Checkpoint(#[from] crate::error::ApiError),
+    /// The collector did not take the page (unreachable, 429, 5xx).
+    #[error("the OTLP collector: {0}")]
+    Collector(String),
+}
+
+/// The checkpoint's and the lease's name.
+pub const NAME: &str = "otlp_export";
+
+/// How long a lease lasts without renewal.
+const LEASE: Duration = Duration::from_secs(15);
+
+/// Ends of runs sent in one request at most.
+const PAGE: usize = 100;
+
+/// Where and how to export.
+#[derive(Debug, Clone)]
+pub struct OtlpConfig {
+    /// The traces URL (`…/v1/traces`; a base URL gets that path added).
+    pub traces_url: String,
+    /// `service.name` of the resource.
+    pub service_name: String,
+}
+
+impl OtlpConfig {
+    /// The config for an OTLP/HTTP endpoint: a base URL (`http://collector:4318`) or the
+    /// traces URL itself.
+    pub fn new(endpoint: &str) -> Self {
+        let trimmed = endpoint.trim_end_matches('/');
+        let traces_url =
+            if trimmed.ends_with("/v1/traces") { trimmed.to_string() } else { format!("{trimmed}/v1/traces") };
+        Self { traces_url, service_name: "agentlog".into() }
+    }
+}
+
+/// Take or renew the export lease for `holder`; true when this instance holds it now.
+async fn hold_lease(state: &AppState, holder: &str) -> Result<bool, ExportError> {
+    let now = Utc::now().timestamp_micros();
+    let until = now + i64::try_from(LEASE.as_micros()).unwrap_or(i64::MAX);
+    let args: [SqlValue; 4] = [NAME.into(), holder.into(), until.into(), now.into()];
+    state
+        .db
+        .execute(
+            "INSERT INTO export_leases (name, holder, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
+             WHERE export_leases.holder = excluded.holder OR export_leases.expires_at < $4",
+            &args,
+        )
+        .await?;
+    let rows = state.db.fetch("SELECT holder FROM export_leases WHERE name = $1", &[NAME.into()]).await?;
+    Ok(rows.first().and_then(|r| r.str(0)) == Some(holder))
+}
+
+/// The top-level operation of the tree `operation_id` belongs to (itself when it has no parent).
+async fn root_of(state: &AppState, first: &RecordedEvent) -> Result<Option<String>, ExportError> {
+    let mut parent = first.payload.get("parentOperationId").and_then(|p| p.as_str()).map(str::to_string);
+    let mut root = None;
+    // Bounded: a parent chain is as deep as the sub-agent depth limit; a cycle cannot be built.
+    for _ in 0..64 {
+        let Some(p) = parent else { break };
+        let created = state.store.read_stream(&format!("operation-{p}"), 1, 1).await?;
+        parent = created
+            .first()
+            .and_then(|e| e.payload.get("parentOperationId"))
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        root = Some(p);
+    }
+    Ok(root)
+}
+
+/// The spans of the run that `end` ends.
+async fn spans_of(state: &AppState, end: &RecordedEvent) -> Result<Vec<agentlog_otel::Span>, ExportError> {
+    let Some(operation_id) = agentlog_otel::is_run_end(end) else { return Ok(Vec::new()) };
+    let stream = format!("operation-{operation_id}");
+    let events = state.store.read_stream(&stream, 1, usize::try_from(end.stream_version).unwrap_or(usize::MAX)).await?;
+    let Some(first) = events.first() else { return Ok(Vec::new()) };
+    let ancestry = agentlog_otel::Ancestry { root_operation_id: root_of(state, first).await? };
+    // The stream as it was at the end: a later resume does not change what this end sent.
+    let upto: Vec<RecordedEvent> = events.into_iter().filter(|e| e.stream_version <= end.stream_version).collect();
+    Ok(agentlog_otel::run_spans(&upto, &ancestry))
+}
+
+/// Why a page was not delivered.
+enum Refused {
+    /// Try again later (connection refused, timeout, 429, 5xx).
+    Retry(String),
+    /// The collector refused the data itself (4xx): sending it again cannot help.
+    Rejected(String),
+}
+
+async fn send(client: &reqwest::Client, config: &OtlpConfig, body: Vec<u8>) -> Result<(), Refused> {
+    let response = client
+        .post(&config.traces_url)
+        .header("content-type", "application/x-protobuf")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| Refused::Retry(e.to_string()))?;
+    let status = response.status();
+    if status.is_success() {
+        Ok(())
+    } else if status.as_u16() == 429 || status.is_server_error() {
+        Err(Refused::Retry(format!("the collector answered {status}")))
+    } else {
+        Err(Refused::Rejected(format!("the collector answered {status}")))
+    }
+}
+
+/// Export until `stop` turns true.
+pub async fn run(state: AppState, config: OtlpConfig, mut stop: watch::Receiver<bool>) {
+    let holder = uuid::Uuid::new_v4().to_string();
+    let client = match reqwest::Client::builder().timeout(Duration::from_secs(10)).build() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the OTLP client; not exporting");
+            return;
+        }
+    };
+    tracing::info!(url = %config.traces_url, "exporting runs as OpenTelemetry traces");
+    let filter = EventFilter::types(OPERATION_ENDS.iter().copied());
+    let mut head = state.store.watch_head();
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let wait = match export_page(&state, &config, &client, &holder, &filter).await {
+            Ok(true) => {
+                backoff = Duration::from_secs(1);
+                continue;
+            }
+            // Nothing new, or another instance holds the lease: wait for the log to move.
+            Ok(false) => Duration::from_millis(500),
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?backoff, "OTLP export failed; the page is sent again");
+                let wait = backoff;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+                wait
+            }
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = head.changed(), if wait < Duration::from_secs(1) => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// Send the next page; Ok(true) when one was sent (more may follow at once).
+async fn export_page(
+    state: &AppState,
+    config: &OtlpConfig,
+    client: &reqwest::Client,
+    holder: &str,
+    filter: &EventFilter,
+) -> Result<bool, ExportError> {
+    if !hold_lease(state, holder).await? {
+        return Ok(false);
+    }
+    let from = checkpoint::load(&state.db, NAME).await?;
+    let ends = state.store.read_all(from, filter, PAGE).await?;
+    let Some(last) = ends.last().map(|e| e.position) else { return Ok(false) };
+    let mut spans = Vec::new();
+    for end in &ends {
+        spans.extend(spans_of(state, end).await?);
+    }
+    let count = spans.len();
+    if count > 0 {
+        let body = agentlog_otel::export_request(&config.service_name, spans).encode_to_vec();
+        match send(client, config, body).await {
+            Ok(()) => {}
+            Err(Refused::Retry(why)) => return Err(ExportError::Collector(why)),
+            Err(Refused::Rejected(why)) => {
+                tracing::error!(why, spans = count, "the collector refused a page of spans; it is skipped");
+            }
+        }
+    }
+    checkpoint::save(&state.db, NAME, last).await?;
+    tracing::debug!(spans = count, position = last, "exported a page of runs");
+    Ok(true)
+}

@@ -1,0 +1,204 @@
+//! Runs go out as OpenTelemetry GenAI traces (`serve --otlp-endpoint`), received by a real
+//! OTLP/HTTP endpoint in the test that decodes the protobuf with `opentelemetry-proto`: the span
+//! tree and its attributes, nothing lost while the collector is down, nothing sent twice after
+//! a restart.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{Router, body::Bytes, extract::State, http::StatusCode, routing::post};
+use opentelemetry_proto::tonic::{
+    collector::trace::v1::ExportTraceServiceRequest, common::v1::any_value::Value, trace::v1::Span,
+};
+use prost::Message;
+use serde_json::json;
+
+use crate::support::{Db, Server};
+
+/// An OTLP/HTTP trace receiver on loopback.
+#[derive(Clone, Default)]
+struct Collector {
+    spans: Arc<Mutex<Vec<Span>>>,
+    /// While true, every export is answered 503 (the collector is down).
+    down: Arc<AtomicBool>,
+    refused: Arc<AtomicUsize>,
+}
+
+async fn receive(State(c): State<Collector>, body: Bytes) -> StatusCode {
+    if c.down.load(Ordering::SeqCst) {
+        c.refused.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::SERVICE_UNAVAILABLE;
+    }
+    let Ok(request) = ExportTraceServiceRequest::decode(body) else { return StatusCode::BAD_REQUEST };
+    let mut spans = c.spans.lock().unwrap();
+    for rs in request.resource_spans {
+        for ss in rs.scope_spans {
+            spans.extend(ss.spans);
+        }
+    }
+    StatusCode::OK
+}
+
+impl Collector {
+    async fn start() -> (Self, String) {
+        let c = Collector::default();
+        let app = Router::new().route("/v1/traces", post(receive)).with_state(c.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (c, format!("http://{addr}"))
+    }
+
+    fn spans(&self) -> Vec<Span> {
+        self.spans.lock().unwrap().clone()
+    }
+
+    async fn wait_for(&self, count: usize) -> Vec<Span> {
+        for _ in 0..200 {
+            let spans = self.spans();
+            if spans.len() >= count {
+                return spans;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("expected {count} spans, got {:?}", self.spans().iter().map(|s| &s.name).collect::<Vec<_>>());
+    }
+}
+
+fn attr(span: &Span, key: &str) -> Option<Value> {
+    span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone()?.value)
+}
+
+fn text(span: &Span, key: &str) -> Option<String> {
+    match attr(span, key) {
+        Some(Value::StringValue(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn int(span: &Span, key: &str) -> Option<i64> {
+    match attr(span, key) {
+        Some(Value::IntValue(i)) => Some(i),
+        _ => None,
+    }
+}
+
+const START: &str = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+const STEP: &str = "mutation($id: String!, $lt: String!, $t: [ToolCallInput!], $u: UsageInput) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: $t, usage: $u) { position } }";
+const DONE: &str =
+    "mutation($id: String!, $lt: String!) { completeOperation(id: $id, leaseToken: $lt, result: \"ok\") { position } }";
+
+/// A run with a tool-calling step, a human's answer and a sub-agent, exported while the
+/// collector is down at first, then across a restart.
+async fn runs_are_exported_as_genai_traces(db: Db) {
+    let (collector, endpoint) = Collector::start().await;
+    collector.down.store(true, Ordering::SeqCst);
+    let mut s = Server::start_with(db, &["--otlp-endpoint", &endpoint]).await;
+    let t = s.user_token("alice").await;
+    let writer = json!({"agentId": "writer", "config": {"slug": "writer", "title": "Writer", "model": "gpt-4o", "provider": "openai"}});
+    s.data(Some(&t), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": writer})).await;
+    s.data(Some(&t), "mutation { createConversation(topicId: \"c1\") { position } }", json!({})).await;
+    s.data(
+        Some(&t),
+        START,
+        json!({"i": {"operationId": "p", "kind": "CONVERSATION", "agentId": "writer", "topicId": "c1"}}),
+    )
+    .await;
+    let lt = s.claim(&t, "p", "w1").await;
+    let calls = json!([{"id": "1-1", "name": "web/search", "status": "succeeded"}, {"id": "1-2", "name": "fs/read", "status": "failed"}]);
+    s.data(
+        Some(&t),
+        STEP,
+        json!({"id": "p", "lt": lt, "t": calls, "u": {"inputTokens": 100, "outputTokens": 20, "costMicros": 300}}),
+    )
+    .await;
+    let spawn = "mutation($lt: String!) { spawnSubagent(parentOperationId: \"p\", leaseToken: $lt, input: {operationId: \"k\", kind: SUBAGENT, agentId: \"writer\"}) { position } }";
+    s.data(Some(&t), spawn, json!({"lt": lt})).await;
+    let klt = s.claim(&t, "k", "w2").await;
+    s.data(Some(&t), STEP, json!({"id": "k", "lt": klt, "u": {"inputTokens": 7, "outputTokens": 3}})).await;
+    s.data(Some(&t), DONE, json!({"id": "k", "lt": klt})).await;
+    let card = json!({"cardId": "c1", "title": "Publish?", "kind": "confirm"});
+    s.data(
+        Some(&t),
+        "mutation($c: JSON!, $lt: String!) { askHuman(id: \"p\", leaseToken: $lt, card: $c) { position } }",
+        json!({"c": card, "lt": lt}),
+    )
+    .await;
+    s.data(
+        Some(&t),
+        "mutation { answerCard(id: \"p\", cardId: \"c1\", answer: {kind: \"confirm\", confirmed: true}) { position } }",
+        json!({}),
+    )
+    .await;
+    let lt = s.claim(&t, "p", "w1").await;
+    s.data(Some(&t), STEP, json!({"id": "p", "lt": lt, "u": {"inputTokens": 50, "outputTokens": 10}})).await;
+    s.data(Some(&t), DONE, json!({"id": "p", "lt": lt})).await;
+
+    // The collector is down: the exporter keeps trying and sends nothing else meanwhile.
+    for _ in 0..100 {
+        if collector.refused.load(Ordering::SeqCst) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(collector.refused.load(Ordering::SeqCst) >= 2, "the exporter retried while the collector was down");
+    assert!(collector.spans().is_empty());
+    collector.down.store(false, Ordering::SeqCst);
+    // parent: invoke_agent + 2 chat + 2 execute_tool; child: invoke_agent + chat
+    let spans = collector.wait_for(7).await;
+    let by_name = |name: &str| spans.iter().filter(|s| s.name == name).cloned().collect::<Vec<_>>();
+    let agents = by_name("invoke_agent writer");
+    assert_eq!(agents.len(), 2, "{:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());
+    let parent = agents.iter().find(|s| text(s, "agentlog.operation.id").as_deref() == Some("p")).unwrap();
+    let child = agents.iter().find(|s| text(s, "agentlog.operation.id").as_deref() == Some("k")).unwrap();
+    assert!(parent.parent_span_id.is_empty(), "the top-level run is the trace's root");
+    assert_eq!(child.parent_span_id, parent.span_id, "a sub-agent is a child of its parent's run");
+    assert!(spans.iter().all(|s| s.trace_id == parent.trace_id), "one trace for the tree");
+    assert_eq!(text(parent, "gen_ai.operation.name").as_deref(), Some("invoke_agent"));
+    assert_eq!(text(parent, "gen_ai.provider.name").as_deref(), Some("openai"));
+    assert_eq!(text(parent, "gen_ai.request.model").as_deref(), Some("gpt-4o"));
+    assert_eq!(text(parent, "gen_ai.agent.id").as_deref(), Some("writer"));
+    assert_eq!(text(parent, "gen_ai.conversation.id").as_deref(), Some("c1"));
+    assert_eq!(int(parent, "gen_ai.usage.input_tokens"), Some(150));
+    assert_eq!(int(parent, "gen_ai.usage.output_tokens"), Some(30));
+    assert_eq!(int(parent, "agentlog.cost_micros"), Some(300));
+    assert!(text(parent, "agentlog.root_source_id").is_some_and(|r| !r.is_empty()));
+    assert_eq!(parent.status.as_ref().map(|st| st.code), Some(1), "OK: the run completed");
+    let hitl: Vec<&str> = parent.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(hitl, ["agentlog.hitl.asked", "agentlog.hitl.answered"]);
+    let chats = by_name("chat gpt-4o");
+    assert_eq!(chats.len(), 3);
+    let tools: HashMap<String, Span> =
+        spans.iter().filter(|s| s.name.starts_with("execute_tool ")).map(|s| (s.name.clone(), s.clone())).collect();
+    let search = &tools["execute_tool web/search"];
+    assert_eq!(text(search, "gen_ai.tool.call.id").as_deref(), Some("1-1"));
+    assert!(chats.iter().any(|c| c.span_id == search.parent_span_id && c.parent_span_id == parent.span_id));
+    assert_eq!(tools["execute_tool fs/read"].status.as_ref().map(|st| st.code), Some(2), "a failed call is an error");
+
+    // A restart sends nothing again; a new run after it is sent once.
+    s.restart().await;
+    s.data(Some(&t), START, json!({"i": {"operationId": "q", "kind": "CONVERSATION", "agentId": "writer"}})).await;
+    let lt = s.claim(&t, "q", "w1").await;
+    s.data(Some(&t), "mutation($lt: String!) { failOperation(id: \"q\", leaseToken: $lt, message: \"model refused\", errorType: \"provider_error\") { position } }", json!({"lt": lt}))
+        .await;
+    let spans = collector.wait_for(8).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let spans_later = collector.spans();
+    assert_eq!(spans_later.len(), spans.len(), "nothing more was sent");
+    let mut ids: Vec<&Vec<u8>> = spans_later.iter().map(|s| &s.span_id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), spans_later.len(), "no span was sent twice");
+    let failed = spans_later.iter().find(|s| text(s, "agentlog.operation.id").as_deref() == Some("q")).unwrap();
+    assert_eq!(failed.status.as_ref().map(|st| (st.code, st.message.as_str())), Some((2, "model refused")));
+    assert_eq!(text(failed, "error.type").as_deref(), Some("provider_error"));
+    s.stop();
+}
+
+both!(runs_are_exported_as_genai_traces as runs_are_exported_as_genai_traces);
