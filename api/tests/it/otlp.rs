@@ -202,3 +202,28 @@ async fn runs_are_exported_as_genai_traces(db: Db) {
 }
 
 both!(runs_are_exported_as_genai_traces as runs_are_exported_as_genai_traces);
+
+/// Two instances with the exporter on one database: each run's spans are sent once.
+async fn two_instances_export_each_run_once(db: Db) {
+    let (collector, endpoint) = Collector::start().await;
+    let a = Server::start_with(db, &["--otlp-endpoint", &endpoint]).await;
+    let b = Server::start_with(Db::Shared(a.db.url()), &["--otlp-endpoint", &endpoint]).await;
+    let t = a.user_token("alice").await;
+    for n in 0..6 {
+        let s = if n % 2 == 0 { &a } else { &b };
+        let id = format!("r{n}");
+        s.data(Some(&t), START, json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "inbox"}})).await;
+        let lt = s.claim(&t, &id, "w").await;
+        s.data(Some(&t), STEP, json!({"id": id, "lt": lt, "u": {"inputTokens": 1}})).await;
+        s.data(Some(&t), DONE, json!({"id": id, "lt": lt})).await;
+    }
+    let spans = collector.wait_for(12).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let spans_later = collector.spans();
+    assert_eq!(spans_later.len(), spans.len());
+    assert_eq!(spans_later.len(), 12, "6 runs × (invoke_agent + chat), each once");
+    b.stop();
+    a.stop();
+}
+
+both!(two_instances_export_each_run_once as two_instances_export_each_run_once);
