@@ -14,7 +14,6 @@
 
 use std::time::Duration;
 
-use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::EventFilter;
 use agentlog_projections::SqlValue;
 use chrono::Utc;
@@ -88,36 +87,6 @@ async fn hold_lease(state: &AppState, holder: &str) -> Result<bool, ExportError>
         .await?;
     let rows = state.db.fetch("SELECT holder FROM export_leases WHERE name = $1", &[NAME.into()]).await?;
     Ok(rows.first().and_then(|r| r.str(0)) == Some(holder))
-}
-
-/// The top-level operation of the tree `operation_id` belongs to (itself when it has no parent).
-async fn root_of(state: &AppState, first: &RecordedEvent) -> Result<Option<String>, ExportError> {
-    let mut parent = first.payload.get("parentOperationId").and_then(|p| p.as_str()).map(str::to_string);
-    let mut root = None;
-    // Bounded: a parent chain is as deep as the sub-agent depth limit; a cycle cannot be built.
-    for _ in 0..64 {
-        let Some(p) = parent else { break };
-        let created = state.store.read_stream(&format!("operation-{p}"), 1, 1).await?;
-        parent = created
-            .first()
-            .and_then(|e| e.payload.get("parentOperationId"))
-            .and_then(|v| v.as_str())
-            .map(str::to_string);
-        root = Some(p);
-    }
-    Ok(root)
-}
-
-/// The spans of the run that `end` ends.
-async fn spans_of(state: &AppState, end: &RecordedEvent) -> Result<Vec<agentlog_otel::Span>, ExportError> {
-    let Some(operation_id) = agentlog_otel::is_run_end(end) else { return Ok(Vec::new()) };
-    let stream = format!("operation-{operation_id}");
-    let events = state.store.read_stream(&stream, 1, usize::try_from(end.stream_version).unwrap_or(usize::MAX)).await?;
-    let Some(first) = events.first() else { return Ok(Vec::new()) };
-    let ancestry = agentlog_otel::Ancestry { root_operation_id: root_of(state, first).await? };
-    // The stream as it was at the end: a later resume does not change what this end sent.
-    let upto: Vec<RecordedEvent> = events.into_iter().filter(|e| e.stream_version <= end.stream_version).collect();
-    Ok(agentlog_otel::run_spans(&upto, &ancestry))
 }
 
 /// Why a page was not delivered.
@@ -202,7 +171,7 @@ async fn export_page(
     let Some(last) = ends.last().map(|e| e.position) else { return Ok(false) };
     let mut spans = Vec::new();
     for end in &ends {
-        spans.extend(spans_of(state, end).await?);
+        spans.extend(agentlog_otel::spans_of_end(state.store.as_ref(), end).await?);
     }
     let count = spans.len();
     if count > 0 {

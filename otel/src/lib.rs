@@ -3,7 +3,8 @@
 //! group members' spans are its children, in the same trace), a `chat {model}` span per step,
 //! an `execute_tool {tool}` span per tool call, HITL waits as span events.
 //!
-//! Pure: an operation's recorded events (and its ancestors' ids) in, OTLP protobuf messages out.
+//! `run_spans` is pure: an operation's recorded events (and its root's id) in, OTLP protobuf
+//! messages out; `spans_of_end` reads those events from the log.
 //! Ids are derived from agentlog's ids, so exporting the same run twice gives the same spans
 //! and a collector can drop the repeat.
 //!
@@ -16,10 +17,12 @@
 //! ```
 
 pub mod conventions;
+mod from_log;
 pub mod ids;
 mod request;
 mod run;
 
+pub use from_log::{root_of, spans_of_end};
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 pub use request::export_request;
 pub use run::{Ancestry, is_run_end, run_spans};

@@ -1,4 +1,7 @@
-//! Moving events between logs: `export` (NDJSON, one `RecordedEvent` per line, filtered),
+//! Moving events between logs: `export` (NDJSON, one `RecordedEvent` per line, filtered; or, with
+//! `--format otlp`, the runs that end in the selection as OpenTelemetry traces: OTLP/JSON, one
+//! `ExportTraceServiceRequest` per line, as the OpenTelemetry Collector's `otlpjsonfile` receiver
+//! reads it, with the same spans and ids the server's exporter sends),
 //! `import` (from that NDJSON) and `copy` (store to store, e.g. SQLite → PostgreSQL).
 //!
 //! `import` and `copy` go through the log's `import`: event ids, stream versions and recording
@@ -37,9 +40,22 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
         .ok_or_else(|| format!("`{s}` is neither an RFC 3339 time nor a YYYY-MM-DD date"))
 }
 
+/// What `export` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The events, one `RecordedEvent` per line (what `import` reads).
+    #[default]
+    Ndjson,
+    /// The runs that end in the selection as OTLP/JSON traces, one export request per line.
+    Otlp,
+}
+
 /// Arguments of `export`.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
+    /// What to write.
+    #[arg(long, value_enum, default_value_t = Format::Ndjson)]
+    pub format: Format,
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -107,6 +123,9 @@ impl Selection {
 pub struct Exported {
     /// Events written.
     pub events: u64,
+    /// Spans written (`--format otlp`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spans: Option<u64>,
     /// Position of the first and the last event written.
     pub first_position: Option<i64>,
     /// See `first_position`.
@@ -128,12 +147,30 @@ async fn export_to(
     let bar = output::progress(u64::try_from(end - after).unwrap_or(0), "export", json);
     let mut done = Exported::default();
     store::for_each_page(store, after, args.to, &selection.store_filter(), async |page| {
+        let mut spans = Vec::new();
         for e in page.iter().filter(|e| selection.keeps(e)) {
-            serde_json::to_writer(&mut *out, e).context("encoding an event")?;
-            out.write_all(b"\n").context("writing the export")?;
+            match args.format {
+                Format::Ndjson => {
+                    serde_json::to_writer(&mut *out, e).context("encoding an event")?;
+                    out.write_all(b"\n").context("writing the export")?;
+                }
+                Format::Otlp => {
+                    let of_run = agentlog_otel::spans_of_end(store, e).await.context("reading a run")?;
+                    if of_run.is_empty() {
+                        continue;
+                    }
+                    spans.extend(of_run);
+                }
+            }
             done.events += 1;
             done.first_position.get_or_insert(e.position);
             done.last_position = Some(e.position);
+        }
+        if !spans.is_empty() {
+            *done.spans.get_or_insert(0) += spans.len() as u64;
+            let request = agentlog_otel::export_request("agentlog", spans);
+            serde_json::to_writer(&mut *out, &request).context("encoding spans")?;
+            out.write_all(b"\n").context("writing the export")?;
         }
         if let Some(last) = page.last() {
             bar.set_position(u64::try_from(last.position - after).unwrap_or(0));
@@ -158,9 +195,12 @@ pub async fn export(global: &Global, args: &ExportArgs) -> anyhow::Result<ExitCo
     };
     store.close().await;
     let done = result?;
+    let what = match args.format {
+        Format::Ndjson => format!("{} events", done.events),
+        Format::Otlp => format!("{} runs as {} spans", done.events, done.spans.unwrap_or(0)),
+    };
     let summary = format!(
-        "exported {} events (positions {}–{})",
-        done.events,
+        "exported {what} (positions {}–{})",
         done.first_position.map_or("-".into(), |p| p.to_string()),
         done.last_position.map_or("-".into(), |p| p.to_string())
     );

@@ -122,3 +122,39 @@ async fn copy_sqlite_to_postgres_and_back() {
     let out = replay(&f.url, &["copy", &f.url, &f.url]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("two different logs"));
 }
+
+/// `export --format otlp`: every run that ends in the range as OTLP/JSON, one export request per
+/// line, with the spans (and ids) the server's exporter sends for the same runs.
+async fn export_as_otlp(f: Fixture) {
+    let original = all_events(&*f.log.store).await;
+    let ends: Vec<&RecordedEvent> = original.iter().filter(|e| agentlog_otel::is_run_end(e).is_some()).collect();
+    assert!(ends.len() >= 3, "the workload ends runs");
+    let out = replay(&f.url, &["export", "--format", "otlp"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("OTLP/JSON")).collect();
+    assert!(!lines.is_empty());
+    let spans: Vec<&serde_json::Value> = lines
+        .iter()
+        .flat_map(|r| r["resourceSpans"].as_array().unwrap())
+        .flat_map(|rs| rs["scopeSpans"].as_array().unwrap())
+        .flat_map(|ss| ss["spans"].as_array().unwrap())
+        .collect();
+    let runs = spans.iter().filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("invoke_agent "))).count();
+    assert_eq!(runs, ends.len(), "one invoke_agent span per run that ended");
+    // the same spans as the library builds for one run, ids as OTLP/JSON's hex
+    let end = ends[0];
+    let want = agentlog_otel::spans_of_end(&*f.log.store, end).await.unwrap();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let first = spans.iter().find(|s| s["spanId"] == hex(&want[0].span_id)).expect("the run's span");
+    assert_eq!(first["traceId"], hex(&want[0].trace_id));
+    assert_eq!(first["name"], want[0].name);
+    // a range: only the runs that end in it
+    let at = end.position.to_string();
+    let out = replay(&f.url, &["--json", "export", "--format", "otlp", "--from", &at, "--to", &at, "-o", "/dev/null"]);
+    let v = json_ok(&out);
+    assert_eq!(v["events"].as_u64(), Some(1), "{v}");
+    assert_eq!(v["spans"].as_u64(), Some(want.len() as u64), "{v}");
+}
+
+both!(export_as_otlp as export_otlp);
