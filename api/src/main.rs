@@ -55,6 +55,11 @@ enum Command {
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
         query_timeout_ms: u64,
+        /// PostgreSQL: how long one database statement may run, milliseconds (0: no bound);
+        /// the database then cancels it and frees its connection. SQLite has no such bound:
+        /// a stopped query ends at its next row.
+        #[arg(long, env = "AGENTLOG_STATEMENT_TIMEOUT_MS", default_value_t = 30_000)]
+        statement_timeout_ms: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -103,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
             max_connections_per_user,
             max_response_bytes,
             query_timeout_ms,
+            statement_timeout_ms,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -111,6 +117,8 @@ async fn main() -> anyhow::Result<()> {
                 max_connections_per_user,
                 max_response_bytes,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
+                statement_timeout: (statement_timeout_ms > 0)
+                    .then(|| std::time::Duration::from_millis(statement_timeout_ms)),
                 ..ApiLimits::default()
             };
             serve(ServeConfig { database, bind, data_dir, limits }).await

@@ -42,6 +42,10 @@ pub struct ApiLimits {
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
+    /// PostgreSQL: the `statement_timeout` of the server's database connections (None: none).
+    /// The database cancels a statement running longer, so a query the server stopped cannot
+    /// keep its connection busy; a cancelled statement is answered with LIMIT and writes nothing.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Default for ApiLimits {
@@ -60,6 +64,7 @@ impl Default for ApiLimits {
             max_connections_per_user: 100,
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
+            statement_timeout: Some(Duration::from_secs(30)),
         }
     }
 }

@@ -81,6 +81,12 @@ pub async fn migrate_postgres(pool: &PgPool) -> Result<(), EventLogError> {
     Ok(())
 }
 
+/// Apply the PostgreSQL migrations on one connection.
+pub async fn migrate_postgres_on(conn: &mut sqlx::PgConnection) -> Result<(), EventLogError> {
+    POSTGRES.run(conn).await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

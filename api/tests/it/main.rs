@@ -10,6 +10,7 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod bounds;
 mod card_timeouts;
 mod clock;
 mod concurrency;
