@@ -7,14 +7,17 @@ use axum::{
     Router,
     body::Bytes,
     extract::{
-        DefaultBodyLimit, State, WebSocketUpgrade,
+        ConnectInfo, DefaultBodyLimit, State, WebSocketUpgrade,
         ws::{CloseFrame, Message},
     },
     http::{HeaderMap, StatusCode, header},
     response::{Html, IntoResponse, Response},
     routing::get,
 };
-use std::sync::{Arc, Mutex};
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::broadcast;
@@ -25,6 +28,7 @@ use crate::{
     error::{ApiError, UNAVAILABLE},
     graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
+    quota::QuotaHold,
     state::AppState,
 };
 
@@ -188,9 +192,41 @@ fn bounded(response: async_graphql::Response, body: Result<Vec<u8>, serde_json::
     out
 }
 
+/// The quota key all anonymous websockets share (addresses are keyed by their IP).
+const ANONYMOUS_TOTAL: &str = "*";
+
+/// A place for one websocket that has no known caller yet: one of its address's and one of the
+/// server's, or a refusal (LIMIT) naming the cap that is full.
+fn anonymous_hold(state: &AppState, peer: Option<std::net::IpAddr>) -> Result<[QuotaHold; 2], Response> {
+    let limits = &state.limits;
+    let address = peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+    let Some(mine) = state.anonymous.admit(&address, limits.max_anonymous_connections_per_address) else {
+        return Err(error_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            "LIMIT",
+            format!(
+                "{address} holds {} websockets without a token, the most one address may; send the token in the upgrade request or finish connection_init first",
+                limits.max_anonymous_connections_per_address
+            ),
+        ));
+    };
+    let Some(all) = state.anonymous.admit(ANONYMOUS_TOTAL, limits.max_anonymous_connections) else {
+        return Err(error_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            "LIMIT",
+            format!(
+                "the server holds {} websockets without a token, the most it keeps; send the token in the upgrade request",
+                limits.max_anonymous_connections
+            ),
+        ));
+    };
+    Ok([mine, all])
+}
+
 async fn graphql_get(
     State(http): State<Http>,
     headers: HeaderMap,
+    extensions: axum::http::Extensions,
     protocol: Result<GraphQLProtocol, StatusCode>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
@@ -201,6 +237,21 @@ async fn graphql_get(
                 Ok(c) => c,
                 Err(e) => return lookup_failed(&e),
             };
+            // A socket with no valid token yet takes an anonymous place until its
+            // connection_init succeeds (so a flood of them cannot grow without bound).
+            let anonymous = match from_header {
+                Some(_) => None,
+                None => {
+                    let peer = extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+                    match anonymous_hold(&http.state, peer) {
+                        Ok(hold) => Some(hold),
+                        Err(refusal) => return refusal,
+                    }
+                }
+            };
+            let anonymous = Arc::new(Mutex::new(anonymous));
+            let (initialised, mut init_seen) = tokio::sync::watch::channel(false);
+            let init_timeout = http.state.limits.connection_init_timeout;
             let state = http.state.clone();
             let schema = http.schema.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
@@ -248,6 +299,11 @@ async fn graphql_get(
                         if let Ok(mut s) = init_slot.lock() {
                             *s = Some(token_id);
                         }
+                        // Known now: its anonymous place is free again.
+                        if let Ok(mut a) = anonymous.lock() {
+                            a.take();
+                        }
+                        let _ = initialised.send(true);
                         data.insert(c);
                         Ok(data)
                     })
@@ -262,12 +318,19 @@ async fn graphql_get(
                         }
                     }
                 };
-                let revoked_first = tokio::select! {
-                    _ = async { tokio::join!(serve, forward) } => false,
-                    () = watch => true,
+                // graphql-ws closes a socket whose connection_init did not come in time with 4408.
+                let init_late = async {
+                    let late = tokio::time::timeout(init_timeout, init_seen.wait_for(|done| *done)).await.is_err();
+                    if !late {
+                        std::future::pending::<()>().await;
+                    }
                 };
-                if revoked_first {
-                    let frame = CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() };
+                let closing = tokio::select! {
+                    _ = async { tokio::join!(serve, forward) } => None,
+                    () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
+                    () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
+                };
+                if let Some(frame) = closing {
                     let _ = sink.send(Message::Close(Some(frame))).await;
                 }
             })
@@ -279,6 +342,10 @@ async fn graphql_get(
 /// The close code of a websocket whose `connection_init` is not authenticated (graphql-ws's
 /// `4401: Unauthorized`).
 pub const WS_UNAUTHORIZED: u16 = 4401;
+
+/// The close code of a websocket whose `connection_init` did not come within
+/// `ApiLimits::connection_init_timeout` (graphql-ws's `4408: Connection initialisation timeout`).
+pub const WS_INIT_TIMEOUT: u16 = 4408;
 
 /// The reason a refused `connection_init` carries (the marker [`unauthorized_close`] looks for).
 const UNAUTHORIZED: &str = "Unauthorized";

@@ -49,6 +49,17 @@ enum Command {
         /// `connection_init`.
         #[arg(long, env = "AGENTLOG_MAX_CONNECTIONS_PER_USER", default_value_t = ApiLimits::default().max_connections_per_user)]
         max_connections_per_user: usize,
+        /// Most websockets without a token one remote address may hold before their
+        /// `connection_init` (429 beyond).
+        #[arg(long, env = "AGENTLOG_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = ApiLimits::default().max_anonymous_connections_per_address)]
+        max_anonymous_connections_per_address: usize,
+        /// Most websockets without a token the server holds, all addresses together (429 beyond).
+        #[arg(long, env = "AGENTLOG_MAX_ANONYMOUS_CONNECTIONS", default_value_t = ApiLimits::default().max_anonymous_connections)]
+        max_anonymous_connections: usize,
+        /// How long a websocket may wait before `connection_init`, milliseconds; then it is
+        /// closed with 4408.
+        #[arg(long, env = "AGENTLOG_CONNECTION_INIT_TIMEOUT_MS", default_value_t = 10_000)]
+        connection_init_timeout_ms: u64,
         /// Largest answer over HTTP, bytes; a larger one is replaced by a LIMIT error.
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
@@ -106,6 +117,9 @@ async fn main() -> anyhow::Result<()> {
             max_subscriptions_per_user,
             max_streams_per_user,
             max_connections_per_user,
+            max_anonymous_connections_per_address,
+            max_anonymous_connections,
+            connection_init_timeout_ms,
             max_response_bytes,
             query_timeout_ms,
             statement_timeout_ms,
@@ -115,6 +129,9 @@ async fn main() -> anyhow::Result<()> {
                 max_subscriptions_per_user,
                 max_streams_per_user,
                 max_connections_per_user,
+                max_anonymous_connections_per_address,
+                max_anonymous_connections,
+                connection_init_timeout: std::time::Duration::from_millis(connection_init_timeout_ms),
                 max_response_bytes,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 statement_timeout: (statement_timeout_ms > 0)

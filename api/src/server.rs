@@ -60,6 +60,7 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
         metrics: Arc::new(Metrics::default()),
         subscriptions: Quota::default(),
         connections: Quota::default(),
+        anonymous: Quota::default(),
         limits,
     })
 }
@@ -94,6 +95,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let reactors = Reactors::start(&state);
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving HTTP")?;
     tracing::info!("shutting down: requests finished; stopping reactors and projections, closing the log");
     reactors.stop().await;

@@ -36,6 +36,13 @@ pub struct ApiLimits {
     pub max_streams_per_user: usize,
     /// Websocket connections one user may hold at once.
     pub max_connections_per_user: usize,
+    /// Websockets without a token one remote address may hold at once (before their
+    /// `connection_init` names a caller); one more upgrade is refused with 429 (LIMIT).
+    pub max_anonymous_connections_per_address: usize,
+    /// Websockets without a token the server holds at once, all addresses together.
+    pub max_anonymous_connections: usize,
+    /// How long a websocket may wait before its `connection_init`; then it is closed (4408).
+    pub connection_init_timeout: Duration,
     /// Largest answer to a query or mutation over HTTP, bytes; a larger one is replaced by a
     /// LIMIT error.
     pub max_response_bytes: usize,
@@ -62,6 +69,9 @@ impl Default for ApiLimits {
             max_subscriptions_per_user: 1_000,
             max_streams_per_user: 100,
             max_connections_per_user: 100,
+            max_anonymous_connections_per_address: 20,
+            max_anonymous_connections: 1_000,
+            connection_init_timeout: Duration::from_secs(10),
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
             statement_timeout: Some(Duration::from_secs(30)),
@@ -94,6 +104,8 @@ pub struct AppState {
     pub subscriptions: Quota,
     /// Open websocket connections per user.
     pub connections: Quota,
+    /// Open websockets without a caller yet, per remote address and all together.
+    pub anonymous: Quota,
     /// Limits.
     pub limits: ApiLimits,
 }

@@ -76,3 +76,120 @@ async fn the_database_cancels_a_statement_past_the_statement_timeout() {
     assert_eq!(r["operations"]["edges"].as_array().map(Vec::len), Some(2), "{r}");
     s.stop();
 }
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// A websocket upgrade to `s` from the local address `from` (any 127.x.y.z is this machine),
+/// with `token` in the upgrade request or none: the socket, or the HTTP status of the refusal.
+async fn upgrade_from(s: &Server, from: &str, token: Option<&str>) -> Result<Socket, u16> {
+    use tokio_tungstenite::tungstenite::{Error, client::IntoClientRequest, http::HeaderValue};
+    let addr: std::net::SocketAddr = s.base.trim_start_matches("http://").parse().expect("server address");
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind(format!("{from}:0").parse().expect("source address")).expect("bind the source address");
+    let stream = socket.connect(addr).await.expect("tcp connect");
+    let mut request = format!("ws://{addr}/graphql").into_client_request().expect("request");
+    request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+    if let Some(t) = token {
+        request.headers_mut().insert("Authorization", HeaderValue::from_str(&format!("Bearer {t}")).expect("header"));
+    }
+    match tokio_tungstenite::client_async(request, stream).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(Error::Http(response)) => Err(response.status().as_u16()),
+        Err(e) => panic!("websocket upgrade failed: {e}"),
+    }
+}
+
+/// Send `connection_init` (no payload) and subscribe to events from 0: the first answer.
+async fn init_and_subscribe(ws: &mut Socket) -> serde_json::Value {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    ws.send(Message::text(json!({"type": "connection_init"}).to_string())).await.expect("init");
+    let sub = json!({"id": "1", "type": "subscribe", "payload": {"query": "subscription { events(fromPosition: 0) { position } }"}});
+    let mut acked = false;
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("an answer")
+            .expect("open")
+            .expect("ok");
+        let Message::Text(t) = msg else { continue };
+        let v: serde_json::Value = serde_json::from_str(t.as_str()).expect("json");
+        if v["type"] == "connection_ack" && !acked {
+            acked = true;
+            ws.send(Message::text(sub.to_string())).await.expect("subscribe");
+        } else if v["type"] != "ping" && v["type"] != "pong" {
+            return v;
+        }
+    }
+}
+
+/// The close code the server sends `ws` (within 10 s), None without one.
+async fn close_code(ws: &mut Socket) -> Option<u16> {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await.ok()?? {
+            Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Websockets that carry no token are capped per address and in all, and closed with 4408
+/// when their `connection_init` does not come in time: an anonymous flood does not stop a
+/// user's subscribe (from another address, or with the token in the upgrade request).
+async fn anonymous_websockets_are_capped(db: Db) {
+    let s = Server::start_with(
+        db,
+        &[
+            "--max-anonymous-connections-per-address",
+            "5",
+            "--max-anonymous-connections",
+            "8",
+            "--connection-init-timeout-ms",
+            "2000",
+        ],
+    )
+    .await;
+    let alice = s.user_token("alice").await;
+    s.data(Some(&alice), "mutation { createConversation(topicId: \"a\") { position } }", json!({})).await;
+
+    // One address: five, then refused.
+    let mut flood = Vec::new();
+    for _ in 0..5 {
+        flood.push(upgrade_from(&s, "127.0.0.2", None).await.expect("an anonymous place"));
+    }
+    assert_eq!(upgrade_from(&s, "127.0.0.2", None).await.err(), Some(429), "a sixth from one address");
+    // Alice, from her address, with the token in connection_init as browsers send it.
+    let mut mine = crate::support::Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    mine.subscribe("a1", "subscription { events(fromPosition: 0) { position } }", json!({})).await;
+    assert!(mine.next_data().await["data"]["events"]["position"].as_i64().is_some());
+
+    // More addresses fill the server's anonymous places (alice's socket above is hers now).
+    for _ in 0..3 {
+        flood.push(upgrade_from(&s, "127.0.0.3", None).await.expect("an anonymous place"));
+    }
+    assert_eq!(upgrade_from(&s, "127.0.0.4", None).await.err(), Some(429), "past the server's anonymous cap");
+    // A token in the upgrade request takes no anonymous place.
+    let mut with_token = upgrade_from(&s, "127.0.0.4", Some(&alice)).await.expect("a user's upgrade");
+    let first = init_and_subscribe(&mut with_token).await;
+    assert!(first["payload"]["data"]["events"]["position"].as_i64().is_some(), "{first}");
+    drop(with_token);
+
+    // The flood never sent connection_init: closed with 4408 after 2 s, their places free.
+    for ws in &mut flood {
+        assert_eq!(close_code(ws).await, Some(4408));
+    }
+    let mut again = upgrade_from(&s, "127.0.0.2", None).await.expect("a place freed by the timeout");
+    // Still anonymous at connection_init: closed as unauthorised, not served.
+    use futures_util::SinkExt;
+    again
+        .send(tokio_tungstenite::tungstenite::Message::text(json!({"type": "connection_init"}).to_string()))
+        .await
+        .expect("init");
+    assert_eq!(close_code(&mut again).await, Some(4401));
+    s.stop();
+}
+
+both!(anonymous_websockets_are_capped as anonymous_websockets_are_capped);
