@@ -263,8 +263,9 @@ async fn graphql_get(
                 // The protocol writes through a channel, so this task can still close the socket.
                 let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
                 // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
-                let out = Box::pin(futures_util::sink::unfold(tx, |tx, msg: Message| async move {
-                    tx.send(unauthorized_close(msg)).await.map_err(axum::Error::new)?;
+                let max_bytes = state.limits.max_response_bytes;
+                let out = Box::pin(futures_util::sink::unfold(tx, move |tx, msg: Message| async move {
+                    tx.send(bounded_message(unauthorized_close(msg), max_bytes)).await.map_err(axum::Error::new)?;
                     Ok::<_, axum::Error>(tx)
                 }));
                 let serve = GraphQLWebSocket::new_with_pair(out, stream, schema, protocol)
@@ -358,6 +359,36 @@ fn unauthorized_close(msg: Message) -> Message {
         }
         other => other,
     }
+}
+
+/// A websocket message as sent, or, when it is larger than `max` bytes (a subscription's `next`
+/// over the answer-size bound), the same subscription's `next` carrying a LIMIT error instead
+/// of the payload: the subscription goes on, and the client learns what it did not get.
+fn bounded_message(msg: Message, max: usize) -> Message {
+    let Message::Text(text) = &msg else { return msg };
+    if text.len() <= max {
+        return msg;
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        #[serde(rename = "type")]
+        kind: String,
+        id: Option<String>,
+    }
+    let envelope: Option<Envelope> = serde_json::from_str(text.as_str()).ok();
+    let (kind, id) = envelope.map_or((None, None), |e| (Some(e.kind), e.id));
+    tracing::info!(bytes = text.len(), max, ?id, "a websocket message over the response limit was replaced by LIMIT");
+    let message = format!(
+        "this result is {} bytes, more than the {max} one answer may carry; it was not sent (select fewer fields, or read it with a query in pieces)",
+        text.len()
+    );
+    let error = serde_json::json!({"message": message, "extensions": {"code": "LIMIT", "bytes": text.len()}});
+    let body = serde_json::json!({
+        "type": kind.unwrap_or_else(|| "next".into()),
+        "id": id,
+        "payload": {"data": null, "errors": [error]},
+    });
+    Message::text(body.to_string())
 }
 
 /// GraphiQL, as async-graphql's `GraphiQLSource` renders it for `/graphql`, kept as a static

@@ -60,7 +60,8 @@ enum Command {
         /// closed with 4408.
         #[arg(long, env = "AGENTLOG_CONNECTION_INIT_TIMEOUT_MS", default_value_t = 10_000)]
         connection_init_timeout_ms: u64,
-        /// Largest answer over HTTP, bytes; a larger one is replaced by a LIMIT error.
+        /// Largest answer over HTTP and largest subscription result over a websocket, bytes; a
+        /// larger one is replaced by a LIMIT error (the subscription goes on).
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.

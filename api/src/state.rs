@@ -43,8 +43,8 @@ pub struct ApiLimits {
     pub max_anonymous_connections: usize,
     /// How long a websocket may wait before its `connection_init`; then it is closed (4408).
     pub connection_init_timeout: Duration,
-    /// Largest answer to a query or mutation over HTTP, bytes; a larger one is replaced by a
-    /// LIMIT error.
+    /// Largest answer to a query or mutation over HTTP, and largest subscription result over a
+    /// websocket, bytes; a larger one is replaced by a LIMIT error (a subscription goes on).
     pub max_response_bytes: usize,
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.

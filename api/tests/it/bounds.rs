@@ -192,4 +192,45 @@ async fn anonymous_websockets_are_capped(db: Db) {
     s.stop();
 }
 
-both!(anonymous_websockets_are_capped as anonymous_websockets_are_capped);
+/// A subscription's result larger than `--max-response-bytes` comes as that subscription's
+/// `next` with a LIMIT error (on both websocket protocols); the socket and the subscription go
+/// on, and the next result arrives whole.
+async fn subscription_results_are_bounded_in_size(db: Db) {
+    let s = Server::start_with(db, &["--max-response-bytes", "4096"]).await;
+    let alice = s.user_token("alice").await;
+    let op = |id: &str, instruction: String| json!({"i": {"operationId": id, "kind": "TASK", "agentId": "inbox", "instruction": instruction}, "r": null});
+    for protocol in ["graphql-transport-ws", "graphql-ws"] {
+        let mut ws = crate::support::Ws::connect(&s, &alice, protocol).await;
+        let head = s.data(Some(&alice), "{ headPosition }", json!({})).await["headPosition"].as_i64().expect("head");
+        ws.subscribe(
+            "big",
+            "subscription($p: Int) { events(fromPosition: $p) { position eventType payload } }",
+            json!({"p": head}),
+        )
+        .await;
+        let big = format!("{protocol}-big");
+        s.data(Some(&alice), START, op(&big, "x".repeat(6_000))).await;
+        s.data(Some(&alice), START, op(&format!("{protocol}-small"), "small".into())).await;
+        let mut refused = None;
+        let mut after = None;
+        while after.is_none() {
+            let payload = ws.next_data().await;
+            if error_code(&payload).is_some() {
+                refused = Some(payload);
+            } else if refused.is_some() && payload["data"]["events"]["payload"]["operationId"].is_string() {
+                after = Some(payload);
+            }
+        }
+        let refused = refused.expect("a refused result");
+        assert_eq!(error_code(&refused).as_deref(), Some("LIMIT"), "{refused}");
+        assert!(refused["errors"][0]["message"].as_str().is_some_and(|m| m.contains("4096")), "{refused}");
+        let after = after.expect("the next result");
+        assert_eq!(after["data"]["events"]["payload"]["operationId"], json!(format!("{protocol}-small")), "{after}");
+    }
+    s.stop();
+}
+
+both!(
+    anonymous_websockets_are_capped as anonymous_websockets_are_capped,
+    subscription_results_are_bounded_in_size as subscription_results_are_bounded_in_size
+);
