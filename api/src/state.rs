@@ -14,6 +14,10 @@ pub struct ApiLimits {
     pub max_body_bytes: usize,
     /// Deepest query.
     pub max_depth: usize,
+    /// Deepest document that only introspects (`__schema`, `__type`, `__typename` at its
+    /// root): graphql-js's full introspection query is 13 deep (15 from version 17), and
+    /// GraphiQL and code generators send it. Still counted in complexity and selections.
+    pub max_introspection_depth: usize,
     /// Most complex query.
     pub max_complexity: usize,
     /// Most fields a document may select, each fragment spread counted as the fields it stands
@@ -60,6 +64,7 @@ impl Default for ApiLimits {
         Self {
             max_body_bytes: 2 * 1024 * 1024,
             max_depth: 12,
+            max_introspection_depth: 16,
             max_complexity: 2_000,
             max_selections: 2_000,
             max_page_size: 500,

@@ -230,7 +230,145 @@ async fn subscription_results_are_bounded_in_size(db: Db) {
     s.stop();
 }
 
+/// graphql-js 16's `getIntrospectionQuery()` with its default options, as rendered (the
+/// template of `src/utilities/getIntrospectionQuery.ts` in graphql/graphql-js, v16, with
+/// `descriptions` and without the optional fields): what GraphiQL and code generators send.
+const GRAPHQL_JS_16_INTROSPECTION: &str = r#"
+    query IntrospectionQuery {
+      __schema {
+        
+        queryType { name }
+        mutationType { name }
+        subscriptionType { name }
+        types {
+          ...FullType
+        }
+        directives {
+          name
+          description
+          
+          locations
+          args {
+            ...InputValue
+          }
+        }
+      }
+    }
+
+    fragment FullType on __Type {
+      kind
+      name
+      description
+      
+      fields(includeDeprecated: true) {
+        name
+        description
+        args {
+          ...InputValue
+        }
+        type {
+          ...TypeRef
+        }
+        isDeprecated
+        deprecationReason
+      }
+      inputFields {
+        ...InputValue
+      }
+      interfaces {
+        ...TypeRef
+      }
+      enumValues(includeDeprecated: true) {
+        name
+        description
+        isDeprecated
+        deprecationReason
+      }
+      possibleTypes {
+        ...TypeRef
+      }
+    }
+
+    fragment InputValue on __InputValue {
+      name
+      description
+      type { ...TypeRef }
+      defaultValue
+      
+      
+    }
+
+    fragment TypeRef on __Type {
+      kind
+      name
+      ofType {
+        kind
+        name
+        ofType {
+          kind
+          name
+          ofType {
+            kind
+            name
+            ofType {
+              kind
+              name
+              ofType {
+                kind
+                name
+                ofType {
+                  kind
+                  name
+                  ofType {
+                    kind
+                    name
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  "#;
+
+/// The full introspection query (13 deep) is answered with and without a token, although data
+/// queries stop at 12; introspection deeper than its own allowance (16) is refused with LIMIT.
+async fn the_full_introspection_query_is_answered(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    for token in [None, Some(alice.as_str())] {
+        let r = s.gql(token, GRAPHQL_JS_16_INTROSPECTION, json!({})).await;
+        assert!(r.get("errors").is_none(), "{r}");
+        let types = r["data"]["__schema"]["types"].as_array().expect("types");
+        assert!(types.iter().any(|t| t["name"] == "Operation"), "{r}");
+        assert_eq!(r["data"]["__schema"]["queryType"]["name"], "Query");
+    }
+    // Past the allowance: twenty levels of type references.
+    let mut deep = String::from("kind name");
+    for _ in 0..20 {
+        deep = format!("kind name ofType {{ {deep} }}");
+    }
+    let q = format!("{{ __schema {{ types {{ fields {{ type {{ {deep} }} }} }} }} }}");
+    for token in [None, Some(alice.as_str())] {
+        let r = s.gql(token, &q, json!({})).await;
+        assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+        assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("introspection")), "{r}");
+    }
+    // A data query 14 deep is still refused.
+    let r = s
+        .gql(
+            Some(&alice),
+            "{ operation(id: \"x\") { children(first: 1) { edges { node { children(first: 1) { edges { node { children(first: 1) { edges { node { children(first: 1) { edges { node { id } } } } } } } } } } } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    s.stop();
+}
+
 both!(
+    the_full_introspection_query_is_answered as the_full_introspection_query_is_answered,
     anonymous_websockets_are_capped as anonymous_websockets_are_capped,
     subscription_results_are_bounded_in_size as subscription_results_are_bounded_in_size
 );
