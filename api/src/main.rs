@@ -72,6 +72,13 @@ enum Command {
         /// a stopped query ends at its next row.
         #[arg(long, env = "AGENTLOG_STATEMENT_TIMEOUT_MS", default_value_t = 30_000)]
         statement_timeout_ms: u64,
+        /// Archived notifications older than this leave the inbox (the log keeps them),
+        /// seconds; 0 keeps them. Default 30 days.
+        #[arg(long, env = "AGENTLOG_NOTIFICATION_RETENTION_SECS", default_value_t = 30 * 24 * 3600)]
+        notification_retention_secs: u64,
+        /// How often archived notifications past the retention are purged, seconds.
+        #[arg(long, env = "AGENTLOG_NOTIFICATION_PURGE_EVERY_SECS", default_value_t = 3600)]
+        notification_purge_every_secs: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -124,6 +131,8 @@ async fn main() -> anyhow::Result<()> {
             max_response_bytes,
             query_timeout_ms,
             statement_timeout_ms,
+            notification_retention_secs,
+            notification_purge_every_secs,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -137,6 +146,9 @@ async fn main() -> anyhow::Result<()> {
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 statement_timeout: (statement_timeout_ms > 0)
                     .then(|| std::time::Duration::from_millis(statement_timeout_ms)),
+                notification_retention: (notification_retention_secs > 0)
+                    .then(|| std::time::Duration::from_secs(notification_retention_secs)),
+                notification_purge_every: std::time::Duration::from_secs(notification_purge_every_secs.max(1)),
                 ..ApiLimits::default()
             };
             serve(ServeConfig { database, bind, data_dir, limits }).await

@@ -53,6 +53,10 @@ pub struct ApiLimits {
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
+    /// Archived notifications older than this leave the inbox read model (None: kept).
+    pub notification_retention: Option<Duration>,
+    /// How often the retention pass runs (and the granularity of its cut-off).
+    pub notification_purge_every: Duration,
     /// PostgreSQL: the `statement_timeout` of the server's database connections (None: none).
     /// The database cancels a statement running longer, so a query the server stopped cannot
     /// keep its connection busy; a cancelled statement is answered with LIMIT and writes nothing.
@@ -80,6 +84,8 @@ impl Default for ApiLimits {
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
             statement_timeout: Some(Duration::from_secs(30)),
+            notification_retention: Some(Duration::from_secs(30 * 24 * 3600)),
+            notification_purge_every: Duration::from_secs(3600),
         }
     }
 }

@@ -441,6 +441,20 @@ impl InboxMutation {
     async fn archive_all_notifications(&self, ctx: &Context<'_>, user_id: Option<String>) -> GqlResult<InboxPayload> {
         inbox_command(ctx, user_id, NotificationCommand::ArchiveAll).await
     }
+
+    /// Remove from the inbox read model every notification archived at or before
+    /// `archivedBefore` (default: now), as the retention pass does for those archived longer
+    /// than the server's retention (30 days unless configured). The log keeps them (`events`);
+    /// afterwards `notification(id)` of one is NOT_FOUND. A time in the future is VALIDATION.
+    async fn purge_archived_notifications(
+        &self,
+        ctx: &Context<'_>,
+        archived_before: Option<DateTime<Utc>>,
+        user_id: Option<String>,
+    ) -> GqlResult<InboxPayload> {
+        let archived_before = archived_before.unwrap_or_else(Utc::now);
+        inbox_command(ctx, user_id, NotificationCommand::PurgeArchived { archived_before }).await
+    }
 }
 
 /// Why something exists: the event that created it and the causes that led to it.

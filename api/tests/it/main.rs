@@ -29,6 +29,7 @@ mod mutations;
 mod orchestration;
 mod reactors;
 mod read_models;
+mod retention;
 mod roster;
 mod scheduling;
 mod schema_drift;
