@@ -109,7 +109,8 @@ impl Projection for NotificationsProjection {
         "notifications"
     }
     fn version(&self) -> i32 {
-        1
+        // 2: `created_position`.
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[NotificationRow::TABLE]
@@ -150,6 +151,7 @@ impl Projection for NotificationsProjection {
                             archived_at: None,
                             created_at: e.at,
                             updated_at: at,
+                            created_position: recorded.position,
                         });
                     }
                 }
