@@ -196,28 +196,20 @@ fn bounded(response: async_graphql::Response, body: Result<Vec<u8>, serde_json::
 const ANONYMOUS_TOTAL: &str = "*";
 
 /// A place for one websocket that has no known caller yet: one of its address's and one of the
-/// server's, or a refusal (LIMIT) naming the cap that is full.
-fn anonymous_hold(state: &AppState, peer: Option<std::net::IpAddr>) -> Result<[QuotaHold; 2], Response> {
+/// server's, or why not (the cap that is full).
+fn anonymous_hold(state: &AppState, peer: Option<std::net::IpAddr>) -> Result<[QuotaHold; 2], String> {
     let limits = &state.limits;
     let address = peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
     let Some(mine) = state.anonymous.admit(&address, limits.max_anonymous_connections_per_address) else {
-        return Err(error_response(
-            StatusCode::TOO_MANY_REQUESTS,
-            "LIMIT",
-            format!(
-                "{address} holds {} websockets without a token, the most one address may; send the token in the upgrade request or finish connection_init first",
-                limits.max_anonymous_connections_per_address
-            ),
+        return Err(format!(
+            "{address} holds {} websockets without a token, the most one address may; send the token in the upgrade request or finish connection_init first",
+            limits.max_anonymous_connections_per_address
         ));
     };
     let Some(all) = state.anonymous.admit(ANONYMOUS_TOTAL, limits.max_anonymous_connections) else {
-        return Err(error_response(
-            StatusCode::TOO_MANY_REQUESTS,
-            "LIMIT",
-            format!(
-                "the server holds {} websockets without a token, the most it keeps; send the token in the upgrade request",
-                limits.max_anonymous_connections
-            ),
+        return Err(format!(
+            "the server holds {} websockets without a token, the most it keeps; send the token in the upgrade request",
+            limits.max_anonymous_connections
         ));
     };
     Ok([mine, all])
@@ -245,7 +237,7 @@ async fn graphql_get(
                     let peer = extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
                     match anonymous_hold(&http.state, peer) {
                         Ok(hold) => Some(hold),
-                        Err(refusal) => return refusal,
+                        Err(why) => return error_response(StatusCode::TOO_MANY_REQUESTS, "LIMIT", why),
                     }
                 }
             };
