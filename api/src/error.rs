@@ -85,19 +85,34 @@ impl ApiError {
             Self::Validation { .. } => "VALIDATION",
             Self::Limit(_) => "LIMIT",
             Self::Conflict(_) => "CONFLICT",
-            Self::Log(e) => match e {
-                EventLogError::Conflict { .. } | EventLogError::IdempotencyConflict { .. } => "CONFLICT",
-                EventLogError::Validation(_) => "VALIDATION",
-                e if e.is_unavailable() => UNAVAILABLE,
-                e if e.is_storage_full() => STORAGE_FULL,
-                _ => "INTERNAL",
-            },
+            Self::Log(e) => log_code(e),
             Self::Behind { .. } => UNAVAILABLE,
-            Self::Projection(ProjectionError::Invalid(_)) => "VALIDATION",
-            Self::Projection(e) if e.is_unavailable() => UNAVAILABLE,
-            Self::Projection(e) if e.is_storage_full() => STORAGE_FULL,
-            Self::Projection(_) | Self::Internal(_) => "INTERNAL",
+            Self::Projection(e) => projection_code(e),
+            Self::Internal(_) => "INTERNAL",
         }
+    }
+}
+
+/// The `extensions.code` of a log error.
+fn log_code(e: &EventLogError) -> &'static str {
+    match e {
+        EventLogError::Conflict { .. } | EventLogError::IdempotencyConflict { .. } => "CONFLICT",
+        EventLogError::Validation(_) => "VALIDATION",
+        e if e.is_unavailable() => UNAVAILABLE,
+        e if e.is_storage_full() => STORAGE_FULL,
+        e if e.is_statement_timeout() => "LIMIT",
+        _ => "INTERNAL",
+    }
+}
+
+/// The `extensions.code` of a read-model error.
+fn projection_code(e: &ProjectionError) -> &'static str {
+    match e {
+        ProjectionError::Invalid(_) => "VALIDATION",
+        e if e.is_unavailable() => UNAVAILABLE,
+        e if e.is_storage_full() => STORAGE_FULL,
+        e if e.is_statement_timeout() => "LIMIT",
+        _ => "INTERNAL",
     }
 }
 
@@ -152,15 +167,25 @@ fn add_code(error: &mut async_graphql::ServerError) {
     if error.extensions.as_ref().is_some_and(|x| x.get("code").is_some()) {
         return;
     }
-    let code = match error.source.as_ref().and_then(|s| s.downcast_ref::<ApiError>()) {
-        Some(api) => {
-            match api.code() {
-                "INTERNAL" => tracing::error!(error = %api, "internal error answering a request"),
-                UNAVAILABLE => tracing::warn!(error = %api, "database unavailable answering a request"),
-                STORAGE_FULL => tracing::warn!(error = %api, "database out of space answering a request"),
+    // A resolver may return a read-model or log error with `?` directly: coded as the ApiError
+    // it stands for, not as the engine's VALIDATION.
+    let source = error.source.as_ref();
+    let known = source
+        .and_then(|s| s.downcast_ref::<ApiError>())
+        .map(|api| (api.code(), api.to_string()))
+        .or_else(|| {
+            source.and_then(|s| s.downcast_ref::<ProjectionError>()).map(|e| (projection_code(e), e.to_string()))
+        })
+        .or_else(|| source.and_then(|s| s.downcast_ref::<EventLogError>()).map(|e| (log_code(e), e.to_string())));
+    let code = match known {
+        Some((code, error)) => {
+            match code {
+                "INTERNAL" => tracing::error!(%error, "internal error answering a request"),
+                UNAVAILABLE => tracing::warn!(%error, "database unavailable answering a request"),
+                STORAGE_FULL => tracing::warn!(%error, "database out of space answering a request"),
                 _ => {}
             }
-            api.code()
+            code
         }
         None if error.message.contains("nested too deep")
             || error.message.contains("too complex")

@@ -8,14 +8,17 @@ use axum::{
     Router,
     body::Bytes,
     extract::{
-        DefaultBodyLimit, RawQuery, State, WebSocketUpgrade,
+        ConnectInfo, DefaultBodyLimit, RawQuery, State, WebSocketUpgrade,
         ws::{CloseFrame, Message},
     },
     http::{HeaderMap, StatusCode, header},
     response::{Html, IntoResponse, Response},
     routing::get,
 };
-use std::sync::{Arc, Mutex};
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::broadcast;
@@ -27,6 +30,7 @@ use crate::{
     graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
     over_http::{self, AnswerType},
+    quota::QuotaHold,
     state::AppState,
 };
 
@@ -227,10 +231,34 @@ fn bounded(
     out
 }
 
+/// The quota key all anonymous websockets share (addresses are keyed by their IP).
+const ANONYMOUS_TOTAL: &str = "*";
+
+/// A place for one websocket that has no known caller yet: one of its address's and one of the
+/// server's, or why not (the cap that is full).
+fn anonymous_hold(state: &AppState, peer: Option<std::net::IpAddr>) -> Result<[QuotaHold; 2], String> {
+    let limits = &state.limits;
+    let address = peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+    let Some(mine) = state.anonymous.admit(&address, limits.max_anonymous_connections_per_address) else {
+        return Err(format!(
+            "{address} holds {} websockets without a token, the most one address may; send the token in the upgrade request or finish connection_init first",
+            limits.max_anonymous_connections_per_address
+        ));
+    };
+    let Some(all) = state.anonymous.admit(ANONYMOUS_TOTAL, limits.max_anonymous_connections) else {
+        return Err(format!(
+            "the server holds {} websockets without a token, the most it keeps; send the token in the upgrade request",
+            limits.max_anonymous_connections
+        ));
+    };
+    Ok([mine, all])
+}
+
 async fn graphql_get(
     State(http): State<Http>,
     headers: HeaderMap,
     RawQuery(query_string): RawQuery,
+    extensions: axum::http::Extensions,
     protocol: Result<GraphQLProtocol, StatusCode>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Response {
@@ -241,6 +269,21 @@ async fn graphql_get(
                 Ok(c) => c,
                 Err(e) => return lookup_failed(&e),
             };
+            // A socket with no valid token yet takes an anonymous place until its
+            // connection_init succeeds (so a flood of them cannot grow without bound).
+            let anonymous = match from_header {
+                Some(_) => None,
+                None => {
+                    let peer = extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+                    match anonymous_hold(&http.state, peer) {
+                        Ok(hold) => Some(hold),
+                        Err(why) => return error_response(StatusCode::TOO_MANY_REQUESTS, "LIMIT", why),
+                    }
+                }
+            };
+            let anonymous = Arc::new(Mutex::new(anonymous));
+            let (initialised, mut init_seen) = tokio::sync::watch::channel(false);
+            let init_timeout = http.state.limits.connection_init_timeout;
             let state = http.state.clone();
             let schema = http.schema.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
@@ -252,8 +295,9 @@ async fn graphql_get(
                 // The protocol writes through a channel, so this task can still close the socket.
                 let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
                 // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
-                let out = Box::pin(futures_util::sink::unfold(tx, |tx, msg: Message| async move {
-                    tx.send(unauthorized_close(msg)).await.map_err(axum::Error::new)?;
+                let max_bytes = state.limits.max_response_bytes;
+                let out = Box::pin(futures_util::sink::unfold(tx, move |tx, msg: Message| async move {
+                    tx.send(bounded_message(unauthorized_close(msg), max_bytes)).await.map_err(axum::Error::new)?;
                     Ok::<_, axum::Error>(tx)
                 }));
                 let serve = GraphQLWebSocket::new_with_pair(out, stream, schema, protocol)
@@ -288,6 +332,11 @@ async fn graphql_get(
                         if let Ok(mut s) = init_slot.lock() {
                             *s = Some(token_id);
                         }
+                        // Known now: its anonymous place is free again.
+                        if let Ok(mut a) = anonymous.lock() {
+                            a.take();
+                        }
+                        let _ = initialised.send(true);
                         data.insert(c);
                         Ok(data)
                     })
@@ -302,12 +351,19 @@ async fn graphql_get(
                         }
                     }
                 };
-                let revoked_first = tokio::select! {
-                    _ = async { tokio::join!(serve, forward) } => false,
-                    () = watch => true,
+                // graphql-ws closes a socket whose connection_init did not come in time with 4408.
+                let init_late = async {
+                    let late = tokio::time::timeout(init_timeout, init_seen.wait_for(|done| *done)).await.is_err();
+                    if !late {
+                        std::future::pending::<()>().await;
+                    }
                 };
-                if revoked_first {
-                    let frame = CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() };
+                let closing = tokio::select! {
+                    _ = async { tokio::join!(serve, forward) } => None,
+                    () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
+                    () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
+                };
+                if let Some(frame) = closing {
                     let _ = sink.send(Message::Close(Some(frame))).await;
                 }
             })
@@ -333,6 +389,10 @@ async fn graphql_get(
 /// `4401: Unauthorized`).
 pub const WS_UNAUTHORIZED: u16 = 4401;
 
+/// The close code of a websocket whose `connection_init` did not come within
+/// `ApiLimits::connection_init_timeout` (graphql-ws's `4408: Connection initialisation timeout`).
+pub const WS_INIT_TIMEOUT: u16 = 4408;
+
 /// The reason a refused `connection_init` carries (the marker [`unauthorized_close`] looks for).
 const UNAUTHORIZED: &str = "Unauthorized";
 
@@ -344,6 +404,36 @@ fn unauthorized_close(msg: Message) -> Message {
         }
         other => other,
     }
+}
+
+/// A websocket message as sent, or, when it is larger than `max` bytes (a subscription's `next`
+/// over the answer-size bound), the same subscription's `next` carrying a LIMIT error instead
+/// of the payload: the subscription goes on, and the client learns what it did not get.
+fn bounded_message(msg: Message, max: usize) -> Message {
+    let Message::Text(text) = &msg else { return msg };
+    if text.len() <= max {
+        return msg;
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        #[serde(rename = "type")]
+        kind: String,
+        id: Option<String>,
+    }
+    let envelope: Option<Envelope> = serde_json::from_str(text.as_str()).ok();
+    let (kind, id) = envelope.map_or((None, None), |e| (Some(e.kind), e.id));
+    tracing::info!(bytes = text.len(), max, ?id, "a websocket message over the response limit was replaced by LIMIT");
+    let message = format!(
+        "this result is {} bytes, more than the {max} one answer may carry; it was not sent (select fewer fields, or read it with a query in pieces)",
+        text.len()
+    );
+    let error = serde_json::json!({"message": message, "extensions": {"code": "LIMIT", "bytes": text.len()}});
+    let body = serde_json::json!({
+        "type": kind.unwrap_or_else(|| "next".into()),
+        "id": id,
+        "payload": {"data": null, "errors": [error]},
+    });
+    Message::text(body.to_string())
 }
 
 /// GraphiQL, as async-graphql's `GraphiQLSource` renders it for `/graphql`, kept as a static

@@ -53,12 +53,36 @@ enum Command {
         /// (`http://host:4318`, or its `/v1/traces` URL); off when absent
         #[arg(long, env = "AGENTLOG_OTLP_ENDPOINT")]
         otlp_endpoint: Option<String>,
-        /// Largest answer over HTTP, bytes; a larger one is replaced by a LIMIT error.
+        /// Most websockets without a token one remote address may hold before their
+        /// `connection_init` (429 beyond).
+        #[arg(long, env = "AGENTLOG_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = ApiLimits::default().max_anonymous_connections_per_address)]
+        max_anonymous_connections_per_address: usize,
+        /// Most websockets without a token the server holds, all addresses together (429 beyond).
+        #[arg(long, env = "AGENTLOG_MAX_ANONYMOUS_CONNECTIONS", default_value_t = ApiLimits::default().max_anonymous_connections)]
+        max_anonymous_connections: usize,
+        /// How long a websocket may wait before `connection_init`, milliseconds; then it is
+        /// closed with 4408.
+        #[arg(long, env = "AGENTLOG_CONNECTION_INIT_TIMEOUT_MS", default_value_t = 10_000)]
+        connection_init_timeout_ms: u64,
+        /// Largest answer over HTTP and largest subscription result over a websocket, bytes; a
+        /// larger one is replaced by a LIMIT error (the subscription goes on).
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
         query_timeout_ms: u64,
+        /// PostgreSQL: how long one database statement may run, milliseconds (0: no bound);
+        /// the database then cancels it and frees its connection. SQLite has no such bound:
+        /// a stopped query ends at its next row.
+        #[arg(long, env = "AGENTLOG_STATEMENT_TIMEOUT_MS", default_value_t = 30_000)]
+        statement_timeout_ms: u64,
+        /// Archived notifications older than this leave the inbox (the log keeps them),
+        /// seconds; 0 keeps them. Default 30 days.
+        #[arg(long, env = "AGENTLOG_NOTIFICATION_RETENTION_SECS", default_value_t = 30 * 24 * 3600)]
+        notification_retention_secs: u64,
+        /// How often archived notifications past the retention are purged, seconds.
+        #[arg(long, env = "AGENTLOG_NOTIFICATION_PURGE_EVERY_SECS", default_value_t = 3600)]
+        notification_purge_every_secs: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -106,16 +130,30 @@ async fn main() -> anyhow::Result<()> {
             max_streams_per_user,
             max_connections_per_user,
             otlp_endpoint,
+            max_anonymous_connections_per_address,
+            max_anonymous_connections,
+            connection_init_timeout_ms,
             max_response_bytes,
             query_timeout_ms,
+            statement_timeout_ms,
+            notification_retention_secs,
+            notification_purge_every_secs,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
                 max_subscriptions_per_user,
                 max_streams_per_user,
                 max_connections_per_user,
+                max_anonymous_connections_per_address,
+                max_anonymous_connections,
+                connection_init_timeout: std::time::Duration::from_millis(connection_init_timeout_ms),
                 max_response_bytes,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
+                statement_timeout: (statement_timeout_ms > 0)
+                    .then(|| std::time::Duration::from_millis(statement_timeout_ms)),
+                notification_retention: (notification_retention_secs > 0)
+                    .then(|| std::time::Duration::from_secs(notification_retention_secs)),
+                notification_purge_every: std::time::Duration::from_secs(notification_purge_every_secs.max(1)),
                 ..ApiLimits::default()
             };
             let otlp = otlp_endpoint.as_deref().map(agentlog_api::otlp::OtlpConfig::new);

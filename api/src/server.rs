@@ -43,9 +43,9 @@ const TREE_CACHE_MESSAGES: usize = 200_000;
 
 /// Open everything the server needs.
 pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppState> {
-    let store = open_store(database, StoreOptions::default())
-        .await
-        .with_context(|| format!("opening the log at {}", redact(database)))?;
+    let options = StoreOptions { statement_timeout: limits.statement_timeout, ..StoreOptions::default() };
+    let store =
+        open_store(database, options).await.with_context(|| format!("opening the log at {}", redact(database)))?;
     let db = ReadDb::from(store.database());
     let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
     runner.start().await.context("starting the projections")?;
@@ -62,6 +62,7 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
         metrics: Arc::new(Metrics::default()),
         subscriptions: Quota::default(),
         connections: Quota::default(),
+        anonymous: Quota::default(),
         limits,
     })
 }
@@ -98,6 +99,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let exporter = config.otlp.clone().map(|otlp| tokio::spawn(crate::otlp::run(state.clone(), otlp, stopped)));
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving HTTP")?;
     tracing::info!("shutting down: requests finished; stopping reactors and projections, closing the log");
     reactors.stop().await;

@@ -14,6 +14,10 @@ pub struct ApiLimits {
     pub max_body_bytes: usize,
     /// Deepest query.
     pub max_depth: usize,
+    /// Deepest document that only introspects (`__schema`, `__type`, `__typename` at its
+    /// root): graphql-js's full introspection query is 13 deep (15 from version 17), and
+    /// GraphiQL and code generators send it. Still counted in complexity and selections.
+    pub max_introspection_depth: usize,
     /// Most complex query.
     pub max_complexity: usize,
     /// Most fields a document may select, each fragment spread counted as the fields it stands
@@ -36,12 +40,27 @@ pub struct ApiLimits {
     pub max_streams_per_user: usize,
     /// Websocket connections one user may hold at once.
     pub max_connections_per_user: usize,
-    /// Largest answer to a query or mutation over HTTP, bytes; a larger one is replaced by a
-    /// LIMIT error.
+    /// Websockets without a token one remote address may hold at once (before their
+    /// `connection_init` names a caller); one more upgrade is refused with 429 (LIMIT).
+    pub max_anonymous_connections_per_address: usize,
+    /// Websockets without a token the server holds at once, all addresses together.
+    pub max_anonymous_connections: usize,
+    /// How long a websocket may wait before its `connection_init`; then it is closed (4408).
+    pub connection_init_timeout: Duration,
+    /// Largest answer to a query or mutation over HTTP, and largest subscription result over a
+    /// websocket, bytes; a larger one is replaced by a LIMIT error (a subscription goes on).
     pub max_response_bytes: usize,
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
+    /// Archived notifications older than this leave the inbox read model (None: kept).
+    pub notification_retention: Option<Duration>,
+    /// How often the retention pass runs (and the granularity of its cut-off).
+    pub notification_purge_every: Duration,
+    /// PostgreSQL: the `statement_timeout` of the server's database connections (None: none).
+    /// The database cancels a statement running longer, so a query the server stopped cannot
+    /// keep its connection busy; a cancelled statement is answered with LIMIT and writes nothing.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Default for ApiLimits {
@@ -49,6 +68,7 @@ impl Default for ApiLimits {
         Self {
             max_body_bytes: 2 * 1024 * 1024,
             max_depth: 12,
+            max_introspection_depth: 16,
             max_complexity: 2_000,
             max_selections: 2_000,
             max_page_size: 500,
@@ -58,8 +78,14 @@ impl Default for ApiLimits {
             max_subscriptions_per_user: 1_000,
             max_streams_per_user: 100,
             max_connections_per_user: 100,
+            max_anonymous_connections_per_address: 20,
+            max_anonymous_connections: 1_000,
+            connection_init_timeout: Duration::from_secs(10),
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
+            statement_timeout: Some(Duration::from_secs(30)),
+            notification_retention: Some(Duration::from_secs(30 * 24 * 3600)),
+            notification_purge_every: Duration::from_secs(3600),
         }
     }
 }
@@ -89,6 +115,8 @@ pub struct AppState {
     pub subscriptions: Quota,
     /// Open websocket connections per user.
     pub connections: Quota,
+    /// Open websockets without a caller yet, per remote address and all together.
+    pub anonymous: Quota,
     /// Limits.
     pub limits: ApiLimits,
 }

@@ -395,6 +395,7 @@ fn small_aggregate_scenarios(r: &mut Recorder) {
         NotificationCommand::MarkAllRead,
         NotificationCommand::Archive { ids: vec!["x".into()] },
         NotificationCommand::ArchiveAll,
+        NotificationCommand::PurgeArchived { archived_before: chrono::DateTime::UNIX_EPOCH },
     ] {
         s = r.step(s, cmd, w);
     }

@@ -75,6 +75,12 @@ pub enum NotificationCommand {
     },
     /// Archive everything so far.
     ArchiveAll,
+    /// Remove from the inbox read model every notification archived up to `archived_before`
+    /// (the retention clock pass, or the user on demand); the log keeps them.
+    PurgeArchived {
+        /// Archived at or before this time.
+        archived_before: DateTime<Utc>,
+    },
 }
 
 /// `notification.created`.
@@ -105,6 +111,18 @@ pub struct NotificationsMarked {
 #[serde(rename_all = "camelCase")]
 pub struct AllNotificationsMarked {
     /// Applies to notifications created up to this time.
+    pub at: DateTime<Utc>,
+}
+
+/// `notification.purged`: every notification of the stream's user archived at or before
+/// `archivedBefore` leaves the inbox read model (a rebuild removes the same ones: archiving is
+/// never undone, so the set is the same at this point of the log).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotificationsPurged {
+    /// Archived at or before this time.
+    pub archived_before: DateTime<Utc>,
+    /// When.
     pub at: DateTime<Utc>,
 }
 
@@ -144,6 +162,8 @@ crate::domain_events! {
         Archived(NotificationsMarked) = "notification.archived" v 1,
         /// Everything so far archived.
         AllArchived(AllNotificationsMarked) = "notification.all_archived" v 1,
+        /// Archived ones removed from the inbox read model.
+        Purged(NotificationsPurged) = "notification.purged" v 1,
     }
 }
 
@@ -214,6 +234,15 @@ impl Aggregate for Notifications {
                 .map(|()| vec![E::Archived(NotificationsMarked { ids: ids.clone(), at })]),
             C::MarkAllRead => Ok(vec![E::AllRead(AllNotificationsMarked { at })]),
             C::ArchiveAll => Ok(vec![E::AllArchived(AllNotificationsMarked { at })]),
+            C::PurgeArchived { archived_before } => {
+                if *archived_before > at {
+                    return Err(DomainError::validation(
+                        "archivedBefore",
+                        "must not be in the future",
+                    ));
+                }
+                Ok(vec![E::Purged(NotificationsPurged { archived_before: *archived_before, at })])
+            }
         }
     }
 

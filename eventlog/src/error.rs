@@ -89,6 +89,15 @@ impl EventLogError {
         }
     }
 
+    /// True when the database cancelled the statement (see [`is_statement_timeout`]): nothing
+    /// of it was written.
+    pub fn is_statement_timeout(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => is_statement_timeout(source),
+            _ => false,
+        }
+    }
+
     /// True for a concurrency conflict (worth a retry after re-reading the stream).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Conflict { .. })
@@ -190,6 +199,12 @@ pub fn is_connection_error(e: &sqlx::Error) -> bool {
         }
         _ => false,
     }
+}
+
+/// True when a driver error says the database cancelled the statement: PostgreSQL's `57014`
+/// (query_canceled), which `statement_timeout` raises.
+pub fn is_statement_timeout(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.as_ref() == "57014"))
 }
 
 /// True when a driver error says the database ran out of space: SQLite's `SQLITE_FULL` (13,

@@ -35,7 +35,7 @@ mod writer;
 pub use append::{AppendResult, ExpectedVersion, StreamAppend};
 pub use applied::applied_command;
 pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
-pub use error::{EventLogError, ValidationError, is_connection_error, is_storage_full};
+pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};
 pub use filter::EventFilter;
 pub use import::ImportResult;
 pub use open::open_store;

@@ -47,6 +47,7 @@ const FILES: (Files, Files) = migration_files!(
     shared "0006_api_tokens.sql",
     shared "0007_reactor_checkpoints.sql",
     shared "0012_api_token_last_used.sql",
+    shared "0013_notification_created_position.sql",
     shared "0018_export_leases.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
@@ -128,6 +129,12 @@ pub async fn migrate_postgres(pool: &PgPool) -> Result<(), EventLogError> {
     Ok(())
 }
 
+/// Apply the PostgreSQL migrations on one connection.
+pub async fn migrate_postgres_on(conn: &mut sqlx::PgConnection) -> Result<(), EventLogError> {
+    POSTGRES.run(conn).await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,7 +166,7 @@ mod tests {
             assert_eq!(listed, all, "list every migration file in migrate.rs");
         }
         let versions: Vec<i64> = SQLITE.iter().map(|m| m.version).collect();
-        assert_eq!(versions, (1..=7).chain([12, 18]).collect::<Vec<_>>());
+        assert_eq!(versions, (1..=7).chain([12, 13, 18]).collect::<Vec<_>>());
         assert_eq!(SQLITE.iter().nth(1).map(|m| m.description.to_string()).as_deref(), Some("read models core"));
     }
 
@@ -198,7 +205,7 @@ mod tests {
         assert_eq!(postgres, RECORDED_POSTGRES);
     }
 
-    const RECORDED_SQLITE: [&str; 9] = [
+    const RECORDED_SQLITE: [&str; 10] = [
         "c47c7b2eb67d5e6075beb55d5ec9b6aab0fadeb5e17dbed4a0a3ff5d1841f976ee78d2dc998defa8b51914ed040606df",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -207,10 +214,11 @@ mod tests {
         "bf7a2045ff8e855365b7d3a564026b2719fa4a279524965ec80efc2ea67365c0f86fd2f50d7d8377157fea10bf12e1fb",
         "ba1c1e9e155c0f0acb5f4be9a8218862124f67407949f55c0b8b68dd08cd5491ed0e6598b199d1ac953c966224259c82",
         "5fbf32f28ec194e469ebe632872499c930d98c909729045b86352a4639716bce0a887ef9dd2f56d4ba607d066db7c969",
+        "d8a042bdb58d8deba605044782ee87417e24fb02ed24a3b42cce27e535779db38b5e48b9ead8ad1781229c405fde107c",
         "39be24d67b8b6e26b1fcf79945d063776945d8bc1cbce8a797d9f47cc7a26e8bc4c5d53b4c3c7cb16f88a3e614f848d2",
     ];
 
-    const RECORDED_POSTGRES: [&str; 9] = [
+    const RECORDED_POSTGRES: [&str; 10] = [
         "a310766a893f218cda81d192a0f2f8624956b837d5b22624efcf3d3fc6f4281b4b8c109f6024bb27cd1b1f2238d3b29f",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -219,6 +227,7 @@ mod tests {
         "bf7a2045ff8e855365b7d3a564026b2719fa4a279524965ec80efc2ea67365c0f86fd2f50d7d8377157fea10bf12e1fb",
         "ba1c1e9e155c0f0acb5f4be9a8218862124f67407949f55c0b8b68dd08cd5491ed0e6598b199d1ac953c966224259c82",
         "5fbf32f28ec194e469ebe632872499c930d98c909729045b86352a4639716bce0a887ef9dd2f56d4ba607d066db7c969",
+        "d8a042bdb58d8deba605044782ee87417e24fb02ed24a3b42cce27e535779db38b5e48b9ead8ad1781229c405fde107c",
         "39be24d67b8b6e26b1fcf79945d063776945d8bc1cbce8a797d9f47cc7a26e8bc4c5d53b4c3c7cb16f88a3e614f848d2",
     ];
 }

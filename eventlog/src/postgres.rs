@@ -59,6 +59,17 @@ impl PostgresEventStore {
     /// Connect (and migrate, unless told not to) to `url` (`postgres://…`).
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Self, EventLogError> {
         let connect = PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(redact(url)))?;
+        if options.migrate {
+            // On a connection of its own: a migration may take longer than a statement may.
+            let mut conn =
+                PgConnection::connect_with(&connect).await.map_err(EventLogError::db("connecting to PostgreSQL"))?;
+            crate::migrate::migrate_postgres_on(&mut conn).await?;
+            let _ = conn.close().await;
+        }
+        let connect = match options.statement_timeout {
+            Some(t) => connect.options([("statement_timeout", format!("{}", t.as_millis().max(1)))]),
+            None => connect,
+        };
         let pool = PgPoolOptions::new()
             .max_connections(pool_size(&connect, options.read_connections.max(2)).await)
             // No ping on every checkout (a round trip each: stack-notes §3), but one for a
@@ -79,9 +90,6 @@ impl PostgresEventStore {
             .connect_with(connect.clone())
             .await
             .map_err(EventLogError::db("connecting to PostgreSQL"))?;
-        if options.migrate {
-            crate::migrate::migrate_postgres(&pool).await?;
-        }
         warn_if_not_durable(&pool).await;
         let backend = PgBackend { pool, connect, listen: options.listen_notify };
         Ok(Self { core: LogCore::start(backend, &options).await? })

@@ -144,6 +144,11 @@ pub struct StoreOptions {
     pub listen_notify: bool,
     /// SQLite: `synchronous=FULL` (default, durable across power loss) or NORMAL when false.
     pub sqlite_synchronous_full: bool,
+    /// PostgreSQL: the `statement_timeout` of every pooled connection (default none). A
+    /// statement running longer is cancelled by the database, so its connection comes back to
+    /// the pool; an append cut off this way rolls back and is not acknowledged. Migrations run
+    /// on a connection of their own without it.
+    pub statement_timeout: Option<Duration>,
 }
 
 impl Default for StoreOptions {
@@ -158,6 +163,7 @@ impl Default for StoreOptions {
             read_connections: 8,
             listen_notify: true,
             sqlite_synchronous_full: true,
+            statement_timeout: None,
         }
     }
 }

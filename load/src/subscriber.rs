@@ -128,6 +128,10 @@ fn note(report: &mut SubscriberReport, error: String) {
 async fn connect(url: &str, token: &str, from: i64) -> Result<Socket, String> {
     let mut request = url.into_client_request().map_err(|e| format!("websocket URL: {e}"))?;
     request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+    // In the upgrade request too: a socket known from the start takes none of the server's
+    // few places for sockets without a token (many subscribers connect at once).
+    let bearer = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| format!("token header: {e}"))?;
+    request.headers_mut().insert("Authorization", bearer);
     let connect = tokio_tungstenite::connect_async(request);
     let (mut socket, _) = tokio::time::timeout(Duration::from_secs(5), connect)
         .await

@@ -75,6 +75,16 @@ impl ProjectionError {
         }
     }
 
+    /// True when the database cancelled the statement (see
+    /// [`agentlog_eventlog::is_statement_timeout`]).
+    pub fn is_statement_timeout(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => agentlog_eventlog::is_statement_timeout(source),
+            Self::Log(e) => e.is_statement_timeout(),
+            _ => false,
+        }
+    }
+
     /// True when the database could not be reached (see
     /// [`agentlog_eventlog::is_connection_error`]): worth a retry later.
     pub fn is_unavailable(&self) -> bool {

@@ -389,6 +389,11 @@ async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Com
 /// Empty a projection's tables and set its checkpoint to 0 at its current version.
 async fn reset(db: &ReadDb, p: &dyn Projection) -> Result<(), ProjectionError> {
     let mut tx = db.begin().await?;
+    if tx.is_postgres() {
+        // Emptying a large table may take longer than the server's per-statement bound, and a
+        // reset is not a request: it must finish.
+        tx.execute("SET LOCAL statement_timeout = 0", &[]).await?;
+    }
     lock_checkpoints(&mut tx, Some(p.name())).await?;
     clear_tables(&mut tx, p).await?;
     write_checkpoint(&mut tx, p, 0).await?;

@@ -169,6 +169,16 @@ impl<R: TableRow> Staged<R> {
         }
     }
 
+    /// Delete every staged row that matches `matches`.
+    pub(crate) fn remove_where(&mut self, matches: impl Fn(&R) -> bool) {
+        for slot in &mut self.slots {
+            if slot.row.as_ref().is_some_and(&matches) {
+                slot.row = None;
+                slot.dirty = true;
+            }
+        }
+    }
+
     /// Change every staged row that matches `matches` (each changed row is written back).
     pub(crate) fn update_where(&mut self, matches: impl Fn(&R) -> bool, mut change: impl FnMut(&mut R)) {
         for slot in &mut self.slots {

@@ -8,6 +8,9 @@
 //! check is linear in the document's size, and a document whose expansion passes a limit is
 //! refused (LIMIT) before the engine sees it. Then a request without a valid token may only
 //! introspect (UNAUTHENTICATED otherwise), so nothing else is reachable anonymously.
+//! A document that only introspects has a depth allowance of its own
+//! (`ApiLimits::max_introspection_depth`): the full introspection query GraphiQL and code
+//! generators send nests type references deeper than the data depth limit.
 //!
 //! A query (not a mutation: its outcome must not be left in doubt) that runs longer than
 //! `ApiLimits::query_timeout` is stopped — its futures dropped, so the database connections
@@ -167,13 +170,20 @@ pub fn introspection_only(doc: &ExecutableDocument) -> bool {
 /// introspects.
 pub fn admit(doc: &ExecutableDocument, limits: &ApiLimits, authenticated: bool) -> Result<Expansion, Refusal> {
     let e = measure(doc, limits.max_selections)?;
-    if e.depth > limits.max_depth {
+    let introspects = introspection_only(doc);
+    // Introspection's type references nest deeper than any data query needs to.
+    let (max, what) = if introspects {
+        (limits.max_introspection_depth, "an introspection query")
+    } else {
+        (limits.max_depth, "a query")
+    };
+    if e.depth > max {
         return Err(Refusal::Limit(format!(
-            "the query is nested too deep: {} levels, at most {} (fragment spreads counted as what they stand for)",
-            e.depth, limits.max_depth
+            "the query is nested too deep: {} levels, at most {max} for {what} (fragment spreads counted as what they stand for)",
+            e.depth
         )));
     }
-    if !authenticated && !introspection_only(doc) {
+    if !authenticated && !introspects {
         return Err(Refusal::Unauthenticated);
     }
     Ok(e)
@@ -303,14 +313,18 @@ mod tests {
 
     #[test]
     fn introspection_is_measured_like_the_engine_measures_it() {
-        // Small once expanded; 13 deep, as the engine's own depth check counts it (so both
-        // refuse it at the default depth of 12, and both admit it at 13).
+        // Small once expanded; 13 deep, as the engine's own depth check counts it.
         let doc = parse(INTROSPECTION);
         let e = measure(&doc, 2_000).expect("measured");
         assert!(e.selections < 500, "{e:?}");
         assert_eq!(e.depth, 13);
-        let deeper = ApiLimits { max_depth: 13, ..ApiLimits::default() };
-        assert!(admit(&doc, &deeper, false).is_ok());
+        // Admitted under its own allowance, with or without a token, at the default depth of 12.
+        assert!(admit(&doc, &ApiLimits::default(), false).is_ok());
+        let stricter = ApiLimits { max_introspection_depth: 12, ..ApiLimits::default() };
+        assert!(matches!(admit(&doc, &stricter, true), Err(Refusal::Limit(_))));
+        // The same depth in a data query is refused.
+        let data = parse("{ a { b { c { d { e { f { g { h { i { j { k { l { m } } } } } } } } } } } } }");
+        assert!(matches!(admit(&data, &ApiLimits::default(), true), Err(Refusal::Limit(_))));
     }
 
     #[test]

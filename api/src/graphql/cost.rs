@@ -18,6 +18,9 @@ pub const REPLAY: usize = 100;
 /// A conversation's parsed tree (`tree`, `contextTree`, `flatList`).
 pub const TREE: usize = 100;
 
+/// An origin: the creating event and its chain's events, up to 5,000 (`origin`).
+pub const ORIGIN: usize = 100;
+
 /// An analytics report (aggregates over finished runs).
 pub const ANALYTICS: usize = 100;
 

@@ -11,7 +11,7 @@ use agentlog_projections::{
 use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, decode, events::Event, from_wire, json, node_after, page_request, wire};
+use super::{app, caller, connection, cost, decode, events::Event, from_wire, json, node_after, page_request, wire};
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},
@@ -99,6 +99,7 @@ impl From<BriefRow> for BriefNode {
 
 /// A notification in a user's inbox.
 #[derive(SimpleObject, Clone)]
+#[graphql(complex)]
 pub struct NotificationNode {
     /// Its id.
     pub notification_id: String,
@@ -129,6 +130,8 @@ pub struct NotificationNode {
     pub archived_at: Option<DateTime<Utc>>,
     /// Created.
     pub created_at: DateTime<Utc>,
+    #[graphql(skip)]
+    created_position: i64,
 }
 
 impl From<NotificationRow> for NotificationNode {
@@ -148,6 +151,7 @@ impl From<NotificationRow> for NotificationNode {
             read_at: n.read_at,
             archived_at: n.archived_at,
             created_at: n.created_at,
+            created_position: n.created_position,
         }
     }
 }
@@ -441,6 +445,20 @@ impl InboxMutation {
     async fn archive_all_notifications(&self, ctx: &Context<'_>, user_id: Option<String>) -> GqlResult<InboxPayload> {
         inbox_command(ctx, user_id, NotificationCommand::ArchiveAll).await
     }
+
+    /// Remove from the inbox read model every notification archived at or before
+    /// `archivedBefore` (default: now), as the retention pass does for those archived longer
+    /// than the server's retention (30 days unless configured). The log keeps them (`events`);
+    /// afterwards `notification(id)` of one is NOT_FOUND. A time in the future is VALIDATION.
+    async fn purge_archived_notifications(
+        &self,
+        ctx: &Context<'_>,
+        archived_before: Option<DateTime<Utc>>,
+        user_id: Option<String>,
+    ) -> GqlResult<InboxPayload> {
+        let archived_before = archived_before.unwrap_or_else(Utc::now);
+        inbox_command(ctx, user_id, NotificationCommand::PurgeArchived { archived_before }).await
+    }
 }
 
 /// Why something exists: the event that created it and the causes that led to it.
@@ -459,8 +477,27 @@ const MAX_CHAIN_EVENTS: usize = 5_000;
 /// The origin of the aggregate whose stream is `stream_id`: its first event and that event's
 /// path of causes back to its chain's root.
 pub async fn origin(ctx: &Context<'_>, stream_id: &str) -> Result<Option<Origin>, ApiError> {
+    let first = app(ctx).store.read_stream(stream_id, 1, 1).await?.into_iter().next();
+    origin_of(ctx, first).await
+}
+
+/// The origin of what the event at `position` created (a notification: its stream holds many).
+pub async fn origin_at(ctx: &Context<'_>, position: i64) -> Result<Option<Origin>, ApiError> {
+    if position < 1 {
+        return Ok(None);
+    }
+    let filter = agentlog_eventlog::EventFilter::default();
+    let event = app(ctx).store.read_all(position - 1, &filter, 1).await?.into_iter().next();
+    origin_of(ctx, event.filter(|e| e.position == position)).await
+}
+
+/// `first` (when the caller may see it) and its path of causes back to its chain's root.
+async fn origin_of(
+    ctx: &Context<'_>,
+    first: Option<agentlog_domain::envelope::RecordedEvent>,
+) -> Result<Option<Origin>, ApiError> {
     let store = &app(ctx).store;
-    let Some(first) = store.read_stream(stream_id, 1, 1).await?.into_iter().next() else { return Ok(None) };
+    let Some(first) = first else { return Ok(None) };
     let who = caller(ctx)?;
     if !who.may_see(&first.metadata.user_id) {
         return Ok(None);
@@ -490,7 +527,19 @@ pub async fn origin(ctx: &Context<'_>, stream_id: &str) -> Result<Option<Origin>
 impl BriefNode {
     /// Why this brief exists, in one request: the event that created it and its path of
     /// causes from the chain's root source (a failed run, a finished topic, a user's call).
+    #[graphql(complexity = "cost::once(cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
         Ok(origin(ctx, &Brief::stream_id(&self.brief_id)).await?)
+    }
+}
+
+#[ComplexObject]
+impl NotificationNode {
+    /// Why this notification exists, in one request: the `notification.created` event and its
+    /// path of causes from the chain's root source (the brief, the failed run, the cron job
+    /// that ran out, or a user's call).
+    #[graphql(complexity = "cost::once(cost::ORIGIN, child_complexity)")]
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
+        Ok(origin_at(ctx, self.created_position).await?)
     }
 }

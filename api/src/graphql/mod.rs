@@ -64,7 +64,9 @@ pub fn build_schema(state: AppState) -> AppSchema {
     let limits = state.limits.clone();
     Schema::build(Query::default(), Mutation::default(), Subscription::default())
         .data(state)
-        .limit_depth(limits.max_depth)
+        // Admission refuses a non-introspection document past `max_depth`; the engine's own
+        // check only has to let introspection's allowance through.
+        .limit_depth(limits.max_depth.max(limits.max_introspection_depth))
         .limit_complexity(limits.max_complexity)
         .extension(admission::Admission(limits.clone()))
         .extension(variables::RequiredVariables)

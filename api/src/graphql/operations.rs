@@ -277,6 +277,14 @@ impl Operation {
 
 #[ComplexObject]
 impl Operation {
+    /// Why this run exists, in one request: the event that started it and its path of causes
+    /// from the chain's root source (a cron fire, a completed task that released it, a
+    /// supervisor's dispatch, a heartbeat, or a user's call).
+    #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::inbox::Origin>> {
+        Ok(super::inbox::origin(ctx, &operation_stream(&self.id)).await?)
+    }
+
     /// The roster settings the run's starter overrode (`model`, `provider`); `model` and
     /// `provider` hold the values used.
     async fn agent_overrides(&self, ctx: &Context<'_>) -> GqlResult<Vec<String>> {

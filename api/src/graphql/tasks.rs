@@ -259,6 +259,14 @@ pub struct SubtaskLayers {
 
 #[ComplexObject]
 impl TaskNode {
+    /// Why this task exists, in one request: the event that created it and its path of causes
+    /// from the chain's root source.
+    #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::inbox::Origin>> {
+        let stream = <agentlog_domain::task::Task as agentlog_domain::aggregate::Aggregate>::stream_id(&self.task_id);
+        Ok(super::inbox::origin(ctx, &stream).await?)
+    }
+
     /// What this task depends on.
     async fn dependencies(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
         let rows = read::task_dependencies(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;

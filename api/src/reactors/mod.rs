@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod child_results;
 pub mod clock_pass;
 pub mod lease_reaper;
+pub mod notification_retention;
 pub mod orchestration;
 pub mod scheduler;
 pub mod signal_bus;
@@ -96,7 +97,8 @@ impl Reactors {
             tokio::spawn(follow::<sources::Sources>(state.clone(), rx.clone())),
             tokio::spawn(scheduler::run(state.clone(), rx.clone())),
             tokio::spawn(lease_reaper::run(state.clone(), rx.clone())),
-            tokio::spawn(card_timeouts::run(state.clone(), rx)),
+            tokio::spawn(card_timeouts::run(state.clone(), rx.clone())),
+            tokio::spawn(notification_retention::run(state.clone(), rx)),
         ];
         Self { stop, tasks }
     }

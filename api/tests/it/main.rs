@@ -10,6 +10,7 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod bounds;
 mod card_timeouts;
 mod clients;
 mod clock;
@@ -30,6 +31,7 @@ mod orchestration;
 mod otlp;
 mod reactors;
 mod read_models;
+mod retention;
 mod roster;
 mod scheduling;
 mod schema_drift;

@@ -82,6 +82,26 @@ async fn approving_a_result_brief_starts_the_released_dependants(db: Db) {
     assert_eq!(held.len(), 1, "{inbox}");
     assert_eq!(held[0]["node"]["metadata"]["taskId"], "e", "{inbox}");
     assert_eq!(held[0]["node"]["metadata"]["unknownUpstreams"], json!(["x"]), "{inbox}");
+    // Why do b's run and the notification exist? One request each: the creating event and its
+    // causes back to the approval that completed a.
+    let why = "{ operations(filter: {taskId: \"b\"}) { edges { node { origin { event { eventType } path { eventType } } } } } \
+               notifications { edges { node { type origin { event { eventType } path { eventType } } } } } }";
+    let d = s.data(Some(&alice), why, json!({})).await;
+    let kinds = |o: &Value| -> Vec<String> {
+        o["path"].as_array().into_iter().flatten().filter_map(|e| e["eventType"].as_str().map(str::to_string)).collect()
+    };
+    let run = &d["operations"]["edges"][0]["node"]["origin"];
+    assert_eq!(run["event"]["eventType"], "operation.created", "{d}");
+    assert_eq!(kinds(run), ["brief.resolved", "task.status_changed", "operation.created"], "{d}");
+    let note = d["notifications"]["edges"].as_array().into_iter().flatten().find(|n| n["node"]["type"] == "task_held");
+    let note = &note.expect("the task_held notification")["node"]["origin"];
+    assert_eq!(note["event"]["eventType"], "notification.created", "{d}");
+    assert_eq!(kinds(note), ["brief.resolved", "task.status_changed", "notification.created"], "{d}");
+    // Another user sees neither.
+    let bob = s.user_token("bob").await;
+    let d = s.data(Some(&bob), why, json!({})).await;
+    assert_eq!(d["operations"]["edges"], json!([]), "{d}");
+    assert_eq!(d["notifications"]["edges"], json!([]), "{d}");
     // d waits for b, e for the task alice cannot see.
     for id in ["d", "e"] {
         let t = task(&s, &alice, id).await;

@@ -15,5 +15,7 @@ mod query;
 mod rows;
 
 pub use projection::NotificationsProjection;
-pub use query::{InboxFilter, archived_before, inbox, notification, unread_count};
+pub use query::{
+    InboxFilter, archived_before, archived_count, inbox, notification, unread_count, users_with_archived_before,
+};
 pub use rows::NotificationRow;

@@ -6,6 +6,9 @@
 //! against the stored rows before the staged rows are written back. Unstaged rows see only
 //! these monotone bulk changes, so running them first, in order, gives the same result as
 //! applying every event in log order; staged rows are then overwritten with their folded state.
+//! A purge (`notification.purged`) is one more such change, a `DELETE` of the user's rows
+//! archived up to its time: archiving is never undone and `archived_at` is set once, so a row
+//! the stored `DELETE` removes is one the staged fold removes too.
 
 use agentlog_domain::{envelope::RecordedEvent, notification::NotificationEvent as E};
 use async_trait::async_trait;
@@ -25,21 +28,36 @@ use crate::{
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NotificationsProjection;
 
-/// A change to every notification of a user created up to a time.
+/// What a bulk change does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bulk {
+    /// Mark read everything created up to `upto`.
+    Read,
+    /// Archive everything created up to `upto`.
+    Archive,
+    /// Delete everything archived up to `upto`.
+    Purge,
+}
+
+/// A change to every notification of a user created (or, for a purge, archived) up to a time.
 struct BulkChange {
     user_id: String,
     upto: DateTime<Utc>,
-    archive: bool,
+    kind: Bulk,
     recorded_at: DateTime<Utc>,
 }
 
 impl BulkChange {
     fn applies_to(&self, row: &NotificationRow) -> bool {
-        row.user_id == self.user_id && row.created_at <= self.upto
+        row.user_id == self.user_id
+            && match self.kind {
+                Bulk::Purge => row.is_archived && row.archived_at.is_some_and(|a| a <= self.upto),
+                Bulk::Read | Bulk::Archive => row.created_at <= self.upto,
+            }
     }
 
     fn apply(&self, row: &mut NotificationRow) {
-        if self.archive {
+        if self.kind == Bulk::Archive {
             if !row.is_archived {
                 row.is_archived = true;
                 row.archived_at = Some(self.upto);
@@ -53,7 +71,13 @@ impl BulkChange {
     }
 
     async fn run(&self, tx: &mut ReadTx) -> Result<(), ProjectionError> {
-        let (flag, time) = if self.archive { ("is_archived", "archived_at") } else { ("is_read", "read_at") };
+        if self.kind == Bulk::Purge {
+            let sql = "DELETE FROM notifications WHERE user_id = $1 AND is_archived = 1 AND archived_at <= $2";
+            let args: [SqlValue; 2] = [self.user_id.as_str().into(), micros(self.upto)];
+            return tx.execute(sql, &args).await.map(|_| ());
+        }
+        let (flag, time) =
+            if self.kind == Bulk::Archive { ("is_archived", "archived_at") } else { ("is_read", "read_at") };
         let sql = format!(
             "UPDATE notifications SET {flag} = 1, {time} = $1, updated_at = $2 \
              WHERE user_id = $3 AND created_at <= $1 AND {flag} = 0"
@@ -85,7 +109,8 @@ impl Projection for NotificationsProjection {
         "notifications"
     }
     fn version(&self) -> i32 {
-        1
+        // 2: `created_position`.
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[NotificationRow::TABLE]
@@ -99,7 +124,7 @@ impl Projection for NotificationsProjection {
         let named = decoded.iter().flat_map(|(_, _, e)| match e {
             E::Created(c) => vec![c.notification_id.clone()],
             E::Read(m) | E::Unread(m) | E::Archived(m) => m.ids.clone(),
-            E::AllRead(_) | E::AllArchived(_) => Vec::new(),
+            E::AllRead(_) | E::AllArchived(_) | E::Purged(_) => Vec::new(),
         });
         rows.load(tx, "notification_id", named).await?;
         let mut bulk = Vec::new();
@@ -126,6 +151,7 @@ impl Projection for NotificationsProjection {
                             archived_at: None,
                             created_at: e.at,
                             updated_at: at,
+                            created_position: recorded.position,
                         });
                     }
                 }
@@ -146,13 +172,19 @@ impl Projection for NotificationsProjection {
                     }
                 }),
                 E::AllRead(e) | E::AllArchived(e) => {
+                    let kind = if matches!(event, E::AllArchived(_)) { Bulk::Archive } else { Bulk::Read };
+                    let change = BulkChange { user_id: user_id.clone(), upto: e.at, kind, recorded_at: at };
+                    rows.update_where(|r| change.applies_to(r), |r| change.apply(r));
+                    bulk.push(change);
+                }
+                E::Purged(e) => {
                     let change = BulkChange {
                         user_id: user_id.clone(),
-                        upto: e.at,
-                        archive: matches!(event, E::AllArchived(_)),
+                        upto: e.archived_before,
+                        kind: Bulk::Purge,
                         recorded_at: at,
                     };
-                    rows.update_where(|r| change.applies_to(r), |r| change.apply(r));
+                    rows.remove_where(|r| change.applies_to(r));
                     bulk.push(change);
                 }
             }

@@ -74,3 +74,27 @@ pub async fn archived_before(
     let order = format!("updated_at, created_at, notification_id LIMIT {}", limit.clamp(1, 10_000));
     q.all(db, &order).await?.iter().map(NotificationRow::from_row).collect()
 }
+
+/// Retention: the users who have notifications archived at or before `before` (at most `limit`,
+/// ≤ 10,000). Archived rows older than the retention are purged, so this scans a bounded set.
+pub async fn users_with_archived_before(
+    db: &ReadDb,
+    before: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<String>, ProjectionError> {
+    let sql = format!(
+        "SELECT DISTINCT user_id FROM notifications WHERE is_archived = 1 AND archived_at <= $1 ORDER BY user_id LIMIT {}",
+        limit.clamp(1, 10_000)
+    );
+    let rows = db.fetch(&sql, &[micros(before)]).await?;
+    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+}
+
+/// How many of `owner`'s notifications were archived at or before `before` (what a purge at
+/// that time removes).
+pub async fn archived_count(db: &ReadDb, owner: &str, before: DateTime<Utc>) -> Result<i64, ProjectionError> {
+    let mut q = Select::new(&["COUNT(*)"], NotificationRow::TABLE);
+    let cutoff = q.bind(micros(before));
+    q.owner(Some(owner)).condition("is_archived = 1").condition(format!("archived_at <= {cutoff}"));
+    Ok(q.one(db).await?.and_then(|r| r.i64(0)).unwrap_or(0))
+}

@@ -46,6 +46,8 @@ pub struct NotificationRow {
     pub created_at: DateTime<Utc>,
     /// Last changed (log time).
     pub updated_at: DateTime<Utc>,
+    /// Log position of its `notification.created` event.
+    pub created_position: i64,
 }
 
 impl TableRow for NotificationRow {
@@ -67,6 +69,7 @@ impl TableRow for NotificationRow {
         "archived_at",
         "created_at",
         "updated_at",
+        "created_position",
     ];
     const KEY: &'static [&'static str] = &["notification_id"];
 
@@ -93,6 +96,7 @@ impl TableRow for NotificationRow {
             opt_micros(self.archived_at),
             micros(self.created_at),
             micros(self.updated_at),
+            self.created_position.into(),
         ]
     }
     fn from_row(row: &Row) -> Result<Self, ProjectionError> {
@@ -113,6 +117,7 @@ impl TableRow for NotificationRow {
             archived_at: c.opt_time()?,
             created_at: c.time()?,
             updated_at: c.time()?,
+            created_position: c.int()?,
         })
     }
 }

@@ -146,6 +146,50 @@ async fn notifications_fold_and_query(log: TestLog) {
     assert_eq!(before, all(h.db.clone()).await);
 }
 
+/// A purge removes the user's rows archived up to its time, whether the batch staged them
+/// (archived by id in the same batch) or not (archived by "everything so far"), and nothing
+/// archived later, created later or another user's; a rebuild removes the same ones.
+async fn purges_remove_archived_rows(log: TestLog) {
+    let mut h = Harness::new(log);
+    for k in ["a", "b", "c"] {
+        h.exec::<Notifications>(U, U, notification(U, "brief", Some(k))).await;
+    }
+    h.exec::<Notifications>("user-2", "user-2", notification("user-2", "brief", Some("x"))).await;
+    let key = |user: &str, k: &str| agentlog_domain::notification::deduped_notification_id(user, k);
+    h.exec::<Notifications>(U, U, N::Archive { ids: vec![key(U, "a")] }).await;
+    h.exec::<Notifications>("user-2", "user-2", N::ArchiveAll).await;
+    let now = h.now();
+    h.exec::<Notifications>(U, U, N::PurgeArchived { archived_before: now }).await;
+    h.exec::<Notifications>(U, U, notification(U, "brief", Some("d"))).await;
+    h.sync().await;
+    let present = |h: &Harness, user: &'static str, k: &'static str| {
+        let db = h.db.clone();
+        async move { notifications::notification(&db, Some(user), &key(user, k)).await.unwrap().is_some() }
+    };
+    assert!(!present(&h, U, "a").await, "archived before the purge");
+    for k in ["b", "c", "d"] {
+        assert!(present(&h, U, k).await, "{k} was never archived");
+    }
+    assert!(present(&h, "user-2", "x").await, "another user's archived notification stays");
+
+    // Everything archived, then a later notification, then a purge up to the archive.
+    h.exec::<Notifications>(U, U, N::ArchiveAll).await;
+    let archived = h.now();
+    h.exec::<Notifications>(U, U, notification(U, "brief", Some("e"))).await;
+    h.exec::<Notifications>(U, U, N::Archive { ids: vec![key(U, "e")] }).await;
+    h.exec::<Notifications>(U, U, N::PurgeArchived { archived_before: archived }).await;
+    h.sync().await;
+    for k in ["b", "c", "d"] {
+        assert!(!present(&h, U, k).await, "{k} was archived before the purge's cut-off");
+    }
+    assert!(present(&h, U, "e").await, "archived after the cut-off");
+    assert_eq!(notifications::archived_count(&h.db, U, h_far()).await.unwrap(), 1);
+    h.rebuild().await;
+    assert!(present(&h, U, "e").await && !present(&h, U, "b").await && !present(&h, U, "a").await);
+    assert!(present(&h, "user-2", "x").await);
+    assert_eq!(notifications::users_with_archived_before(&h.db, h_far(), 10).await.unwrap(), [U, "user-2"]);
+}
+
 fn h_far() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc.with_ymd_and_hms(2100, 1, 1, 0, 0, 0).single().unwrap_or_default()
 }
@@ -210,5 +254,6 @@ fn sorted<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 both!(
     briefs_fold_and_query as briefs_read_model,
     notifications_fold_and_query as notifications_read_model,
+    purges_remove_archived_rows as notification_purges,
     cron_jobs_fold_and_query as cron_jobs_read_model,
 );
