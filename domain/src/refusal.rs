@@ -135,7 +135,7 @@ pub fn refusal_notification(refusal: &RecordRefusal) -> CreateNotification {
             refusal.message,
         ),
         dedupe_key: Some(format!("refused:{}", refusal.refusal_id)),
-        action_url: None,
+        action_url: refusal.operation_id.as_ref().map(|op| format!("/operations/{op}")),
         metadata: Some(json!({
             "refusalId": refusal.refusal_id,
             "reactor": refusal.reactor,
@@ -152,7 +152,11 @@ impl Aggregate for Refusal {
     type Event = RefusalEvent;
     const KIND: StreamKind = StreamKind::Refusal;
 
-    fn decide(&self, command: &RefusalCommand, ctx: &Context) -> Result<Vec<RefusalEvent>, DomainError> {
+    fn decide(
+        &self,
+        command: &RefusalCommand,
+        ctx: &Context,
+    ) -> Result<Vec<RefusalEvent>, DomainError> {
         let RefusalCommand::Record(record) = command;
         if self.refused.is_some() {
             // The same refusal again (a reactor re-reacting): recorded once.
@@ -169,7 +173,10 @@ impl Aggregate for Refusal {
                 return Err(DomainError::validation(field, "must not be empty"));
             }
         }
-        Ok(vec![RefusalEvent::CommandRefused(CommandRefused { refusal: record.clone(), at: ctx.now })])
+        Ok(vec![RefusalEvent::CommandRefused(CommandRefused {
+            refusal: record.clone(),
+            at: ctx.now,
+        })])
     }
 
     fn evolve(self, event: &RefusalEvent) -> Self {
@@ -214,7 +221,8 @@ mod tests {
 
     #[test]
     fn a_refusal_is_recorded_once() {
-        let (state, events) = apply(Refusal::default(), &RefusalCommand::Record(record()), &system_ctx(1));
+        let (state, events) =
+            apply(Refusal::default(), &RefusalCommand::Record(record()), &system_ctx(1));
         assert_eq!(events.len(), 1);
         assert_eq!(state.decide(&RefusalCommand::Record(record()), &system_ctx(2)), Ok(Vec::new()));
     }

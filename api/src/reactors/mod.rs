@@ -8,6 +8,7 @@ pub mod child_results;
 pub mod clock_pass;
 pub mod lease_reaper;
 pub mod orchestration;
+pub mod refusals;
 pub mod scheduler;
 pub mod signal_bus;
 pub mod sources;

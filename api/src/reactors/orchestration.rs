@@ -31,7 +31,11 @@ use agentlog_domain::{
 use agentlog_eventlog::{CommandError, EventLogError};
 use serde_json::{Map, Value};
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -96,22 +100,30 @@ async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Opti
 /// Record an executor result on the group (idempotently).
 async fn advance(state: &AppState, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ApiError> {
     let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
-    let group = state.handler.load::<Group>(&group_id).await?.state;
-    if !group.orchestrations.contains_key(op.id()) {
-        return Ok(());
-    }
+    // An orchestration that is gone (finished, its group deleted) refuses the step: recorded
+    // as a refusal, never skipped unseen.
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let command = GroupCommand::AdvanceOrchestration { operation_id: op.id().to_string(), result };
-    settle(state.handler.execute::<Group>(&group_id, &command, &ctx).await.map(|_| ()), "advance")
+    let outcome = state.handler.execute::<Group>(&group_id, &command, &ctx).await.map(|_| ());
+    let refused = Refused::new(NAME, ADVANCE, Group::stream_id(&group_id), fact).operation(op.id());
+    settle(state, fact, &ctx, outcome, refused).await
 }
 
-fn settle(outcome: Result<(), CommandError>, what: &str) -> Result<(), ApiError> {
+/// `refused`'s command, as the group's step advancing.
+const ADVANCE: &str = "group.advance_orchestration";
+
+/// Settle an orchestration command: a refusal is recorded and its owner told
+/// ([`refusals::record`]), never only logged.
+async fn settle(
+    state: &AppState,
+    fact: &RecordedEvent,
+    ctx: &Context,
+    outcome: Result<(), CommandError>,
+    refused: Refused,
+) -> Result<(), ApiError> {
     match outcome {
         Ok(()) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
-        Err(CommandError::Domain(e)) => {
-            tracing::warn!(step = what, error = %e, "an orchestration step was refused; skipped");
-            Ok(())
-        }
+        Err(CommandError::Domain(e)) => refusals::record(state, fact, ctx, refused, &e).await,
         Err(e) => Err(e.into()),
     }
 }
@@ -165,7 +177,9 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
         let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None, brief_judgement: None };
         let outcome = state.handler.execute::<Operation>(supervisor_id, &command, &ctx).await.map(|_| ());
-        return settle(outcome, "finish");
+        let refused = Refused::new(NAME, "operation.complete", Operation::stream_id(supervisor_id), fact)
+            .operation(supervisor_id);
+        return settle(state, fact, &ctx, outcome, refused).await;
     }
     let group = state.handler.load::<Group>(fact.stream_id.trim_start_matches("group-")).await?.state;
     let Some(calls) = calls(&step.instruction, &group) else { return Ok(()) };
@@ -190,18 +204,21 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
         let payload = ActionPayload { error: Some(Value::String(error)), ..ActionPayload::default() };
         let result = result_for(&step.instruction, payload);
         let command = GroupCommand::AdvanceOrchestration { operation_id: supervisor_id.to_string(), result };
-        return settle(state.handler.execute::<Group>(&group.group_id, &command, &ctx).await.map(|_| ()), "no members");
+        let outcome = state.handler.execute::<Group>(&group.group_id, &command, &ctx).await.map(|_| ());
+        let refused = Refused::new(NAME, ADVANCE, Group::stream_id(&group.group_id), fact).operation(supervisor_id);
+        return settle(state, fact, &ctx, outcome, refused).await;
     }
     if !strangers.is_empty() {
         tracing::warn!(supervisor = supervisor_id, ?strangers, "not members (or not runnable); left out");
     }
-    dispatch(state, &group, supervisor_id, &members, &ctx).await
+    dispatch(state, fact, &group, supervisor_id, &members, &ctx).await
 }
 
 /// One operation per member, registered as the supervisor's children, and the supervisor held
 /// until all of them reported — one atomic append.
 async fn dispatch(
     state: &AppState,
+    fact: &RecordedEvent,
     group: &Group,
     supervisor_id: &str,
     members: &[(AgentRef, Option<String>)],
@@ -246,9 +263,11 @@ async fn dispatch(
         })
         .await
         .map(|_| ());
+    let refused = Refused::new(NAME, "operation.dispatch_members", Operation::stream_id(supervisor_id), fact)
+        .operation(supervisor_id);
     match outcome {
         Err(CommandError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
-        other => settle(other, "dispatch"),
+        other => settle(state, fact, ctx, other, refused).await,
     }
 }
 

@@ -28,6 +28,7 @@ mod mutations;
 mod orchestration;
 mod reactors;
 mod read_models;
+mod refusals;
 mod roster;
 mod scheduling;
 mod schema_drift;

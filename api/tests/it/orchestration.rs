@@ -16,7 +16,7 @@ fn children(d: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-async fn setup(s: &Server, token: &str) {
+pub(crate) async fn setup(s: &Server, token: &str) {
     for agent in ["sup", "m1", "m2"] {
         s.data(
             Some(token),
@@ -39,7 +39,7 @@ async fn setup(s: &Server, token: &str) {
 }
 
 /// The supervisor's worker (claiming the woken run) reports a decision as a tool call.
-async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, arguments: Value) {
+pub(crate) async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, arguments: Value) {
     let lt = s.claim(token, op, "sup-worker").await;
     s.data(
         Some(token),
@@ -50,7 +50,7 @@ async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, argume
 }
 
 /// A member's worker answers.
-async fn answer(s: &Server, token: &str, op: &str, text: &str) {
+pub(crate) async fn answer(s: &Server, token: &str, op: &str, text: &str) {
     let lt = s.claim(token, op, "member-worker").await;
     s.data(
         Some(token),

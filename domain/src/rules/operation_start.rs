@@ -13,8 +13,10 @@
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::{Context, StreamWrite};
-use crate::conversation::{Conversation, ConversationCommand, ConversationEvent};
+use crate::conversation::{ChatMessage, Conversation, ConversationCommand, ConversationEvent};
 use crate::error::DomainError;
+use crate::ids::server_id;
+use crate::operation::cap_child_result;
 use crate::operation::{
     CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
 };
@@ -156,4 +158,45 @@ pub fn child_result_for_parent(
         parent,
         OperationCommand::ReceiveAsyncResult { key: child.id().to_string(), success, result },
     ))
+}
+
+/// The completion notice of a child that finished after its parent ended (upstream's
+/// background sub-agent notice, recorded as a `taskCallback` message): the conversation it goes
+/// to and the message, with the child's result capped at 32,000 characters. Its id derives
+/// from the child, so delivering twice records one notice. `None` when the child was
+/// cancelled by its ancestor's cancel (nobody is owed a result) or has no conversation.
+pub fn completion_notice(
+    child: &Operation,
+    event: &OperationEvent,
+) -> Option<(String, ChatMessage)> {
+    let (success, result, status) = match event {
+        OperationEvent::Cancelled(e) if e.cascade_from.is_some() => return None,
+        OperationEvent::Completed(e) => (true, e.result.clone(), "completed"),
+        OperationEvent::Failed(e) => (false, Some(e.error.message.clone()), "failed"),
+        OperationEvent::Interrupted(e) => {
+            (false, Some(format!("interrupted: {}", e.reason)), "interrupted")
+        }
+        OperationEvent::Cancelled(e) => (false, e.reason.clone(), "cancelled"),
+        _ => return None,
+    };
+    let topic_id = child.topic_id()?.to_string();
+    let spec = child.spec.as_ref()?;
+    let (content, truncated) = cap_child_result(result.as_deref().unwrap_or_default());
+    let message = ChatMessage {
+        message_id: server_id(format_args!("notice-{}", child.id())),
+        role: "taskCallback".into(),
+        content,
+        agent_id: Some(spec.agent.agent_id.clone()),
+        operation_id: Some(child.id().to_string()),
+        metadata: Some(serde_json::json!({
+            "notice": "subagent_completed",
+            "status": status,
+            "success": success,
+            "truncated": truncated,
+            "background": spec.background,
+            "parentOperationId": child.parent_operation_id(),
+        })),
+        ..ChatMessage::default()
+    };
+    Some((topic_id, message))
 }
