@@ -52,6 +52,10 @@ enum Command {
         /// Largest answer over HTTP, bytes; a larger one is replaced by a LIMIT error.
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
+        /// Most sub-agent levels below a top-level run; a deeper `spawnSubagent` (or group
+        /// member run) is refused with LIMIT.
+        #[arg(long, env = "AGENTLOG_MAX_SUBAGENT_DEPTH", default_value_t = ApiLimits::default().max_subagent_depth)]
+        max_subagent_depth: u32,
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
         query_timeout_ms: u64,
@@ -102,6 +106,7 @@ async fn main() -> anyhow::Result<()> {
             max_streams_per_user,
             max_connections_per_user,
             max_response_bytes,
+            max_subagent_depth,
             query_timeout_ms,
         } => {
             let limits = ApiLimits {
@@ -110,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
                 max_streams_per_user,
                 max_connections_per_user,
                 max_response_bytes,
+                max_subagent_depth,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 ..ApiLimits::default()
             };

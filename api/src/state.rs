@@ -39,6 +39,8 @@ pub struct ApiLimits {
     /// Largest answer to a query or mutation over HTTP, bytes; a larger one is replaced by a
     /// LIMIT error.
     pub max_response_bytes: usize,
+    /// Sub-agent levels a run may have below its top-level run (LIMIT beyond).
+    pub max_subagent_depth: u32,
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
@@ -59,6 +61,7 @@ impl Default for ApiLimits {
             max_streams_per_user: 100,
             max_connections_per_user: 100,
             max_response_bytes: 16 * 1024 * 1024,
+            max_subagent_depth: agentlog_domain::rules::operation_start::DEFAULT_MAX_SUBAGENT_DEPTH,
             query_timeout: Duration::from_secs(30),
         }
     }

@@ -662,7 +662,12 @@ impl OperationsMutation {
     }
 
     /// A sub-agent: an operation whose parent is `parentOperationId`. While the parent holds a
-    /// lease, only its holder spawns: `leaseToken` is the parent's (CONFLICT otherwise).
+    /// lease, only its holder spawns: `leaseToken` is the parent's (CONFLICT otherwise). It runs
+    /// in its parent's conversation (another `topicId`: VALIDATION); at most 3 unfinished
+    /// background ones per conversation, and at most `--max-subagent-depth` (default 5) levels
+    /// below the top-level run (LIMIT beyond either). Its end is delivered to its parent
+    /// (`asyncResults`), or, when the parent has ended, to the parent's conversation as a
+    /// `taskCallback` completion notice.
     async fn spawn_subagent(
         &self,
         ctx: &Context<'_>,

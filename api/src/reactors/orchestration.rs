@@ -26,6 +26,7 @@ use agentlog_domain::{
     group::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
     ids::server_id,
     operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind},
+    rules::operation_start::child_depth,
     supervisor::{ActionPayload, DecidedPayload, ExecutorResult, SupervisorInstruction},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
@@ -243,6 +244,7 @@ async fn dispatch(
                 create.group_id = Some(group.group_id.clone());
                 create.trigger = Some(format!("group:{}", group.group_id));
                 create.instruction = instruction.clone();
+                create.depth = child_depth(&parent.state, state.limits.max_subagent_depth)?;
                 let created = child.state.decide(&OperationCommand::Create(create), ctx)?;
                 writes.push((
                     stamper.write(&child.state, &StreamEvents::new(child.stream_id.clone(), created)),

@@ -52,6 +52,15 @@ pub struct CreateOperation {
     /// `agent` holds the values the run used.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_overrides: Vec<String>,
+    /// Sub-agent levels below its top-level run (0 for a run with no parent): set from the
+    /// parent by the start rule ([`crate::rules::operation_start::child_depth`]), whatever a
+    /// caller gave.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl CreateOperation {
@@ -72,6 +81,7 @@ impl CreateOperation {
             trigger: None,
             instruction: None,
             agent_overrides: Vec::new(),
+            depth: 0,
         }
     }
 }

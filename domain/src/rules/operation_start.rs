@@ -4,7 +4,9 @@
 //!   conversation's current one has not finished;
 //! - a background sub-agent is refused with [`DomainError::LimitExceeded`] when the conversation
 //!   already has 3 unfinished ones;
-//! - a sub-agent is registered on its parent, which must exist and not have finished.
+//! - a sub-agent is registered on its parent, which must exist and not have finished;
+//! - a sub-agent more than `max_depth` levels below its top-level run is refused with
+//!   [`DomainError::LimitExceeded`] ([`child_depth`]).
 //!
 //! The conversation only remembers *which* operations it tracks; whether they finished is read
 //! from the operations themselves (`tracked`), so ending an operation never has to write to its
@@ -59,12 +61,23 @@ fn tracked_by_conversation(create: &CreateOperation) -> bool {
         || (create.kind == OperationKind::Conversation && create.parent_operation_id.is_none())
 }
 
-/// Decide the start of an operation.
-///
-/// `existing` is the state of `operation-<id>` (empty for a new id); `conversation` must be
-/// given when `create.topic_id` is set, with `tracked` holding the states of every operation
-/// [`Conversation::tracked_operations`] names (one left out counts as unfinished); `parent`
-/// must be given when `create.parent_operation_id` is set.
+/// Sub-agent levels a run may have below its top-level run, unless the server says otherwise.
+pub const DEFAULT_MAX_SUBAGENT_DEPTH: u32 = 5;
+
+/// The depth of a new child of `parent`: one below it, refused with
+/// [`DomainError::LimitExceeded`] beyond `max_depth`.
+pub fn child_depth(parent: &Operation, max_depth: u32) -> Result<u32, DomainError> {
+    let depth = parent.spec.as_ref().map_or(0, |s| s.depth).saturating_add(1);
+    if depth > max_depth {
+        return Err(DomainError::LimitExceeded {
+            limit: "subagentDepth",
+            max: u64::from(max_depth),
+        });
+    }
+    Ok(depth)
+}
+
+/// [`start_operation_within`] with the default depth limit ([`DEFAULT_MAX_SUBAGENT_DEPTH`]).
 pub fn start_operation(
     create: &CreateOperation,
     existing: &Operation,
@@ -73,6 +86,38 @@ pub fn start_operation(
     parent: Option<&Operation>,
     ctx: &Context,
 ) -> Result<StartedOperation, DomainError> {
+    start_operation_within(
+        DEFAULT_MAX_SUBAGENT_DEPTH,
+        create,
+        existing,
+        conversation,
+        tracked,
+        parent,
+        ctx,
+    )
+}
+
+/// Decide the start of an operation, a sub-agent at most `max_depth` levels deep.
+///
+/// `existing` is the state of `operation-<id>` (empty for a new id); `conversation` must be
+/// given when `create.topic_id` is set, with `tracked` holding the states of every operation
+/// [`Conversation::tracked_operations`] names (one left out counts as unfinished); `parent`
+/// must be given when `create.parent_operation_id` is set.
+pub fn start_operation_within(
+    max_depth: u32,
+    create: &CreateOperation,
+    existing: &Operation,
+    conversation: Option<&Conversation>,
+    tracked: &[Operation],
+    parent: Option<&Operation>,
+    ctx: &Context,
+) -> Result<StartedOperation, DomainError> {
+    let mut create = create.clone();
+    create.depth = match (parent, &create.parent_operation_id) {
+        (Some(p), Some(_)) if p.exists() => child_depth(p, max_depth)?,
+        _ => 0,
+    };
+    let create = &create;
     // A sub-agent runs in its parent's conversation, so its limits count there whatever
     // topic it was given.
     if let Some(parent_topic) = parent.and_then(Operation::topic_id)
@@ -190,6 +235,7 @@ pub fn completion_notice(
         operation_id: Some(child.id().to_string()),
         metadata: Some(serde_json::json!({
             "notice": "subagent_completed",
+            "operationId": child.id(),
             "status": status,
             "success": success,
             "truncated": truncated,
