@@ -4,6 +4,9 @@
 
 use crate::support;
 
+use agentlog_eventlog::{StoreOptions, open_store};
+use agentlog_projections::ReadDb;
+
 use serde_json::{Value, json};
 use support::{Db, Server};
 
@@ -107,8 +110,7 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
     answer(&s, &alice, &second, "a launch-day AMA").await;
 
-    // Both answered: the supervisor runs again, with both results.
-    // (status comes from the operation's stream, asyncResults from the read model: wait for both)
+    // Both answered: the supervisor runs again, with both results (one read, one position).
     let d = s
         .eventually(&alice, &op_query("sup1"), |d| {
             d["operation"]["status"] == "running"
@@ -190,3 +192,62 @@ fn op_query(id: &str) -> String {
 }
 
 both!(a_supervisor_broadcasts_then_delegates as group_supervisor_broadcasts_then_delegates);
+
+/// Broadcast to both members and let both answer: the supervisor is woken.
+async fn woken_after_a_broadcast(s: &Server, alice: &str, sup: &str) -> Vec<String> {
+    let start = format!(
+        "mutation {{ startGroupRun(groupId: \"g1\", operationId: \"{sup}\", instruction: \"Plan\") {{ position }} }}"
+    );
+    s.data(Some(alice), &start, json!({})).await;
+    decide(s, alice, sup, 1, "broadcast", json!({"agentIds": ["m1", "m2"], "instruction": "Ideas?"})).await;
+    let d = s.eventually(alice, &op_query(sup), |d| children(d).len() == 2).await;
+    let kids: Vec<String> = children(&d).iter().filter_map(|k| k["id"].as_str().map(str::to_string)).collect();
+    for (kid, text) in kids.iter().zip(["a teaser", "an AMA"]) {
+        answer(s, alice, kid, text).await;
+    }
+    kids
+}
+
+const WOKEN: &str = "query($id: String!) { operation(id: $id) { status asyncResults } }";
+
+async fn a_woken_supervisor_reads_all_its_results_with_its_status(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+    woken_after_a_broadcast(&s, &alice, "sup1").await;
+    // Every read of the one operation is at one position: running only with both results.
+    for _ in 0..400 {
+        let d = s.data(Some(&alice), WOKEN, json!({"id": "sup1"})).await;
+        let n = d["operation"]["asyncResults"].as_array().map_or(0, Vec::len);
+        match d["operation"]["status"].as_str() {
+            Some("running") => {
+                assert_eq!(n, 2, "woken with part of its barrier's results: {d}");
+                break;
+            }
+            Some("waiting_for_async_tool") => assert!(n < 2, "both results, still waiting: {d}"),
+            other => panic!("unexpected status {other:?}: {d}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The results are the stream's, not the read model's: with the read model's rows gone,
+    // one read still shows both.
+    let dir = s.data_dir.clone();
+    let db = s.stop();
+    let store = open_store(&db.url(), StoreOptions::default()).await.expect("open the log");
+    ReadDb::from(store.database())
+        .execute("DELETE FROM operation_async_results", &[])
+        .await
+        .expect("drop the read model's rows");
+    store.close().await;
+    let s = Server::start_in(db, dir).await;
+    let d = s.data(Some(&alice), WOKEN, json!({"id": "sup1"})).await;
+    assert_eq!(d["operation"]["status"], "running", "{d}");
+    let results = d["operation"]["asyncResults"].as_array().cloned().unwrap_or_default();
+    let mut texts: Vec<&str> = results.iter().filter_map(|r| r["result"].as_str()).collect();
+    texts.sort_unstable();
+    assert_eq!(texts, ["a teaser", "an AMA"], "{d}");
+    assert!(results.iter().any(|r| r["resumed"] == true), "the second result opened the barrier: {d}");
+    s.stop();
+}
+
+both!(a_woken_supervisor_reads_all_its_results_with_its_status as woken_supervisor_reads_all_results_with_status);
