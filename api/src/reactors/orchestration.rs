@@ -25,12 +25,14 @@ use agentlog_domain::{
     error::DomainError,
     group::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
     ids::server_id,
-    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind},
+    operation::{
+        AgentRef, CreateOperation, Operation, OperationCommand, OperationError, OperationEvent, OperationKind,
+    },
     rules::operation_start::child_depth,
-    supervisor::{ActionPayload, DecidedPayload, ExecutorResult, SupervisorInstruction},
+    supervisor::{ActionPayload, ExecutorResult, SupervisorInstruction, decision_for_tool},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{
     Reactor,
@@ -61,11 +63,13 @@ impl Reactor for Orchestration {
             }
             _ => match signal_bus::decode::<OperationEvent>(fact)? {
                 OperationEvent::StepRecorded(step) => {
-                    let Some(decision) = step.tool_calls.iter().find_map(|c| decision(&c.name, c.arguments.as_ref()))
-                    else {
-                        return Ok(());
-                    };
-                    advance(state, fact, ExecutorResult::SupervisorDecided { payload: decision }).await
+                    let decision =
+                        step.tool_calls.iter().find_map(|c| decision_for_tool(&c.name, c.arguments.as_ref()));
+                    match decision {
+                        None => Ok(()),
+                        Some(Ok(payload)) => advance(state, fact, ExecutorResult::SupervisorDecided { payload }).await,
+                        Some(Err(refused)) => unsupported(state, fact, &refused).await,
+                    }
                 }
                 OperationEvent::AsyncResultReceived(r) if r.resumes => barrier_opened(state, fact).await,
                 _ => Ok(()),
@@ -74,28 +78,30 @@ impl Reactor for Orchestration {
     }
 }
 
-/// The supervisor tool a call names (`speak`, `lobe-group/broadcast`, …) as a decision.
-pub fn decision(tool: &str, arguments: Option<&Value>) -> Option<DecidedPayload> {
-    let name = tool.rsplit(['/', '.', '_']).next().unwrap_or(tool);
-    let decision = match name {
-        "speak" => "speak",
-        "broadcast" => "broadcast",
-        "executeAgentTask" => "execute_task",
-        "executeAgentTasks" => "execute_tasks",
-        "delegate" => "delegate",
-        "finish" => "finish",
-        _ => return None,
-    };
-    let params: Map<String, Value> = arguments.and_then(Value::as_object).cloned().unwrap_or_default();
-    let skip_call_supervisor = params.get("skipCallSupervisor").and_then(Value::as_bool);
-    Some(DecidedPayload { decision: decision.into(), params, skip_call_supervisor })
-}
-
 /// The group a supervisor operation (at `fact`) orchestrates, when it is one.
 async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ApiError> {
     let op = signal_bus::state_at::<Operation>(state, fact).await?;
     let group = op.spec.as_ref().filter(|s| s.kind == OperationKind::Group).and_then(|s| s.group_id.clone());
     Ok(group.map(|g| (op, g)))
+}
+
+/// A decision the table does not carry out ends the supervisor's run with the refusal as its
+/// error (the signal bus then tells the owner with an error brief); a run that cannot take
+/// the failure any more has the refusal recorded ([`refusals::record`]).
+async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainError) -> Result<(), ApiError> {
+    let Some((op, _)) = supervised_group(state, fact).await? else { return Ok(()) };
+    let ctx = Context::reacting_to(fact, &format!("{NAME}#unsupported"), Actor::system(NAME));
+    let error = OperationError {
+        message: refused.to_string(),
+        error_type: Some("unsupported_decision".into()),
+        code: Some(refused.code().as_str().into()),
+    };
+    let outcome = state.handler.execute::<Operation>(op.id(), &OperationCommand::Fail(error), &ctx).await.map(|_| ());
+    let record = Refused::new(NAME, "operation.fail", Operation::stream_id(op.id()), fact).operation(op.id());
+    match outcome {
+        Err(CommandError::Domain(_)) => refusals::record(state, fact, &ctx, record, refused).await,
+        other => settle(state, fact, &ctx, other, record).await,
+    }
 }
 
 /// Record an executor result on the group (idempotently).

@@ -251,3 +251,79 @@ async fn a_woken_supervisor_reads_all_its_results_with_its_status(db: Db) {
 }
 
 both!(a_woken_supervisor_reads_all_its_results_with_its_status as woken_supervisor_reads_all_results_with_status);
+
+/// The last step the group recorded for supervisor `sup`.
+async fn last_instruction(s: &Server, token: &str, sup: &str) -> Value {
+    let d = s
+        .data(
+            Some(token),
+            "{ events(filter: {eventTypes: [\"group.orchestration_advanced\"]}) { edges { node { payload } } } }",
+            json!({}),
+        )
+        .await;
+    let steps = d["events"]["edges"].as_array().cloned().unwrap_or_default();
+    let mine: Vec<Value> =
+        steps.into_iter().map(|e| e["node"]["payload"].clone()).filter(|p| p["operationId"] == sup).collect();
+    mine.last().map(|p| p["instruction"].clone()).unwrap_or(Value::Null)
+}
+
+async fn start(s: &Server, token: &str, sup: &str) {
+    let m = format!("mutation {{ startGroupRun(groupId: \"g1\", operationId: \"{sup}\") {{ position }} }}");
+    s.data(Some(token), &m, json!({})).await;
+}
+
+async fn speak_skip_call_supervisor_max_rounds_and_unsupported_decisions(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+
+    // `speak` calls one member with the instruction; with skipCallSupervisor the run finishes
+    // after that member answered, without calling the supervisor again.
+    start(&s, &alice, "sup1").await;
+    decide(
+        &s,
+        &alice,
+        "sup1",
+        1,
+        "speak",
+        json!({"agentId": "m1", "instruction": "Say hi", "skipCallSupervisor": true}),
+    )
+    .await;
+    let d = s.eventually(&alice, &op_query("sup1"), |d| children(d).len() == 1).await;
+    let kid = children(&d)[0].clone();
+    assert_eq!((kid["agentId"].as_str(), kid["instruction"].as_str()), (Some("m1"), Some("Say hi")), "{d}");
+    answer(&s, &alice, kid["id"].as_str().unwrap(), "hi").await;
+    s.eventually(&alice, &op_query("sup1"), |d| d["operation"]["status"] == "done").await;
+    let i = last_instruction(&s, &alice, "sup1").await;
+    assert_eq!((i["type"].as_str(), i["reason"].as_str()), (Some("finish"), Some("skip_call_supervisor")), "{i}");
+
+    // maxRounds: with one round, the first action's end finishes the run.
+    s.data(Some(&alice), "mutation { updateGroupConfig(id: \"g1\", config: {maxRounds: 1}) { position } }", json!({}))
+        .await;
+    start(&s, &alice, "sup2").await;
+    decide(&s, &alice, "sup2", 1, "speak", json!({"agentId": "m2", "instruction": "Go"})).await;
+    let d = s.eventually(&alice, &op_query("sup2"), |d| children(d).len() == 1).await;
+    answer(&s, &alice, children(&d)[0]["id"].as_str().unwrap(), "done").await;
+    s.eventually(&alice, &op_query("sup2"), |d| d["operation"]["status"] == "done").await;
+    let i = last_instruction(&s, &alice, "sup2").await;
+    assert_eq!((i["type"].as_str(), i["reason"].as_str()), (Some("finish"), Some("max_rounds_exceeded")), "{i}");
+
+    // A decision the table does not carry out is refused on the supervisor's run, never
+    // taken as a finish.
+    start(&s, &alice, "sup3").await;
+    decide(&s, &alice, "sup3", 1, "lobe-group-management/vote", json!({"question": "Ship?"})).await;
+    let q = "{ operation(id: \"sup3\") { status error childIds } }";
+    let d = s.eventually(&alice, q, |d| d["operation"]["status"] == "error").await;
+    let e = &d["operation"]["error"];
+    assert_eq!(e["type"], "unsupported_decision", "{d}");
+    assert_eq!(e["code"], "VALIDATION", "{d}");
+    assert!(e["message"].as_str().is_some_and(|m| m.contains("`vote`")), "{d}");
+    assert_eq!(d["operation"]["childIds"], json!([]), "nothing dispatched: {d}");
+    assert_eq!(last_instruction(&s, &alice, "sup3").await["type"], "call_supervisor", "the group recorded no vote");
+    s.stop();
+}
+
+both!(
+    speak_skip_call_supervisor_max_rounds_and_unsupported_decisions
+        as group_speak_skip_call_supervisor_max_rounds_unsupported
+);
