@@ -87,6 +87,9 @@ pub struct Operation {
     /// The roster settings overridden for this run, when built from the stream.
     #[graphql(skip)]
     pub overrides: Option<Vec<String>>,
+    /// Tools off, when built from the stream.
+    #[graphql(skip)]
+    pub tools_disabled: Option<bool>,
     /// The stream version the node was folded at, when `operation(id)` read it: its
     /// `asyncResults` are then read from the stream up to that version.
     #[graphql(skip)]
@@ -135,6 +138,7 @@ impl From<&OperationState> for Operation {
             todos: op.todos.as_ref().map(json),
             from_stream: Some((json(&op.artifacts).0, json(&op.scores).0)),
             overrides: Some(spec.map(|s| s.agent_overrides.clone()).unwrap_or_default()),
+            tools_disabled: Some(spec.is_some_and(|s| s.disable_tools)),
             stream_version: None,
             error: op.error.as_ref().map(json),
             created_at: op.created_at,
@@ -177,6 +181,7 @@ impl From<OperationRow> for Operation {
             error: op.error.map(Json),
             from_stream: None,
             overrides: None,
+            tools_disabled: None,
             stream_version: None,
             created_at: Some(op.created_at),
             started_at: op.started_at,
@@ -340,6 +345,16 @@ impl Operation {
             }
         }
         Ok(Some(Json(config)))
+    }
+
+    /// Tools are off for this run (a group member told by a `broadcast`): its worker answers
+    /// without tools, and a `reportStep` with tool calls is refused with VALIDATION.
+    async fn disable_tools(&self, ctx: &Context<'_>) -> GqlResult<bool> {
+        if let Some(off) = self.tools_disabled {
+            return Ok(off);
+        }
+        let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(&self.id).await?;
+        Ok(loaded.state.spec.is_some_and(|s| s.disable_tools))
     }
 
     /// Artifacts (`[{artifactId, title, kind, sizeBytes?, contentRef}]`).

@@ -218,17 +218,23 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     if !strangers.is_empty() {
         tracing::warn!(supervisor = supervisor_id, ?strangers, "not members (or not runnable); left out");
     }
-    dispatch(state, fact, &group, supervisor_id, &members, &ctx).await
+    // A broadcast's members answer without tools (upstream's `disableTools`).
+    let disable_tools = matches!(
+        &step.instruction,
+        SupervisorInstruction::ParallelCallAgents { payload } if payload.disable_tools == Some(true)
+    );
+    dispatch(state, fact, &group, supervisor_id, &members, disable_tools, &ctx).await
 }
 
 /// One operation per member, registered as the supervisor's children, and the supervisor held
-/// until all of them reported — one atomic append.
+/// until all of them reported — one atomic append. `disable_tools` starts them with tools off.
 async fn dispatch(
     state: &AppState,
     fact: &RecordedEvent,
     group: &Group,
     supervisor_id: &str,
     members: &[(AgentRef, Option<String>)],
+    disable_tools: bool,
     ctx: &Context,
 ) -> Result<(), ApiError> {
     let child_ids: Vec<String> = (0..members.len())
@@ -251,6 +257,7 @@ async fn dispatch(
                 create.trigger = Some(format!("group:{}", group.group_id));
                 create.instruction = instruction.clone();
                 create.depth = child_depth(&parent.state, state.limits.max_subagent_depth)?;
+                create.disable_tools = disable_tools;
                 let created = child.state.decide(&OperationCommand::Create(create), ctx)?;
                 writes.push((
                     stamper.write(&child.state, &StreamEvents::new(child.stream_id.clone(), created)),

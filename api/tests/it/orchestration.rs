@@ -10,7 +10,7 @@ use agentlog_projections::ReadDb;
 use serde_json::{Value, json};
 use support::{Db, Server};
 
-const OP: &str = "query($id: String!) { operation(id: $id) { status completionReason asyncResults children { edges { node { id status agentId instruction } } } } }";
+const OP: &str = "query($id: String!) { operation(id: $id) { status completionReason asyncResults children { edges { node { id status agentId instruction disableTools } } } } }";
 
 fn children(d: &Value) -> Vec<Value> {
     d["operation"]["children"]["edges"]
@@ -97,6 +97,18 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     agents.sort_unstable();
     assert_eq!(agents, ["m1", "m2"]);
     assert!(kids.iter().all(|k| k["instruction"] == "Ideas for the launch?"), "{d}");
+    // A broadcast's members run with tools off: a step with tool calls is refused.
+    assert!(kids.iter().all(|k| k["disableTools"] == true), "{d}");
+    let kid = kids[0]["id"].as_str().unwrap();
+    let lt = s.claim(&alice, kid, "member-worker").await;
+    let r = s
+        .gql(
+            Some(&alice),
+            "mutation($id: String!, $lt: String!, $c: [ToolCallInput!]) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: $c) { position } }",
+            json!({"id": kid, "lt": lt, "c": [{"id": "t1", "name": "web-search", "status": "succeeded"}]}),
+        )
+        .await;
+    assert_eq!(support::error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
 
     // One answer is not enough: still waiting.
     let first = kids[0]["id"].as_str().unwrap().to_string();
@@ -127,6 +139,7 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     let d = s.eventually(&alice, &op_query("sup1"), |d| children(d).len() == 3).await;
     let delegated = children(&d).into_iter().find(|k| k["id"] != first && k["id"] != second).unwrap();
     assert_eq!(delegated["agentId"], "m2", "{d}");
+    assert_eq!(delegated["disableTools"], false, "only a broadcast turns tools off: {d}");
     answer(&s, &alice, delegated["id"].as_str().unwrap(), "AMA scheduled for Friday").await;
     let d = s.eventually(&alice, &op_query("sup1"), |d| d["operation"]["status"] == "done").await;
     assert_eq!(d["operation"]["completionReason"], "done", "{d}");

@@ -57,6 +57,10 @@ pub struct CreateOperation {
     /// caller gave.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depth: u32,
+    /// Tools are off for this run (a group member told by a `broadcast`): a step that reports
+    /// tool calls is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disable_tools: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -82,6 +86,7 @@ impl CreateOperation {
             instruction: None,
             agent_overrides: Vec::new(),
             depth: 0,
+            disable_tools: false,
         }
     }
 }
