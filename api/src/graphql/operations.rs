@@ -35,7 +35,7 @@ pub struct Operation {
     pub status: String,
     /// `thinking`, `acting`, `responding`, `finalizing`, `done`.
     pub phase: Option<String>,
-    /// `conversation`, `subagent`, `tool`, `group`, `task`.
+    /// `conversation`, `subagent`, `tool`, `group`, `client_task`, `task`.
     pub kind: Option<String>,
     /// Why it stopped (or paused).
     pub completion_reason: Option<String>,
@@ -520,6 +520,8 @@ pub enum OperationKindInput {
     Tool,
     /// Group supervisor.
     Group,
+    /// A group member's task run by a client worker.
+    ClientTask,
     /// Task topic run.
     Task,
 }

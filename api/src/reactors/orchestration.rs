@@ -218,23 +218,40 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     if !strangers.is_empty() {
         tracing::warn!(supervisor = supervisor_id, ?strangers, "not members (or not runnable); left out");
     }
-    // A broadcast's members answer without tools (upstream's `disableTools`).
-    let disable_tools = matches!(
-        &step.instruction,
-        SupervisorInstruction::ParallelCallAgents { payload } if payload.disable_tools == Some(true)
-    );
-    dispatch(state, fact, &group, supervisor_id, &members, disable_tools, &ctx).await
+    dispatch(state, fact, &group, supervisor_id, &members, MemberRuns::for_instruction(&step.instruction), &ctx).await
+}
+
+/// How an instruction's member runs start.
+#[derive(Debug, Clone, Copy)]
+struct MemberRuns {
+    /// `client_task` for a task run in the client (`runInClient`), else `subagent`.
+    kind: OperationKind,
+    /// A broadcast's members answer without tools (upstream's `disableTools`).
+    disable_tools: bool,
+}
+
+impl MemberRuns {
+    fn for_instruction(instruction: &SupervisorInstruction) -> Self {
+        use SupervisorInstruction as I;
+        let kind = match instruction {
+            I::ExecClientAsyncTask { .. } => OperationKind::ClientTask,
+            _ => OperationKind::Subagent,
+        };
+        let disable_tools =
+            matches!(instruction, I::ParallelCallAgents { payload } if payload.disable_tools == Some(true));
+        Self { kind, disable_tools }
+    }
 }
 
 /// One operation per member, registered as the supervisor's children, and the supervisor held
-/// until all of them reported — one atomic append. `disable_tools` starts them with tools off.
+/// until all of them reported — one atomic append, each started as `runs` says.
 async fn dispatch(
     state: &AppState,
     fact: &RecordedEvent,
     group: &Group,
     supervisor_id: &str,
     members: &[(AgentRef, Option<String>)],
-    disable_tools: bool,
+    runs: MemberRuns,
     ctx: &Context,
 ) -> Result<(), ApiError> {
     let child_ids: Vec<String> = (0..members.len())
@@ -251,13 +268,13 @@ async fn dispatch(
             let mut writes = Vec::new();
             for ((agent, instruction), child_id) in members.iter().zip(&child_ids) {
                 let child = h.load::<Operation>(child_id).await?;
-                let mut create = CreateOperation::new(child_id.clone(), OperationKind::Subagent, agent.clone());
+                let mut create = CreateOperation::new(child_id.clone(), runs.kind, agent.clone());
                 create.parent_operation_id = Some(supervisor_id.to_string());
                 create.group_id = Some(group.group_id.clone());
                 create.trigger = Some(format!("group:{}", group.group_id));
                 create.instruction = instruction.clone();
                 create.depth = child_depth(&parent.state, state.limits.max_subagent_depth)?;
-                create.disable_tools = disable_tools;
+                create.disable_tools = runs.disable_tools;
                 let created = child.state.decide(&OperationCommand::Create(create), ctx)?;
                 writes.push((
                     stamper.write(&child.state, &StreamEvents::new(child.stream_id.clone(), created)),

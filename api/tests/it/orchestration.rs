@@ -340,3 +340,37 @@ both!(
     speak_skip_call_supervisor_max_rounds_and_unsupported_decisions
         as group_speak_skip_call_supervisor_max_rounds_unsupported
 );
+
+async fn client_tasks_are_their_own_kind_for_client_workers(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+    start(&s, &alice, "sup1").await;
+    let args = json!({"agentId": "m1", "instruction": "Open the file", "runInClient": true});
+    decide(&s, &alice, "sup1", 1, "executeAgentTask", args).await;
+    let q = "{ operation(id: \"sup1\") { status children { edges { node { id kind agentId } } } } }";
+    let d = s.eventually(&alice, q, |d| children(d).len() == 1).await;
+    let task = children(&d)[0].clone();
+    assert_eq!(task["kind"], "client_task", "{d}");
+    assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
+
+    // A server worker's default `workAvailable` leaves it out; a client worker asks for it.
+    let sub = "subscription($k: [OperationKindInput!]) { workAvailable(agentIds: [\"m1\"], kinds: $k) { id kind } }";
+    let mut client = support::Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    client.subscribe("c", sub, json!({"k": ["CLIENT_TASK"]})).await;
+    let offered = client.next_data().await;
+    assert_eq!(offered["data"]["workAvailable"]["id"], task["id"], "{offered}");
+    let mut server = support::Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    server.subscribe("s", sub, json!({"k": null})).await;
+    let start_op = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    s.data(Some(&alice), start_op, json!({"i": {"operationId": "plain", "kind": "TASK", "agentId": "m1"}})).await;
+    let offered = server.next_data().await;
+    assert_eq!(offered["data"]["workAvailable"]["id"], "plain", "the client task is not offered by default: {offered}");
+
+    // The client worker claims and answers it like any run; the supervisor is woken.
+    answer(&s, &alice, task["id"].as_str().unwrap(), "opened").await;
+    s.eventually(&alice, q, |d| d["operation"]["status"] == "running").await;
+    s.stop();
+}
+
+both!(client_tasks_are_their_own_kind_for_client_workers as group_client_tasks_are_their_own_kind);
