@@ -68,6 +68,10 @@ enum Command {
         /// larger one is replaced by a LIMIT error (the subscription goes on).
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
+        /// Most sub-agent levels below a top-level run; a deeper `spawnSubagent` (or group
+        /// member run) is refused with LIMIT.
+        #[arg(long, env = "AGENTLOG_MAX_SUBAGENT_DEPTH", default_value_t = ApiLimits::default().max_subagent_depth)]
+        max_subagent_depth: u32,
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
         query_timeout_ms: u64,
@@ -134,6 +138,7 @@ async fn main() -> anyhow::Result<()> {
             max_anonymous_connections,
             connection_init_timeout_ms,
             max_response_bytes,
+            max_subagent_depth,
             query_timeout_ms,
             statement_timeout_ms,
             notification_retention_secs,
@@ -148,6 +153,7 @@ async fn main() -> anyhow::Result<()> {
                 max_anonymous_connections,
                 connection_init_timeout: std::time::Duration::from_millis(connection_init_timeout_ms),
                 max_response_bytes,
+                max_subagent_depth,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 statement_timeout: (statement_timeout_ms > 0)
                     .then(|| std::time::Duration::from_millis(statement_timeout_ms)),

@@ -1,7 +1,13 @@
 //! Prometheus metrics in text exposition format, from plain atomics (no registry crate needed
 //! for a handful of counters).
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Mutex,
+        atomic::{AtomicI64, AtomicU64, Ordering},
+    },
+};
 
 /// The server's counters and gauges.
 #[derive(Debug, Default)]
@@ -18,6 +24,8 @@ pub struct Metrics {
     pub conflicts: AtomicU64,
     /// Open subscriptions.
     pub subscribers: AtomicI64,
+    /// Reactor commands the domain refused, recorded by this instance, by (reactor, code).
+    pub reactor_refusals: Mutex<BTreeMap<(String, String), u64>>,
 }
 
 /// Figures read at scrape time.
@@ -35,6 +43,13 @@ impl Metrics {
     /// Add one to a counter.
     pub fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count one refusal of `reactor`'s command, with the refusal's `code`.
+    pub fn refused(&self, reactor: &str, code: &str) {
+        // A poisoned lock only means another thread panicked mid-increment: the map is intact.
+        let mut counts = self.reactor_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *counts.entry((reactor.to_string(), code.to_string())).or_default() += 1;
     }
 
     /// Render everything in Prometheus text format.
@@ -99,6 +114,14 @@ impl Metrics {
             "Projections stopped by an error.",
             g.failed_projections.to_string(),
         );
+        out.push_str(
+            "# HELP agentlog_reactor_refusals_total Reactor commands the domain refused (each recorded as reactor.command_refused).\n\
+             # TYPE agentlog_reactor_refusals_total counter\n",
+        );
+        let counts = self.reactor_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for ((reactor, code), n) in counts.iter() {
+            out.push_str(&format!("agentlog_reactor_refusals_total{{reactor=\"{reactor}\",code=\"{code}\"}} {n}\n"));
+        }
         out
     }
 }

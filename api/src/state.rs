@@ -50,6 +50,8 @@ pub struct ApiLimits {
     /// Largest answer to a query or mutation over HTTP, and largest subscription result over a
     /// websocket, bytes; a larger one is replaced by a LIMIT error (a subscription goes on).
     pub max_response_bytes: usize,
+    /// Sub-agent levels a run may have below its top-level run (LIMIT beyond).
+    pub max_subagent_depth: u32,
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
@@ -82,6 +84,7 @@ impl Default for ApiLimits {
             max_anonymous_connections: 1_000,
             connection_init_timeout: Duration::from_secs(10),
             max_response_bytes: 16 * 1024 * 1024,
+            max_subagent_depth: agentlog_domain::rules::operation_start::DEFAULT_MAX_SUBAGENT_DEPTH,
             query_timeout: Duration::from_secs(30),
             statement_timeout: Some(Duration::from_secs(30)),
             notification_retention: Some(Duration::from_secs(30 * 24 * 3600)),

@@ -136,11 +136,13 @@ pub enum StreamKind {
     Agent,
     /// `source-<sourceId>` (a signal source and the signals and actions it caused)
     Source,
+    /// `refusal-<refusalId>` (a reactor's command the domain refused)
+    Refusal,
 }
 
 impl StreamKind {
     /// Every stream kind.
-    pub const ALL: [StreamKind; 9] = [
+    pub const ALL: [StreamKind; 10] = [
         Self::Operation,
         Self::Task,
         Self::Conversation,
@@ -150,6 +152,7 @@ impl StreamKind {
         Self::Group,
         Self::Agent,
         Self::Source,
+        Self::Refusal,
     ];
 
     /// The stream-id prefix (without the dash).
@@ -164,6 +167,7 @@ impl StreamKind {
             Self::Group => "group",
             Self::Agent => "agent",
             Self::Source => "source",
+            Self::Refusal => "refusal",
         }
     }
 

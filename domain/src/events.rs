@@ -19,6 +19,7 @@ use crate::error::DecodeError;
 use crate::group::GroupEvent;
 use crate::notification::NotificationEvent;
 use crate::operation::OperationEvent;
+use crate::refusal::RefusalEvent;
 use crate::signal::SourceEvent;
 use crate::task::TaskEvent;
 
@@ -43,6 +44,8 @@ pub enum AnyEvent {
     Agent(AgentEvent),
     /// `signal.*`
     Source(SourceEvent),
+    /// `reactor.*`
+    Refusal(RefusalEvent),
 }
 
 /// The stream kind whose events have this event-type prefix.
@@ -58,6 +61,7 @@ pub fn stream_kind_of(event_type: &str) -> Option<StreamKind> {
         "group" => StreamKind::Group,
         "agent" => StreamKind::Agent,
         "signal" => StreamKind::Source,
+        "reactor" => StreamKind::Refusal,
         _ => return None,
     })
 }
@@ -94,6 +98,9 @@ pub fn decode_any(
         StreamKind::Source => {
             AnyEvent::Source(SourceEvent::decode(event_type, schema_version, payload)?)
         }
+        StreamKind::Refusal => {
+            AnyEvent::Refusal(RefusalEvent::decode(event_type, schema_version, payload)?)
+        }
     })
 }
 
@@ -109,6 +116,7 @@ pub fn all_event_types() -> Vec<(&'static str, i32)> {
         GroupEvent::event_types(),
         AgentEvent::event_types(),
         SourceEvent::event_types(),
+        RefusalEvent::event_types(),
     ]
     .concat()
 }

@@ -49,6 +49,8 @@ fn the_catalogue_documents_every_event_type() {
         .filter(|t| !catalogue.contains(&format!("`{t}`")))
         .collect();
     assert!(missing.is_empty(), "not in the event catalogue of docs/events.md: {missing:?}");
+    let count = format!("{} types in", all_event_types().len());
+    assert!(catalogue.contains(&count), "docs/events.md says how many types there are: `{count}`");
 }
 
 /// Records every event a scenario decides, as `AnyEvent`s.
@@ -510,6 +512,28 @@ fn small_aggregate_scenarios(r: &mut Recorder) {
     );
 }
 
+fn refusal_scenarios(r: &mut Recorder) {
+    use crate::refusal::*;
+    let record = RecordRefusal {
+        refusal_id: refusal_id(uuid::Uuid::from_u128(1)),
+        reactor: "orchestration".into(),
+        command: "group.advance_orchestration".into(),
+        target_stream_id: "group-g".into(),
+        code: "CONFLICT".into(),
+        message: "refused".into(),
+        fact: RefusedFact {
+            event_id: "e".into(),
+            event_type: "operation.step_recorded".into(),
+            stream_id: "operation-o".into(),
+            position: 1,
+        },
+        operation_id: Some("o".into()),
+        task_id: None,
+        user_id: "u1".into(),
+    };
+    r.step(Refusal::default(), RefusalCommand::Record(record), AnyEvent::Refusal);
+}
+
 fn encode(event: &AnyEvent) -> (&'static str, i32, serde_json::Value) {
     fn parts<E: DomainEvent>(e: &E) -> (&'static str, i32, serde_json::Value) {
         (e.event_type(), e.schema_version(), e.to_payload())
@@ -524,6 +548,7 @@ fn encode(event: &AnyEvent) -> (&'static str, i32, serde_json::Value) {
         AnyEvent::Group(e) => parts(e),
         AnyEvent::Agent(e) => parts(e),
         AnyEvent::Source(e) => parts(e),
+        AnyEvent::Refusal(e) => parts(e),
     }
 }
 
@@ -533,6 +558,7 @@ fn every_event_type_round_trips_through_its_stored_form() {
     operation_scenarios(&mut r);
     task_scenarios(&mut r);
     small_aggregate_scenarios(&mut r);
+    refusal_scenarios(&mut r);
     let mut seen = BTreeSet::new();
     for event in &r.events {
         let (t, v, payload) = encode(event);

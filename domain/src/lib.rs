@@ -8,7 +8,8 @@
 //! - core: [`aggregate`] (traits, stream names), [`context`] (time, ids, chain, stamping),
 //!   [`error`], [`event_codec`] (payloads and upcasts), [`events`] (decode any event);
 //! - aggregates: [`operation`], [`agent`], [`conversation`], [`task`], [`brief`],
-//!   [`notification`], [`cron`], [`group`], [`signal::source`];
+//!   [`notification`], [`cron`], [`group`], [`signal::source`], [`refusal`] (a reactor's
+//!   refused command);
 //! - pure processes: [`rules`] (cross-aggregate decisions), [`supervisor`] (group
 //!   orchestration), [`task_graph`] (cycles, subtask layers), [`task::tick`] (scheduler ticks),
 //!   [`signal::policy`] (fact → commands).
@@ -32,6 +33,7 @@ pub mod group;
 pub mod ids;
 pub mod notification;
 pub mod operation;
+pub mod refusal;
 pub mod rules;
 pub mod scope;
 pub mod signal;

@@ -18,6 +18,8 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::DomainError;
 use serde_json::{Map, Value};
 
 /// Upstream's hard-coded default when a group does not say.
@@ -420,6 +422,47 @@ pub fn decide(
             (state.clone(), SupervisorInstruction::finish("unknown_result_type"))
         }
     }
+}
+
+/// Upstream's group-management tools that the decision table does not carry out (`vote` is
+/// offered to upstream's model; the others are written but not offered).
+pub const UNSUPPORTED_DECISIONS: [&str; 4] = ["vote", "interrupt", "summarize", "createWorkflow"];
+
+/// The namespace of upstream's group-management tools.
+pub const TOOL_NAMESPACE: &str = "lobe-group-management";
+
+/// The decision a supervisor's tool call (`speak`, `lobe-group-management/broadcast`, …) makes.
+/// `None` for a tool that is not a group decision (the supervisor's ordinary tools); an
+/// unsupported one — `vote`, `interrupt`, `summarize`, `createWorkflow`, or any other tool
+/// in the group-management namespace — is refused with [`DomainError::Validation`], never
+/// taken as a finish.
+pub fn decision_for_tool(
+    tool: &str,
+    arguments: Option<&Value>,
+) -> Option<Result<DecidedPayload, DomainError>> {
+    let name = tool.rsplit(['/', '.', '_']).next().unwrap_or(tool);
+    let decision = match name {
+        "speak" => "speak",
+        "broadcast" => "broadcast",
+        "executeAgentTask" => "execute_task",
+        "executeAgentTasks" => "execute_tasks",
+        "delegate" => "delegate",
+        "finish" => "finish",
+        other if UNSUPPORTED_DECISIONS.contains(&other) || tool.starts_with(TOOL_NAMESPACE) => {
+            return Some(Err(DomainError::validation(
+                "decision",
+                format!(
+                    "the supervisor decided `{other}`, which agentlog does not carry out; decide with \
+                     speak, broadcast, executeAgentTask, executeAgentTasks, delegate or finish"
+                ),
+            )));
+        }
+        _ => return None,
+    };
+    let params: Map<String, Value> =
+        arguments.and_then(Value::as_object).cloned().unwrap_or_default();
+    let skip_call_supervisor = params.get("skipCallSupervisor").and_then(Value::as_bool);
+    Some(Ok(DecidedPayload { decision: decision.into(), params, skip_call_supervisor }))
 }
 
 #[cfg(test)]

@@ -281,3 +281,34 @@ fn results_and_instructions_use_upstreams_json_shapes() {
         json!({"type": "call_supervisor", "payload": {"round": 2, "supervisorAgentId": "sup-1"}})
     );
 }
+
+#[test]
+fn tools_map_to_decisions_and_unsupported_ones_are_refused() {
+    let d = decision_for_tool("lobe-group-management/speak", Some(&json!({"agentId": "a"})));
+    assert!(matches!(d, Some(Ok(p)) if p.decision == "speak" && p.params["agentId"] == "a"));
+    assert!(
+        decision_for_tool("web-search/search", None).is_none(),
+        "an ordinary tool is no decision"
+    );
+    let b = decision_for_tool(
+        "lobe-group/broadcast",
+        Some(&json!({"agentIds": ["a"], "skipCallSupervisor": true})),
+    );
+    assert!(
+        matches!(b, Some(Ok(p)) if p.decision == "broadcast" && p.skip_call_supervisor == Some(true))
+    );
+    let name = |t: &str| decision_for_tool(t, None).and_then(Result::ok).map(|d| d.decision);
+    assert_eq!(name("executeAgentTasks").as_deref(), Some("execute_tasks"));
+    assert_eq!(name("executeAgentTask").as_deref(), Some("execute_task"));
+    for tool in [
+        "vote",
+        "lobe-group-management/vote",
+        "lobe-group-management/summarize",
+        "lobe-group-management/newThing",
+    ] {
+        assert!(
+            matches!(decision_for_tool(tool, None), Some(Err(DomainError::Validation { .. }))),
+            "{tool} must be refused"
+        );
+    }
+}

@@ -6,6 +6,10 @@
 //! events sit in, their causes back to the source and everything they caused — signals,
 //! actions, briefs, notifications. All of it in log order, each event with the root operation's
 //! state after it (folded with the domain's `evolve`, so it is what the server saw then).
+//!
+//! The run's agent config is shown as it ran: the agent stream folded up to the config version
+//! the run recorded (`operation.created`'s `agent.configVersion`), with the run's explicit
+//! overrides (`agentOverrides`: model, provider) applied.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap, HashSet},
@@ -13,6 +17,7 @@ use std::{
 };
 
 use agentlog_domain::{
+    agent::{Agent, AgentConfig, AgentEvent},
     aggregate::{Aggregate, DomainEvent},
     envelope::RecordedEvent,
     operation::{Operation, OperationEvent},
@@ -119,6 +124,78 @@ pub struct Timeline {
     pub entries: Vec<TimelineEntry>,
     /// The root operation's full state at the end of the timeline.
     pub state: Value,
+    /// The agent config the run ran under (`None` before `operation.created` or when the
+    /// roster holds no such version).
+    pub agent_config: Option<AgentConfigUsed>,
+}
+
+/// The exact agent config a run ran under.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentConfigUsed {
+    /// The agent.
+    pub agent_id: String,
+    /// The config version the run recorded.
+    pub config_version: u64,
+    /// The roster's settings the run's starter overrode (`model`, `provider`).
+    pub overrides: Vec<String>,
+    /// The config at that version, overrides applied: slug, title, model, provider, systemRole,
+    /// plugins (the tools), kind, ….
+    pub config: AgentConfig,
+}
+
+impl AgentConfigUsed {
+    fn lines(&self) -> String {
+        let c = &self.config;
+        let none = || "-".to_string();
+        let overridden = if self.overrides.is_empty() {
+            String::new()
+        } else {
+            format!(" (overridden: {})", self.overrides.join(", "))
+        };
+        format!(
+            "agent {} config v{}: model={} provider={}{overridden}\ntools: [{}]\nsystem role: {}\n",
+            self.agent_id,
+            self.config_version,
+            c.model.clone().unwrap_or_else(none),
+            c.provider.clone().unwrap_or_else(none),
+            c.plugins.join(", "),
+            c.system_role.clone().unwrap_or_else(none),
+        )
+    }
+}
+
+/// The config `op` ran under, from its agent's stream.
+async fn agent_config_used(store: &dyn EventStore, op: &Operation) -> anyhow::Result<Option<AgentConfigUsed>> {
+    let Some(spec) = op.spec.as_ref() else { return Ok(None) };
+    let agent_ref = &spec.agent;
+    let stream = Agent::stream_id(&agent_ref.agent_id);
+    let mut agent = Agent::default();
+    for e in store::read_stream(store, &stream).await? {
+        let typed = AgentEvent::decode(&e.event_type, e.schema_version, &e.payload)
+            .with_context(|| format!("decoding {} at position {}", e.event_type, e.position))?;
+        agent = agent.evolve(&typed);
+        if agent.version >= agent_ref.config_version {
+            break;
+        }
+    }
+    if agent.version != agent_ref.config_version {
+        return Ok(None);
+    }
+    let mut config = agent.config;
+    for field in &spec.agent_overrides {
+        match field.as_str() {
+            "model" => config.model = agent_ref.model.clone(),
+            "provider" => config.provider = agent_ref.provider.clone(),
+            _ => {}
+        }
+    }
+    Ok(Some(AgentConfigUsed {
+        agent_id: agent_ref.agent_id.clone(),
+        config_version: agent_ref.config_version,
+        overrides: spec.agent_overrides.clone(),
+        config,
+    }))
 }
 
 /// The operation ids a stream's `operation.child_spawned` events name.
@@ -230,12 +307,14 @@ pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64
         let role = roles.get(&event.event_id).copied().unwrap_or(Role::Effect);
         entries.push(TimelineEntry { role, event, operation: OperationSummary::of(&op) });
     }
+    let agent_config = agent_config_used(store, &op).await?;
     Ok(Timeline {
         operation_id: operation_id.to_string(),
         sub_agents: ops[1..].to_vec(),
         at,
         entries,
         state: serde_json::to_value(&op).context("encoding the operation's state")?,
+        agent_config,
     })
 }
 
@@ -271,6 +350,9 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         t.sub_agents.len(),
         t.at.map_or(String::new(), |p| format!(", up to position {p}"))
     );
+    if let Some(config) = &t.agent_config {
+        text.push_str(&config.lines());
+    }
     text.push_str(&table.render());
     output::print_text(&text)?;
     Ok(ExitCode::SUCCESS)

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use agentlog_domain::{
     agent::Agent, aggregate::StreamKind, brief::Brief, conversation::Conversation, cron::CronJob,
-    envelope::RecordedEvent, group::Group, notification::Notifications, operation::Operation, signal::Source,
-    task::Task,
+    envelope::RecordedEvent, group::Group, notification::Notifications, operation::Operation, refusal::Refusal,
+    signal::Source, task::Task,
 };
 use agentlog_eventlog::fold_recorded;
 use anyhow::{Context, bail};
@@ -19,7 +19,7 @@ use crate::{Global, output, store};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The stream (`operation-<id>`, `task-<id>`, `conversation-<topicId>`, `brief-<id>`,
-    /// `notification-<userId>`, `cron-<id>`, `group-<id>`, `agent-<id>`, `source-<id>`).
+    /// `notification-<userId>`, `cron-<id>`, `group-<id>`, `agent-<id>`, `source-<id>`, `refusal-<id>`).
     pub stream_id: String,
     /// Fold only the events at or before this position.
     #[arg(long)]
@@ -63,6 +63,7 @@ pub fn fold_state(kind: StreamKind, events: &[RecordedEvent], at: Option<i64>) -
         StreamKind::Group => fold::<Group>(events, at),
         StreamKind::Agent => fold::<Agent>(events, at),
         StreamKind::Source => fold::<Source>(events, at),
+        StreamKind::Refusal => fold::<Refusal>(events, at),
     }
 }
 

@@ -98,7 +98,8 @@ impl Commands<'_> {
                     Some(p) => Some(h.load::<Operation>(p).await?),
                     None => None,
                 };
-                let started = operation_start::start_operation(
+                let started = operation_start::start_operation_within(
+                    self.state.limits.max_subagent_depth,
                     &create,
                     &existing.state,
                     conversation.as_ref().map(|c| &c.state),

@@ -469,7 +469,11 @@ impl AgentsMutation {
     /// Start a run of a group: its supervisor agent's operation `operationId` (kind group),
     /// told `instruction`. The supervisor's worker claims it like any operation and reports its
     /// decisions as tool calls (`speak`, `broadcast`, `executeAgentTask`, `executeAgentTasks`,
-    /// `delegate`, `finish`, with their arguments); the orchestration dispatches the members.
+    /// `delegate`, `finish`, with their arguments; `skipCallSupervisor: true` finishes after the
+    /// action); the orchestration dispatches the members, wakes the supervisor with their
+    /// `asyncResults`, and finishes after the group's `maxRounds`. A group-management tool it
+    /// does not carry out (`vote`, `interrupt`, `summarize`, `createWorkflow`, any other
+    /// `lobe-group-management/…`) fails the supervisor's run with a VALIDATION error.
     async fn start_group_run(
         &self,
         ctx: &Context<'_>,

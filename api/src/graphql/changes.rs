@@ -6,7 +6,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use agentlog_domain::envelope::RecordedEvent;
+use agentlog_domain::{envelope::RecordedEvent, operation::OperationKind};
 use agentlog_eventlog::EventFilter;
 use agentlog_projections::{briefs, conversations, notifications, operations, tasks};
 use async_graphql::{Context, OutputType, SimpleObject, Subscription};
@@ -14,7 +14,7 @@ use futures_util::{StreamExt, stream::BoxStream};
 
 use super::{
     Subscriber, admit_subscriber, app, caller, conversations::ConversationNode, inbox::BriefNode,
-    inbox::NotificationNode, operations::Operation, tasks::TaskNode,
+    inbox::NotificationNode, operations::Operation, operations::OperationKindInput, tasks::TaskNode, wire,
 };
 use crate::{
     auth::Caller,
@@ -303,12 +303,21 @@ impl ChangesSubscription {
     /// resumed with `resumeOperation` after an interruption); a run whose lease expired is
     /// interrupted, and offered again once resumed. A worker claims with
     /// `claimOperation` and reports with the lease token it answers; losing a race answers
-    /// CONFLICT.
+    /// CONFLICT. `kinds` narrows it to those kinds of run; without it, every kind but
+    /// `CLIENT_TASK` (a group member's task run in the client, which a client worker asks
+    /// for with `kinds: [CLIENT_TASK]`).
     async fn work_available(
         &self,
         ctx: &Context<'_>,
         agent_ids: Vec<String>,
+        kinds: Option<Vec<OperationKindInput>>,
     ) -> BoxStream<'static, GqlResult<Operation>> {
+        // Kinds as the read model spells them.
+        let wanted: Vec<String> = match kinds {
+            Some(k) => k.into_iter().map(|k| wire(&OperationKind::from(k))).collect(),
+            None => OperationKind::ALL.iter().filter(|k| **k != OperationKind::ClientTask).map(wire).collect(),
+        };
+        let wanted = Arc::new(wanted);
         let (state, who) = match caller(ctx) {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
@@ -332,7 +341,9 @@ impl ChangesSubscription {
                 };
                 let page = agentlog_projections::page::PageRequest::first(500);
                 match operations::list(&state.db, who.owner(), &filter, &page).await {
-                    Ok(p) => backlog.extend(p.items.into_iter().filter(|o| o.lease.is_none())),
+                    Ok(p) => {
+                        backlog.extend(p.items.into_iter().filter(|o| o.lease.is_none() && wanted.contains(&o.kind)))
+                    }
                     Err(e) => return failed(e.into()),
                 }
             }
@@ -359,13 +370,15 @@ impl ChangesSubscription {
             |_| true,
             move |state, event| {
                 let (owner, agents) = (who.owner().map(str::to_string), Arc::clone(&agents));
+                let wanted = Arc::clone(&wanted);
                 async move {
                     let row = operations::get(&state.db, owner.as_deref(), &id_of(&event, "operation-")).await?;
                     Ok(match row {
                         Some(o)
                             if o.lease.is_none()
                                 && matches!(o.status.as_str(), "idle" | "running")
-                                && agents.contains(&o.agent_id) =>
+                                && agents.contains(&o.agent_id)
+                                && wanted.contains(&o.kind) =>
                         {
                             Loaded::Row(Some(Operation::from(o)))
                         }

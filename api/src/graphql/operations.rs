@@ -1,11 +1,12 @@
 //! Operations: one agent run. Queries read the log (history, state as of any position);
 //! mutations are the worker's and the human's commands.
 
+use agentlog_domain::aggregate::DomainEvent;
 use agentlog_domain::operation::{
     AgentRef, CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
     OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
 };
-use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, ReviewScore};
+use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, OperationEvent, ReviewScore};
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -34,7 +35,7 @@ pub struct Operation {
     pub status: String,
     /// `thinking`, `acting`, `responding`, `finalizing`, `done`.
     pub phase: Option<String>,
-    /// `conversation`, `subagent`, `tool`, `group`, `task`.
+    /// `conversation`, `subagent`, `tool`, `group`, `client_task`, `task`.
     pub kind: Option<String>,
     /// Why it stopped (or paused).
     pub completion_reason: Option<String>,
@@ -86,6 +87,13 @@ pub struct Operation {
     /// The roster settings overridden for this run, when built from the stream.
     #[graphql(skip)]
     pub overrides: Option<Vec<String>>,
+    /// Tools off, when built from the stream.
+    #[graphql(skip)]
+    pub tools_disabled: Option<bool>,
+    /// The stream version the node was folded at, when `operation(id)` read it: its
+    /// `asyncResults` are then read from the stream up to that version.
+    #[graphql(skip)]
+    pub stream_version: Option<i64>,
     /// Error of a failed run.
     pub error: Option<Json<serde_json::Value>>,
     /// Created.
@@ -130,6 +138,8 @@ impl From<&OperationState> for Operation {
             todos: op.todos.as_ref().map(json),
             from_stream: Some((json(&op.artifacts).0, json(&op.scores).0)),
             overrides: Some(spec.map(|s| s.agent_overrides.clone()).unwrap_or_default()),
+            tools_disabled: Some(spec.is_some_and(|s| s.disable_tools)),
+            stream_version: None,
             error: op.error.as_ref().map(json),
             created_at: op.created_at,
             started_at: op.started_at,
@@ -171,6 +181,8 @@ impl From<OperationRow> for Operation {
             error: op.error.map(Json),
             from_stream: None,
             overrides: None,
+            tools_disabled: None,
+            stream_version: None,
             created_at: Some(op.created_at),
             started_at: op.started_at,
             completed_at: op.completed_at,
@@ -266,6 +278,33 @@ impl From<OperationCardRow> for HitlCardNode {
 }
 
 impl Operation {
+    /// The async results in the operation's stream up to `version`, shaped as the read model's.
+    async fn async_results_from_stream(
+        &self,
+        ctx: &Context<'_>,
+        version: i64,
+    ) -> Result<Vec<read::OperationAsyncResultRow>, ApiError> {
+        let limit = usize::try_from(version).unwrap_or(usize::MAX);
+        let events = app(ctx).store.read_stream(&operation_stream(&self.id), 1, limit).await?;
+        let mut rows = Vec::new();
+        for e in events.iter().filter(|e| e.event_type == "operation.async_result_received") {
+            let event = <OperationEvent as DomainEvent>::decode(&e.event_type, e.schema_version, &e.payload)
+                .map_err(|err| ApiError::Internal(format!("event at {} cannot be decoded: {err}", e.position)))?;
+            let OperationEvent::AsyncResultReceived(r) = event else { continue };
+            rows.push(read::OperationAsyncResultRow {
+                operation_id: self.id.clone(),
+                key: r.key,
+                success: r.success,
+                result: r.result,
+                truncated: r.truncated,
+                original_chars: r.original_chars.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+                resumed: r.resumes,
+                position: e.position,
+            });
+        }
+        Ok(rows)
+    }
+
     async fn agent_overrides_of(&self, ctx: &Context<'_>) -> Result<Vec<String>, ApiError> {
         if let Some(o) = &self.overrides {
             return Ok(o.clone());
@@ -316,6 +355,16 @@ impl Operation {
         Ok(Some(Json(config)))
     }
 
+    /// Tools are off for this run (a group member told by a `broadcast`): its worker answers
+    /// without tools, and a `reportStep` with tool calls is refused with VALIDATION.
+    async fn disable_tools(&self, ctx: &Context<'_>) -> GqlResult<bool> {
+        if let Some(off) = self.tools_disabled {
+            return Ok(off);
+        }
+        let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(&self.id).await?;
+        Ok(loaded.state.spec.is_some_and(|s| s.disable_tools))
+    }
+
     /// Artifacts (`[{artifactId, title, kind, sizeBytes?, contentRef}]`).
     async fn artifacts(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
         if let Some((artifacts, _)) = &self.from_stream {
@@ -351,8 +400,14 @@ impl Operation {
     }
 
     /// Results delivered to this run while it waited (async tools, sub-agents, a group's
-    /// members), in order: `[{operationId, resultKey, success, result, truncated, resumed, …}]`.
+    /// members), in order: `[{operationId, key, success, result, truncated, originalChars,
+    /// resumed, position}]`. Read by `operation(id)`, they come from the operation's stream at
+    /// the same position as its `status` (a woken supervisor shows every result of its
+    /// barrier); in lists and payloads, from the read model.
     async fn async_results(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
+        if let Some(version) = self.stream_version {
+            return Ok(json(&self.async_results_from_stream(ctx, version).await?));
+        }
         Ok(json(&read::async_results(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
     }
 
@@ -397,7 +452,7 @@ impl OperationsQuery {
     async fn operation(&self, ctx: &Context<'_>, id: String) -> GqlResult<Operation> {
         let who = caller(ctx)?;
         let loaded = Commands::new(app(ctx), who).load_operation(&id).await?;
-        Ok(Operation::from(&loaded.state))
+        Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
     }
 
     /// Operations, newest first (read model). Filters combine.
@@ -473,6 +528,8 @@ pub enum OperationKindInput {
     Tool,
     /// Group supervisor.
     Group,
+    /// A group member's task run by a client worker.
+    ClientTask,
     /// Task topic run.
     Task,
 }
@@ -670,7 +727,12 @@ impl OperationsMutation {
     }
 
     /// A sub-agent: an operation whose parent is `parentOperationId`. While the parent holds a
-    /// lease, only its holder spawns: `leaseToken` is the parent's (CONFLICT otherwise).
+    /// lease, only its holder spawns: `leaseToken` is the parent's (CONFLICT otherwise). It runs
+    /// in its parent's conversation (another `topicId`: VALIDATION); at most 3 unfinished
+    /// background ones per conversation, and at most `--max-subagent-depth` (default 5) levels
+    /// below the top-level run (LIMIT beyond either). Its end is delivered to its parent
+    /// (`asyncResults`), or, when the parent has ended, to the parent's conversation as a
+    /// `taskCallback` completion notice.
     async fn spawn_subagent(
         &self,
         ctx: &Context<'_>,

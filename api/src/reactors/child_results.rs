@@ -3,16 +3,29 @@
 //! capped at 32,000 characters by the parent). A parent waiting on its children
 //! (`waiting_for_async_tool`) resumes when the last one reported: that is the barrier a group
 //! supervisor waits at.
+//!
+//! A child that finishes after its parent ended is owed to nobody waiting, yet its result is
+//! never dropped: it is recorded on the parent's conversation as the completion notice
+//! (`rules::operation_start::completion_notice`, a `taskCallback` message), unless its end is
+//! its ancestor's cancel. Any other refusal is recorded and its owner told
+//! ([`super::refusals`]).
 
 use agentlog_domain::{
+    aggregate::Aggregate,
     context::Context,
+    conversation::{Conversation, ConversationCommand},
     envelope::{Actor, RecordedEvent},
+    error::DomainError,
     operation::{Operation, OperationEvent},
-    rules::operation_start::child_result_for_parent,
+    rules::operation_start::{child_result_for_parent, completion_notice},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -33,14 +46,47 @@ impl Reactor for ChildResults {
         let child = signal_bus::state_at::<Operation>(state, fact).await?;
         let Some((parent, command)) = child_result_for_parent(&child, &event) else { return Ok(()) };
         let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
+        let refused = Refused::new(NAME, "operation.receive_async_result", Operation::stream_id(&parent), fact)
+            .operation(parent.clone());
         match state.handler.execute::<Operation>(&parent, &command, &ctx).await {
-            Ok(_) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
-            // The parent finished (or never started) meanwhile: nobody is waiting.
-            Err(CommandError::Domain(e)) => {
-                tracing::debug!(parent, child = child.id(), reason = %e, "a child's result was not delivered");
+            Ok(_) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
+            // The parent ended first: the result goes to its conversation instead.
+            Err(CommandError::Domain(e @ DomainError::AlreadyFinished { .. })) => {
+                match completion_notice(&child, &event) {
+                    Some((topic_id, notice)) => deliver(state, fact, &child, &topic_id, notice).await,
+                    None if matches!(&event, OperationEvent::Cancelled(c) if c.cascade_from.is_some()) => {
+                        tracing::debug!(parent, child = child.id(), "cancelled with its parent; no result owed");
+                        Ok(())
+                    }
+                    None => refusals::record(state, fact, &ctx, refused, &e).await,
+                }
             }
-            Err(e) => return Err(e.into()),
+            Err(CommandError::Domain(e)) => refusals::record(state, fact, &ctx, refused, &e).await,
+            Err(e) => Err(e.into()),
         }
-        Ok(())
+    }
+}
+
+/// Record a late child's completion notice on its parent's conversation (once: the message id
+/// derives from the child).
+async fn deliver(
+    state: &AppState,
+    fact: &RecordedEvent,
+    child: &Operation,
+    topic_id: &str,
+    notice: agentlog_domain::conversation::ChatMessage,
+) -> Result<(), ApiError> {
+    let ctx = Context::reacting_to(fact, &format!("{NAME}#notice"), Actor::system(NAME));
+    let command = ConversationCommand::AppendMessage(notice);
+    match state.handler.execute::<Conversation>(topic_id, &command, &ctx).await {
+        Ok(_)
+        | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. }))
+        | Err(CommandError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
+        Err(CommandError::Domain(e)) => {
+            let refused = Refused::new(NAME, "conversation.append_message", Conversation::stream_id(topic_id), fact)
+                .operation(child.id());
+            refusals::record(state, fact, &ctx, refused, &e).await
+        }
+        Err(e) => Err(e.into()),
     }
 }

@@ -9,6 +9,7 @@ pub mod clock_pass;
 pub mod lease_reaper;
 pub mod notification_retention;
 pub mod orchestration;
+pub mod refusals;
 pub mod scheduler;
 pub mod signal_bus;
 pub mod sources;

@@ -25,13 +25,20 @@ use agentlog_domain::{
     error::DomainError,
     group::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
     ids::server_id,
-    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind},
-    supervisor::{ActionPayload, DecidedPayload, ExecutorResult, SupervisorInstruction},
+    operation::{
+        AgentRef, CreateOperation, Operation, OperationCommand, OperationError, OperationEvent, OperationKind,
+    },
+    rules::operation_start::child_depth,
+    supervisor::{ActionPayload, ExecutorResult, SupervisorInstruction, decision_for_tool},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -56,34 +63,19 @@ impl Reactor for Orchestration {
             }
             _ => match signal_bus::decode::<OperationEvent>(fact)? {
                 OperationEvent::StepRecorded(step) => {
-                    let Some(decision) = step.tool_calls.iter().find_map(|c| decision(&c.name, c.arguments.as_ref()))
-                    else {
-                        return Ok(());
-                    };
-                    advance(state, fact, ExecutorResult::SupervisorDecided { payload: decision }).await
+                    let decision =
+                        step.tool_calls.iter().find_map(|c| decision_for_tool(&c.name, c.arguments.as_ref()));
+                    match decision {
+                        None => Ok(()),
+                        Some(Ok(payload)) => advance(state, fact, ExecutorResult::SupervisorDecided { payload }).await,
+                        Some(Err(refused)) => unsupported(state, fact, &refused).await,
+                    }
                 }
                 OperationEvent::AsyncResultReceived(r) if r.resumes => barrier_opened(state, fact).await,
                 _ => Ok(()),
             },
         }
     }
-}
-
-/// The supervisor tool a call names (`speak`, `lobe-group/broadcast`, …) as a decision.
-pub fn decision(tool: &str, arguments: Option<&Value>) -> Option<DecidedPayload> {
-    let name = tool.rsplit(['/', '.', '_']).next().unwrap_or(tool);
-    let decision = match name {
-        "speak" => "speak",
-        "broadcast" => "broadcast",
-        "executeAgentTask" => "execute_task",
-        "executeAgentTasks" => "execute_tasks",
-        "delegate" => "delegate",
-        "finish" => "finish",
-        _ => return None,
-    };
-    let params: Map<String, Value> = arguments.and_then(Value::as_object).cloned().unwrap_or_default();
-    let skip_call_supervisor = params.get("skipCallSupervisor").and_then(Value::as_bool);
-    Some(DecidedPayload { decision: decision.into(), params, skip_call_supervisor })
 }
 
 /// The group a supervisor operation (at `fact`) orchestrates, when it is one.
@@ -93,25 +85,52 @@ async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Opti
     Ok(group.map(|g| (op, g)))
 }
 
+/// A decision the table does not carry out ends the supervisor's run with the refusal as its
+/// error (the signal bus then tells the owner with an error brief); a run that cannot take
+/// the failure any more has the refusal recorded ([`refusals::record`]).
+async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainError) -> Result<(), ApiError> {
+    let Some((op, _)) = supervised_group(state, fact).await? else { return Ok(()) };
+    let ctx = Context::reacting_to(fact, &format!("{NAME}#unsupported"), Actor::system(NAME));
+    let error = OperationError {
+        message: refused.to_string(),
+        error_type: Some("unsupported_decision".into()),
+        code: Some(refused.code().as_str().into()),
+    };
+    let outcome = state.handler.execute::<Operation>(op.id(), &OperationCommand::Fail(error), &ctx).await.map(|_| ());
+    let record = Refused::new(NAME, "operation.fail", Operation::stream_id(op.id()), fact).operation(op.id());
+    match outcome {
+        Err(CommandError::Domain(_)) => refusals::record(state, fact, &ctx, record, refused).await,
+        other => settle(state, fact, &ctx, other, record).await,
+    }
+}
+
 /// Record an executor result on the group (idempotently).
 async fn advance(state: &AppState, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ApiError> {
     let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
-    let group = state.handler.load::<Group>(&group_id).await?.state;
-    if !group.orchestrations.contains_key(op.id()) {
-        return Ok(());
-    }
+    // An orchestration that is gone (finished, its group deleted) refuses the step: recorded
+    // as a refusal, never skipped unseen.
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let command = GroupCommand::AdvanceOrchestration { operation_id: op.id().to_string(), result };
-    settle(state.handler.execute::<Group>(&group_id, &command, &ctx).await.map(|_| ()), "advance")
+    let outcome = state.handler.execute::<Group>(&group_id, &command, &ctx).await.map(|_| ());
+    let refused = Refused::new(NAME, ADVANCE, Group::stream_id(&group_id), fact).operation(op.id());
+    settle(state, fact, &ctx, outcome, refused).await
 }
 
-fn settle(outcome: Result<(), CommandError>, what: &str) -> Result<(), ApiError> {
+/// `refused`'s command, as the group's step advancing.
+const ADVANCE: &str = "group.advance_orchestration";
+
+/// Settle an orchestration command: a refusal is recorded and its owner told
+/// ([`refusals::record`]), never only logged.
+async fn settle(
+    state: &AppState,
+    fact: &RecordedEvent,
+    ctx: &Context,
+    outcome: Result<(), CommandError>,
+    refused: Refused,
+) -> Result<(), ApiError> {
     match outcome {
         Ok(()) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
-        Err(CommandError::Domain(e)) => {
-            tracing::warn!(step = what, error = %e, "an orchestration step was refused; skipped");
-            Ok(())
-        }
+        Err(CommandError::Domain(e)) => refusals::record(state, fact, ctx, refused, &e).await,
         Err(e) => Err(e.into()),
     }
 }
@@ -165,7 +184,9 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
         let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None, brief_judgement: None };
         let outcome = state.handler.execute::<Operation>(supervisor_id, &command, &ctx).await.map(|_| ());
-        return settle(outcome, "finish");
+        let refused = Refused::new(NAME, "operation.complete", Operation::stream_id(supervisor_id), fact)
+            .operation(supervisor_id);
+        return settle(state, fact, &ctx, outcome, refused).await;
     }
     let group = state.handler.load::<Group>(fact.stream_id.trim_start_matches("group-")).await?.state;
     let Some(calls) = calls(&step.instruction, &group) else { return Ok(()) };
@@ -190,21 +211,47 @@ async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationA
         let payload = ActionPayload { error: Some(Value::String(error)), ..ActionPayload::default() };
         let result = result_for(&step.instruction, payload);
         let command = GroupCommand::AdvanceOrchestration { operation_id: supervisor_id.to_string(), result };
-        return settle(state.handler.execute::<Group>(&group.group_id, &command, &ctx).await.map(|_| ()), "no members");
+        let outcome = state.handler.execute::<Group>(&group.group_id, &command, &ctx).await.map(|_| ());
+        let refused = Refused::new(NAME, ADVANCE, Group::stream_id(&group.group_id), fact).operation(supervisor_id);
+        return settle(state, fact, &ctx, outcome, refused).await;
     }
     if !strangers.is_empty() {
         tracing::warn!(supervisor = supervisor_id, ?strangers, "not members (or not runnable); left out");
     }
-    dispatch(state, &group, supervisor_id, &members, &ctx).await
+    dispatch(state, fact, &group, supervisor_id, &members, MemberRuns::for_instruction(&step.instruction), &ctx).await
+}
+
+/// How an instruction's member runs start.
+#[derive(Debug, Clone, Copy)]
+struct MemberRuns {
+    /// `client_task` for a task run in the client (`runInClient`), else `subagent`.
+    kind: OperationKind,
+    /// A broadcast's members answer without tools (upstream's `disableTools`).
+    disable_tools: bool,
+}
+
+impl MemberRuns {
+    fn for_instruction(instruction: &SupervisorInstruction) -> Self {
+        use SupervisorInstruction as I;
+        let kind = match instruction {
+            I::ExecClientAsyncTask { .. } => OperationKind::ClientTask,
+            _ => OperationKind::Subagent,
+        };
+        let disable_tools =
+            matches!(instruction, I::ParallelCallAgents { payload } if payload.disable_tools == Some(true));
+        Self { kind, disable_tools }
+    }
 }
 
 /// One operation per member, registered as the supervisor's children, and the supervisor held
-/// until all of them reported — one atomic append.
+/// until all of them reported — one atomic append, each started as `runs` says.
 async fn dispatch(
     state: &AppState,
+    fact: &RecordedEvent,
     group: &Group,
     supervisor_id: &str,
     members: &[(AgentRef, Option<String>)],
+    runs: MemberRuns,
     ctx: &Context,
 ) -> Result<(), ApiError> {
     let child_ids: Vec<String> = (0..members.len())
@@ -221,11 +268,13 @@ async fn dispatch(
             let mut writes = Vec::new();
             for ((agent, instruction), child_id) in members.iter().zip(&child_ids) {
                 let child = h.load::<Operation>(child_id).await?;
-                let mut create = CreateOperation::new(child_id.clone(), OperationKind::Subagent, agent.clone());
+                let mut create = CreateOperation::new(child_id.clone(), runs.kind, agent.clone());
                 create.parent_operation_id = Some(supervisor_id.to_string());
                 create.group_id = Some(group.group_id.clone());
                 create.trigger = Some(format!("group:{}", group.group_id));
                 create.instruction = instruction.clone();
+                create.depth = child_depth(&parent.state, state.limits.max_subagent_depth)?;
+                create.disable_tools = runs.disable_tools;
                 let created = child.state.decide(&OperationCommand::Create(create), ctx)?;
                 writes.push((
                     stamper.write(&child.state, &StreamEvents::new(child.stream_id.clone(), created)),
@@ -246,9 +295,11 @@ async fn dispatch(
         })
         .await
         .map(|_| ());
+    let refused = Refused::new(NAME, "operation.dispatch_members", Operation::stream_id(supervisor_id), fact)
+        .operation(supervisor_id);
     match outcome {
         Err(CommandError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
-        other => settle(other, "dispatch"),
+        other => settle(state, fact, ctx, other, refused).await,
     }
 }
 

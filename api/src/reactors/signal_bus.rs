@@ -8,7 +8,7 @@
 //! crash, or in two server processes — appends once.
 
 use agentlog_domain::{
-    aggregate::{Aggregate, DomainEvent},
+    aggregate::{Aggregate, DomainEvent, StreamKind},
     brief::{Brief, BriefCommand, BriefEvent},
     context::Context,
     cron::{CronEvent, CronJob},
@@ -23,7 +23,10 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
 
-use super::Reactor;
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+};
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -127,6 +130,11 @@ fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ApiError> {
 pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
     for (i, (policy_id, reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
         let ctx = Context::reacting_to(fact, &format!("{policy_id}#{i}"), Actor::system(NAME));
+        let (command, target) = match &reaction {
+            Reaction::CreateBrief(b) => ("brief.create", Brief::stream_id(&b.brief_id)),
+            Reaction::CreateNotification(n) => ("notification.create", Notifications::stream_id(&n.user_id)),
+            Reaction::ReceiveSource(src) => ("source.receive", Source::stream_id(&src.source_id)),
+        };
         let outcome = match reaction {
             Reaction::CreateBrief(brief) => {
                 let id = brief.brief_id.clone();
@@ -154,9 +162,16 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
             }
             // Deduplicated: the notification exists already.
             Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
-            // The domain refused (e.g. the brief id taken with other content): nothing to retry.
+            // The domain refused (e.g. the brief id taken with other content): nothing to
+            // retry, so it is recorded and the owner told.
             Err(CommandError::Domain(e)) => {
-                tracing::warn!(policy = policy_id, fact = fact.position, error = %e, "a reaction was refused; skipped");
+                let refused = Refused::new(NAME, command, target, fact);
+                let refused = match StreamKind::parse(&fact.stream_id) {
+                    Some((StreamKind::Operation, op)) => refused.operation(op),
+                    Some((StreamKind::Task, task)) => refused.task(task),
+                    _ => refused,
+                };
+                refusals::record(state, fact, &ctx, refused, &e).await?;
             }
             Err(e) => return Err(e.into()),
         }

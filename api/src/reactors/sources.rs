@@ -13,6 +13,7 @@
 //! registry entry, so re-reacting after a crash or in a second server appends nothing new.
 
 use agentlog_domain::{
+    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -27,7 +28,11 @@ use agentlog_domain::{
 use agentlog_eventlog::{CommandError, EventLogError};
 use serde_json::Value;
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -154,8 +159,13 @@ async fn append(
         // Recorded already (a re-run after a crash).
         Err(CommandError::Domain(DomainError::AlreadyFinished { .. })) => Ok(()),
         Err(CommandError::Domain(e)) => {
-            tracing::warn!(source = source_id, step, error = %e, "a signal step was refused; skipped");
-            Ok(())
+            let what = match command {
+                SourceCommand::Receive { .. } => "source.receive",
+                SourceCommand::EmitSignal { .. } => "source.emit_signal",
+                SourceCommand::DispatchAction { .. } => "source.dispatch_action",
+                SourceCommand::RecordActionResult { .. } => "source.record_action_result",
+            };
+            refusals::record(state, fact, &ctx, Refused::new(NAME, what, Source::stream_id(source_id), fact), &e).await
         }
         Err(e) => Err(e.into()),
     }

@@ -15,6 +15,7 @@
 use std::{collections::BTreeMap, collections::BTreeSet, time::Duration};
 
 use agentlog_domain::{
+    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -27,7 +28,11 @@ use agentlog_domain::{
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::tasks;
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -99,11 +104,15 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
                 ApiError::Log(EventLogError::IdempotencyConflict { .. })
                 | ApiError::Domain(DomainError::AlreadyExists { .. } | DomainError::TopicRunning { .. }),
             ) => {}
+            // Recorded as a refusal, the owner told with the `task_start_failed` notification.
             Err(ApiError::Domain(e)) => {
-                tracing::warn!(task = %task_id, from = %completed_id, error = %e, "dependant could not start");
                 let n =
                     task_cascade::start_failed_notification(&owner, &completed_id, &event_id, task_id, &e.to_string());
-                notify(state, fact, &format!("{NAME}#failed#{task_id}"), n).await?;
+                let refused = Refused::new(NAME, "task.run", Task::stream_id(task_id), fact)
+                    .task(task_id.clone())
+                    .operation(operation_id.clone());
+                refusals::record_with(state, fact, &ctx, Refused { user_id: owner.clone(), ..refused }, &e, Some(n))
+                    .await?;
             }
             Err(e) => return Err(e),
         }

@@ -15,6 +15,7 @@
 //! `completeTaskTopic`, or by the task leaving `running` — is left alone.
 
 use agentlog_domain::{
+    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -25,7 +26,11 @@ use agentlog_eventlog::{CommandError, EventLogError};
 
 use agentlog_projections::briefs;
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -97,7 +102,10 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
             tracing::debug!(task = task_id, topic = topic_id, reason = %e, "topic already ended");
         }
         Err(CommandError::Domain(e)) => {
-            tracing::warn!(task = task_id, topic = topic_id, error = %e, "the topic's end was refused; skipped");
+            let refused = Refused::new(NAME, "task.complete_topic", Task::stream_id(task_id), fact)
+                .operation(spec.operation_id.clone())
+                .task(task_id);
+            refusals::record(state, fact, &ctx, Refused { user_id: task.user_id.clone(), ..refused }, &e).await?;
         }
         Err(e) => return Err(e.into()),
     }

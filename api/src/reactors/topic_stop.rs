@@ -9,14 +9,20 @@
 //! a crash, or in two server processes — cancels once. It acts for the task's owner.
 
 use agentlog_domain::{
+    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
+    operation::Operation,
     task::{Task, TaskEvent},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::{Reactor, signal_bus};
+use super::{
+    Reactor,
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -57,7 +63,13 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
                 | CommandError::Domain(DomainError::AlreadyFinished { .. } | DomainError::NotFound { .. }),
             ) => {}
             Err(CommandError::Domain(e)) => {
-                tracing::warn!(operation = %op, error = %e, "the topic's run could not be cancelled; skipped");
+                let refused =
+                    Refused::new(NAME, "operation.cancel", Operation::stream_id(&op), fact).operation(op.clone());
+                let refused = match fact.stream_id.strip_prefix("task-") {
+                    Some(task) => refused.task(task),
+                    None => refused,
+                };
+                refusals::record(state, fact, &ctx, refused, &e).await?;
             }
             Err(e) => return Err(e.into()),
         }

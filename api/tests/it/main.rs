@@ -31,6 +31,7 @@ mod orchestration;
 mod otlp;
 mod reactors;
 mod read_models;
+mod refusals;
 mod retention;
 mod roster;
 mod scheduling;

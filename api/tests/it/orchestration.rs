@@ -4,10 +4,13 @@
 
 use crate::support;
 
+use agentlog_eventlog::{StoreOptions, open_store};
+use agentlog_projections::ReadDb;
+
 use serde_json::{Value, json};
 use support::{Db, Server};
 
-const OP: &str = "query($id: String!) { operation(id: $id) { status completionReason asyncResults children { edges { node { id status agentId instruction } } } } }";
+const OP: &str = "query($id: String!) { operation(id: $id) { status completionReason asyncResults children { edges { node { id status agentId instruction disableTools } } } } }";
 
 fn children(d: &Value) -> Vec<Value> {
     d["operation"]["children"]["edges"]
@@ -16,7 +19,7 @@ fn children(d: &Value) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-async fn setup(s: &Server, token: &str) {
+pub(crate) async fn setup(s: &Server, token: &str) {
     for agent in ["sup", "m1", "m2"] {
         s.data(
             Some(token),
@@ -39,7 +42,7 @@ async fn setup(s: &Server, token: &str) {
 }
 
 /// The supervisor's worker (claiming the woken run) reports a decision as a tool call.
-async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, arguments: Value) {
+pub(crate) async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, arguments: Value) {
     let lt = s.claim(token, op, "sup-worker").await;
     s.data(
         Some(token),
@@ -50,7 +53,7 @@ async fn decide(s: &Server, token: &str, op: &str, step: u32, tool: &str, argume
 }
 
 /// A member's worker answers.
-async fn answer(s: &Server, token: &str, op: &str, text: &str) {
+pub(crate) async fn answer(s: &Server, token: &str, op: &str, text: &str) {
     let lt = s.claim(token, op, "member-worker").await;
     s.data(
         Some(token),
@@ -94,6 +97,18 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     agents.sort_unstable();
     assert_eq!(agents, ["m1", "m2"]);
     assert!(kids.iter().all(|k| k["instruction"] == "Ideas for the launch?"), "{d}");
+    // A broadcast's members run with tools off: a step with tool calls is refused.
+    assert!(kids.iter().all(|k| k["disableTools"] == true), "{d}");
+    let kid = kids[0]["id"].as_str().unwrap();
+    let lt = s.claim(&alice, kid, "member-worker").await;
+    let r = s
+        .gql(
+            Some(&alice),
+            "mutation($id: String!, $lt: String!, $c: [ToolCallInput!]) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: $c) { position } }",
+            json!({"id": kid, "lt": lt, "c": [{"id": "t1", "name": "web-search", "status": "succeeded"}]}),
+        )
+        .await;
+    assert_eq!(support::error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
 
     // One answer is not enough: still waiting.
     let first = kids[0]["id"].as_str().unwrap().to_string();
@@ -107,8 +122,7 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
     answer(&s, &alice, &second, "a launch-day AMA").await;
 
-    // Both answered: the supervisor runs again, with both results.
-    // (status comes from the operation's stream, asyncResults from the read model: wait for both)
+    // Both answered: the supervisor runs again, with both results (one read, one position).
     let d = s
         .eventually(&alice, &op_query("sup1"), |d| {
             d["operation"]["status"] == "running"
@@ -125,6 +139,7 @@ async fn a_supervisor_broadcasts_then_delegates(db: Db) {
     let d = s.eventually(&alice, &op_query("sup1"), |d| children(d).len() == 3).await;
     let delegated = children(&d).into_iter().find(|k| k["id"] != first && k["id"] != second).unwrap();
     assert_eq!(delegated["agentId"], "m2", "{d}");
+    assert_eq!(delegated["disableTools"], false, "only a broadcast turns tools off: {d}");
     answer(&s, &alice, delegated["id"].as_str().unwrap(), "AMA scheduled for Friday").await;
     let d = s.eventually(&alice, &op_query("sup1"), |d| d["operation"]["status"] == "done").await;
     assert_eq!(d["operation"]["completionReason"], "done", "{d}");
@@ -190,3 +205,172 @@ fn op_query(id: &str) -> String {
 }
 
 both!(a_supervisor_broadcasts_then_delegates as group_supervisor_broadcasts_then_delegates);
+
+/// Broadcast to both members and let both answer: the supervisor is woken.
+async fn woken_after_a_broadcast(s: &Server, alice: &str, sup: &str) -> Vec<String> {
+    let start = format!(
+        "mutation {{ startGroupRun(groupId: \"g1\", operationId: \"{sup}\", instruction: \"Plan\") {{ position }} }}"
+    );
+    s.data(Some(alice), &start, json!({})).await;
+    decide(s, alice, sup, 1, "broadcast", json!({"agentIds": ["m1", "m2"], "instruction": "Ideas?"})).await;
+    let d = s.eventually(alice, &op_query(sup), |d| children(d).len() == 2).await;
+    let kids: Vec<String> = children(&d).iter().filter_map(|k| k["id"].as_str().map(str::to_string)).collect();
+    for (kid, text) in kids.iter().zip(["a teaser", "an AMA"]) {
+        answer(s, alice, kid, text).await;
+    }
+    kids
+}
+
+const WOKEN: &str = "query($id: String!) { operation(id: $id) { status asyncResults } }";
+
+async fn a_woken_supervisor_reads_all_its_results_with_its_status(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+    woken_after_a_broadcast(&s, &alice, "sup1").await;
+    // Every read of the one operation is at one position: running only with both results.
+    for _ in 0..400 {
+        let d = s.data(Some(&alice), WOKEN, json!({"id": "sup1"})).await;
+        let n = d["operation"]["asyncResults"].as_array().map_or(0, Vec::len);
+        match d["operation"]["status"].as_str() {
+            Some("running") => {
+                assert_eq!(n, 2, "woken with part of its barrier's results: {d}");
+                break;
+            }
+            Some("waiting_for_async_tool") => assert!(n < 2, "both results, still waiting: {d}"),
+            other => panic!("unexpected status {other:?}: {d}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The results are the stream's, not the read model's: with the read model's rows gone,
+    // one read still shows both.
+    let dir = s.data_dir.clone();
+    let db = s.stop();
+    let store = open_store(&db.url(), StoreOptions::default()).await.expect("open the log");
+    ReadDb::from(store.database())
+        .execute("DELETE FROM operation_async_results", &[])
+        .await
+        .expect("drop the read model's rows");
+    store.close().await;
+    let s = Server::start_in(db, dir).await;
+    let d = s.data(Some(&alice), WOKEN, json!({"id": "sup1"})).await;
+    assert_eq!(d["operation"]["status"], "running", "{d}");
+    let results = d["operation"]["asyncResults"].as_array().cloned().unwrap_or_default();
+    let mut texts: Vec<&str> = results.iter().filter_map(|r| r["result"].as_str()).collect();
+    texts.sort_unstable();
+    assert_eq!(texts, ["a teaser", "an AMA"], "{d}");
+    assert!(results.iter().any(|r| r["resumed"] == true), "the second result opened the barrier: {d}");
+    s.stop();
+}
+
+both!(a_woken_supervisor_reads_all_its_results_with_its_status as woken_supervisor_reads_all_results_with_status);
+
+/// The last step the group recorded for supervisor `sup`.
+async fn last_instruction(s: &Server, token: &str, sup: &str) -> Value {
+    let d = s
+        .data(
+            Some(token),
+            "{ events(filter: {eventTypes: [\"group.orchestration_advanced\"]}) { edges { node { payload } } } }",
+            json!({}),
+        )
+        .await;
+    let steps = d["events"]["edges"].as_array().cloned().unwrap_or_default();
+    let mine: Vec<Value> =
+        steps.into_iter().map(|e| e["node"]["payload"].clone()).filter(|p| p["operationId"] == sup).collect();
+    mine.last().map(|p| p["instruction"].clone()).unwrap_or(Value::Null)
+}
+
+async fn start(s: &Server, token: &str, sup: &str) {
+    let m = format!("mutation {{ startGroupRun(groupId: \"g1\", operationId: \"{sup}\") {{ position }} }}");
+    s.data(Some(token), &m, json!({})).await;
+}
+
+async fn speak_skip_call_supervisor_max_rounds_and_unsupported_decisions(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+
+    // `speak` calls one member with the instruction; with skipCallSupervisor the run finishes
+    // after that member answered, without calling the supervisor again.
+    start(&s, &alice, "sup1").await;
+    decide(
+        &s,
+        &alice,
+        "sup1",
+        1,
+        "speak",
+        json!({"agentId": "m1", "instruction": "Say hi", "skipCallSupervisor": true}),
+    )
+    .await;
+    let d = s.eventually(&alice, &op_query("sup1"), |d| children(d).len() == 1).await;
+    let kid = children(&d)[0].clone();
+    assert_eq!((kid["agentId"].as_str(), kid["instruction"].as_str()), (Some("m1"), Some("Say hi")), "{d}");
+    answer(&s, &alice, kid["id"].as_str().unwrap(), "hi").await;
+    s.eventually(&alice, &op_query("sup1"), |d| d["operation"]["status"] == "done").await;
+    let i = last_instruction(&s, &alice, "sup1").await;
+    assert_eq!((i["type"].as_str(), i["reason"].as_str()), (Some("finish"), Some("skip_call_supervisor")), "{i}");
+
+    // maxRounds: with one round, the first action's end finishes the run.
+    s.data(Some(&alice), "mutation { updateGroupConfig(id: \"g1\", config: {maxRounds: 1}) { position } }", json!({}))
+        .await;
+    start(&s, &alice, "sup2").await;
+    decide(&s, &alice, "sup2", 1, "speak", json!({"agentId": "m2", "instruction": "Go"})).await;
+    let d = s.eventually(&alice, &op_query("sup2"), |d| children(d).len() == 1).await;
+    answer(&s, &alice, children(&d)[0]["id"].as_str().unwrap(), "done").await;
+    s.eventually(&alice, &op_query("sup2"), |d| d["operation"]["status"] == "done").await;
+    let i = last_instruction(&s, &alice, "sup2").await;
+    assert_eq!((i["type"].as_str(), i["reason"].as_str()), (Some("finish"), Some("max_rounds_exceeded")), "{i}");
+
+    // A decision the table does not carry out is refused on the supervisor's run, never
+    // taken as a finish.
+    start(&s, &alice, "sup3").await;
+    decide(&s, &alice, "sup3", 1, "lobe-group-management/vote", json!({"question": "Ship?"})).await;
+    let q = "{ operation(id: \"sup3\") { status error childIds } }";
+    let d = s.eventually(&alice, q, |d| d["operation"]["status"] == "error").await;
+    let e = &d["operation"]["error"];
+    assert_eq!(e["type"], "unsupported_decision", "{d}");
+    assert_eq!(e["code"], "VALIDATION", "{d}");
+    assert!(e["message"].as_str().is_some_and(|m| m.contains("`vote`")), "{d}");
+    assert_eq!(d["operation"]["childIds"], json!([]), "nothing dispatched: {d}");
+    assert_eq!(last_instruction(&s, &alice, "sup3").await["type"], "call_supervisor", "the group recorded no vote");
+    s.stop();
+}
+
+both!(
+    speak_skip_call_supervisor_max_rounds_and_unsupported_decisions
+        as group_speak_skip_call_supervisor_max_rounds_unsupported
+);
+
+async fn client_tasks_are_their_own_kind_for_client_workers(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    setup(&s, &alice).await;
+    start(&s, &alice, "sup1").await;
+    let args = json!({"agentId": "m1", "instruction": "Open the file", "runInClient": true});
+    decide(&s, &alice, "sup1", 1, "executeAgentTask", args).await;
+    let q = "{ operation(id: \"sup1\") { status children { edges { node { id kind agentId } } } } }";
+    let d = s.eventually(&alice, q, |d| children(d).len() == 1).await;
+    let task = children(&d)[0].clone();
+    assert_eq!(task["kind"], "client_task", "{d}");
+    assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
+
+    // A server worker's default `workAvailable` leaves it out; a client worker asks for it.
+    let sub = "subscription($k: [OperationKindInput!]) { workAvailable(agentIds: [\"m1\"], kinds: $k) { id kind } }";
+    let mut client = support::Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    client.subscribe("c", sub, json!({"k": ["CLIENT_TASK"]})).await;
+    let offered = client.next_data().await;
+    assert_eq!(offered["data"]["workAvailable"]["id"], task["id"], "{offered}");
+    let mut server = support::Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    server.subscribe("s", sub, json!({"k": null})).await;
+    let start_op = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    s.data(Some(&alice), start_op, json!({"i": {"operationId": "plain", "kind": "TASK", "agentId": "m1"}})).await;
+    let offered = server.next_data().await;
+    assert_eq!(offered["data"]["workAvailable"]["id"], "plain", "the client task is not offered by default: {offered}");
+
+    // The client worker claims and answers it like any run; the supervisor is woken.
+    answer(&s, &alice, task["id"].as_str().unwrap(), "opened").await;
+    s.eventually(&alice, q, |d| d["operation"]["status"] == "running").await;
+    s.stop();
+}
+
+both!(client_tasks_are_their_own_kind_for_client_workers as group_client_tasks_are_their_own_kind);

@@ -7,7 +7,6 @@ use agentlog_api::{
     deltas::{DeltaError, DeltaHub, MAX_DELTA_BYTES},
     metrics::{Gauges, Metrics},
     over_http::AnswerType,
-    reactors::orchestration::decision,
 };
 
 #[test]
@@ -59,14 +58,18 @@ fn renders_counters_and_lag() {
 }
 
 #[test]
-fn tool_names_map_to_decisions() {
-    let d = decision("lobe-group/broadcast", Some(&serde_json::json!({"agentIds": ["a"], "skipCallSupervisor": true})))
-        .expect("a decision");
-    assert_eq!(d.decision, "broadcast");
-    assert_eq!(d.skip_call_supervisor, Some(true));
-    assert_eq!(decision("executeAgentTasks", None).map(|d| d.decision).as_deref(), Some("execute_tasks"));
-    assert_eq!(decision("executeAgentTask", None).map(|d| d.decision).as_deref(), Some("execute_task"));
-    assert!(decision("web-search/search", None).is_none());
+fn refusals_are_counted_by_reactor_and_code() {
+    let m = Metrics::default();
+    m.refused("orchestration", "NOT_FOUND");
+    m.refused("orchestration", "NOT_FOUND");
+    m.refused("task-cascade", "CONFLICT");
+    let text = m.render(Gauges::default());
+    assert!(text.contains("# TYPE agentlog_reactor_refusals_total counter\n"), "{text}");
+    assert!(
+        text.contains("agentlog_reactor_refusals_total{reactor=\"orchestration\",code=\"NOT_FOUND\"} 2\n"),
+        "{text}"
+    );
+    assert!(text.contains("agentlog_reactor_refusals_total{reactor=\"task-cascade\",code=\"CONFLICT\"} 1\n"), "{text}");
 }
 
 fn accept(value: &str) -> AnswerType {

@@ -52,6 +52,19 @@ pub struct CreateOperation {
     /// `agent` holds the values the run used.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_overrides: Vec<String>,
+    /// Sub-agent levels below its top-level run (0 for a run with no parent): set from the
+    /// parent by the start rule ([`crate::rules::operation_start::child_depth`]), whatever a
+    /// caller gave.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
+    /// Tools are off for this run (a group member told by a `broadcast`): a step that reports
+    /// tool calls is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disable_tools: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl CreateOperation {
@@ -72,6 +85,8 @@ impl CreateOperation {
             trigger: None,
             instruction: None,
             agent_overrides: Vec::new(),
+            depth: 0,
+            disable_tools: false,
         }
     }
 }

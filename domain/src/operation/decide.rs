@@ -245,6 +245,12 @@ fn decide_running(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, Doma
 }
 
 fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E>, DomainError> {
+    if op.spec.as_ref().is_some_and(|s| s.disable_tools) && !step.tool_calls.is_empty() {
+        return Err(DomainError::validation(
+            "toolCalls",
+            "this run has its tools disabled (a group broadcast): report the step without tool calls",
+        ));
+    }
     let index = op.step_count + 1;
     let mut events = vec![E::StepRecorded(StepRecorded {
         step_index: index,

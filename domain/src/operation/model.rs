@@ -102,8 +102,17 @@ pub enum OperationKind {
     Tool,
     /// A group chat's supervisor run.
     Group,
+    /// A group member's task that runs on the client (`executeAgentTask` with `runInClient`):
+    /// claimed by a client worker, which asks `workAvailable` for this kind.
+    ClientTask,
     /// A task's topic run.
     Task,
+}
+
+impl OperationKind {
+    /// Every kind.
+    pub const ALL: [OperationKind; 6] =
+        [Self::Conversation, Self::Subagent, Self::Tool, Self::Group, Self::ClientTask, Self::Task];
 }
 
 /// Why an operation stopped (upstream's 7 plus `cancelled`). The two `waiting_*` reasons mark

@@ -677,3 +677,29 @@ fn an_interrupted_run_that_may_resume_goes_back_to_the_queue() {
         );
     }
 }
+
+#[test]
+fn a_run_with_tools_disabled_refuses_tool_calls() {
+    let mut c = create("op1");
+    c.disable_tools = true;
+    let op = apply(Operation::default(), &OperationCommand::Create(c), &system_ctx(0)).0;
+    let op = apply(
+        op,
+        &OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 300 },
+        &system_ctx(1),
+    )
+    .0;
+    let step = |calls: Vec<ToolCall>| {
+        OperationCommand::RecordStep(StepReport {
+            phase: Phase::Acting,
+            tool_calls: calls,
+            usage: Usage::default(),
+        })
+    };
+    let call = ToolCall { id: "t".into(), name: "search".into(), status: None, arguments: None };
+    assert!(matches!(
+        op.decide(&step(vec![call]), &system_ctx(2)),
+        Err(DomainError::Validation { field, .. }) if field == "toolCalls"
+    ));
+    assert!(op.decide(&step(Vec::new()), &system_ctx(2)).is_ok(), "a step without tools is fine");
+}

@@ -4,7 +4,9 @@
 //!   conversation's current one has not finished;
 //! - a background sub-agent is refused with [`DomainError::LimitExceeded`] when the conversation
 //!   already has 3 unfinished ones;
-//! - a sub-agent is registered on its parent, which must exist and not have finished.
+//! - a sub-agent is registered on its parent, which must exist and not have finished;
+//! - a sub-agent more than `max_depth` levels below its top-level run is refused with
+//!   [`DomainError::LimitExceeded`] ([`child_depth`]).
 //!
 //! The conversation only remembers *which* operations it tracks; whether they finished is read
 //! from the operations themselves (`tracked`), so ending an operation never has to write to its
@@ -13,8 +15,10 @@
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::{Context, StreamWrite};
-use crate::conversation::{Conversation, ConversationCommand, ConversationEvent};
+use crate::conversation::{ChatMessage, Conversation, ConversationCommand, ConversationEvent};
 use crate::error::DomainError;
+use crate::ids::server_id;
+use crate::operation::cap_child_result;
 use crate::operation::{
     CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
 };
@@ -57,12 +61,23 @@ fn tracked_by_conversation(create: &CreateOperation) -> bool {
         || (create.kind == OperationKind::Conversation && create.parent_operation_id.is_none())
 }
 
-/// Decide the start of an operation.
-///
-/// `existing` is the state of `operation-<id>` (empty for a new id); `conversation` must be
-/// given when `create.topic_id` is set, with `tracked` holding the states of every operation
-/// [`Conversation::tracked_operations`] names (one left out counts as unfinished); `parent`
-/// must be given when `create.parent_operation_id` is set.
+/// Sub-agent levels a run may have below its top-level run, unless the server says otherwise.
+pub const DEFAULT_MAX_SUBAGENT_DEPTH: u32 = 5;
+
+/// The depth of a new child of `parent`: one below it, refused with
+/// [`DomainError::LimitExceeded`] beyond `max_depth`.
+pub fn child_depth(parent: &Operation, max_depth: u32) -> Result<u32, DomainError> {
+    let depth = parent.spec.as_ref().map_or(0, |s| s.depth).saturating_add(1);
+    if depth > max_depth {
+        return Err(DomainError::LimitExceeded {
+            limit: "subagentDepth",
+            max: u64::from(max_depth),
+        });
+    }
+    Ok(depth)
+}
+
+/// [`start_operation_within`] with the default depth limit ([`DEFAULT_MAX_SUBAGENT_DEPTH`]).
 pub fn start_operation(
     create: &CreateOperation,
     existing: &Operation,
@@ -71,6 +86,38 @@ pub fn start_operation(
     parent: Option<&Operation>,
     ctx: &Context,
 ) -> Result<StartedOperation, DomainError> {
+    start_operation_within(
+        DEFAULT_MAX_SUBAGENT_DEPTH,
+        create,
+        existing,
+        conversation,
+        tracked,
+        parent,
+        ctx,
+    )
+}
+
+/// Decide the start of an operation, a sub-agent at most `max_depth` levels deep.
+///
+/// `existing` is the state of `operation-<id>` (empty for a new id); `conversation` must be
+/// given when `create.topic_id` is set, with `tracked` holding the states of every operation
+/// [`Conversation::tracked_operations`] names (one left out counts as unfinished); `parent`
+/// must be given when `create.parent_operation_id` is set.
+pub fn start_operation_within(
+    max_depth: u32,
+    create: &CreateOperation,
+    existing: &Operation,
+    conversation: Option<&Conversation>,
+    tracked: &[Operation],
+    parent: Option<&Operation>,
+    ctx: &Context,
+) -> Result<StartedOperation, DomainError> {
+    let mut create = create.clone();
+    create.depth = match (parent, &create.parent_operation_id) {
+        (Some(p), Some(_)) if p.exists() => child_depth(p, max_depth)?,
+        _ => 0,
+    };
+    let create = &create;
     // A sub-agent runs in its parent's conversation, so its limits count there whatever
     // topic it was given.
     if let Some(parent_topic) = parent.and_then(Operation::topic_id)
@@ -156,4 +203,46 @@ pub fn child_result_for_parent(
         parent,
         OperationCommand::ReceiveAsyncResult { key: child.id().to_string(), success, result },
     ))
+}
+
+/// The completion notice of a child that finished after its parent ended (upstream's
+/// background sub-agent notice, recorded as a `taskCallback` message): the conversation it goes
+/// to and the message, with the child's result capped at 32,000 characters. Its id derives
+/// from the child, so delivering twice records one notice. `None` when the child was
+/// cancelled by its ancestor's cancel (nobody is owed a result) or has no conversation.
+pub fn completion_notice(
+    child: &Operation,
+    event: &OperationEvent,
+) -> Option<(String, ChatMessage)> {
+    let (success, result, status) = match event {
+        OperationEvent::Cancelled(e) if e.cascade_from.is_some() => return None,
+        OperationEvent::Completed(e) => (true, e.result.clone(), "completed"),
+        OperationEvent::Failed(e) => (false, Some(e.error.message.clone()), "failed"),
+        OperationEvent::Interrupted(e) => {
+            (false, Some(format!("interrupted: {}", e.reason)), "interrupted")
+        }
+        OperationEvent::Cancelled(e) => (false, e.reason.clone(), "cancelled"),
+        _ => return None,
+    };
+    let topic_id = child.topic_id()?.to_string();
+    let spec = child.spec.as_ref()?;
+    let (content, truncated) = cap_child_result(result.as_deref().unwrap_or_default());
+    let message = ChatMessage {
+        message_id: server_id(format_args!("notice-{}", child.id())),
+        role: "taskCallback".into(),
+        content,
+        agent_id: Some(spec.agent.agent_id.clone()),
+        operation_id: Some(child.id().to_string()),
+        metadata: Some(serde_json::json!({
+            "notice": "subagent_completed",
+            "operationId": child.id(),
+            "status": status,
+            "success": success,
+            "truncated": truncated,
+            "background": spec.background,
+            "parentOperationId": child.parent_operation_id(),
+        })),
+        ..ChatMessage::default()
+    };
+    Some((topic_id, message))
 }

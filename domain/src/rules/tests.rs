@@ -499,3 +499,44 @@ fn approving_while_a_run_is_going_cancels_the_run_first() {
     let done = fold(running, part);
     assert!(done.check_invariants().is_ok());
 }
+
+#[test]
+fn a_sub_agent_below_the_depth_limit_is_refused_with_limit() {
+    use super::operation_start::start_operation_within;
+    // A chain top → c1 → c2: each start records its depth from its parent.
+    let mut parent = running("top", None);
+    for (n, id) in ["c1", "c2"].iter().enumerate() {
+        let mut child = sub_agent(id, parent.id(), false);
+        child.topic_id = None;
+        child.depth = 99; // a caller's value is not taken
+        let s = start_operation_within(
+            2,
+            &child,
+            &Operation::default(),
+            None,
+            &[],
+            Some(&parent),
+            &system_ctx(2),
+        )
+        .unwrap();
+        let created = fold(Operation::default(), &s.operation);
+        assert_eq!(created.spec.as_ref().map(|s| s.depth), Some(n as u32 + 1));
+        let claimed = OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 };
+        parent = apply(created, &claimed, &system_ctx(3)).0;
+    }
+    let mut too_deep = sub_agent("c3", "c2", false);
+    too_deep.topic_id = None;
+    let e = start_operation_within(
+        2,
+        &too_deep,
+        &Operation::default(),
+        None,
+        &[],
+        Some(&parent),
+        &system_ctx(4),
+    );
+    assert!(
+        matches!(e, Err(DomainError::LimitExceeded { limit: "subagentDepth", max: 2 })),
+        "{e:?}"
+    );
+}

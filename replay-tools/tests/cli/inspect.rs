@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use agentlog_domain::{
+    agent::{Agent, AgentEvent},
+    aggregate::{Aggregate, DomainEvent},
     envelope::RecordedEvent,
     operation::{Operation, OperationStatus},
     task::Task,
@@ -63,6 +65,21 @@ async fn run_timeline(f: &Fixture) {
     let (end, _) = fold_recorded::<Operation>(&own, None).unwrap();
     assert_eq!(v["state"], serde_json::to_value(&end).unwrap());
 
+    // the exact agent config it ran under: its agent's config at the version it recorded
+    let agent = end.spec.as_ref().map(|s| s.agent.clone()).expect("a created run");
+    let mut roster = Agent::default();
+    for e in stream(&events, &format!("agent-{}", agent.agent_id)) {
+        roster = roster.evolve(&AgentEvent::decode(&e.event_type, e.schema_version, &e.payload).unwrap());
+        if roster.version == agent.config_version {
+            break;
+        }
+    }
+    assert_eq!(roster.version, agent.config_version, "the roster holds the run's config version");
+    let used = &v["agentConfig"];
+    assert_eq!(used["agentId"], json!(agent.agent_id), "{used}");
+    assert_eq!(used["configVersion"], json!(agent.config_version), "{used}");
+    assert_eq!(used["config"], serde_json::to_value(&roster.config).unwrap(), "{used}");
+
     // --at stops there, with the state as of then
     let at = own[own.len() / 2].position;
     let v = json_ok(&replay(&f.url, &["--json", "run", &op_id, "--at", &at.to_string()]));
@@ -77,6 +94,8 @@ async fn run_timeline(f: &Fixture) {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("operation.created") && text.contains("operation.child_spawned"), "{text}");
     assert!(text.contains(&format!("run {op_id}")));
+    let header = format!("agent {} config v{}: model=", agent.agent_id, agent.config_version);
+    assert!(text.contains(&header) && text.contains("system role: "), "{text}");
 
     let out = replay(&f.url, &["run", "no-such-run"]);
     assert!(!out.status.success());

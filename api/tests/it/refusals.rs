@@ -1,0 +1,116 @@
+//! No silent drops: a command a reactor issues that the domain refuses is recorded
+//! (`reactor.command_refused`, in the fact's chain), counted in `/metrics` and told to the
+//! run's owner, once, however often the reactor meets it again.
+
+use crate::{orchestration, support};
+
+use agentlog_eventlog::{StoreOptions, open_store};
+use agentlog_projections::ReadDb;
+use serde_json::{Value, json};
+use support::{Db, Server};
+
+const REFUSALS: &str = "{ events(filter: {eventTypes: [\"reactor.command_refused\"]}) { edges { node { streamId payload parentNodeId rootSourceId userId } } } }";
+const STEPS: &str =
+    "{ events(filter: {eventTypes: [\"operation.step_recorded\"]}) { edges { node { eventId rootSourceId } } } }";
+const INBOX: &str = "{ notifications(first: 100) { edges { node { type dedupeKey body } } } }";
+
+fn nodes(d: &Value, field: &str) -> Vec<Value> {
+    d[field]["edges"].as_array().map(|e| e.iter().map(|n| n["node"].clone()).collect()).unwrap_or_default()
+}
+
+fn refused_count(metrics: &str) -> Option<u64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with("agentlog_reactor_refusals_total{reactor=\"orchestration\",code=\"NOT_FOUND\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+}
+
+async fn a_refused_orchestration_step_is_recorded_counted_and_told(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    orchestration::setup(&s, &alice).await;
+    s.data(
+        Some(&alice),
+        "mutation { startGroupRun(groupId: \"g1\", operationId: \"sup1\", instruction: \"Plan\") { position } }",
+        json!({}),
+    )
+    .await;
+    // The group goes away under its running supervisor: its next decision cannot be recorded.
+    s.data(Some(&alice), "mutation { deleteGroup(id: \"g1\") { position } }", json!({})).await;
+    orchestration::decide(&s, &alice, "sup1", 1, "speak", json!({"agentId": "m1", "instruction": "go"})).await;
+
+    let d = s.eventually(&alice, REFUSALS, |d| !nodes(d, "events").is_empty()).await;
+    let refusals = nodes(&d, "events");
+    assert_eq!(refusals.len(), 1, "{d}");
+    let r = &refusals[0];
+    let p = &r["payload"];
+    assert_eq!(p["reactor"], "orchestration", "{r}");
+    assert_eq!(p["command"], "group.advance_orchestration", "{r}");
+    assert_eq!(p["targetStreamId"], "group-g1", "{r}");
+    assert_eq!(p["code"], "NOT_FOUND", "{r}");
+    assert_eq!(p["operationId"], "sup1", "{r}");
+    assert_eq!(p["userId"], "alice", "{r}");
+    assert_eq!(r["userId"], "alice", "the owner sees it in the log: {r}");
+    let refusal_id = p["refusalId"].as_str().expect("a refusal id").to_string();
+    assert!(refusal_id.starts_with('~'), "agentlog's own id: {refusal_id}");
+    assert_eq!(r["streamId"], format!("refusal-{refusal_id}"), "{r}");
+    // In the chain of the step it answered.
+    let steps = nodes(&s.data(Some(&alice), STEPS, json!({})).await, "events");
+    let step = steps.iter().find(|e| e["eventId"] == p["fact"]["eventId"]).expect("the refused fact is the step");
+    assert_eq!(r["parentNodeId"], step["eventId"], "{r}");
+    assert_eq!(r["rootSourceId"], step["rootSourceId"], "{r}");
+    assert_eq!(p["fact"]["eventType"], "operation.step_recorded", "{r}");
+
+    // The owner is told.
+    let d =
+        s.eventually(&alice, INBOX, |d| nodes(d, "notifications").iter().any(|n| n["type"] == "reactor_refused")).await;
+    let told: Vec<Value> = nodes(&d, "notifications").into_iter().filter(|n| n["type"] == "reactor_refused").collect();
+    assert_eq!(told.len(), 1, "{d}");
+    assert_eq!(told[0]["dedupeKey"], format!("refused:{refusal_id}"), "{d}");
+    assert!(told[0]["body"].as_str().is_some_and(|b| b.contains("NOT_FOUND")), "{d}");
+    // Nobody else is.
+    let bob = s.user_token("bob").await;
+    assert!(nodes(&s.data(Some(&bob), REFUSALS, json!({})).await, "events").is_empty(), "another user's refusal");
+
+    // Counted by reactor and code.
+    let (status, metrics) = s.get("/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(refused_count(&metrics), Some(1), "{metrics}");
+
+    // The reactor meets it again from the start of the log (its checkpoint forgotten, a restart):
+    // nothing new is recorded, told or counted.
+    let dir = s.data_dir.clone();
+    let db = s.stop();
+    let store = open_store(&db.url(), StoreOptions::default()).await.expect("open the log");
+    let read = ReadDb::from(store.database());
+    read.execute("DELETE FROM reactor_checkpoints WHERE name = 'orchestration'", &[]).await.expect("forget");
+    store.close().await;
+    let s = Server::start_in(db, dir).await;
+    let fact_position = p["fact"]["position"].as_i64().expect("the fact's position");
+    let store = open_store(&s.db.url(), StoreOptions::default()).await.expect("open the log");
+    let read = ReadDb::from(store.database());
+    let mut reacted_again = false;
+    for _ in 0..200 {
+        let rows = read
+            .fetch("SELECT position FROM reactor_checkpoints WHERE name = 'orchestration'", &[])
+            .await
+            .expect("checkpoint");
+        if rows.first().and_then(|r| r.i64(0)).is_some_and(|at| at >= fact_position) {
+            reacted_again = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    store.close().await;
+    // The reactor's own checkpoint says it reacted to the step again.
+    assert!(reacted_again, "the orchestration reactor did not get past the step again");
+    assert_eq!(nodes(&s.data(Some(&alice), REFUSALS, json!({})).await, "events").len(), 1, "recorded once");
+    let d = s.data(Some(&alice), INBOX, json!({})).await;
+    assert_eq!(nodes(&d, "notifications").iter().filter(|n| n["type"] == "reactor_refused").count(), 1, "told once");
+    let (_, metrics) = s.get("/metrics").await;
+    assert_eq!(refused_count(&metrics), None, "counted by the instance that wrote it, once: {metrics}");
+    s.stop();
+}
+
+both!(a_refused_orchestration_step_is_recorded_counted_and_told as refused_orchestration_step_recorded_counted_told);
