@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use serde_json::Value;
+use crate::value::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::context_tree::{ContextNode, MessageNode, SignalCallbacksNode};

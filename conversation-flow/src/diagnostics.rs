@@ -5,7 +5,7 @@
 //! so a caller can show or log it.
 
 use serde::Serialize;
-use serde_json::Value;
+use crate::value::Value;
 
 /// One problem in the input and how the parser dealt with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

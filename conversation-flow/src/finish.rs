@@ -2,6 +2,7 @@
 //! the messageMap's order. Supervisor re-roling, usage hoisting and the messageMap clean-up
 //! are per-message rewrites applied when rows are written (`rows::MessageJson`).
 
+use crate::value::{Value, array_index};
 use super::flat_list::Placed;
 use super::indexing::Index;
 use super::js::cmp_time;
@@ -29,7 +30,7 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
                 }
             }
             Row::Built(b) => {
-                if let Some(id) = b.fields.get("id").and_then(serde_json::Value::as_str) {
+                if let Some(id) = b.fields.get("id").and_then(Value::as_str) {
                     built_ids.push(id);
                 }
             }
@@ -86,29 +87,14 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
     out
 }
 
-/// messageMap: the input position of every kept message, in id order (ids are unique after
-/// `prepare`).
+/// messageMap: the input position of every kept message, in the order `JSON.stringify` writes
+/// upstream's object: array-index ids (`"0"`, `"42"`) first in numeric order, then every other
+/// id where it first occurs in the input.
 pub(crate) fn message_map(ix: &Index<'_>) -> Vec<u32> {
-    // Each key packs an id's first 12 bytes (zero-padded, big-endian: their byte order) above
-    // the message's position, so one integer sort settles nearly every pair; only runs that
-    // share the whole 12-byte prefix are then ordered by the full ids.
-    let key = |(i, id): (usize, &str)| {
-        let mut b = [0u8; 16];
-        let n = id.len().min(12);
-        b[..n].copy_from_slice(&id.as_bytes()[..n]);
-        u128::from_be_bytes(b) | i as u128
-    };
-    let mut keys: Vec<u128> = ix.nodes.iter().enumerate().map(|(i, n)| key((i, n.id))).collect();
-    keys.sort_unstable();
-    let pos = |k: u128| k as u32;
-    let mut start = 0;
-    while start < keys.len() {
-        let prefix = keys[start] >> 32;
-        let end = start + keys[start..].iter().take_while(|&&k| k >> 32 == prefix).count();
-        if end - start > 1 {
-            keys[start..end].sort_unstable_by(|&a, &b| ix.node(pos(a)).id.cmp(ix.node(pos(b)).id));
-        }
-        start = end;
+    let mut order: Vec<u32> =
+        if ix.first_seen.is_empty() { (0..ix.nodes.len() as u32).collect() } else { ix.first_seen.clone() };
+    if order.iter().any(|&i| array_index(ix.node(i).id).is_some()) {
+        order.sort_by_key(|&i| array_index(ix.node(i).id).map_or(u64::MAX, u64::from));
     }
-    keys.into_iter().map(|k| ix.node(pos(k)).at).collect()
+    order.into_iter().map(|i| ix.node(i).at).collect()
 }

@@ -6,7 +6,7 @@
 //! output. This is the same procedure as an explicit stack of frames: each frame is one
 //! upstream call with its loop position saved, a "call" pushes frames, a finished frame pops.
 
-use serde_json::Value;
+use crate::value::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};

@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 
-use serde_json::Value;
+use crate::value::{Map, Value};
 
 use super::diagnostics::Diagnostic;
 use super::fast_hash::FastMap;
@@ -73,6 +73,8 @@ pub(crate) struct Index<'a> {
     /// Every node's tool calls (`Node::tools` ranges into it).
     calls: Vec<ToolCall<'a>>,
     pub by_id: FastMap<&'a str, u32>,
+    /// Nodes in the order their ids first occur, when an id repeats (else empty: node order).
+    pub first_seen: Vec<u32>,
     /// Effective roots (children of `null`), input order.
     pub roots: Vec<u32>,
     children: Csr,
@@ -98,7 +100,7 @@ impl<'a> Index<'a> {
         groups: &'a [Value],
         diags: &mut Vec<Diagnostic>,
     ) -> Index<'a> {
-        let Prepared { mut nodes, mut calls, by_id, repeats } = prepared;
+        let Prepared { mut nodes, mut calls, by_id, repeats, first_seen } = prepared;
         let n = nodes.len();
 
         resolve_tool_results(&nodes, &mut calls, &by_id);
@@ -158,6 +160,7 @@ impl<'a> Index<'a> {
             nodes,
             calls,
             by_id,
+            first_seen,
             roots,
             children,
             raw_children,
@@ -275,7 +278,7 @@ fn compressed_redirects<'a>(nodes: &[Node<'a>], ids: &FastMap<&'a str, u32>) -> 
 }
 
 /// Upstream's `getLastMessageIdFromCompressedDisplay`, as a loop (the display nesting is data).
-fn last_hidden_message_id(map: &serde_json::Map<String, Value>) -> Option<&str> {
+fn last_hidden_message_id(map: &Map<String, Value>) -> Option<&str> {
     let mut cur = map;
     loop {
         if let Some(last) = cur.get("lastMessageId").filter(|v| truthy(Some(v))) {

@@ -25,6 +25,14 @@
 //! `usage` the JSON the rows stand for, `output` the result's public views, `js` the JS
 //! semantics upstream relies on, `node_id` the context tree's inline ids.
 
+/// `serde_json::json!` as the parser's [`Value`], for the crate's unit tests.
+#[cfg(test)]
+macro_rules! json {
+    ($($t:tt)+) => {
+        crate::value::Value::from(serde_json::json!($($t)+))
+    };
+}
+
 mod branch;
 mod collector;
 mod context_tree;
@@ -42,11 +50,12 @@ mod output;
 mod processed;
 mod rows;
 mod usage;
+pub mod value;
 mod virtual_message;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+pub use value::{Map, Value};
 
 pub use context_tree::{
     AgentCouncilNode, AssistantGroupNode, BranchNode, CompareNode, ContextNode, MessageNode, SignalCallbacksNode,

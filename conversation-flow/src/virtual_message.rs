@@ -1,7 +1,7 @@
 //! Virtual flat-list messages: what the parse decides for assistant groups (their JSON is in
 //! `group_json`), and the tasks and compare rows, built whole.
 
-use serde_json::{Map, Value};
+use crate::value::{Map, Value};
 
 use super::collector::SignalBlock;
 use super::fast_hash::FastMap;
