@@ -157,7 +157,11 @@ fn random_document(seed: u64) -> conversation::Value {
     let n = 1 + rng.below(60);
     let messages: Vec<Value> = (0..n + rng.below(n)).map(|i| random_message(&mut rng, n, i)).collect();
     let groups = json!([{"id": "g0", "mode": "compare"}, {"id": "g1", "mode": "other", "parentMessageId": "m1"}, 7]);
-    let doc = if seed.is_multiple_of(2) { json!({"messages": messages, "messageGroups": groups}) } else { Value::Array(messages) };
+    let doc = if seed.is_multiple_of(2) {
+        json!({"messages": messages, "messageGroups": groups})
+    } else {
+        Value::Array(messages)
+    };
     conversation::Value::from(doc)
 }
 

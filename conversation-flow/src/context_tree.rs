@@ -8,8 +8,8 @@
 
 use std::io::{self, Write};
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use crate::value::Value;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::branch::{non_tool, resolve_tree};
 use super::collector::{is_tool_chain_head, next_after_tools, tree_group_steps, tree_tool_extras};

@@ -2,16 +2,16 @@
 //! the messageMap's order. Supervisor re-roling, usage hoisting and the messageMap clean-up
 //! are per-message rewrites applied when rows are written (`rows::MessageJson`).
 
-use crate::value::{Value, array_index};
 use super::flat_list::Placed;
 use super::indexing::Index;
 use super::js::cmp_time;
-use super::message::Role;
+use super::message::{Node, Role};
 use super::rows::Row;
+use crate::value::{Value, array_index};
 
 /// The flat list as returned: recovered task callbacks inserted by time.
 pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
-    let hidden_exist = ix.nodes.iter().any(|n| n.role == Role::TaskCallback);
+    let hidden_exist = ix.nodes.iter().chain(ix.dropped.iter()).any(|n| n.role == Role::TaskCallback);
     if !hidden_exist {
         return rows.into_iter().map(|r| r.row).collect();
     }
@@ -36,16 +36,23 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
             }
         }
     }
-    let mut hidden: Vec<u32> = (0..ix.nodes.len() as u32)
-        .filter(|&i| {
-            let n = ix.node(i);
-            n.role == Role::TaskCallback && !shown[n.at as usize] && !built_ids.contains(&n.id)
-        })
+    // Every input copy of a hidden callback id is recovered (upstream filters the input
+    // array); a copy is shown when its id's kept message is.
+    let shown_id = |n: &Node<'_>| match ix.by_id.get(n.id) {
+        Some(&k) => shown[ix.node(k).at as usize],
+        None => false,
+    };
+    let mut hidden: Vec<&Node<'_>> = ix
+        .nodes
+        .iter()
+        .chain(ix.dropped.iter())
+        .filter(|n| n.role == Role::TaskCallback && !shown_id(n) && !built_ids.contains(&n.id))
         .collect();
     if hidden.is_empty() {
         return rows.into_iter().map(|r| r.row).collect();
     }
-    hidden.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
+    hidden.sort_by_key(|n| n.at);
+    hidden.sort_by(|a, b| cmp_time(a.created, b.created));
 
     // Each callback goes before the first row strictly newer than it. Inserted callbacks are
     // never newer than later ones (they are inserted oldest first), so the insertion point is
@@ -59,10 +66,10 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
         }
         prefix_max.push(m);
     }
-    let mut at: Vec<(usize, u32)> = hidden
+    let mut at: Vec<(usize, &Node<'_>)> = hidden
         .into_iter()
         .map(|h| {
-            let t = ix.node(h).created;
+            let t = h.created;
             let pos = if t.is_nan() { rows.len() } else { prefix_max.partition_point(|&pm| pm <= t) };
             (pos, h)
         })
@@ -70,7 +77,7 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
     at.sort_by_key(|&(pos, _)| pos);
 
     // Recovered callbacks are inserted after post-processing: written as given.
-    let callback = |h: u32| Row::Message { at: ix.node(h).at, finish: false };
+    let callback = |h: &Node<'_>| Row::Message { at: h.at, finish: false };
     let mut out = Vec::with_capacity(rows.len() + at.len());
     let mut next = at.into_iter().peekable();
     for (i, row) in rows.into_iter().enumerate() {

@@ -4,8 +4,8 @@
 //! `content: ''`, one content block per step, and the keys upstream deletes removed; keys
 //! upstream leaves `undefined` are simply absent.
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use crate::value::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::indexing::NONE;
 use super::js::{field, non_empty, truthy};

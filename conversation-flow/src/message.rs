@@ -106,6 +106,9 @@ pub(crate) struct Prepared<'a> {
     /// `messageMap` is a JS `Map`: a repeated `set` keeps the first place). Empty when no id
     /// repeats (the order is then the nodes' own).
     pub first_seen: Vec<u32>,
+    /// The dropped copies of repeated ids, input order: upstream's scans of the input array
+    /// (`allMessages.filter(m => m.parentId === …)`) still meet each of them.
+    pub dropped: Vec<Node<'a>>,
 }
 
 /// Validate the input array, read every message's fields (one pass over each map: the id is
@@ -131,6 +134,7 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
     }
     let mut repeats = Vec::new();
     let mut first_seen = Vec::new();
+    let mut dropped = Vec::new();
     if duplicates {
         // Rare: keep only each id's last occurrence (`by_id` names it), then renumber. The
         // dropped copies' tool calls stay in `calls`, unreferenced.
@@ -161,6 +165,8 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
             if kept[old] as usize == old {
                 new_pos[old] = nodes.len() as u32;
                 nodes.push(node);
+            } else {
+                dropped.push(node);
             }
         }
         repeats = pending.into_iter().map(|(at, k)| (at, new_pos[k as usize])).collect();
@@ -176,7 +182,7 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
         }
         by_id = nodes.iter().enumerate().map(|(pos, n)| (n.id, pos as u32)).collect();
     }
-    Prepared { nodes, calls, by_id, repeats, first_seen }
+    Prepared { nodes, calls, by_id, repeats, first_seen, dropped }
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)

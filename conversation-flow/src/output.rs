@@ -10,8 +10,8 @@ use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 use crate::value::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 
 use super::context_tree::{self, ContextNode};
 use super::diagnostics::Diagnostic;

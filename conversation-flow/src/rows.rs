@@ -10,8 +10,8 @@
 //! message keeps its input order ([`Value`] keeps it), keys a row assigns go where JavaScript
 //! puts them ([`Shape`]), and objects upstream writes as literals follow the literal.
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use crate::value::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use super::group_json::{GroupJson, SupervisorJson};
 use super::js::{non_empty, truthy};

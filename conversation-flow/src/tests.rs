@@ -207,8 +207,7 @@ fn message_groups_compare_path() {
          "metadata": {"activeColumn": true}, "createdAt": 2, "updatedAt": 5},
         {"id": "u2", "role": "user", "content": "more", "parentId": "c2", "createdAt": 3},
     ]);
-    let doc =
-        serde_json::json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
+    let doc = serde_json::json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
     let r: Parsed = parse_document(&input(doc)).unwrap().into();
     assert_eq!(flat_ids(&r), ["grp", "u2"]);
     let row = &r.flat_list[0];
@@ -270,8 +269,7 @@ fn council_with_members_under_the_supervisor() {
 /// existing top-level usage is kept; a group sums its steps' nested usage.
 #[test]
 fn usage_is_hoisted_and_aggregated() {
-    let usage =
-        serde_json::json!({"inputCachedTokens": 16204, "totalInputTokens": 30174, "totalOutputTokens": 265, "totalTokens": 30439});
+    let usage = serde_json::json!({"inputCachedTokens": 16204, "totalInputTokens": 30174, "totalOutputTokens": 265, "totalTokens": 30439});
     let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "hi", "createdAt": 1},
         {"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1", "metadata": {"usage": usage}, "createdAt": 2},

@@ -1,7 +1,7 @@
 //! Token usage and performance: reading the legacy metadata shapes and aggregating a group.
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use crate::value::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::js::{JsSum, js_number, truthy};
 
@@ -141,7 +141,7 @@ fn split<'r>(metadata: Option<&'r Value>, key: &str, flat: &'static [&'static st
         Some(Value::Object(m)) => Some(m),
         _ => None,
     };
-    let non_empty = nested.is_some_and(|n| !n.is_empty()) || flat.iter().any(|k| meta.contains_key(*k));
+    let non_empty = nested.is_some_and(|n| !n.is_empty()) || flat.iter().any(|k| meta.contains_key(k));
     non_empty.then_some(UsageView::Split { nested, meta, flat })
 }
 

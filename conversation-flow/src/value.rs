@@ -144,7 +144,8 @@ pub(crate) fn array_index(key: &str) -> Option<u32> {
 
 impl<'m> IntoIterator for &'m Map<String, Value> {
     type Item = (&'m String, &'m Value);
-    type IntoIter = std::iter::Map<std::slice::Iter<'m, (String, Value)>, fn(&'m (String, Value)) -> (&'m String, &'m Value)>;
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'m, (String, Value)>, fn(&'m (String, Value)) -> (&'m String, &'m Value)>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter().map(|(k, v)| (k, v))

@@ -24,18 +24,30 @@ pub fn wide(roots: usize) -> Vec<Value> {
     let mut out = Vec::with_capacity(roots * 6);
     for r in 0..roots {
         let t = 1_700_000_000_000u64 + (r as u64) * 10;
-        out.push(Value::from(json!({"id": format!("u{r}"), "role": "user", "content": "q", "createdAt": t, "updatedAt": t})));
-        out.push(Value::from(json!({"id": format!("a{r}"), "role": "assistant", "content": "", "parentId": format!("u{r}"),
+        out.push(Value::from(
+            json!({"id": format!("u{r}"), "role": "user", "content": "q", "createdAt": t, "updatedAt": t}),
+        ));
+        out.push(Value::from(
+            json!({"id": format!("a{r}"), "role": "assistant", "content": "", "parentId": format!("u{r}"),
             "tools": [{"id": format!("c{r}"), "apiName": "x", "identifier": "p", "arguments": "{}", "type": "default"}],
-            "metadata": {"totalTokens": 10, "cost": 0.001}, "createdAt": t + 1, "updatedAt": t + 1})));
-        out.push(Value::from(json!({"id": format!("t{r}"), "role": "tool", "content": "r", "parentId": format!("a{r}"),
-            "tool_call_id": format!("c{r}"), "createdAt": t + 2, "updatedAt": t + 2})));
-        out.push(Value::from(json!({"id": format!("f{r}"), "role": "assistant", "content": "done", "parentId": format!("t{r}"),
-            "createdAt": t + 3, "updatedAt": t + 3})));
-        out.push(Value::from(json!({"id": format!("g{r}"), "role": "assistant", "content": "again", "parentId": format!("u{r}"),
-            "createdAt": t + 4, "updatedAt": t + 4})));
-        out.push(Value::from(json!({"id": format!("v{r}"), "role": "user", "content": "next", "parentId": format!("f{r}"),
-            "createdAt": t + 5, "updatedAt": t + 5})));
+            "metadata": {"totalTokens": 10, "cost": 0.001}, "createdAt": t + 1, "updatedAt": t + 1}),
+        ));
+        out.push(Value::from(
+            json!({"id": format!("t{r}"), "role": "tool", "content": "r", "parentId": format!("a{r}"),
+            "tool_call_id": format!("c{r}"), "createdAt": t + 2, "updatedAt": t + 2}),
+        ));
+        out.push(Value::from(
+            json!({"id": format!("f{r}"), "role": "assistant", "content": "done", "parentId": format!("t{r}"),
+            "createdAt": t + 3, "updatedAt": t + 3}),
+        ));
+        out.push(Value::from(
+            json!({"id": format!("g{r}"), "role": "assistant", "content": "again", "parentId": format!("u{r}"),
+            "createdAt": t + 4, "updatedAt": t + 4}),
+        ));
+        out.push(Value::from(
+            json!({"id": format!("v{r}"), "role": "user", "content": "next", "parentId": format!("f{r}"),
+            "createdAt": t + 5, "updatedAt": t + 5}),
+        ));
     }
     out
 }
