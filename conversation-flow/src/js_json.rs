@@ -99,6 +99,14 @@ fn even_on_tie(v: f64, digits: String, exp: i32) -> String {
     if k < 15 {
         return digits;
     }
+    // Cheap filter: a tie means a midpoint next to the chosen digits (`digits5` or
+    // `(digits - 1)5`, one decimal place further) is the value itself, so it reads back as it.
+    let Ok(chosen) = digits.parse::<u64>() else { return digits };
+    let scale = exp - k as i32;
+    let reads_back = |mid: u64| format!("{mid}e{scale}").parse::<f64>().is_ok_and(|back| back == v);
+    if !reads_back(chosen * 10 + 5) && !(chosen > 0 && reads_back((chosen - 1) * 10 + 5)) {
+        return digits;
+    }
     // The exact expansion (an f64 has at most 767 significant digits).
     let exact = format!("{v:.800e}");
     let (mantissa, exact_exp) = exact.split_once('e').unwrap_or((exact.as_str(), "0"));
