@@ -104,7 +104,8 @@ fn even_on_tie(v: f64, digits: String, exp: i32) -> String {
     let Ok(chosen) = digits.parse::<u64>() else { return digits };
     let scale = exp - k as i32;
     let reads_back = |mid: u64| format!("{mid}e{scale}").parse::<f64>().is_ok_and(|back| back == v);
-    if !reads_back(chosen * 10 + 5) && !(chosen > 0 && reads_back((chosen - 1) * 10 + 5)) {
+    let tie_possible = reads_back(chosen * 10 + 5) || (chosen > 0 && reads_back((chosen - 1) * 10 + 5));
+    if !tie_possible {
         return digits;
     }
     // The exact expansion (an f64 has at most 767 significant digits).
