@@ -171,6 +171,7 @@ async fn parse_alone(client: &Client, topic: &str) -> Result<(), BoxError> {
     let mut messages: Vec<Value> =
         d["conversation"]["messageMap"].as_object().map(|m| m.values().cloned().collect()).unwrap_or_default();
     messages.sort_by(|a, b| a["createdAt"].as_f64().unwrap_or(0.0).total_cmp(&b["createdAt"].as_f64().unwrap_or(0.0)));
+    let messages: Vec<agentlog_conversation_flow::Value> = messages.into_iter().map(Into::into).collect();
     let runs = if messages.len() > 5_000 { 21 } else { 51 };
     let mut parse = Vec::with_capacity(runs);
     let mut with_json = Vec::with_capacity(runs);

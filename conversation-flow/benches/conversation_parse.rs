@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentlog_conversation_flow as conversation;
-use serde_json::{Value, json};
+use conversation::Value;
+use serde_json::json;
 
 #[path = "support/conversation_inputs.rs"]
 mod conversation_inputs;
@@ -104,8 +105,9 @@ fn main() {
             // included.
             let mut appended = messages.clone();
             let last_id = messages.last().and_then(|m| m.get("id")).cloned().unwrap_or(Value::Null);
-            appended.push(json!({"id": "appended", "role": "user", "content": "one more",
-                                 "parentId": last_id, "createdAt": 1_900_000_000_000u64}));
+            appended.push(Value::from(json!({"id": "appended", "role": "user", "content": "one more",
+                                 "parentId": serde_json::to_value(&last_id).unwrap_or_default(),
+                                 "createdAt": 1_900_000_000_000u64})));
             let appended = Arc::new(appended);
             let (app, app_cpu) = median_both(runs, &mut || {
                 std::hint::black_box(conversation::parse_shared(Arc::clone(&appended), None));

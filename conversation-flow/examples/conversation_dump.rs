@@ -152,15 +152,20 @@ fn random_message(rng: &mut Rng, n: u64, i: u64) -> Value {
     m
 }
 
-fn random_document(seed: u64) -> Value {
+fn random_document(seed: u64) -> conversation::Value {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let n = 1 + rng.below(60);
     let messages: Vec<Value> = (0..n + rng.below(n)).map(|i| random_message(&mut rng, n, i)).collect();
     let groups = json!([{"id": "g0", "mode": "compare"}, {"id": "g1", "mode": "other", "parentMessageId": "m1"}, 7]);
-    if seed.is_multiple_of(2) { json!({"messages": messages, "messageGroups": groups}) } else { Value::Array(messages) }
+    let doc = if seed.is_multiple_of(2) {
+        json!({"messages": messages, "messageGroups": groups})
+    } else {
+        Value::Array(messages)
+    };
+    conversation::Value::from(doc)
 }
 
-fn dump(out: &Path, name: &str, doc: &Value) -> Result<(), Box<dyn std::error::Error>> {
+fn dump(out: &Path, name: &str, doc: &conversation::Value) -> Result<(), Box<dyn std::error::Error>> {
     let mut bytes = Vec::new();
     match conversation::parse_document(doc) {
         Ok(result) => {
@@ -190,7 +195,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     for f in &files {
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
+        let doc: conversation::Value = serde_json::from_str(&std::fs::read_to_string(f)?)?;
         let name = f.to_string_lossy().replace('/', "_");
         dump(&out, &name, &doc)?;
     }

@@ -10,7 +10,7 @@
 //! also write the result (parse + `write_json`).
 
 use agentlog_conversation_flow as conversation;
-use serde_json::Value;
+use conversation::Value;
 
 #[path = "../benches/support/conversation_inputs.rs"]
 mod conversation_inputs;

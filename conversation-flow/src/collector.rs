@@ -6,14 +6,14 @@
 
 use std::cmp::Ordering;
 
-use serde_json::Value;
+use crate::value::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::context_tree::{ContextNode, MessageNode, SignalCallbacksNode};
 use super::fast_hash::SmallSet;
 use super::indexing::Index;
 use super::js::{Key, cmp_time, to_number};
-use super::message::{Role, Signal};
+use super::message::{Node, Role};
 use super::node_id::NodeId;
 
 /// A set of messages already placed (upstream's `processedIds`) or visited.
@@ -36,6 +36,7 @@ impl Marks for SmallSet {
 /// One source tool's signal callbacks (flat form).
 pub(crate) struct SignalBlock {
     pub tool: u32,
+    /// Input positions of the callbacks (a repeated id is met once per copy).
     pub callbacks: Vec<u32>,
 }
 
@@ -244,9 +245,9 @@ pub(crate) fn is_tool_chain_head(ix: &Index<'_>, a: u32) -> bool {
 }
 
 /// Sequence order of callbacks; a missing sequence sorts last.
-fn by_sequence(ix: &Index<'_>, a: u32, b: u32) -> Ordering {
-    let key = |i: u32| {
-        let seq = ix.node(i).signal.and_then(|s| s.sequence());
+fn by_sequence(a: &Node<'_>, b: &Node<'_>) -> Ordering {
+    let key = |n: &Node<'_>| {
+        let seq = n.signal.and_then(|s| s.sequence());
         let f = match seq {
             None | Some(Value::Null) => f64::INFINITY,
             Some(v) => to_number(Some(v)),
@@ -256,34 +257,32 @@ fn by_sequence(ix: &Index<'_>, a: u32, b: u32) -> Ordering {
     key(a).total_cmp(&key(b))
 }
 
-fn signal_of<'a>(ix: &Index<'a>, i: u32) -> Option<Signal<'a>> {
-    ix.node(i).signal
-}
-
-/// `collectFlatSignalCallbacks`: one block per chain tool that has callback children.
+/// `collectFlatSignalCallbacks`: one block per chain tool that has callback children (every
+/// input copy of a repeated id, as upstream filters the input array).
 pub(crate) fn flat_signal_callbacks(ix: &Index<'_>, tools: &[u32]) -> Vec<SignalBlock> {
     let mut blocks = Vec::new();
     for &t in tools {
-        let mut callbacks: Vec<u32> =
-            ix.raw_children(t).iter().copied().filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback())).collect();
+        let mut callbacks: Vec<&Node<'_>> =
+            ix.raw_occurrences(t).into_iter().filter(|c| c.signal.is_some_and(|s| s.is_callback())).collect();
         if callbacks.is_empty() {
             continue;
         }
-        callbacks.sort_by(|&a, &b| by_sequence(ix, a, b));
-        blocks.push(SignalBlock { tool: t, callbacks });
+        callbacks.sort_by(|a, b| by_sequence(a, b));
+        blocks.push(SignalBlock { tool: t, callbacks: callbacks.iter().map(|c| c.at).collect() });
     }
     blocks
 }
 
-/// `collectFlatTaskCompletions`: task-completion turns under chain tools, by time.
+/// `collectFlatTaskCompletions`: task-completion turns under chain tools, by time (input
+/// positions; every copy of a repeated id).
 pub(crate) fn flat_task_completions(ix: &Index<'_>, tools: &[u32]) -> Vec<u32> {
-    let mut out: Vec<u32> = tools
+    let mut out: Vec<&Node<'_>> = tools
         .iter()
-        .flat_map(|&t| ix.raw_children(t).iter().copied())
-        .filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_task_completion()))
+        .flat_map(|&t| ix.raw_occurrences(t))
+        .filter(|c| c.signal.is_some_and(|s| s.is_task_completion()))
         .collect();
-    out.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
-    out
+    out.sort_by(|a, b| cmp_time(a.created, b.created));
+    out.into_iter().map(|c| c.at).collect()
 }
 
 /// `findChainContinuationNode` (tree variant): candidates from tool results' tree children
@@ -384,10 +383,10 @@ pub(crate) fn tree_tool_extras(ix: &Index<'_>, head: u32) -> (Vec<ContextNode>, 
             return;
         }
         let mut callbacks: Vec<u32> =
-            kids.iter().copied().filter(|&c| signal_of(ix, c).is_some_and(|s| s.is_callback())).collect();
+            kids.iter().copied().filter(|&c| ix.node(c).signal.is_some_and(|s| s.is_callback())).collect();
         if !callbacks.is_empty() {
-            callbacks.sort_by(|&a, &b| by_sequence(ix, a, b));
-            let first = signal_of(ix, callbacks[0]);
+            callbacks.sort_by(|&a, &b| by_sequence(ix.node(a), ix.node(b)));
+            let first = ix.node(callbacks[0]).signal;
             let tool_id = ix.node(tool).id;
             blocks.push(ContextNode::SignalCallbacks(Box::new(SignalCallbacksNode {
                 callbacks: callbacks.iter().map(|&c| ContextNode::Message(MessageNode::plain(ix.node(c).id))).collect(),

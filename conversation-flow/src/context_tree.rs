@@ -8,8 +8,8 @@
 
 use std::io::{self, Write};
 
-use serde::Serialize;
-use serde_json::Value;
+use crate::value::Value;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::branch::{non_tool, resolve_tree};
 use super::collector::{is_tool_chain_head, next_after_tools, tree_group_steps, tree_tool_extras};
@@ -20,40 +20,93 @@ use super::node_id::NodeId;
 /// One node of the context tree (`type` tags the kind, as upstream's `ContextNode`).
 ///
 /// The rare, large kinds are boxed so the common ones (messages, groups, branches) stay small
-/// in the tree's arrays.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type")]
+/// in the tree's arrays. A node serialises with its keys in the order upstream's object
+/// literals give them (`type` is not first: upstream writes it where its literal has it).
+#[derive(Debug, Clone, PartialEq)]
 pub enum ContextNode {
     /// A plain message.
-    #[serde(rename = "message")]
     Message(MessageNode),
     /// An assistant run: its steps, signal-callback blocks and task completions.
-    #[serde(rename = "assistantGroup")]
     AssistantGroup(AssistantGroupNode),
     /// Parallel answers shown side by side.
-    #[serde(rename = "compare")]
     Compare(Box<CompareNode>),
     /// Alternative continuations of one message.
-    #[serde(rename = "branch")]
     Branch(BranchNode),
     /// A broadcast to several agents.
-    #[serde(rename = "agentCouncil")]
     AgentCouncil(Box<AgentCouncilNode>),
     /// Several async tasks spawned from one message.
-    #[serde(rename = "tasks")]
     Tasks(Box<TasksNode>),
     /// Reactive turns fired by one long-running tool (inside a group).
-    #[serde(rename = "signalCallbacks")]
     SignalCallbacks(Box<SignalCallbacksNode>),
 }
 
+impl Serialize for ContextNode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self {
+            ContextNode::Message(n) => {
+                m.serialize_entry("id", &n.id)?;
+                m.serialize_entry("type", "message")?;
+                if let Some(tools) = &n.tools {
+                    m.serialize_entry("tools", tools)?;
+                }
+            }
+            ContextNode::AssistantGroup(n) => {
+                m.serialize_entry("children", &n.children)?;
+                m.serialize_entry("id", &n.id)?;
+                m.serialize_entry("type", "assistantGroup")?;
+            }
+            ContextNode::Compare(n) => {
+                if let Some(active) = &n.active_column_id {
+                    m.serialize_entry("activeColumnId", active)?;
+                }
+                m.serialize_entry("columns", &n.columns)?;
+                m.serialize_entry("id", &n.id)?;
+                m.serialize_entry("messageId", &n.message_id)?;
+                m.serialize_entry("type", "compare")?;
+            }
+            ContextNode::Branch(n) => {
+                m.serialize_entry("activeBranchIndex", &n.active_branch_index)?;
+                m.serialize_entry("branches", &n.branches)?;
+                m.serialize_entry("id", &n.id)?;
+                m.serialize_entry("parentMessageId", &n.parent_message_id)?;
+                m.serialize_entry("type", "branch")?;
+            }
+            ContextNode::AgentCouncil(n) => {
+                m.serialize_entry("id", &n.id)?;
+                m.serialize_entry("members", &n.members)?;
+                m.serialize_entry("messageId", &n.message_id)?;
+                m.serialize_entry("type", "agentCouncil")?;
+            }
+            ContextNode::Tasks(n) => {
+                m.serialize_entry("children", &n.children)?;
+                m.serialize_entry("id", &n.id)?;
+                m.serialize_entry("messageId", &n.message_id)?;
+                m.serialize_entry("type", "tasks")?;
+            }
+            ContextNode::SignalCallbacks(n) => {
+                m.serialize_entry("callbacks", &n.callbacks)?;
+                m.serialize_entry("id", &n.id)?;
+                if let Some(v) = &n.source_tool_call_id {
+                    m.serialize_entry("sourceToolCallId", v)?;
+                }
+                m.serialize_entry("sourceToolMessageId", &n.source_tool_message_id)?;
+                if let Some(v) = &n.source_tool_name {
+                    m.serialize_entry("sourceToolName", v)?;
+                }
+                m.serialize_entry("type", "signalCallbacks")?;
+            }
+        }
+        m.end()
+    }
+}
+
 /// `{id, type: 'message', tools?}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MessageNode {
     /// The message id.
     pub id: NodeId,
     /// Ids of this step's tool results (group steps only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<NodeId>>,
 }
 
@@ -65,7 +118,7 @@ impl MessageNode {
 }
 
 /// `{id, type: 'assistantGroup', children}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AssistantGroupNode {
     /// The chain head's id.
     pub id: NodeId,
@@ -74,8 +127,7 @@ pub struct AssistantGroupNode {
 }
 
 /// `{id, type: 'compare', messageId, columns, activeColumnId?}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CompareNode {
     /// `compare-<parent>-<columns>` or `compare-<group>-<n>`.
     pub id: String,
@@ -84,13 +136,11 @@ pub struct CompareNode {
     /// One node list per column.
     pub columns: Vec<Vec<ContextNode>>,
     /// The column the conversation continues from.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub active_column_id: Option<NodeId>,
 }
 
 /// `{id, type: 'branch', parentMessageId, activeBranchIndex, branches}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BranchNode {
     /// `branch-<parent>-<n>`.
     pub id: String,
@@ -117,8 +167,7 @@ impl Drop for BranchNode {
 }
 
 /// `{id, type: 'agentCouncil', messageId, members}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentCouncilNode {
     /// `agentCouncil-<tool>-<members>`.
     pub id: String,
@@ -129,8 +178,7 @@ pub struct AgentCouncilNode {
 }
 
 /// `{id, type: 'tasks', messageId, children}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TasksNode {
     /// `tasks-<parent>-<tasks>`.
     pub id: String,
@@ -141,20 +189,17 @@ pub struct TasksNode {
 }
 
 /// `{id, type: 'signalCallbacks', callbacks, sourceToolCallId, sourceToolMessageId, sourceToolName}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SignalCallbacksNode {
     /// The callback message nodes, by sequence.
     pub callbacks: Vec<ContextNode>,
     /// `signalCallbacks-<tool message id>`.
     pub id: String,
     /// From the first callback's signal.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_tool_call_id: Option<Value>,
     /// The tool result the callbacks hang off.
     pub source_tool_message_id: NodeId,
     /// From the first callback's signal.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_tool_name: Option<Value>,
 }
 
@@ -343,6 +388,7 @@ fn visit(
 pub fn write_json<W: Write>(w: &mut W, nodes: &[ContextNode]) -> io::Result<()> {
     enum Op<'n> {
         Close(&'static [u8]),
+        CloseBranch(&'n BranchNode),
         Seq(&'n [ContextNode], usize),
         Branches(&'n [Vec<ContextNode>], usize),
     }
@@ -351,6 +397,13 @@ pub fn write_json<W: Write>(w: &mut W, nodes: &[ContextNode]) -> io::Result<()> 
     while let Some(op) = stack.pop() {
         match op {
             Op::Close(s) => w.write_all(s)?,
+            Op::CloseBranch(b) => {
+                w.write_all(b"],\"id\":")?;
+                serde_json::to_writer(&mut *w, &b.id)?;
+                w.write_all(b",\"parentMessageId\":")?;
+                serde_json::to_writer(&mut *w, &b.parent_message_id)?;
+                w.write_all(b",\"type\":\"branch\"}")?;
+            }
             Op::Seq(items, i) => {
                 let Some(node) = items.get(i) else { continue };
                 if i > 0 {
@@ -359,12 +412,8 @@ pub fn write_json<W: Write>(w: &mut W, nodes: &[ContextNode]) -> io::Result<()> 
                 stack.push(Op::Seq(items, i + 1));
                 match node {
                     ContextNode::Branch(b) => {
-                        w.write_all(b"{\"type\":\"branch\",\"id\":")?;
-                        serde_json::to_writer(&mut *w, &b.id)?;
-                        w.write_all(b",\"parentMessageId\":")?;
-                        serde_json::to_writer(&mut *w, &b.parent_message_id)?;
-                        write!(w, ",\"activeBranchIndex\":{},\"branches\":[", b.active_branch_index)?;
-                        stack.push(Op::Close(b"]}"));
+                        write!(w, "{{\"activeBranchIndex\":{},\"branches\":[", b.active_branch_index)?;
+                        stack.push(Op::CloseBranch(b));
                         stack.push(Op::Branches(&b.branches, 0));
                     }
                     other => crate::js_json::to_writer(&mut *w, other)?,

@@ -4,8 +4,8 @@
 //! repairs the graph deterministically (documented per kind below) and lists every repair here,
 //! so a caller can show or log it.
 
+use crate::value::Value;
 use serde::Serialize;
-use serde_json::Value;
 
 /// One problem in the input and how the parser dealt with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,12 +5,13 @@
 use super::flat_list::Placed;
 use super::indexing::Index;
 use super::js::cmp_time;
-use super::message::Role;
+use super::message::{Node, Role};
 use super::rows::Row;
+use crate::value::{Value, array_index};
 
 /// The flat list as returned: recovered task callbacks inserted by time.
 pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
-    let hidden_exist = ix.nodes.iter().any(|n| n.role == Role::TaskCallback);
+    let hidden_exist = ix.nodes.iter().chain(ix.dropped.iter()).any(|n| n.role == Role::TaskCallback);
     if !hidden_exist {
         return rows.into_iter().map(|r| r.row).collect();
     }
@@ -29,22 +30,29 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
                 }
             }
             Row::Built(b) => {
-                if let Some(id) = b.fields.get("id").and_then(serde_json::Value::as_str) {
+                if let Some(id) = b.fields.get("id").and_then(Value::as_str) {
                     built_ids.push(id);
                 }
             }
         }
     }
-    let mut hidden: Vec<u32> = (0..ix.nodes.len() as u32)
-        .filter(|&i| {
-            let n = ix.node(i);
-            n.role == Role::TaskCallback && !shown[n.at as usize] && !built_ids.contains(&n.id)
-        })
+    // Every input copy of a hidden callback id is recovered (upstream filters the input
+    // array); a copy is shown when its id's kept message is.
+    let shown_id = |n: &Node<'_>| match ix.by_id.get(n.id) {
+        Some(&k) => shown[ix.node(k).at as usize],
+        None => false,
+    };
+    let mut hidden: Vec<&Node<'_>> = ix
+        .nodes
+        .iter()
+        .chain(ix.dropped.iter())
+        .filter(|n| n.role == Role::TaskCallback && !shown_id(n) && !built_ids.contains(&n.id))
         .collect();
     if hidden.is_empty() {
         return rows.into_iter().map(|r| r.row).collect();
     }
-    hidden.sort_by(|&a, &b| cmp_time(ix.node(a).created, ix.node(b).created));
+    hidden.sort_by_key(|n| n.at);
+    hidden.sort_by(|a, b| cmp_time(a.created, b.created));
 
     // Each callback goes before the first row strictly newer than it. Inserted callbacks are
     // never newer than later ones (they are inserted oldest first), so the insertion point is
@@ -58,10 +66,10 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
         }
         prefix_max.push(m);
     }
-    let mut at: Vec<(usize, u32)> = hidden
+    let mut at: Vec<(usize, &Node<'_>)> = hidden
         .into_iter()
         .map(|h| {
-            let t = ix.node(h).created;
+            let t = h.created;
             let pos = if t.is_nan() { rows.len() } else { prefix_max.partition_point(|&pm| pm <= t) };
             (pos, h)
         })
@@ -69,7 +77,7 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
     at.sort_by_key(|&(pos, _)| pos);
 
     // Recovered callbacks are inserted after post-processing: written as given.
-    let callback = |h: u32| Row::Message { at: ix.node(h).at, finish: false };
+    let callback = |h: &Node<'_>| Row::Message { at: h.at, finish: false };
     let mut out = Vec::with_capacity(rows.len() + at.len());
     let mut next = at.into_iter().peekable();
     for (i, row) in rows.into_iter().enumerate() {
@@ -86,29 +94,14 @@ pub(crate) fn flat_list(ix: &Index<'_>, rows: Vec<Placed>) -> Vec<Row> {
     out
 }
 
-/// messageMap: the input position of every kept message, in id order (ids are unique after
-/// `prepare`).
+/// messageMap: the input position of every kept message, in the order `JSON.stringify` writes
+/// upstream's object: array-index ids (`"0"`, `"42"`) first in numeric order, then every other
+/// id where it first occurs in the input.
 pub(crate) fn message_map(ix: &Index<'_>) -> Vec<u32> {
-    // Each key packs an id's first 12 bytes (zero-padded, big-endian: their byte order) above
-    // the message's position, so one integer sort settles nearly every pair; only runs that
-    // share the whole 12-byte prefix are then ordered by the full ids.
-    let key = |(i, id): (usize, &str)| {
-        let mut b = [0u8; 16];
-        let n = id.len().min(12);
-        b[..n].copy_from_slice(&id.as_bytes()[..n]);
-        u128::from_be_bytes(b) | i as u128
-    };
-    let mut keys: Vec<u128> = ix.nodes.iter().enumerate().map(|(i, n)| key((i, n.id))).collect();
-    keys.sort_unstable();
-    let pos = |k: u128| k as u32;
-    let mut start = 0;
-    while start < keys.len() {
-        let prefix = keys[start] >> 32;
-        let end = start + keys[start..].iter().take_while(|&&k| k >> 32 == prefix).count();
-        if end - start > 1 {
-            keys[start..end].sort_unstable_by(|&a, &b| ix.node(pos(a)).id.cmp(ix.node(pos(b)).id));
-        }
-        start = end;
+    let mut order: Vec<u32> =
+        if ix.first_seen.is_empty() { (0..ix.nodes.len() as u32).collect() } else { ix.first_seen.clone() };
+    if order.iter().any(|&i| array_index(ix.node(i).id).is_some()) {
+        order.sort_by_key(|&i| array_index(ix.node(i).id).map_or(u64::MAX, u64::from));
     }
-    keys.into_iter().map(|k| ix.node(pos(k)).at).collect()
+    order.into_iter().map(|i| ix.node(i).at).collect()
 }

@@ -6,7 +6,7 @@
 //! output. This is the same procedure as an explicit stack of frames: each frame is one
 //! upstream call with its loop position saved, a "call" pushes frames, a finished frame pops.
 
-use serde_json::Value;
+use crate::value::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
 use super::collector::{Marks, assistant_chain, flat_signal_callbacks, flat_task_completions, is_tool_chain_head};
@@ -326,12 +326,13 @@ impl<'i, 'a> Builder<'i, 'a> {
         if let Some(group) = ix.compare_group(c)
             && !self.group_done(group.id)
         {
-            let members: Vec<u32> = node.group_id.and_then(|g| ix.group_members.get(g)).cloned().unwrap_or_default();
-            let v = compare_from_group(ix, group.id, group.mode, group.parent_message_id, &members);
+            let members = node.group_id.map(|g| ix.group_occurrences(g)).unwrap_or_default();
+            let v = compare_from_group(group.id, group.mode, group.parent_message_id, &members);
             let active =
                 v.fields.get("activeColumnId").and_then(Value::as_str).and_then(|id| ix.by_id.get(id).copied());
             self.push_built(v);
-            for &m in &members {
+            let consumed: Vec<u32> = members.iter().filter_map(|m| ix.by_id.get(m.id).copied()).collect();
+            for m in consumed {
                 self.mark(m);
             }
             self.mark_group(group.id);
@@ -443,13 +444,11 @@ impl<'i, 'a> Builder<'i, 'a> {
         for &m in chain.iter().chain(&tools) {
             self.mark(m);
         }
-        for block in &signal_blocks {
-            for &cb in &block.callbacks {
-                self.mark(cb);
+        // Processed by id: a copy of a repeated id marks the kept message.
+        for &at in signal_blocks.iter().flat_map(|b| &b.callbacks).chain(&completions) {
+            if let Some(i) = ix.kept_at(at) {
+                self.mark(i);
             }
-        }
-        for &tc in &completions {
-            self.mark(tc);
         }
         self.group_frames(member_ids, chain.last().copied(), tools)
     }

@@ -4,17 +4,17 @@
 //! `content: ''`, one content block per step, and the keys upstream deletes removed; keys
 //! upstream leaves `undefined` are simply absent.
 
+use crate::value::{Map, Value};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value};
 
 use super::indexing::NONE;
 use super::js::{field, non_empty, truthy};
 use super::message::sub_agent_override;
-use super::rows::{BranchJson, GroupRow, ItemsJson, Keys, id_of, object, write_patched};
+use super::rows::{BranchJson, GroupRow, ItemsJson, Shape, id_of, object};
 use super::usage::{Aggregate, UsageView, is_usage_key, step_usage};
 
-/// Keys of the head message a group or supervisor row replaces or deletes (never copied).
-const REPLACED_KEYS: [&str; 7] = ["children", "content", "imageList", "metadata", "reasoning", "role", "tools"];
+/// Keys of the head message a group or supervisor row deletes.
+const DELETED_KEYS: [&str; 4] = ["imageList", "metadata", "reasoning", "tools"];
 
 type Entries<'r> = Vec<(&'r str, &'r Value)>;
 
@@ -45,7 +45,7 @@ fn other_metadata(meta: Option<&Value>) -> impl Iterator<Item = (&str, &Value)> 
         .map(|(k, v)| (k.as_str(), v))
 }
 
-/// A JSON object from entries (keys unique, in byte order).
+/// A JSON object from entries (keys unique, in order).
 struct EntriesJson<'e, 'r>(&'e [(&'r str, &'r Value)]);
 
 impl Serialize for EntriesJson<'_, '_> {
@@ -67,19 +67,31 @@ struct SupervisorMetadata<'e, 'r> {
 impl Serialize for SupervisorMetadata<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         static TRUE: Value = Value::Bool(true);
-        let mut m = s.serialize_map(None)?;
-        let mut keys = Keys::new();
-        keys.push("isSupervisor");
-        keys.push("orchestrationRole");
+        const FLAGS: [&str; 2] = ["isSupervisor", "orchestrationRole"];
         let own = |k: &str| self.entries.iter().find(|(e, _)| *e == k).map(|(_, v)| *v);
-        write_patched(&mut m, self.entries.iter().copied(), &[], keys.sorted(), |m, k| {
-            let mine = if self.flags_win { None } else { own(k) };
-            match (k, mine) {
-                (_, Some(v)) => m.serialize_entry(k, v),
-                ("isSupervisor", None) => m.serialize_entry(k, &TRUE),
-                _ => m.serialize_entry(k, "supervisor"),
+        let flag = |m: &mut S::SerializeMap, k: &str| match own(k) {
+            Some(v) if !self.flags_win => m.serialize_entry(k, v),
+            _ if k == "isSupervisor" => m.serialize_entry(k, &TRUE),
+            _ => m.serialize_entry(k, "supervisor"),
+        };
+        let mut m = s.serialize_map(None)?;
+        if self.flags_win {
+            // `{...metadata, isSupervisor: true, orchestrationRole: 'supervisor'}`.
+            for &(k, v) in self.entries {
+                if FLAGS.contains(&k) { flag(&mut m, k)? } else { m.serialize_entry(k, v)? }
             }
-        })?;
+            for k in FLAGS.into_iter().filter(|k| own(k).is_none()) {
+                flag(&mut m, k)?;
+            }
+        } else {
+            // `{isSupervisor: true, orchestrationRole: 'supervisor', ...metadata}`.
+            for k in FLAGS {
+                flag(&mut m, k)?;
+            }
+            for &(k, v) in self.entries.iter().filter(|(k, _)| !FLAGS.contains(k)) {
+                m.serialize_entry(k, v)?;
+            }
+        }
         m.end()
     }
 }
@@ -98,18 +110,17 @@ impl<'r> Step<'r> {
     }
 }
 
-/// The block fields shared by steps, supervisor bubbles and task completions.
-fn base_keys(msg: &Map<String, Value>, keys: &mut Keys) {
-    keys.push("content");
-    if msg.contains_key("id") {
-        keys.push("id");
-    }
+/// The block fields shared by steps, supervisor bubbles and task completions, in upstream's
+/// order: `{content, id}`, then `error`, `fileList`, `imageList` when present.
+fn base_keys<'b>(msg: &Map<String, Value>, shape: &mut Shape<'b>) {
+    shape.set("content");
+    shape.set("id");
     if truthy(msg.get("error")) {
-        keys.push("error");
+        shape.set("error");
     }
     for key in ["fileList", "imageList"] {
         if non_empty(msg.get(key)) {
-            keys.push(key);
+            shape.set(key);
         }
     }
 }
@@ -128,26 +139,27 @@ impl Serialize for StepJson<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let msg = self.step.map;
         let tools = msg.get("tools").and_then(Value::as_array).filter(|t| !t.is_empty());
-        let mut keys = Keys::new();
-        base_keys(msg, &mut keys);
+        let mut shape = Shape::empty();
+        base_keys(msg, &mut shape);
         if self.step.perf.is_some() {
-            keys.push("performance");
+            shape.set("performance");
         }
         if truthy(msg.get("reasoning")) {
-            keys.push("reasoning");
+            shape.set("reasoning");
         }
         if tools.is_some() {
-            keys.push("tools");
+            shape.set("tools");
         }
         if self.step.usage.is_some() {
-            keys.push("usage");
+            shape.set("usage");
         }
         if !self.metadata.is_empty() {
-            keys.push("metadata");
+            shape.set("metadata");
         }
         let mut m = s.serialize_map(None)?;
-        write_patched(&mut m, std::iter::empty(), &[], keys.sorted(), |m, k| match k {
+        shape.write(&mut m, |m, k| match k {
             "content" => m.serialize_entry(k, content_or_empty(msg.get("content"))),
+            "id" => m.serialize_entry(k, &msg.get(k)),
             "performance" => m.serialize_entry(k, &self.step.perf),
             "usage" => m.serialize_entry(k, &self.step.usage),
             "tools" => m.serialize_entry(
@@ -190,24 +202,19 @@ struct AnsweredCall<'r> {
 impl Serialize for AnsweredCall<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let intervention = self.tool.get("pluginIntervention");
-        let mut keys = Keys::new();
-        if intervention.is_some() {
-            keys.push("intervention");
+        let mut shape = Shape::spread(self.raw.iter().map(|(k, v)| (k.as_str(), v)));
+        for k in ["intervention", "result", "result_msg_id"] {
+            shape.set(k);
         }
-        keys.push("result");
-        keys.push("result_msg_id");
         let mut m = s.serialize_map(None)?;
-        write_patched(
-            &mut m,
-            self.raw.iter().map(|(k, v)| (k.as_str(), v)),
-            &["intervention"],
-            keys.sorted(),
-            |m, k| match k {
-                "intervention" => m.serialize_entry(k, &intervention),
-                "result" => m.serialize_entry(k, &ToolResult(self.tool)),
-                _ => m.serialize_entry(k, &self.tool.get("id")),
+        shape.write(&mut m, |m, k| match k {
+            "intervention" => match intervention {
+                Some(v) => m.serialize_entry(k, v),
+                None => Ok(()),
             },
-        )?;
+            "result" => m.serialize_entry(k, &ToolResult(self.tool)),
+            _ => m.serialize_entry(k, &self.tool.get("id")),
+        })?;
         m.end()
     }
 }
@@ -222,10 +229,10 @@ impl Serialize for ToolResult<'_> {
         let state = tm.get("pluginState").filter(|e| truthy(Some(e)));
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("content", content_or_empty(tm.get("content")))?;
+        m.serialize_entry("id", &tm.get("id"))?;
         if let Some(e) = error {
             m.serialize_entry("error", e)?;
         }
-        m.serialize_entry("id", &tm.get("id"))?;
         if let Some(st) = state {
             m.serialize_entry("state", st)?;
         }
@@ -233,16 +240,14 @@ impl Serialize for ToolResult<'_> {
     }
 }
 
-/// The merged non-usage metadata of all steps (later steps win), in key order.
+/// The merged non-usage metadata of all steps (`Object.assign` in step order: a key keeps its
+/// first place and its last value).
 fn merged_metadata<'r>(steps: &[Step<'r>]) -> Entries<'r> {
-    let mut all: Entries<'r> = steps.iter().flat_map(|s| other_metadata(s.map.get("metadata"))).collect();
-    // Stable: equal keys keep step order, and the last of each run wins.
-    all.sort_by(|a, b| a.0.cmp(b.0));
-    let mut out: Entries<'r> = Vec::with_capacity(all.len());
-    for e in all {
-        match out.last_mut() {
-            Some(last) if last.0 == e.0 => *last = e,
-            _ => out.push(e),
+    let mut out: Entries<'r> = Vec::new();
+    for e in steps.iter().flat_map(|s| other_metadata(s.map.get("metadata"))) {
+        match out.iter_mut().find(|(k, _)| *k == e.0) {
+            Some(slot) => *slot = e,
+            None => out.push(e),
         }
     }
     out
@@ -314,34 +319,39 @@ impl Serialize for GroupJson<'_, '_> {
         let agent = head.and_then(sub_agent_override);
         let usage = self.aggregate.usage();
         let perf = self.aggregate.performance();
-        let mut keys = Keys::new();
-        for k in ["children", "content", "role"] {
-            keys.push(k);
-        }
+        // `{...head (sub_agent rewritten), children, content: '', role}`, the deletions, then
+        // the keys set after them, in createAssistantGroupMessage's order; the branch marker
+        // is added last (createMessageWithBranches).
+        let mut shape = Shape::spread(head.into_iter().flat_map(|h| h.iter()).map(|(k, v)| (k.as_str(), v)));
         if agent.is_some() {
-            keys.push("agentId");
+            shape.set("agentId");
+        }
+        for k in ["children", "content", "role"] {
+            shape.set(k);
+        }
+        for k in DELETED_KEYS {
+            shape.delete(k);
         }
         if perf.is_some() {
-            keys.push("performance");
+            shape.set("performance");
         }
         if usage.is_some() {
-            keys.push("usage");
+            shape.set("usage");
         }
         if !self.metadata.is_empty() || row.supervisor {
-            keys.push("metadata");
+            shape.set("metadata");
         }
         if !row.signal_blocks.is_empty() {
-            keys.push("signalCallbacks");
+            shape.set("signalCallbacks");
         }
         if !row.completions.is_empty() {
-            keys.push("taskCompletions");
+            shape.set("taskCompletions");
         }
         if row.branch.is_some() {
-            keys.push("branch");
+            shape.set("branch");
         }
-        let base = head.into_iter().flat_map(|h| h.iter()).map(|(k, v)| (k.as_str(), v));
         let mut m = s.serialize_map(None)?;
-        write_patched(&mut m, base, &REPLACED_KEYS, keys.sorted(), |m, k| match k {
+        shape.write(&mut m, |m, k| match k {
             "children" => m.serialize_entry(k, &Children(self)),
             "content" => m.serialize_entry(k, ""),
             "role" => m.serialize_entry(k, if row.supervisor { "supervisor" } else { "assistantGroup" }),
@@ -465,15 +475,15 @@ struct Completion<'r>(&'r Map<String, Value>);
 impl Serialize for Completion<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let msg = self.0;
-        let mut keys = Keys::new();
-        base_keys(msg, &mut keys);
+        let mut shape = Shape::empty();
+        base_keys(msg, &mut shape);
         for key in ["performance", "reasoning", "usage"] {
             if truthy(msg.get(key)) {
-                keys.push(key);
+                shape.set(key);
             }
         }
         let mut m = s.serialize_map(None)?;
-        write_patched(&mut m, std::iter::empty(), &[], keys.sorted(), |m, k| match k {
+        shape.write(&mut m, |m, k| match k {
             "content" => m.serialize_entry(k, content_or_empty_nullish(msg.get("content"))),
             _ => m.serialize_entry(k, &msg.get(k)),
         })?;
@@ -490,41 +500,38 @@ impl Serialize for SupervisorJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let map = self.map;
         let step = Step::of(map);
-        let mut other: Entries<'_> = other_metadata(map.get("metadata")).collect();
-        other.sort_by(|a, b| a.0.cmp(b.0));
+        let other: Entries<'_> = other_metadata(map.get("metadata")).collect();
         let agent = sub_agent_override(map);
-        let mut keys = Keys::new();
-        for k in ["children", "content", "role", "metadata"] {
-            keys.push(k);
-        }
+        let mut shape = Shape::spread(map.iter().map(|(k, v)| (k.as_str(), v)));
         if agent.is_some() {
-            keys.push("agentId");
+            shape.set("agentId");
+        }
+        for k in ["children", "content", "role"] {
+            shape.set(k);
+        }
+        for k in DELETED_KEYS {
+            shape.delete(k);
         }
         if step.perf.is_some() {
-            keys.push("performance");
+            shape.set("performance");
         }
         if step.usage.is_some() {
-            keys.push("usage");
+            shape.set("usage");
         }
+        shape.set("metadata");
         let mut m = s.serialize_map(None)?;
-        write_patched(
-            &mut m,
-            map.iter().map(|(k, v)| (k.as_str(), v)),
-            &REPLACED_KEYS,
-            keys.sorted(),
-            |m, k| match k {
-                "children" => {
-                    let block = StepJson { input: &[], step: &step, results: &[], metadata: &other };
-                    m.serialize_entry(k, &[block])
-                }
-                "content" => m.serialize_entry(k, ""),
-                "role" => m.serialize_entry(k, "supervisor"),
-                "metadata" => m.serialize_entry(k, &SupervisorMetadata { entries: &other, flags_win: false }),
-                "agentId" => m.serialize_entry(k, &agent),
-                "performance" => m.serialize_entry(k, &step.perf),
-                _ => m.serialize_entry(k, &step.usage),
-            },
-        )?;
+        shape.write(&mut m, |m, k| match k {
+            "children" => {
+                let block = StepJson { input: &[], step: &step, results: &[], metadata: &other };
+                m.serialize_entry(k, &[block])
+            }
+            "content" => m.serialize_entry(k, ""),
+            "role" => m.serialize_entry(k, "supervisor"),
+            "metadata" => m.serialize_entry(k, &SupervisorMetadata { entries: &other, flags_win: false }),
+            "agentId" => m.serialize_entry(k, &agent),
+            "performance" => m.serialize_entry(k, &step.perf),
+            _ => m.serialize_entry(k, &step.usage),
+        })?;
         m.end()
     }
 }

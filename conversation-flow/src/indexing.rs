@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 
-use serde_json::Value;
+use crate::value::{Map, Value};
 
 use super::diagnostics::Diagnostic;
 use super::fast_hash::FastMap;
@@ -73,6 +73,10 @@ pub(crate) struct Index<'a> {
     /// Every node's tool calls (`Node::tools` ranges into it).
     calls: Vec<ToolCall<'a>>,
     pub by_id: FastMap<&'a str, u32>,
+    /// Nodes in the order their ids first occur, when an id repeats (else empty: node order).
+    pub first_seen: Vec<u32>,
+    /// Dropped copies of repeated ids (input order), `raw_parent` resolved.
+    pub dropped: Vec<Node<'a>>,
     /// Effective roots (children of `null`), input order.
     pub roots: Vec<u32>,
     children: Csr,
@@ -83,7 +87,7 @@ pub(crate) struct Index<'a> {
     /// Newest non-thread user `createdAt` in each subtree (threads block the walk), or -inf.
     pub latest_user: Vec<f64>,
     pub groups: FastMap<&'a str, Group<'a>>,
-    /// `groupId` → messages carrying it, input order.
+    /// `groupId` → kept messages carrying it, in messageMap order.
     pub group_members: FastMap<&'a str, Vec<u32>>,
     /// Effective `task` children per message.
     pub task_children: Vec<u32>,
@@ -98,7 +102,10 @@ impl<'a> Index<'a> {
         groups: &'a [Value],
         diags: &mut Vec<Diagnostic>,
     ) -> Index<'a> {
-        let Prepared { mut nodes, mut calls, by_id, repeats } = prepared;
+        let Prepared { mut nodes, mut calls, by_id, repeats, first_seen, mut dropped } = prepared;
+        for d in &mut dropped {
+            d.raw_parent = d.parent_id.and_then(Value::as_str).and_then(|p| by_id.get(p).copied());
+        }
         let n = nodes.len();
 
         resolve_tool_results(&nodes, &mut calls, &by_id);
@@ -140,10 +147,14 @@ impl<'a> Index<'a> {
                 None => diags.push(Diagnostic::InvalidMessageGroup { index: i }),
             }
         }
+        // In messageMap order (a JS `Map`: where each id first occurs), as upstream's tree
+        // builder scans `messageMap.values()`.
         let mut group_members: FastMap<&'a str, Vec<u32>> = FastMap::default();
-        for (i, node) in nodes.iter().enumerate() {
-            if let Some(g) = node.group_id {
-                group_members.entry(g).or_default().push(i as u32);
+        let in_map_order: Box<dyn Iterator<Item = u32>> =
+            if first_seen.is_empty() { Box::new(0..n as u32) } else { Box::new(first_seen.iter().copied()) };
+        for i in in_map_order {
+            if let Some(g) = nodes[i as usize].group_id {
+                group_members.entry(g).or_default().push(i);
             }
         }
         // Per listing, like `childrenMap`: a repeated task counts once per occurrence.
@@ -158,6 +169,8 @@ impl<'a> Index<'a> {
             nodes,
             calls,
             by_id,
+            first_seen,
+            dropped,
             roots,
             children,
             raw_children,
@@ -190,6 +203,33 @@ impl<'a> Index<'a> {
     /// Messages whose raw `parentId` is this message, input order.
     pub(crate) fn raw_children(&self, i: u32) -> &[u32] {
         self.raw_children.of(i)
+    }
+
+    /// Every input message carrying `group_id`, copies of repeated ids included, input order
+    /// (upstream's `messages.filter(m => m.groupId === id)`).
+    pub(crate) fn group_occurrences(&self, group_id: &str) -> Vec<&Node<'a>> {
+        let mut out: Vec<&Node<'a>> =
+            self.group_members.get(group_id).into_iter().flatten().map(|&i| self.node(i)).collect();
+        out.extend(self.dropped.iter().filter(|d| d.group_id == Some(group_id)));
+        out.sort_by_key(|n| n.at);
+        out
+    }
+
+    /// The kept node with the id of the input message at `at`.
+    pub(crate) fn kept_at(&self, at: u32) -> Option<u32> {
+        let id = self.input.get(at as usize).and_then(|m| m.get("id")).and_then(Value::as_str)?;
+        self.by_id.get(id).copied()
+    }
+
+    /// Every input message whose raw `parentId` is this message's id, dropped copies of
+    /// repeated ids included, input order (upstream's `allMessages.filter(...)`).
+    pub(crate) fn raw_occurrences(&self, i: u32) -> Vec<&Node<'a>> {
+        let mut out: Vec<&Node<'a>> = self.raw_children(i).iter().map(|&c| self.node(c)).collect();
+        if !self.dropped.is_empty() {
+            out.extend(self.dropped.iter().filter(|d| d.raw_parent == Some(i)));
+            out.sort_by_key(|n| n.at);
+        }
+        out
     }
 
     /// Main-line tree children (thread messages excluded), input order.
@@ -275,7 +315,7 @@ fn compressed_redirects<'a>(nodes: &[Node<'a>], ids: &FastMap<&'a str, u32>) -> 
 }
 
 /// Upstream's `getLastMessageIdFromCompressedDisplay`, as a loop (the display nesting is data).
-fn last_hidden_message_id(map: &serde_json::Map<String, Value>) -> Option<&str> {
+fn last_hidden_message_id(map: &Map<String, Value>) -> Option<&str> {
     let mut cur = map;
     loop {
         if let Some(last) = cur.get("lastMessageId").filter(|v| truthy(Some(v))) {

@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use serde_json::Value;
+use crate::value::Value;
 
 /// JS truthiness of an optional (possibly absent) value.
 pub(crate) fn truthy(v: Option<&Value>) -> bool {
@@ -228,7 +228,6 @@ impl<'a> Key<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn truthiness_follows_js() {

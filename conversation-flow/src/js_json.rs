@@ -58,6 +58,7 @@ pub(crate) fn js_number_string(v: f64) -> String {
     let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let digits = even_on_tie(v.abs(), digits, exp);
     let k = digits.len() as i32;
     let n = exp + 1;
     let mut out = String::with_capacity(k as usize + 8);
@@ -88,6 +89,45 @@ pub(crate) fn js_number_string(v: f64) -> String {
     out
 }
 
+/// ECMAScript's tie rule: when the value lies exactly halfway between two shortest
+/// candidates, `Number.prototype.toString` takes the one whose last digit is even, where
+/// Rust's shortest formatting may take the other (73.206329345703125 → JS `…312`). A tie needs
+/// the exact decimal expansion to be one digit longer than the shortest, ending in 5; below
+/// 15 digits the rounding interval is too narrow for that.
+fn even_on_tie(v: f64, digits: String, exp: i32) -> String {
+    let k = digits.len();
+    if k < 15 {
+        return digits;
+    }
+    // Cheap filter: a tie means a midpoint next to the chosen digits (`digits5` or
+    // `(digits - 1)5`, one decimal place further) is the value itself, so it reads back as it.
+    let Ok(chosen) = digits.parse::<u64>() else { return digits };
+    let scale = exp - k as i32;
+    let reads_back = |mid: u64| format!("{mid}e{scale}").parse::<f64>().is_ok_and(|back| back == v);
+    let tie_possible = reads_back(chosen * 10 + 5) || (chosen > 0 && reads_back((chosen - 1) * 10 + 5));
+    if !tie_possible {
+        return digits;
+    }
+    // The exact expansion (an f64 has at most 767 significant digits).
+    let exact = format!("{v:.800e}");
+    let (mantissa, exact_exp) = exact.split_once('e').unwrap_or((exact.as_str(), "0"));
+    if exact_exp.parse::<i32>().ok() != Some(exp) {
+        return digits;
+    }
+    let exact_digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exact_digits = exact_digits.trim_end_matches('0');
+    if exact_digits.len() != k + 1 || !exact_digits.ends_with('5') {
+        return digits;
+    }
+    let floor = &exact_digits[..k];
+    let Ok(low) = floor.parse::<u64>() else { return digits };
+    let even = if low % 2 == 0 { low } else { low + 1 };
+    let candidate = even.to_string();
+    let round_trips = candidate.len() == k
+        && format!("{candidate}e{}", exp - k as i32 + 1).parse::<f64>().is_ok_and(|back| back == v);
+    if round_trips { candidate } else { digits }
+}
+
 fn write_js_f64<W: ?Sized + Write>(w: &mut W, v: f64) -> io::Result<()> {
     w.write_all(js_number_string(v).as_bytes())
 }
@@ -98,8 +138,10 @@ mod tests {
 
     /// Expected strings are what Node's `String(x)` prints.
     #[test]
+    #[allow(clippy::excessive_precision, reason = "73.206329345703125 is the exact double, a halfway case")]
     fn numbers_print_as_javascript_does() {
-        let cases: [(f64, &str); 16] = [
+        let cases: [(f64, &str); 17] = [
+            (73.206329345703125, "73.20632934570312"),
             (0.0, "0"),
             (-0.0, "0"),
             (1.0, "1"),

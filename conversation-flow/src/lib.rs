@@ -4,16 +4,20 @@
 //!
 //! ```
 //! use agentlog_conversation_flow as conversation;
-//! use serde_json::json;
 //!
-//! let messages = vec![
-//!     json!({"id": "u1", "role": "user", "content": "hi", "createdAt": 1}),
-//!     json!({"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1", "createdAt": 2}),
-//! ];
-//! let result = conversation::parse(&messages, None);
+//! // JSON text keeps its key order, as upstream's `JSON.parse` does.
+//! let doc = conversation::value::from_str(
+//!     r#"[{"id": "u1", "role": "user", "content": "hi", "createdAt": 1},
+//!         {"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1", "createdAt": 2}]"#,
+//! )?;
+//! let result = conversation::parse_document(&doc)?;
 //! assert_eq!(result.flat_list().len(), 2);
 //! assert_eq!(result.flat_list().get(1).and_then(|row| row.id()), Some("a1"));
 //! assert!(result.diagnostics.is_empty());
+//! let mut out = Vec::new();
+//! result.write_json(&mut out)?;
+//! assert!(out.starts_with(br#"{"contextTree":[{"id":"u1","type":"message"}"#));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! Pure and total: no I/O, no recursion on input depth (a 100,000-deep parent chain parses),
@@ -24,6 +28,14 @@
 //! post-processing, `virtual_message` the decisions behind virtual rows, `rows` / `group_json` /
 //! `usage` the JSON the rows stand for, `output` the result's public views, `js` the JS
 //! semantics upstream relies on, `node_id` the context tree's inline ids.
+
+/// `serde_json::json!` as the parser's [`Value`], for the crate's unit tests.
+#[cfg(test)]
+macro_rules! json {
+    ($($t:tt)+) => {
+        crate::value::Value::from(serde_json::json!($($t)+))
+    };
+}
 
 mod branch;
 mod collector;
@@ -42,11 +54,12 @@ mod output;
 mod processed;
 mod rows;
 mod usage;
+pub mod value;
 mod virtual_message;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+pub use value::{Map, Value};
 
 pub use context_tree::{
     AgentCouncilNode, AssistantGroupNode, BranchNode, CompareNode, ContextNode, MessageNode, SignalCallbacksNode,

@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use serde_json::{Map, Value};
+use crate::value::{Map, Value};
 
 use super::diagnostics::Diagnostic;
 use super::fast_hash::FastMap;
@@ -102,6 +102,13 @@ pub(crate) struct Prepared<'a> {
     /// position, kept node), input order: upstream's `childrenMap` lists the id once per
     /// occurrence, so each is one more edge from the same parent to the kept message.
     pub repeats: Vec<(u32, u32)>,
+    /// With duplicate ids: the kept nodes in the order their ids first occur (upstream's
+    /// `messageMap` is a JS `Map`: a repeated `set` keeps the first place). Empty when no id
+    /// repeats (the order is then the nodes' own).
+    pub first_seen: Vec<u32>,
+    /// The dropped copies of repeated ids, input order: upstream's scans of the input array
+    /// (`allMessages.filter(m => m.parentId === …)`) still meet each of them.
+    pub dropped: Vec<Node<'a>>,
 }
 
 /// Validate the input array, read every message's fields (one pass over each map: the id is
@@ -126,6 +133,8 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
         nodes.push(Node::read(map, f, id, i as u32, &mut calls));
     }
     let mut repeats = Vec::new();
+    let mut first_seen = Vec::new();
+    let mut dropped = Vec::new();
     if duplicates {
         // Rare: keep only each id's last occurrence (`by_id` names it), then renumber. The
         // dropped copies' tool calls stay in `calls`, unreferenced.
@@ -156,12 +165,24 @@ pub(crate) fn prepare<'a>(messages: &'a [Value], diags: &mut Vec<Diagnostic>) ->
             if kept[old] as usize == old {
                 new_pos[old] = nodes.len() as u32;
                 nodes.push(node);
+            } else {
+                dropped.push(node);
             }
         }
         repeats = pending.into_iter().map(|(at, k)| (at, new_pos[k as usize])).collect();
+        let mut seen = vec![false; nodes.len()];
+        for &k in &kept {
+            let p = new_pos[k as usize];
+            if let Some(s) = seen.get_mut(p as usize)
+                && !*s
+            {
+                *s = true;
+                first_seen.push(p);
+            }
+        }
         by_id = nodes.iter().enumerate().map(|(pos, n)| (n.id, pos as u32)).collect();
     }
-    Prepared { nodes, calls, by_id, repeats }
+    Prepared { nodes, calls, by_id, repeats, first_seen, dropped }
 }
 
 /// `metadata.scope === 'sub_agent'` with a `subAgentId`: the message is seen (and returned)
@@ -248,9 +269,6 @@ impl<'a> Fields<'a> {
                 "agentId" => &mut f.agent_id,
                 "tool_call_id" => &mut f.tool_call_id,
                 "parentId" => &mut f.parent_id,
-                // Keys iterate in byte order (`tests::input_maps_iterate_keys_in_byte_order`)
-                // and none read here starts after `t`: skip the rest (`updatedAt`, `usage`).
-                _ if k.as_bytes().first().is_some_and(|&b| b > b't') => break,
                 _ => continue,
             };
             *slot = Some(v);
@@ -292,9 +310,6 @@ impl<'a> MetaFields<'a> {
                 "agentDispatch" => &mut f.agent_dispatch,
                 "scope" => &mut f.scope,
                 "subAgentId" => &mut f.sub_agent_id,
-                // Keys iterate in byte order and none read here starts after `s`: skip the
-                // usage and performance keys (`totalTokens`, `tps`, `ttft`, `usage`, …).
-                _ if k.as_bytes().first().is_some_and(|&b| b > b's') => break,
                 _ => continue,
             };
             *slot = Some(v);

@@ -10,8 +10,8 @@ use std::fmt;
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use crate::value::{Map, Value};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
-use serde_json::{Map, Value};
 
 use super::context_tree::{self, ContextNode};
 use super::diagnostics::Diagnostic;
@@ -46,7 +46,7 @@ pub struct ParseResult<'a> {
     pub diagnostics: Vec<Diagnostic>,
     input: Input<'a>,
     rows: Vec<Row>,
-    /// Input positions of the messageMap entries, in id order.
+    /// Input positions of the messageMap entries, in upstream's order.
     map: Vec<u32>,
 }
 
@@ -73,7 +73,7 @@ impl<'a> ParseResult<'a> {
         FlatList { input: self.input.slice(), rows: &self.rows }
     }
 
-    /// Every kept input message by id (after upstream's clean-up), in key order.
+    /// Every kept input message by id (after upstream's clean-up), in upstream's key order.
     pub fn message_map(&self) -> MessageMap<'_> {
         MessageMap { input: self.input.slice(), positions: &self.map }
     }
@@ -88,8 +88,8 @@ impl<'a> ParseResult<'a> {
     }
 
     /// The whole result as one JSON value (`{contextTree, flatList, messageMap}`).
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 
     /// Write `{"contextTree","flatList","messageMap"}` as compact JSON. Unlike serde, this does
@@ -160,7 +160,7 @@ impl<'r> FlatList<'r> {
     }
 
     /// Every row as an owned JSON value.
-    pub fn to_values(&self) -> Vec<Value> {
+    pub fn to_values(&self) -> Vec<serde_json::Value> {
         self.iter().map(|r| r.to_value()).collect()
     }
 }
@@ -199,8 +199,8 @@ impl<'r> FlatRow<'r> {
     }
 
     /// The row as an owned JSON value.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 }
 
@@ -216,7 +216,7 @@ impl fmt::Debug for FlatRow<'_> {
     }
 }
 
-/// messageMap: every kept input message by id, in id order.
+/// messageMap: every kept input message by id, in upstream's order.
 #[derive(Clone, Copy)]
 pub struct MessageMap<'r> {
     input: &'r [Value],
@@ -234,10 +234,10 @@ impl<'r> MessageMap<'r> {
         self.positions.is_empty()
     }
 
-    /// The entry of message `id`.
+    /// The entry of message `id` (a scan: the map is written whole, rarely searched).
     pub fn get(&self, id: &str) -> Option<MessageEntry<'r>> {
-        let i = self.positions.binary_search_by(|&at| id_of(self.input, at).cmp(id)).ok()?;
-        Some(MessageEntry { map: object(self.input, self.positions[i]) })
+        let at = self.positions.iter().copied().find(|&at| id_of(self.input, at) == id)?;
+        Some(MessageEntry { map: object(self.input, at) })
     }
 
     /// Is there an entry for `id`?
@@ -245,15 +245,15 @@ impl<'r> MessageMap<'r> {
         self.get(id).is_some()
     }
 
-    /// `(id, entry)` in id order.
+    /// `(id, entry)` in upstream's order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&'r str, MessageEntry<'r>)> + use<'r> {
         let input = self.input;
         self.positions.iter().map(move |&at| (id_of(input, at), MessageEntry { map: object(input, at) }))
     }
 
     /// The map as an owned JSON object.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 }
 
@@ -281,8 +281,8 @@ pub struct MessageEntry<'r> {
 
 impl MessageEntry<'_> {
     /// The entry as an owned JSON value.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 }
 

@@ -6,13 +6,12 @@
 //! row is serialised, reading the input in place; nothing is copied, and a result holds no
 //! borrowed pointers (positions only), so it can share its input instead of copying it.
 //!
-//! Objects are written with their keys in byte order, as a `serde_json::Map` holds them, so
-//! the bytes are the same as serialising the equivalent `Value`. Merging a message's entries
-//! with the keys a row adds relies on the input maps iterating in that order too (serde_json
-//! without `preserve_order`; `tests::input_maps_iterate_keys_in_byte_order` guards it).
+//! Objects are written with their keys in the order upstream's JavaScript gives them: a spread
+//! message keeps its input order ([`Value`] keeps it), keys a row assigns go where JavaScript
+//! puts them ([`Shape`]), and objects upstream writes as literals follow the literal.
 
+use crate::value::{Map, Value};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value};
 
 use super::group_json::{GroupJson, SupervisorJson};
 use super::js::{non_empty, truthy};
@@ -97,9 +96,18 @@ impl Serialize for BuiltJson<'_> {
         let b = self.row;
         let mut m = s.serialize_map(None)?;
         let items = ItemsJson { input: self.input, items: &b.items, columns: b.columns };
-        write_patched(&mut m, b.fields.iter().map(|(k, v)| (k.as_str(), v)), &[], &[b.list_key], |m, k| {
-            m.serialize_entry(k, &items)
-        })?;
+        // Upstream's literals list their keys sorted: the list goes before the first key after it.
+        let mut listed = false;
+        for (k, v) in b.fields.iter() {
+            if !listed && k.as_str() > b.list_key {
+                m.serialize_entry(b.list_key, &items)?;
+                listed = true;
+            }
+            m.serialize_entry(k, v)?;
+        }
+        if !listed {
+            m.serialize_entry(b.list_key, &items)?;
+        }
         m.end()
     }
 }
@@ -232,7 +240,7 @@ impl Serialize for MessageJson<'_> {
         let supervisor = self.mode != Mode::AsGiven && is_legacy_supervisor(map);
         let hoisted = if self.mode == Mode::FlatRow { hoisted_usage(map) } else { None };
         // messageMap: a still-assistant with tools and metadata keeps only usage keys (and
-        // drops `metadata` when none remain or it is not an object).
+        // `metadata: undefined` when none remain or it is not an object).
         let reduce = self.mode == Mode::MapEntry
             && !supervisor
             && map.get("role").and_then(Value::as_str) == Some("assistant")
@@ -242,25 +250,25 @@ impl Serialize for MessageJson<'_> {
             Some(Value::Object(md)) if reduce && md.keys().any(|k| is_usage_key(k)) => Some(md),
             _ => None,
         };
-        let mut keys = Keys::new();
+        // In upstream's order: the sub_agent rewrite, the branch marker, then post-processing.
+        let mut shape = Shape::spread(map.iter().map(|(k, v)| (k.as_str(), v)));
         if agent.is_some() {
-            keys.push("agentId");
+            shape.set("agentId");
         }
         if self.branch.is_some() {
-            keys.push("branch");
-        }
-        if reduced.is_some() {
-            keys.push("metadata");
+            shape.set("branch");
         }
         if supervisor {
-            keys.push("role");
+            shape.set("role");
         }
         if hoisted.is_some() {
-            keys.push("usage");
+            shape.set("usage");
         }
-        let skip: &[&str] = if reduce { &["metadata"] } else { &[] };
+        if reduce {
+            shape.set("metadata");
+        }
         let mut m = s.serialize_map(None)?;
-        write_patched(&mut m, map.iter().map(|(k, v)| (k.as_str(), v)), skip, keys.sorted(), |m, k| match k {
+        shape.write(&mut m, |m, k| match k {
             "agentId" => m.serialize_entry(k, &agent),
             "branch" => match self.branch {
                 Some((count, index)) => m.serialize_entry(k, &BranchJson(count, index)),
@@ -278,62 +286,49 @@ impl Serialize for MessageJson<'_> {
     }
 }
 
-/// The keys an object adds or replaces, sorted before writing (at most a dozen).
-pub(crate) struct Keys {
-    keys: [&'static str; 12],
-    len: usize,
+/// An object built as upstream builds it: a spread of given entries, then assignments (a key
+/// already present keeps its place, a new one goes last, as in JavaScript) and deletions. Set
+/// keys are written by the caller's `emit`, which may write nothing (`undefined`).
+pub(crate) struct Shape<'b> {
+    entries: Vec<(&'b str, Option<&'b Value>)>,
 }
 
-impl Keys {
-    /// No keys.
-    pub(crate) fn new() -> Keys {
-        Keys { keys: [""; 12], len: 0 }
+impl<'b> Shape<'b> {
+    /// `{...entries}`.
+    pub(crate) fn spread(entries: impl Iterator<Item = (&'b str, &'b Value)>) -> Shape<'b> {
+        Shape { entries: entries.map(|(k, v)| (k, Some(v))).collect() }
     }
 
-    /// Add a key (callers add each key at most once, and never more than twelve).
-    pub(crate) fn push(&mut self, key: &'static str) {
-        if let Some(slot) = self.keys.get_mut(self.len) {
-            *slot = key;
-            self.len += 1;
+    /// `{}`.
+    pub(crate) fn empty() -> Shape<'b> {
+        Shape { entries: Vec::new() }
+    }
+
+    /// `obj[key] = …` (the value comes from `emit`).
+    pub(crate) fn set(&mut self, key: &'b str) {
+        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            Some(e) => e.1 = None,
+            None => self.entries.push((key, None)),
         }
     }
 
-    /// The keys in byte order.
-    pub(crate) fn sorted(&mut self) -> &[&'static str] {
-        let keys = &mut self.keys[..self.len];
-        keys.sort_unstable();
-        keys
+    /// `delete obj[key]`.
+    pub(crate) fn delete(&mut self, key: &str) {
+        self.entries.retain(|(k, _)| *k != key);
     }
-}
 
-/// Write `base` (entries in key order) without `skip` keys, merged with the `added` keys
-/// (sorted), which replace base entries of the same name; `emit` writes one added entry.
-pub(crate) fn write_patched<'b, M: SerializeMap>(
-    m: &mut M,
-    base: impl Iterator<Item = (&'b str, &'b Value)>,
-    skip: &[&str],
-    added: &[&'static str],
-    mut emit: impl FnMut(&mut M, &'static str) -> Result<(), M::Error>,
-) -> Result<(), M::Error> {
-    let mut next = 0;
-    for (k, v) in base {
-        while let Some(&a) = added.get(next)
-            && a < k
-        {
-            emit(m, a)?;
-            next += 1;
+    /// Write the entries in order; `emit` writes each set key.
+    pub(crate) fn write<M: SerializeMap>(
+        &self,
+        m: &mut M,
+        mut emit: impl FnMut(&mut M, &'b str) -> Result<(), M::Error>,
+    ) -> Result<(), M::Error> {
+        for &(k, v) in &self.entries {
+            match v {
+                Some(v) => m.serialize_entry(k, v)?,
+                None => emit(m, k)?,
+            }
         }
-        if added.get(next) == Some(&k) {
-            emit(m, added[next])?;
-            next += 1;
-            continue;
-        }
-        if !skip.contains(&k) {
-            m.serialize_entry(k, v)?;
-        }
+        Ok(())
     }
-    for &a in &added[next..] {
-        emit(m, a)?;
-    }
-    Ok(())
 }

@@ -1,7 +1,12 @@
 //! Behaviours upstream covers with unit tests rather than fixtures, re-stated from the spec
 //! (`shared/reference/lobehub-spec.md` §1) as given-these-messages, expect-this-output cases.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
+
+/// A test input in the parser's value type.
+fn input(v: Value) -> crate::Value {
+    crate::Value::from(v)
+}
 
 use super::{ContextNode, Diagnostic, ParseResult, parse, parse_document};
 
@@ -9,7 +14,7 @@ use super::{ContextNode, Diagnostic, ParseResult, parse, parse_document};
 struct Parsed {
     context_tree: Vec<ContextNode>,
     flat_list: Vec<Value>,
-    message_map: serde_json::Map<String, Value>,
+    message_map: Map<String, Value>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -25,6 +30,7 @@ impl From<ParseResult<'_>> for Parsed {
 }
 
 fn run(messages: Value) -> Parsed {
+    let messages = input(messages);
     parse(messages.as_array().expect("array"), None).into()
 }
 
@@ -48,18 +54,18 @@ fn tree_ids(r: &Parsed) -> Vec<&str> {
 }
 
 fn tool(id: &str) -> Value {
-    json!({"id": id, "apiName": "run", "arguments": "{}", "identifier": "t", "type": "default"})
+    serde_json::json!({"id": id, "apiName": "run", "arguments": "{}", "identifier": "t", "type": "default"})
 }
 
 fn signal(seq: u64, kind: &str) -> Value {
-    json!({"signal": {"sequence": seq, "sourceToolCallId": "call-mon", "sourceToolName": "Monitor", "type": kind}})
+    serde_json::json!({"signal": {"sequence": seq, "sourceToolCallId": "call-mon", "sourceToolName": "Monitor", "type": kind}})
 }
 
 /// Signal callbacks: toolless `tool-stdout` turns under a tool result form one block per
 /// source tool, ordered by sequence, inside the group (flat) and at the group's end (tree).
 #[test]
 fn signal_callbacks_fold_into_the_group() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "go", "createdAt": 0},
         {"id": "a0", "role": "assistant", "agentId": "a", "content": "starting", "parentId": "u1",
          "tools": [tool("call-mon")], "createdAt": 1},
@@ -76,7 +82,7 @@ fn signal_callbacks_fold_into_the_group() {
     assert_eq!(group["role"], "assistantGroup");
     assert_eq!(
         group["signalCallbacks"],
-        json!([{
+        serde_json::json!([{
             "callbacks": [
                 {"content": "first", "id": "cb-1", "model": "m", "sequence": 1},
                 {"content": "second", "id": "cb-2", "model": "m", "sequence": 2},
@@ -86,11 +92,11 @@ fn signal_callbacks_fold_into_the_group() {
             "sourceToolName": "Monitor",
         }])
     );
-    assert_eq!(group["taskCompletions"], json!([{"content": "summary", "id": "done"}]));
+    assert_eq!(group["taskCompletions"], serde_json::json!([{"content": "summary", "id": "done"}]));
     let tree = serde_json::to_value(&r.context_tree).unwrap();
     assert_eq!(
         tree[1],
-        json!({"id": "a0", "type": "assistantGroup", "children": [
+        serde_json::json!({"id": "a0", "type": "assistantGroup", "children": [
             {"id": "a0", "type": "message", "tools": ["t1"]},
             {"id": "signalCallbacks-t1", "type": "signalCallbacks",
              "callbacks": [{"id": "cb-1", "type": "message"}, {"id": "cb-2", "type": "message"}],
@@ -103,7 +109,7 @@ fn signal_callbacks_fold_into_the_group() {
 /// A signal tag on an assistant that itself calls tools is ignored: it stays on the chain.
 #[test]
 fn signal_on_a_tool_using_assistant_is_ignored() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "go", "createdAt": 0},
         {"id": "a0", "role": "assistant", "content": "", "parentId": "u1", "tools": [tool("c1")], "createdAt": 1},
         {"id": "t1", "role": "tool", "content": "r", "parentId": "a0", "tool_call_id": "c1", "createdAt": 2},
@@ -121,7 +127,7 @@ fn signal_on_a_tool_using_assistant_is_ignored() {
 /// not merge into the caller's group, and the rewritten copy is what is returned.
 #[test]
 fn sub_agent_scope_rewrites_agent_id() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "go", "createdAt": 0},
         {"id": "a0", "role": "assistant", "agentId": "main", "content": "", "parentId": "u1",
          "tools": [tool("c1")], "createdAt": 1},
@@ -133,7 +139,7 @@ fn sub_agent_scope_rewrites_agent_id() {
     assert_eq!(r.flat_list[2]["agentId"], "helper");
     assert_eq!(r.message_map["s1"]["agentId"], "helper");
     // Group-orchestration scopes are not rewritten.
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "x", "role": "assistant", "agentId": "m", "metadata": {"scope": "group", "subAgentId": "h"}, "createdAt": 0},
     ]));
     assert_eq!(r.message_map["x"]["agentId"], "m");
@@ -142,7 +148,7 @@ fn sub_agent_scope_rewrites_agent_id() {
 /// An internal `agentDispatch` envelope is hidden; the reply under it still renders.
 #[test]
 fn internal_dispatch_envelope_is_hidden() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "user-parent", "role": "user", "agentId": "p", "content": "@T do it", "createdAt": 0},
         {"id": "assistant-parent", "role": "assistant", "agentId": "p", "content": "", "parentId": "user-parent",
          "tools": [tool("call-agent-1")], "createdAt": 1},
@@ -155,7 +161,7 @@ fn internal_dispatch_envelope_is_hidden() {
     ]));
     assert_eq!(flat_ids(&r), ["user-parent", "assistant-parent", "assistant-target"]);
     // An unmarked cross-agent user turn stays visible.
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "ap", "role": "assistant", "agentId": "p", "content": "answer", "createdAt": 0},
         {"id": "ux", "role": "user", "agentId": "t", "content": "real turn", "parentId": "ap", "createdAt": 1},
     ]));
@@ -166,7 +172,7 @@ fn internal_dispatch_envelope_is_hidden() {
 /// its descendants are not.
 #[test]
 fn hidden_task_callback_is_recovered() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "a1", "role": "assistant", "content": "", "tools": [{"apiName": "createTasks", "id": "call-1", "identifier": "lobe-task", "type": "builtin"}], "createdAt": 1},
         {"id": "cb1", "role": "taskCallback", "content": "## task completed", "parentId": "a1",
          "metadata": {"taskCallback": {"identifier": "T-1"}}, "createdAt": 2},
@@ -181,7 +187,7 @@ fn hidden_task_callback_is_recovered() {
         r.flat_list[0]["children"].as_array().unwrap().iter().map(|b| b["id"].as_str().unwrap()).collect();
     assert_eq!(group_steps, ["a1", "a2"]);
     // A visible callback (leaf, or mid-chain) is not duplicated.
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "a1", "role": "assistant", "content": "dispatched", "createdAt": 1},
         {"id": "cb1", "role": "taskCallback", "content": "done", "parentId": "a1", "createdAt": 2},
         {"id": "a2", "role": "assistant", "content": "next?", "parentId": "cb1", "createdAt": 3},
@@ -195,20 +201,19 @@ fn hidden_task_callback_is_recovered() {
 /// member's own children).
 #[test]
 fn message_groups_compare_path() {
-    let messages = json!([
+    let messages = serde_json::json!([
         {"id": "c1", "role": "assistant", "content": "one", "groupId": "grp", "createdAt": 1, "updatedAt": 1},
         {"id": "c2", "role": "assistant", "content": "two", "groupId": "grp",
          "metadata": {"activeColumn": true}, "createdAt": 2, "updatedAt": 5},
         {"id": "u2", "role": "user", "content": "more", "parentId": "c2", "createdAt": 3},
     ]);
-    let doc =
-        json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
-    let r: Parsed = parse_document(&doc).unwrap().into();
+    let doc = serde_json::json!({"messages": messages, "messageGroups": [{"id": "grp", "mode": "compare", "parentMessageId": "u1"}]});
+    let r: Parsed = parse_document(&input(doc)).unwrap().into();
     assert_eq!(flat_ids(&r), ["grp", "u2"]);
     let row = &r.flat_list[0];
     assert_eq!(row["role"], "compare");
     assert_eq!(row["activeColumnId"], "c2");
-    assert_eq!(row["extra"], json!({"groupMode": "compare", "parentMessageId": "u1"}));
+    assert_eq!(row["extra"], serde_json::json!({"groupMode": "compare", "parentMessageId": "u1"}));
     assert_eq!(row["createdAt"], 1);
     assert_eq!(row["updatedAt"], 5);
     assert_eq!(row["columns"].as_array().unwrap().len(), 2);
@@ -219,12 +224,13 @@ fn message_groups_compare_path() {
     assert_eq!(tree[1]["id"], "compare-grp-1");
     assert_eq!(tree.as_array().unwrap().len(), 2);
     // Without messageGroups the groupId is inert.
+    let messages = input(messages);
     let plain: Parsed = parse(messages.as_array().unwrap(), None).into();
     assert_eq!(flat_ids(&plain), ["c1", "c2", "u2"]);
 }
 
 fn council_base(members_parent: &str) -> Value {
-    json!([
+    serde_json::json!([
         {"id": "u1", "role": "user", "content": "discuss", "createdAt": 0},
         {"id": "sup", "role": "assistant", "agentId": "supervisor", "content": "", "parentId": "u1",
          "metadata": {"isSupervisor": true}, "tools": [tool("bc")], "createdAt": 1},
@@ -263,21 +269,20 @@ fn council_with_members_under_the_supervisor() {
 /// existing top-level usage is kept; a group sums its steps' nested usage.
 #[test]
 fn usage_is_hoisted_and_aggregated() {
-    let usage =
-        json!({"inputCachedTokens": 16204, "totalInputTokens": 30174, "totalOutputTokens": 265, "totalTokens": 30439});
-    let r = run(json!([
+    let usage = serde_json::json!({"inputCachedTokens": 16204, "totalInputTokens": 30174, "totalOutputTokens": 265, "totalTokens": 30439});
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "hi", "createdAt": 1},
         {"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1", "metadata": {"usage": usage}, "createdAt": 2},
     ]));
     assert_eq!(r.flat_list[1]["usage"], usage);
 
-    let top = json!({"totalTokens": 999});
-    let r = run(json!([
+    let top = serde_json::json!({"totalTokens": 999});
+    let r = run(serde_json::json!([
         {"id": "a1", "role": "assistant", "content": "hi", "usage": top, "metadata": {"usage": {"totalTokens": 1}}, "createdAt": 1},
     ]));
     assert_eq!(r.flat_list[0]["usage"], top);
 
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "q", "createdAt": 1},
         {"id": "a1", "role": "assistant", "content": "", "parentId": "u1", "tools": [tool("call-1")],
          "metadata": {"usage": {"inputCachedTokens": 100, "totalInputTokens": 200, "totalOutputTokens": 50, "totalTokens": 250}}, "createdAt": 2},
@@ -287,7 +292,7 @@ fn usage_is_hoisted_and_aggregated() {
     ]));
     assert_eq!(
         r.flat_list[1]["usage"],
-        json!({"inputCachedTokens": 400, "totalInputTokens": 600, "totalOutputTokens": 130, "totalTokens": 730})
+        serde_json::json!({"inputCachedTokens": 400, "totalInputTokens": 600, "totalOutputTokens": 130, "totalTokens": 730})
     );
     // messageMap keeps only usage keys on tool-using assistants.
     assert_eq!(r.message_map["a1"]["metadata"].as_object().unwrap().keys().collect::<Vec<_>>(), ["usage"]);
@@ -297,7 +302,7 @@ fn usage_is_hoisted_and_aggregated() {
 #[test]
 fn string_timestamps_order_chronologically() {
     let iso = |s: u32| format!("2026-10-10T12:00:{s:02}.000Z");
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "root", "role": "user", "content": "go", "createdAt": iso(0)},
         {"id": "a1", "role": "assistant", "content": "fan out", "parentId": "root",
          "tools": [tool("tool-1"), tool("tool-2")], "createdAt": iso(5)},
@@ -315,7 +320,7 @@ fn string_timestamps_order_chronologically() {
 /// toolless progress steps between tool steps.
 #[test]
 fn toolless_head_and_prose_steps_fold_into_one_group() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "check", "createdAt": 0},
         {"id": "a-head", "role": "assistant", "content": "let me look", "parentId": "u1", "createdAt": 1},
         {"id": "a-tool", "role": "assistant", "content": "reading", "parentId": "a-head", "tools": [tool("t1")], "createdAt": 2},
@@ -335,7 +340,7 @@ fn toolless_head_and_prose_steps_fold_into_one_group() {
 /// Continuations under sibling tool results interleave by creation time.
 #[test]
 fn sibling_tool_continuations_interleave_by_time() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u0", "role": "user", "content": "root", "createdAt": 0},
         {"id": "a0", "role": "assistant", "content": "", "parentId": "u0",
          "tools": [{"id": "tc-a", "result_msg_id": "tool-a"}, {"id": "tc-b", "result_msg_id": "tool-b"}], "createdAt": 1},
@@ -351,7 +356,7 @@ fn sibling_tool_continuations_interleave_by_time() {
 /// An explicit `activeBranchIndex` equal to the branch count hides every continuation.
 #[test]
 fn optimistic_branch_index_hides_continuations() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "q", "metadata": {"activeBranchIndex": 2}, "createdAt": 0},
         {"id": "b1", "role": "assistant", "content": "1", "parentId": "u1", "createdAt": 1},
         {"id": "b2", "role": "assistant", "content": "2", "parentId": "u1", "createdAt": 2},
@@ -364,7 +369,7 @@ fn optimistic_branch_index_hides_continuations() {
 /// Malformed graphs come back with diagnostics, never a hang or a silent drop.
 #[test]
 fn malformed_graphs_are_repaired_and_reported() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "a", "role": "user", "content": "", "parentId": "b", "createdAt": 0},
         {"id": "b", "role": "assistant", "content": "", "parentId": "a", "createdAt": 1},
         {"id": "s", "role": "user", "content": "", "parentId": "s", "createdAt": 2},
@@ -377,7 +382,7 @@ fn malformed_graphs_are_repaired_and_reported() {
     let d = &r.diagnostics;
     assert!(d.contains(&Diagnostic::ParentCycle { ids: vec!["b".into(), "a".into()], broken_at: "a".into() }));
     assert!(d.contains(&Diagnostic::SelfParent { id: "s".into() }));
-    assert!(d.contains(&Diagnostic::MissingParent { id: "o".into(), parent_id: json!("nowhere") }));
+    assert!(d.contains(&Diagnostic::MissingParent { id: "o".into(), parent_id: input(serde_json::json!("nowhere")) }));
     assert!(d.contains(&Diagnostic::DuplicateId { id: "d".into(), dropped_index: 4, kept_index: 5 }));
     assert!(d.contains(&Diagnostic::OrphanThread { thread_id: "th".into(), root_ids: vec!["t".into()] }));
     assert!(d.iter().any(|x| matches!(x, Diagnostic::InvalidMessage { index: 7, .. })));
@@ -392,11 +397,11 @@ fn malformed_graphs_are_repaired_and_reported() {
 /// Bad document shapes are typed errors.
 #[test]
 fn document_shapes() {
-    assert!(parse_document(&json!([])).is_ok());
-    assert!(parse_document(&json!({"messages": []})).is_ok());
-    assert!(parse_document(&json!({"messages": [], "messageGroups": 3})).is_err());
-    assert!(parse_document(&json!({"nope": 1})).is_err());
-    assert!(parse_document(&json!("x")).is_err());
+    assert!(parse_document(&input(serde_json::json!([]))).is_ok());
+    assert!(parse_document(&input(serde_json::json!({"messages": []}))).is_ok());
+    assert!(parse_document(&input(serde_json::json!({"messages": [], "messageGroups": 3}))).is_err());
+    assert!(parse_document(&input(serde_json::json!({"nope": 1}))).is_err());
+    assert!(parse_document(&input(serde_json::json!("x"))).is_err());
 }
 
 /// Thread messages, as at the pinned upstream (spec §1.2 phase 2 and 3b, §1.10): the id tree
@@ -407,7 +412,7 @@ fn document_shapes() {
 /// (`mainFlowOnly`, §7) drops them from mixed input; that is not ported.
 #[test]
 fn thread_messages_stay_out_of_the_tree_but_not_the_flat_list() {
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "", "createdAt": 1},
         {"id": "a1", "role": "assistant", "content": "", "parentId": "u1", "createdAt": 2},
         {"id": "u2", "role": "user", "content": "", "parentId": "a1", "createdAt": 3},
@@ -415,10 +420,10 @@ fn thread_messages_stay_out_of_the_tree_but_not_the_flat_list() {
     ]));
     assert_eq!(tree_ids(&r), ["u1", "a1", "u2"]);
     assert_eq!(flat_ids(&r), ["u1", "a1", "u2"]);
-    assert_eq!(r.flat_list[2]["branch"], json!({"activeBranchIndex": 0, "count": 2}));
+    assert_eq!(r.flat_list[2]["branch"], serde_json::json!({"activeBranchIndex": 0, "count": 2}));
     assert!(r.message_map.contains_key("tm"));
 
-    let r = run(json!([
+    let r = run(serde_json::json!([
         {"id": "u1", "role": "user", "content": "", "createdAt": 1},
         {"id": "a1", "role": "assistant", "content": "", "parentId": "u1", "createdAt": 2},
         {"id": "tm", "role": "user", "content": "", "parentId": "a1", "threadId": "th-1", "createdAt": 3},
@@ -427,31 +432,21 @@ fn thread_messages_stay_out_of_the_tree_but_not_the_flat_list() {
     assert_eq!(flat_ids(&r), ["u1", "a1", "tm"]);
 }
 
-/// messageMap is in id byte order, also for ids that share a long prefix or extend another.
+/// messageMap is written as `JSON.stringify` writes upstream's object: array-index ids first in
+/// numeric order, every other id where it first occurs (a repeated id keeps its first place and
+/// its last message). Expected order from Node for the same input.
 #[test]
-fn message_map_is_in_id_order() {
-    let ids =
-        ["conversation-message-2", "conversation-message-10", "conversation-message-1", "b", "conversation-mess", "a"];
-    let messages: Vec<Value> = ids
+fn message_map_is_in_upstream_key_order() {
+    let ids = ["conversation-message-2", "10", "b", "conversation-message-2", "9", "a", "01"];
+    let messages: Vec<crate::Value> = ids
         .iter()
         .enumerate()
-        .map(|(i, id)| json!({"id": id, "role": "user", "content": "x", "createdAt": i}))
+        .map(|(i, id)| input(serde_json::json!({"id": id, "role": "user", "content": i.to_string(), "createdAt": i})))
         .collect();
     let r = parse(&messages, None);
     let got: Vec<&str> = r.message_map().iter().map(|(id, _)| id).collect();
-    let mut want = ids.to_vec();
-    want.sort_unstable();
-    assert_eq!(got, want);
-    assert!(ids.iter().all(|id| r.message_map().contains_key(id)));
+    assert_eq!(got, ["9", "10", "conversation-message-2", "b", "a", "01"]);
+    let last = r.message_map().get("conversation-message-2").map(|e| e.to_value()["content"].clone());
+    assert_eq!(last, Some(serde_json::json!("3")));
     assert!(!r.message_map().contains_key("conversation-message"));
-}
-
-/// Rows are written by merging their input message's entries with the keys they add, which
-/// relies on `serde_json::Map` iterating keys in byte order (serde_json without
-/// `preserve_order`). If a dependency ever turns that feature on, this fails first.
-#[test]
-fn input_maps_iterate_keys_in_byte_order() {
-    let v = json!({"b": 1, "Z": 2, "a": 3, "agentId": 4});
-    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["Z", "a", "agentId", "b"]);
 }

@@ -1,7 +1,7 @@
 //! Token usage and performance: reading the legacy metadata shapes and aggregating a group.
 
+use crate::value::{Map, Value};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Map, Value};
 
 use super::js::{JsSum, js_number, truthy};
 
@@ -35,8 +35,8 @@ pub(crate) const USAGE_PERFORMANCE_KEYS: [&str; 25] = [
     "usage",
 ];
 
-/// Legacy flat usage keys on `metadata`.
-const FLAT_USAGE_KEYS: [&str; 18] = [
+/// Legacy flat usage keys on `metadata`, in upstream's order (`splitMetadata` appends them in it).
+const FLAT_USAGE_KEYS: [&str; 19] = [
     "acceptedPredictionTokens",
     "cost",
     "inputAudioTokens",
@@ -45,6 +45,7 @@ const FLAT_USAGE_KEYS: [&str; 18] = [
     "inputCitationTokens",
     "inputImageTokens",
     "inputTextTokens",
+    "inputVideoTokens",
     "inputToolTokens",
     "inputWriteCacheTokens",
     "outputAudioTokens",
@@ -57,8 +58,8 @@ const FLAT_USAGE_KEYS: [&str; 18] = [
     "totalTokens",
 ];
 
-/// Token fields summed across a group's steps (cost is summed separately).
-const TOKEN_KEYS: [&str; 17] = [
+/// Token fields summed across a group's steps, in upstream's order (cost is summed after them).
+const TOKEN_KEYS: [&str; 18] = [
     "acceptedPredictionTokens",
     "inputAudioTokens",
     "inputCacheMissTokens",
@@ -66,6 +67,7 @@ const TOKEN_KEYS: [&str; 17] = [
     "inputCitationTokens",
     "inputImageTokens",
     "inputTextTokens",
+    "inputVideoTokens",
     "inputToolTokens",
     "inputWriteCacheTokens",
     "outputAudioTokens",
@@ -122,7 +124,6 @@ impl Serialize for UsageView<'_> {
                         entries.push((k, v));
                     }
                 }
-                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
                 let mut m = s.serialize_map(Some(entries.len()))?;
                 for (k, v) in entries {
                     m.serialize_entry(k, v)?;
@@ -140,7 +141,7 @@ fn split<'r>(metadata: Option<&'r Value>, key: &str, flat: &'static [&'static st
         Some(Value::Object(m)) => Some(m),
         _ => None,
     };
-    let non_empty = nested.is_some_and(|n| !n.is_empty()) || flat.iter().any(|k| meta.contains_key(*k));
+    let non_empty = nested.is_some_and(|n| !n.is_empty()) || flat.iter().any(|k| meta.contains_key(k));
     non_empty.then_some(UsageView::Split { nested, meta, flat })
 }
 
@@ -169,6 +170,8 @@ pub(crate) struct Aggregate<'r> {
     tps_sum: f64,
     tps_count: u32,
     has_perf: bool,
+    /// `ttft`, `duration` and `latency` in the order they were first set (`tps` goes last).
+    perf_order: Vec<&'static str>,
 }
 
 /// The aggregated `usage` object.
@@ -200,6 +203,7 @@ impl<'r> Aggregate<'r> {
                     && a.ttft.is_none()
                 {
                     a.ttft = Some(t);
+                    a.perf_order.push("ttft");
                     a.has_perf = true;
                 }
                 if let Some(Value::Number(n)) = p.get("tps") {
@@ -208,16 +212,21 @@ impl<'r> Aggregate<'r> {
                     a.has_perf = true;
                 }
                 if let Some(d) = p.get("duration") {
+                    if a.duration.is_none() {
+                        a.perf_order.push("duration");
+                    }
                     a.duration = Some(JsSum::add_or_zero(a.duration.as_ref(), d));
                     a.has_perf = true;
                 }
                 if let Some(l) = p.get("latency") {
+                    if a.latency.is_none() {
+                        a.perf_order.push("latency");
+                    }
                     a.latency = Some(JsSum::add_or_zero(a.latency.as_ref(), l));
                     a.has_perf = true;
                 }
             }
         }
-        a.usage.sort_unstable_by(|x, y| x.0.cmp(y.0));
         a
     }
 
@@ -245,19 +254,16 @@ impl Serialize for AggregateUsage<'_> {
 impl Serialize for AggregatePerformance<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.0;
-        // Keys in byte order, as a JSON object map writes them.
         let mut m = s.serialize_map(None)?;
-        if let Some(d) = &a.duration {
-            m.serialize_entry("duration", &d.to_value())?;
-        }
-        if let Some(l) = &a.latency {
-            m.serialize_entry("latency", &l.to_value())?;
+        for &k in &a.perf_order {
+            match k {
+                "ttft" => m.serialize_entry(k, &a.ttft)?,
+                "duration" => m.serialize_entry(k, &a.duration.as_ref().map(JsSum::to_value))?,
+                _ => m.serialize_entry(k, &a.latency.as_ref().map(JsSum::to_value))?,
+            }
         }
         if a.tps_count > 0 {
             m.serialize_entry("tps", &js_number(a.tps_sum / f64::from(a.tps_count)))?;
-        }
-        if let Some(t) = a.ttft {
-            m.serialize_entry("ttft", t)?;
         }
         m.end()
     }
@@ -266,10 +272,9 @@ impl Serialize for AggregatePerformance<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn json(v: Option<impl Serialize>) -> Value {
-        serde_json::to_value(v.expect("present")).expect("serialises")
+        Value::from(serde_json::to_value(v.expect("present")).expect("serialises"))
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Virtual flat-list messages: what the parse decides for assistant groups (their JSON is in
 //! `group_json`), and the tasks and compare rows, built whole.
 
-use serde_json::{Map, Value};
+use crate::value::{Map, Value};
 
 use super::collector::SignalBlock;
 use super::fast_hash::FastMap;
 use super::indexing::{Index, NONE};
 use super::js::{Key, js_number, time_of};
+use super::message::Node;
 use super::rows::{BuiltRow, GroupRow, Item};
 
 /// What only the full group rule (upstream priority 2) adds to a group.
@@ -75,7 +76,6 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
             }
         }
     }
-    let at = |i: &u32| ix.node(*i).at;
     GroupRow {
         // Steps after the head are continuation candidates: upstream takes them from the input
         // array, so a repeated id is its first occurrence.
@@ -86,12 +86,8 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
             .collect(),
         results,
         council: extras.council.filter(|m| m.len() > 1),
-        signal_blocks: extras
-            .signal_blocks
-            .iter()
-            .map(|b| (ix.node(b.tool).at, b.callbacks.iter().map(at).collect()))
-            .collect(),
-        completions: extras.task_completions.iter().map(at).collect(),
+        signal_blocks: extras.signal_blocks.iter().map(|b| (ix.node(b.tool).at, b.callbacks.clone())).collect(),
+        completions: extras.task_completions.to_vec(),
         supervisor: chain.first().is_some_and(|&h| ix.node(h).supervisor),
         branch: None,
     }
@@ -100,7 +96,12 @@ pub(crate) fn assistant_group(ix: &Index<'_>, chain: &[u32], tools: &[u32], extr
 /// `Math.min`/`Math.max` over a timestamp field of several messages, as JSON: numbers combine
 /// like JS; other timestamps yield the extreme member's own value; unknown ones yield `null`.
 pub(crate) fn extreme_time(ix: &Index<'_>, ids: &[u32], key: &str, max: bool) -> Value {
-    let values: Vec<Option<&Value>> = ids.iter().map(|&i| ix.node(i).get(key)).collect();
+    extreme_time_of(ids.iter().map(|&i| ix.node(i)), key, max)
+}
+
+/// [`extreme_time`] over messages given as nodes (copies of repeated ids included).
+fn extreme_time_of<'n, 'a: 'n>(nodes: impl Iterator<Item = &'n Node<'a>>, key: &str, max: bool) -> Value {
+    let values: Vec<Option<&Value>> = nodes.map(|n| n.get(key)).collect();
     if values.is_empty() {
         return js_number(if max { f64::NEG_INFINITY } else { f64::INFINITY });
     }
@@ -177,20 +178,21 @@ pub(crate) fn compare_from_children(
     BuiltRow { fields: m, list_key: "columns", items: columns, columns: true }
 }
 
-/// The compare row built from a `messageGroups` entry (`mode: 'compare'`).
+/// The compare row built from a `messageGroups` entry (`mode: 'compare'`): `members` are every
+/// input message carrying the group id, copies of repeated ids included (upstream filters the
+/// input array).
 pub(crate) fn compare_from_group(
-    ix: &Index<'_>,
     group_id: &str,
     mode: Option<&Value>,
     parent_message_id: Option<&Value>,
-    members: &[u32],
+    members: &[&Node<'_>],
 ) -> BuiltRow {
     let mut m = Map::new();
-    if let Some(&a) = members.iter().find(|&&x| ix.node(x).active_column) {
-        m.insert("activeColumnId".to_owned(), s(ix.node(a).id));
+    if let Some(a) = members.iter().find(|x| x.active_column) {
+        m.insert("activeColumnId".to_owned(), s(a.id));
     }
     m.insert("content".to_owned(), s(""));
-    m.insert("createdAt".to_owned(), extreme_time(ix, members, "createdAt", false));
+    m.insert("createdAt".to_owned(), extreme_time_of(members.iter().copied(), "createdAt", false));
     let mut extra = Map::new();
     if let Some(mode) = mode {
         extra.insert("groupMode".to_owned(), mode.clone());
@@ -201,7 +203,7 @@ pub(crate) fn compare_from_group(
     m.insert("extra".to_owned(), Value::Object(extra));
     m.insert("id".to_owned(), s(group_id));
     m.insert("role".to_owned(), s("compare"));
-    m.insert("updatedAt".to_owned(), extreme_time(ix, members, "updatedAt", true));
-    let items = members.iter().map(|&x| Item::Message(ix.node(x).at)).collect();
+    m.insert("updatedAt".to_owned(), extreme_time_of(members.iter().copied(), "updatedAt", true));
+    let items = members.iter().map(|x| Item::Message(x.at)).collect();
     BuiltRow { fields: m, list_key: "columns", items, columns: true }
 }

@@ -6,7 +6,7 @@ use agentlog_conversation_flow as conversation;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(data) else {
+    let Ok(doc) = serde_json::from_slice::<conversation::Value>(data) else {
         return;
     };
     if let Ok(result) = conversation::parse_document(&doc) {

@@ -22,7 +22,7 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut input = Vec::new();
     io::stdin().lock().read_to_end(&mut input).context("reading stdin")?;
-    let doc: serde_json::Value = match serde_json::from_slice(&input) {
+    let doc: conversation::Value = match serde_json::from_slice(&input) {
         Ok(doc) => doc,
         Err(err) => {
             eprintln!("error: stdin is not valid JSON: {err}");

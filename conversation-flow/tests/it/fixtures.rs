@@ -22,8 +22,9 @@ fn fixture(rel: &str) -> Value {
 
 fn parse_fixture(rel: &str) -> ParseResult<'static> {
     let input = fixture(&format!("inputs/{rel}"));
-    let messages = input.as_array().expect("fixture input is an array");
-    conversation::parse(messages, None).into_owned()
+    let messages: Vec<conversation::Value> =
+        input.as_array().expect("fixture input is an array").iter().cloned().map(conversation::Value::from).collect();
+    conversation::parse(&messages, None).into_owned()
 }
 
 /// Numbers equal up to float parsing: serde_json's default float reader is not correctly

@@ -8,6 +8,11 @@ use agentlog_conversation_flow::{self as conversation, Diagnostic, ParseResult};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+/// `messages` in the parser's value type.
+fn input(messages: &[Value]) -> Vec<conversation::Value> {
+    messages.iter().cloned().map(conversation::Value::from).collect()
+}
+
 fn chain(n: usize) -> Vec<Value> {
     (0..n)
         .map(|i| {
@@ -24,7 +29,8 @@ fn chain(n: usize) -> Vec<Value> {
 #[test]
 fn a_100000_deep_chain_parses() {
     let messages = chain(100_000);
-    let r = conversation::parse(&messages, None);
+    let input = input(&messages);
+    let r = conversation::parse(&input, None);
     assert_eq!(r.flat_list().len(), 100_000);
     assert_eq!(r.context_tree.len(), 100_000);
     assert_eq!(r.flat_list().get(99_999).and_then(|row| row.id()), Some("m99999"));
@@ -47,7 +53,8 @@ fn a_100000_deep_tool_chain_is_one_group() {
             "tool_call_id": format!("c{i}"), "createdAt": 2 * i + 2}));
         parent = t;
     }
-    let r = conversation::parse(&messages, None);
+    let input = input(&messages);
+    let r = conversation::parse(&input, None);
     assert_eq!(r.flat_list().len(), 2);
     let group = r.flat_list().get(1).map(|row| row.to_value()).expect("a group row");
     assert_eq!(group["children"].as_array().map(Vec::len), Some(50_000));
@@ -73,7 +80,8 @@ fn deeply_nested_branches_parse_write_and_drop() {
         );
         parent = Some(format!("a{i}"));
     }
-    let r = conversation::parse(&messages, None);
+    let input = input(&messages);
+    let r = conversation::parse(&input, None);
     assert_eq!(r.flat_list().len(), 40_000);
     let mut out = Vec::new();
     r.write_json(&mut out).expect("writes");
@@ -228,10 +236,11 @@ proptest! {
 
     #[test]
     fn random_graphs_parse_totally(messages in (1usize..40).prop_flat_map(|n| prop::collection::vec(arb_message(n), 0..n * 2))) {
-        let r = conversation::parse(&messages, None);
+        let input = input(&messages);
+    let r = conversation::parse(&input, None);
         check_invariants(&messages, &r);
-        let groups = [json!({"id": "g0", "mode": "compare"})];
-        let r = conversation::parse(&messages, Some(&groups));
+        let groups = [conversation::Value::from(json!({"id": "g0", "mode": "compare"}))];
+        let r = conversation::parse(&input, Some(&groups));
         check_invariants(&messages, &r);
     }
 }

@@ -12,6 +12,7 @@
 
 use std::collections::HashSet;
 
+use agentlog_conversation_flow::Value as ParserValue;
 use agentlog_domain::conversation::{ChatMessage, MessageEdited};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
@@ -101,13 +102,12 @@ pub(crate) fn switch_branch(map: &mut Map<String, Value>, index: u32, at: DateTi
 
 /// A stored message as the parser reads it, given the topic's deleted message ids: its
 /// `parentId` is dropped when it names a deleted message.
-pub(crate) fn parse_view(message: &Value, deleted: &HashSet<String>) -> Value {
-    let orphaned = message.get("parentId").and_then(Value::as_str).is_some_and(|p| deleted.contains(p));
-    let mut view = message.clone();
-    if orphaned && let Value::Object(m) = &mut view {
+pub(crate) fn parse_view(mut message: ParserValue, deleted: &HashSet<String>) -> ParserValue {
+    let orphaned = message.get("parentId").and_then(ParserValue::as_str).is_some_and(|p| deleted.contains(p));
+    if orphaned && let Some(m) = message.as_object_mut() {
         m.remove("parentId");
     }
-    view
+    message
 }
 
 #[cfg(test)]
@@ -143,9 +143,9 @@ mod tests {
         map.insert("metadata".into(), json!("not an object"));
         switch_branch(&mut map, 2, at(5));
         assert_eq!(map["metadata"]["activeBranchIndex"], 2);
-        let child = json!({"id": "c", "parentId": "gone"});
+        let child = ParserValue::from(json!({"id": "c", "parentId": "gone"}));
         let deleted = HashSet::from(["gone".to_string()]);
-        assert!(parse_view(&child, &deleted).get("parentId").is_none());
-        assert_eq!(parse_view(&child, &HashSet::new())["parentId"], "gone");
+        assert!(parse_view(child.clone(), &deleted).get("parentId").is_none());
+        assert_eq!(parse_view(child, &HashSet::new()).get("parentId").and_then(ParserValue::as_str), Some("gone"));
     }
 }

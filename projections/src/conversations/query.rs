@@ -73,7 +73,7 @@ pub async fn topic_threads(
 
 /// The parser input of a topic's messages (any order; deleted ones included): the live
 /// messages in creation order, each as the parser reads it.
-pub fn parse_input(messages: &[MessageRow]) -> Vec<serde_json::Value> {
+pub fn parse_input(messages: &[MessageRow]) -> Vec<agentlog_conversation_flow::Value> {
     let mut sorted: Vec<&MessageRow> = messages.iter().collect();
     sorted.sort_by_key(|m| m.seq);
     let mut input = TopicInput::default();

@@ -29,7 +29,7 @@ use std::{
     sync::{Arc, Mutex, OnceLock},
 };
 
-use agentlog_conversation_flow::{ContextNode, FlatList, ParseResult, parse_shared};
+use agentlog_conversation_flow::{ContextNode, FlatList, ParseResult, Value as ParserValue, parse_shared};
 use serde_json::Value;
 
 use super::message_json::parse_view;
@@ -118,7 +118,7 @@ const CHANGE_COLUMNS: &[&str] = &["seq", "message_id", "deleted", "message", "ch
 pub(crate) struct TopicInput {
     /// Live messages in creation order, as the parser reads them (shared with the tree parsed
     /// from them; changed in place when no reader holds that tree any more, else copied).
-    pub(crate) messages: Arc<Vec<Value>>,
+    pub(crate) messages: Arc<Vec<ParserValue>>,
     seqs: Vec<i64>,
     index: HashMap<String, usize>,
     deleted: HashSet<String>,
@@ -143,9 +143,9 @@ impl TopicInput {
             let mut kept = Vec::with_capacity(messages.len());
             let mut seqs = Vec::with_capacity(self.seqs.len());
             for (m, s) in messages.drain(..).zip(self.seqs.drain(..)) {
-                let id = m.get("id").and_then(Value::as_str).unwrap_or_default();
+                let id = m.get("id").and_then(ParserValue::as_str).unwrap_or_default();
                 if !newly_deleted.contains(id) {
-                    kept.push(parse_view(&m, &newly_deleted));
+                    kept.push(parse_view(m, &newly_deleted));
                     seqs.push(s);
                 }
             }
@@ -158,7 +158,7 @@ impl TopicInput {
             if row.deleted {
                 continue;
             }
-            let view = parse_view(&row.message, &self.deleted);
+            let view = parse_view(ParserValue::from(row.message), &self.deleted);
             match self.index.get(&row.message_id) {
                 Some(&i) => messages[i] = view,
                 None if self.seqs.last().is_none_or(|&last| last < row.seq) => {
@@ -178,11 +178,11 @@ impl TopicInput {
 }
 
 /// Message id → position.
-fn index_of(messages: &[Value]) -> HashMap<String, usize> {
+fn index_of(messages: &[ParserValue]) -> HashMap<String, usize> {
     messages
         .iter()
         .enumerate()
-        .filter_map(|(i, m)| m.get("id").and_then(Value::as_str).map(|id| (id.to_string(), i)))
+        .filter_map(|(i, m)| m.get("id").and_then(ParserValue::as_str).map(|id| (id.to_string(), i)))
         .collect()
 }
 
