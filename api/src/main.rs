@@ -55,6 +55,10 @@ enum Command {
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
         query_timeout_ms: u64,
+        /// Longest a shutdown (SIGTERM, Ctrl-C) may take, seconds: requests in flight are
+        /// answered and new ones refused meanwhile; past it the process exits with status 1.
+        #[arg(long, env = "AGENTLOG_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
+        shutdown_timeout_secs: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -103,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
             max_connections_per_user,
             max_response_bytes,
             query_timeout_ms,
+            shutdown_timeout_secs,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -113,7 +118,8 @@ async fn main() -> anyhow::Result<()> {
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 ..ApiLimits::default()
             };
-            serve(ServeConfig { database, bind, data_dir, limits }).await
+            let shutdown_timeout = std::time::Duration::from_secs(shutdown_timeout_secs);
+            serve(ServeConfig { database, bind, data_dir, limits, shutdown_timeout }).await
         }
         Command::Schema => {
             print!("{}", agentlog_api::graphql::sdl());
