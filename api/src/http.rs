@@ -41,12 +41,26 @@ pub struct Http {
 pub fn router(http: Http) -> Router {
     let limit = http.state.limits.max_body_bytes;
     Router::new()
-        .route("/graphql", get(graphql_get).post(graphql_post))
+        .route(
+            "/graphql",
+            get(graphql_get).post(graphql_post).layer(axum::middleware::from_fn_with_state(http.clone(), admitted)),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(http)
+}
+
+/// Every `/graphql` request is counted from its headers until its answer is built (a request
+/// whose body is still arriving is in flight, and the shutdown waits for it); one that comes
+/// after the shutdown began is refused with UNAVAILABLE.
+async fn admitted(State(http): State<Http>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let Some(_in_flight) = http.state.shutdown.admit() else {
+        Metrics::inc(&http.state.metrics.http_requests);
+        return shutting_down();
+    };
+    next.run(request).await
 }
 
 /// The caller a request's bearer token names (None: no token or an unknown one). Fails only
@@ -117,11 +131,6 @@ async fn graphql_post(
 ) -> Response {
     Metrics::inc(&http.state.metrics.http_requests);
     Metrics::inc(&http.state.metrics.graphql_requests);
-    // Held until the answer is built: the shutdown waits for it.
-    let Some(_in_flight) = http.state.shutdown.admit() else {
-        Metrics::inc(&http.state.metrics.graphql_errors);
-        return shutting_down();
-    };
     let body = match body {
         Ok(b) => b,
         Err(e) => {

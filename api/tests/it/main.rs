@@ -32,6 +32,7 @@ mod roster;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod shutdown;
 mod slow_db;
 mod subagents;
 mod subscription_cap;
