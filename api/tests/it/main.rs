@@ -10,6 +10,10 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+// The fuzz target's entry point, for its regression inputs (`fuzz_regressions`).
+#[path = "../../../fuzz/server/src/graphql_request.rs"]
+mod fuzz_graphql_request;
+
 mod card_timeouts;
 mod clock;
 mod concurrency;
@@ -19,6 +23,7 @@ mod disk_full;
 mod documented_mutations;
 mod example_worker;
 mod faults;
+mod fuzz_regressions;
 mod hostile;
 mod idempotency;
 mod instances;
