@@ -95,6 +95,9 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(EnvFilter::try_new(&cli.log).with_context(|| format!("bad --log filter `{}`", cli.log))?)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // A log line that cannot be written (stderr on a full disk) is dropped: reporting it
+        // with `eprintln!` would panic whichever task logged, the event log's writer included.
+        .log_internal_errors(false)
         .init();
     match cli.command {
         Command::Serve {

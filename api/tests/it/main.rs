@@ -43,3 +43,4 @@ mod subagents;
 mod subscription_cap;
 mod tasks_flow;
 mod units;
+mod unwritable_log;
