@@ -53,10 +53,14 @@ head_position() {
 printf 'minute\trss_kib\tfds\tevents\tdb_bytes\tbytes_per_event\tacked\terrors\tinternal\tp50_ms\tp99_ms\n' >"$OUT/soak.tsv"
 for minute in $(seq 1 "$MINUTES"); do
     code=0
+    started=$(date +%s)
     "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients "$CLIENTS" \
         --subscribers "$SUBSCRIBERS" --subscribe-from-head --duration 60 --json --seed "$minute" \
         >"$OUT/minute-$minute.json" 2>>"$OUT/load.log" || code=$?
     [ "$code" -eq 0 ] || say "minute $minute: agentlog-load exited $code"
+    # A load that gave up early (the server refusing everything) still takes its minute.
+    left=$((60 - ($(date +%s) - started)))
+    [ "$left" -le 0 ] || sleep "$left"
     kill -0 "$server" 2>/dev/null || { say "the server exited"; tail -n 20 "$OUT/server.log" >&2; exit 1; }
     rss="$(awk '/^VmRSS/ {print $2}' "/proc/$server/status")"
     fds="$(ls "/proc/$server/fd" | wc -l)"
