@@ -6,11 +6,15 @@
 #
 #   cargo build --release -p agentlog-api -p agentlog-load
 #   bash scripts/soak.sh sqlite:/tmp/soak.db                  # a fresh SQLite file
+#   psql postgres://postgres@127.0.0.1:55432/postgres -c "CREATE DATABASE soak"
 #   bash scripts/soak.sh postgres://postgres@127.0.0.1:55432/soak   # an empty PostgreSQL database
 #
 # Each minute is one agentlog-load run of 60 s (so each minute has its own percentiles); the
 # table goes to $OUT/soak.tsv: minute, rss_kib, fds, events, db_bytes, bytes_per_event, acked,
-# p50_ms, p99_ms (the p50 and p99 of the slowest mutation type that minute).
+# errors (answers with an error code, all codes; the mixed load meets CONFLICT and busy answers
+# by design), internal (INTERNAL answers: must be 0), p50_ms, p99_ms (the p50 and p99 of the
+# slowest mutation type that minute). Subscribers reconnect each minute, so a leak per
+# websocket shows as fds or memory that climb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,30 +50,47 @@ head_position() {
         -d '{"query":"{ headPosition }"}' | sed -E 's/.*"headPosition":([0-9]+).*/\1/'
 }
 
-printf 'minute\trss_kib\tfds\tevents\tdb_bytes\tbytes_per_event\tacked\tp50_ms\tp99_ms\n' >"$OUT/soak.tsv"
+printf 'minute\trss_kib\tfds\tevents\tdb_bytes\tbytes_per_event\tacked\terrors\tinternal\tp50_ms\tp99_ms\n' >"$OUT/soak.tsv"
 for minute in $(seq 1 "$MINUTES"); do
     code=0
+    started=$(date +%s)
     "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients "$CLIENTS" \
         --subscribers "$SUBSCRIBERS" --subscribe-from-head --duration 60 --json --seed "$minute" \
-        >"$OUT/minute-$minute.json" || code=$?
+        >"$OUT/minute-$minute.json" 2>>"$OUT/load.log" || code=$?
     [ "$code" -eq 0 ] || say "minute $minute: agentlog-load exited $code"
+    # A load that gave up early (the server refusing everything) still takes its minute.
+    left=$((60 - ($(date +%s) - started)))
+    [ "$left" -le 0 ] || sleep "$left"
+    kill -0 "$server" 2>/dev/null || { say "the server exited"; tail -n 20 "$OUT/server.log" >&2; exit 1; }
     rss="$(awk '/^VmRSS/ {print $2}' "/proc/$server/status")"
     fds="$(ls "/proc/$server/fd" | wc -l)"
-    events="$(head_position)"
-    bytes="$(db_bytes)"
+    events="$(head_position || echo 0)"
+    bytes="$(db_bytes || echo 0)"
     python3 - "$OUT/minute-$minute.json" "$minute" "$rss" "$fds" "$events" "$bytes" >>"$OUT/soak.tsv" <<'PY'
 import json, sys
 path, minute, rss, fds, events, size = sys.argv[1:]
-report = json.load(open(path))
-ops = report.get("operations", {}).values()
-p50 = max((o.get("p50Ms", o.get("p50_ms", 0)) for o in ops), default=0)
-ops = report.get("operations", {}).values()
-p99 = max((o.get("p99Ms", o.get("p99_ms", 0)) for o in ops), default=0)
-acked = report.get("acknowledged", 0)
-per_event = int(size) / max(int(events), 1)
-print(f"{minute}\t{rss}\t{fds}\t{events}\t{size}\t{per_event:.0f}\t{acked}\t{p50:.1f}\t{p99:.1f}")
+try:
+    report = json.load(open(path))
+except (OSError, ValueError):
+    report = {}
+ops = list(report.get("operations", {}).values())
+# The slowest mutation type's percentiles: one figure per minute that a regression anywhere moves.
+p50 = max((o["p50Ms"] for o in ops), default=0)
+p99 = max((o["p99Ms"] for o in ops), default=0)
+errors = {}
+for o in ops:
+    for code, n in o.get("errors", {}).items():
+        errors[code] = errors.get(code, 0) + n
+events = int(events) if events.isdigit() else 0
+size = int(size) if size.isdigit() else 0
+per_event = size / max(events, 1)
+print(f"{minute}\t{rss}\t{fds}\t{events}\t{size}\t{per_event:.0f}\t{report.get('acknowledged', 0)}"
+      f"\t{sum(errors.values())}\t{errors.get('INTERNAL', 0)}\t{p50:.1f}\t{p99:.1f}")
 PY
     tail -n 1 "$OUT/soak.tsv" >&2
 done
+grep -h '"duplicates": [1-9]' "$OUT"/minute-*.json >/dev/null && say "a subscriber saw an event twice (see minute-*.json)"
+printf 'peak rss (VmHWM): %s\n' "$(awk '/^VmHWM/ {print $2 " kB"}' "/proc/$server/status")" >>"$OUT/summary.txt"
 say "done: $OUT/soak.tsv"
 column -t "$OUT/soak.tsv"
+cat "$OUT/summary.txt"

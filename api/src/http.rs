@@ -47,12 +47,26 @@ pub struct Http {
 pub fn router(http: Http) -> Router {
     let limit = http.state.limits.max_body_bytes;
     Router::new()
-        .route("/graphql", get(graphql_get).post(graphql_post))
+        .route(
+            "/graphql",
+            get(graphql_get).post(graphql_post).layer(axum::middleware::from_fn_with_state(http.clone(), admitted)),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(http)
+}
+
+/// Every `/graphql` request is counted from its headers until its answer is built (a request
+/// whose body is still arriving is in flight, and the shutdown waits for it); one that comes
+/// after the shutdown began is refused with UNAVAILABLE.
+async fn admitted(State(http): State<Http>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let Some(_in_flight) = http.state.shutdown.admit() else {
+        Metrics::inc(&http.state.metrics.http_requests);
+        return shutting_down();
+    };
+    next.run(request).await
 }
 
 /// The caller a request's bearer token names (None: no token or an unknown one). Fails only
@@ -265,6 +279,8 @@ async fn graphql_get(
     Metrics::inc(&http.state.metrics.http_requests);
     match (upgrade, protocol) {
         (Ok(upgrade), Ok(protocol)) => {
+            // Held for the connection's life, so the shutdown waits for its close frame.
+            let Some(in_flight) = http.state.shutdown.admit() else { return shutting_down() };
             let from_header = match token_caller_from(&http.state, &headers).await {
                 Ok(c) => c,
                 Err(e) => return lookup_failed(&e),
@@ -286,7 +302,9 @@ async fn graphql_get(
             let init_timeout = http.state.limits.connection_init_timeout;
             let state = http.state.clone();
             let schema = http.schema.clone();
+            let shutdown = http.state.shutdown.clone();
             upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
+                let _in_flight = in_flight;
                 let (mut sink, stream) = socket.split();
                 // The token the connection authenticated with: revoking it closes the socket.
                 let slot: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
@@ -362,9 +380,11 @@ async fn graphql_get(
                     _ = async { tokio::join!(serve, forward) } => None,
                     () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
                     () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
+                    () = shutdown.begun() => Some(CloseFrame { code: WS_GOING_AWAY, reason: "server shutting down".into() }),
                 };
                 if let Some(frame) = closing {
-                    let _ = sink.send(Message::Close(Some(frame))).await;
+                    // Bounded: a client that reads nothing must not hold the shutdown.
+                    let _ = tokio::time::timeout(CLOSE_SEND_TIMEOUT, sink.send(Message::Close(Some(frame)))).await;
                 }
             })
         }
@@ -392,6 +412,27 @@ pub const WS_UNAUTHORIZED: u16 = 4401;
 /// The close code of a websocket whose `connection_init` did not come within
 /// `ApiLimits::connection_init_timeout` (graphql-ws's `4408: Connection initialisation timeout`).
 pub const WS_INIT_TIMEOUT: u16 = 4408;
+/// The close code of every websocket when the server shuts down (RFC 6455 `1001 Going Away`):
+/// the client reconnects, to this server once it is back or to another instance.
+pub const WS_GOING_AWAY: u16 = 1001;
+
+/// Longest wait to hand a websocket its close frame.
+const CLOSE_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A request that came after the shutdown began: 503 UNAVAILABLE, nothing done, and the
+/// connection closed so the client's next attempt opens a new one (to another instance, or to
+/// this one once it is back).
+fn shutting_down() -> Response {
+    let mut response = error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        UNAVAILABLE,
+        "the server is shutting down; nothing was done: send the request again".into(),
+    );
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    headers.insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("1"));
+    response
+}
 
 /// The reason a refused `connection_init` carries (the marker [`unauthorized_close`] looks for).
 const UNAUTHORIZED: &str = "Unauthorized";
@@ -460,6 +501,9 @@ async fn gauges(state: &AppState) -> Result<Gauges, String> {
 const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn readyz(State(http): State<Http>) -> Response {
+    if http.state.shutdown.is_draining() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "not ready: shutting down\n").into_response();
+    }
     let gauges = match tokio::time::timeout(READY_TIMEOUT, gauges(&http.state)).await {
         Ok(g) => g,
         Err(_) => Err(format!("no answer within {READY_TIMEOUT:?}")),

@@ -19,4 +19,5 @@ pub mod quota;
 pub mod reactors;
 pub mod relay;
 pub mod server;
+pub mod shutdown;
 pub mod state;

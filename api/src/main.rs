@@ -87,6 +87,10 @@ enum Command {
         /// How often archived notifications past the retention are purged, seconds.
         #[arg(long, env = "AGENTLOG_NOTIFICATION_PURGE_EVERY_SECS", default_value_t = 3600)]
         notification_purge_every_secs: u64,
+        /// Longest a shutdown (SIGTERM, Ctrl-C) may take, seconds: requests in flight are
+        /// answered and new ones refused meanwhile; past it the process exits with status 1.
+        #[arg(long, env = "AGENTLOG_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
+        shutdown_timeout_secs: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -123,6 +127,9 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(EnvFilter::try_new(&cli.log).with_context(|| format!("bad --log filter `{}`", cli.log))?)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // A log line that cannot be written (stderr on a full disk) is dropped: reporting it
+        // with `eprintln!` would panic whichever task logged, the event log's writer included.
+        .log_internal_errors(false)
         .init();
     match cli.command {
         Command::Serve {
@@ -143,6 +150,7 @@ async fn main() -> anyhow::Result<()> {
             statement_timeout_ms,
             notification_retention_secs,
             notification_purge_every_secs,
+            shutdown_timeout_secs,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -163,7 +171,8 @@ async fn main() -> anyhow::Result<()> {
                 ..ApiLimits::default()
             };
             let otlp = otlp_endpoint.as_deref().map(agentlog_api::otlp::OtlpConfig::new);
-            serve(ServeConfig { database, bind, data_dir, limits, otlp }).await
+            let shutdown_timeout = std::time::Duration::from_secs(shutdown_timeout_secs);
+            serve(ServeConfig { database, bind, data_dir, limits, otlp, shutdown_timeout }).await
         }
         Command::Schema => {
             print!("{}", agentlog_api::graphql::sdl());

@@ -1,7 +1,9 @@
 //! Starting and stopping the server: open the log, start the projections, bootstrap the admin
-//! token, serve HTTP until SIGINT/SIGTERM, then stop accepting and finish what is in flight.
+//! token, serve HTTP until SIGINT/SIGTERM; then refuse new requests (UNAVAILABLE), close the
+//! websockets (1001), answer what is in flight, stop the reactors and projections between
+//! passes and close the log, all within the shutdown timeout.
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use agentlog_eventlog::{CommandHandler, StoreOptions, open_store};
 use agentlog_projections::{
@@ -19,6 +21,7 @@ use crate::{
     quota::Quota,
     reactors::Reactors,
     relay::DeltaRelay,
+    shutdown::Shutdown,
     state::{ApiLimits, AppState},
 };
 
@@ -35,6 +38,9 @@ pub struct ServeConfig {
     pub limits: ApiLimits,
     /// Export every run as an OpenTelemetry trace to this OTLP/HTTP collector.
     pub otlp: Option<crate::otlp::OtlpConfig>,
+    /// Longest a shutdown may take, from the signal to the log closed: requests in flight,
+    /// then the reactors' current passes, then the projections.
+    pub shutdown_timeout: Duration,
 }
 
 /// Messages the conversation-tree cache holds before evicting the least recently used topic
@@ -64,6 +70,7 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
         connections: Quota::default(),
         anonymous: Quota::default(),
         limits,
+        shutdown: Shutdown::default(),
     })
 }
 
@@ -100,16 +107,69 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
     let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("serving HTTP")?;
-    tracing::info!("shutting down: requests finished; stopping reactors and projections, closing the log");
-    reactors.stop().await;
-    let _ = stop_export.send(true);
-    if let Some(exporter) = exporter {
-        let _ = exporter.await;
-    }
-    state.runner.stop().await;
+    let (stop_listening, listening_stopped) = tokio::sync::oneshot::channel::<()>();
+    let http = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = listening_stopped.await;
+            })
+            .await
+    });
+    shutdown_signal().await;
+    let deadline = tokio::time::Instant::now() + config.shutdown_timeout;
+    state.shutdown.begin();
+    tracing::info!(
+        in_flight = state.shutdown.in_flight(),
+        timeout = ?config.shutdown_timeout,
+        "shutting down: refusing new requests (UNAVAILABLE), closing websockets (1001), answering those in flight"
+    );
+    let drained = tokio::time::timeout_at(deadline, state.shutdown.drained()).await.is_ok();
+    let _ = stop_listening.send(());
+    let stopped = drained
+        && stop_within(deadline, "HTTP", async {
+            match http.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "serving HTTP ended with an error"),
+                Err(e) => tracing::warn!(error = %e, "the HTTP task failed"),
+            }
+        })
+        .await;
+    // Between passes: each reactor finishes the reaction or clock pass it is in and commits its
+    // checkpoint; then the projections stop (a batch in flight rolls back with its checkpoint).
+    // The next start resumes each from its committed checkpoint.
+    let stopped = stopped
+        && stop_within(deadline, "reactors", reactors.stop()).await
+        && stop_within(deadline, "OTLP exporter", async {
+            let _ = stop_export.send(true);
+            if let Some(exporter) = exporter {
+                let _ = exporter.await;
+            }
+        })
+        .await
+        && stop_within(deadline, "projections", async {
+            state.runner.stop().await;
+        })
+        .await;
     state.store.close().await;
+    if !drained {
+        anyhow::bail!(
+            "shutdown timed out after {:?} with {} request(s) still in flight; their outcome is in the log",
+            config.shutdown_timeout,
+            state.shutdown.in_flight()
+        );
+    }
+    anyhow::ensure!(stopped, "shutdown timed out after {:?}", config.shutdown_timeout);
+    tracing::info!("shut down: every admitted request answered, reactors and projections stopped at a checkpoint");
     Ok(())
+}
+
+/// Await `part` until `deadline`; false (and logged) when it did not finish in time.
+async fn stop_within(deadline: tokio::time::Instant, what: &str, part: impl Future<Output = ()>) -> bool {
+    let done = tokio::time::timeout_at(deadline, part).await.is_ok();
+    if !done {
+        tracing::error!(part = what, "shutdown timed out stopping it");
+    }
+    done
 }
 
 async fn shutdown_signal() {

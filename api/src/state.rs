@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 use agentlog_eventlog::{CommandHandler, EventStore};
 use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
-use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay};
+use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay, shutdown::Shutdown};
 
 /// Request and payload limits.
 #[derive(Debug, Clone)]
@@ -122,6 +122,8 @@ pub struct AppState {
     pub anonymous: Quota,
     /// Limits.
     pub limits: ApiLimits,
+    /// Draining before a stop.
+    pub shutdown: Shutdown,
 }
 
 impl AppState {

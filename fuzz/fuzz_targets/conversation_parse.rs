@@ -1,16 +1,8 @@
-//! Arbitrary bytes as a JSON message document into the conversation-flow parser: it must
-//! never panic, hang or overflow the stack, and its output must always serialise.
+//! Arbitrary bytes as a JSON message document into the conversation-flow parser; what must
+//! hold is in `../src/conversation_parse.rs`, which the regression test runs too.
 #![no_main]
 
-use agentlog_conversation_flow as conversation;
-use libfuzzer_sys::fuzz_target;
+#[path = "../src/conversation_parse.rs"]
+mod entry;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(doc) = serde_json::from_slice::<conversation::Value>(data) else {
-        return;
-    };
-    if let Ok(result) = conversation::parse_document(&doc) {
-        let mut out = Vec::new();
-        result.write_json(&mut out).expect("writing to memory cannot fail");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| entry::check(data));

@@ -11,6 +11,10 @@ mod support;
 mod worker;
 
 mod bounds;
+// The fuzz target's entry point, for its regression inputs (`fuzz_regressions`).
+#[path = "../../../fuzz/server/src/graphql_request.rs"]
+mod fuzz_graphql_request;
+
 mod card_timeouts;
 mod clients;
 mod clock;
@@ -21,6 +25,7 @@ mod disk_full;
 mod documented_mutations;
 mod example_worker;
 mod faults;
+mod fuzz_regressions;
 mod hostile;
 mod idempotency;
 mod instances;
@@ -37,8 +42,10 @@ mod roster;
 mod scheduling;
 mod schema_drift;
 mod server;
+mod shutdown;
 mod slow_db;
 mod subagents;
 mod subscription_cap;
 mod tasks_flow;
 mod units;
+mod unwritable_log;

@@ -225,6 +225,34 @@ impl Server {
         std::mem::replace(&mut self.db, Db::sqlite())
     }
 
+    /// Send SIGTERM and return at once (the server drains meanwhile).
+    pub fn terminate(&self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+    }
+
+    /// The process's exit status once it has exited, waiting at most `within`.
+    pub fn exit_status(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let until = std::time::Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Start again on the same database, data directory and flags after this process exited
+    /// (on a new port).
+    pub async fn start_again(mut self) -> Server {
+        let db = std::mem::replace(&mut self.db, Db::sqlite());
+        let args: Vec<String> = std::mem::take(&mut self.args);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::start_with_args(db, self.data_dir.clone(), "127.0.0.1:0", &refs).await
+    }
+
     /// SIGKILL.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
