@@ -134,7 +134,7 @@ impl Workload {
         Ok(Director::new(config).run())
     }
 
-    /// Append every round, in order (one `append_multi` per round). Returns the head position.
+    /// Append every round, in order (one atomic append per round). Returns the head position.
     pub async fn append_to(&self, store: &dyn EventStore) -> Result<i64, EventLogError> {
         self.append_rounds(store, 0..self.rounds.len()).await
     }
@@ -164,14 +164,16 @@ impl Workload {
             .collect()
     }
 
-    /// Append the rounds in `range`, in order. Returns the head position.
+    /// Append the rounds in `range`, in order (each round one atomic append, queued together so
+    /// the log commits many per transaction). Returns the head position.
     pub async fn append_rounds(
         &self,
         store: &dyn EventStore,
         range: std::ops::Range<usize>,
     ) -> Result<i64, EventLogError> {
-        for round in self.rounds.get(range).unwrap_or_default() {
-            store.append_multi(round.clone()).await?;
+        let rounds = self.rounds.get(range).unwrap_or_default().to_vec();
+        for answer in store.append_in_order(rounds).await {
+            answer?;
         }
         store.head_position().await
     }
