@@ -125,13 +125,25 @@ const STORY_WEIGHTS: [u64; 6] = [34, 28, 14, 8, 6, 4];
 impl Workload {
     /// Generate the log `config` describes.
     pub fn generate(config: &WorkloadConfig) -> Result<Self, WorkloadError> {
+        let mut rounds = Vec::new();
+        let stats = Self::play(config, |round| rounds.push(round))?;
+        Ok(Self { rounds, stats })
+    }
+
+    /// Generate the log `config` describes, handing each round to `sink` as soon as it is
+    /// decided (the same rounds, in the same order, as [`Workload::generate`]), so a caller can
+    /// append while the simulation goes on and never holds the whole log in memory.
+    pub fn play(
+        config: &WorkloadConfig,
+        sink: impl FnMut(Vec<StreamAppend>),
+    ) -> Result<WorkloadStats, WorkloadError> {
         if config.users == 0 || config.stories_per_user == 0 {
             return Err(WorkloadError::Config("at least one user with at least one story"));
         }
         if config.round_secs <= 0 {
             return Err(WorkloadError::Config("rounds must move the clock forward"));
         }
-        Ok(Director::new(config).run())
+        Ok(Director::new(config).run(sink))
     }
 
     /// Append every round, in order (one atomic append per round). Returns the head position.
@@ -194,7 +206,6 @@ struct Director {
     world: World,
     users: Vec<String>,
     live: Vec<Live>,
-    rounds: Vec<Vec<StreamAppend>>,
     stats: WorkloadStats,
     streams: HashSet<String>,
 }
@@ -208,13 +219,12 @@ impl Director {
             world: World::default(),
             users,
             live: vec![Live { user: 0, story: Box::new(roster::BootStory::new()), endless: false }],
-            rounds: Vec::new(),
             stats: WorkloadStats::default(),
             streams: HashSet::new(),
         }
     }
 
-    fn run(mut self) -> Workload {
+    fn run(mut self, mut sink: impl FnMut(Vec<StreamAppend>)) -> WorkloadStats {
         let mut drained = 0;
         loop {
             let growing = self.stats.events < self.config.min_events;
@@ -227,14 +237,16 @@ impl Director {
                     break;
                 }
             }
-            self.play_round();
+            if let Some(round) = self.play_round() {
+                sink(round);
+            }
             self.g.next_round(self.config.round_secs);
         }
         self.stats.rounds = self.g.round();
         self.stats.unfinished = self.live.len();
         self.stats.streams = self.streams.len();
         self.stats.tracked = self.world.tracked();
-        Workload { rounds: self.rounds, stats: self.stats }
+        self.stats
     }
 
     /// The director's part of a round: every user's first agents and inbox, then now and then a
@@ -302,8 +314,8 @@ impl Director {
     }
 
     /// Poll every live story once; apply the decisions that write streams no earlier decision
-    /// of this round wrote.
-    fn play_round(&mut self) {
+    /// of this round wrote. Returns the round's appends (none when nothing was decided).
+    fn play_round(&mut self) -> Option<Vec<StreamAppend>> {
         let mut taken: HashSet<String> = HashSet::new();
         let mut appends_of_round = Vec::new();
         let mut spawned_all = Vec::new();
@@ -344,9 +356,7 @@ impl Director {
         for (user, story) in spawned_all {
             self.push(user, story, false);
         }
-        if !appends_of_round.is_empty() {
-            self.rounds.push(appends_of_round);
-        }
+        (!appends_of_round.is_empty()).then_some(appends_of_round)
     }
 
     fn count(&mut self, appends: &[StreamAppend]) {
