@@ -55,6 +55,10 @@ enum Command {
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
         query_timeout_ms: u64,
+        /// How often the log is polled for other instances' commits, milliseconds (on
+        /// PostgreSQL LISTEN/NOTIFY wakes an instance at once; the poll is the fallback).
+        #[arg(long, env = "AGENTLOG_LOG_POLL_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+        log_poll_ms: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -103,6 +107,7 @@ async fn main() -> anyhow::Result<()> {
             max_connections_per_user,
             max_response_bytes,
             query_timeout_ms,
+            log_poll_ms,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -111,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
                 max_connections_per_user,
                 max_response_bytes,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
+                log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
                 ..ApiLimits::default()
             };
             serve(ServeConfig { database, bind, data_dir, limits }).await

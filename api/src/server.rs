@@ -41,9 +41,9 @@ const TREE_CACHE_MESSAGES: usize = 200_000;
 
 /// Open everything the server needs.
 pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppState> {
-    let store = open_store(database, StoreOptions::default())
-        .await
-        .with_context(|| format!("opening the log at {}", redact(database)))?;
+    let options = StoreOptions { poll_interval: limits.log_poll_interval, ..StoreOptions::default() };
+    let store =
+        open_store(database, options).await.with_context(|| format!("opening the log at {}", redact(database)))?;
     let db = ReadDb::from(store.database());
     let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
     runner.start().await.context("starting the projections")?;

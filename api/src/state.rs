@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use agentlog_eventlog::{CommandHandler, EventStore};
+use agentlog_eventlog::{CommandHandler, EventStore, StoreOptions};
 use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
 use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay};
@@ -42,6 +42,9 @@ pub struct ApiLimits {
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
+    /// How often the log is polled for other instances' commits when nothing wakes it sooner
+    /// (PostgreSQL's LISTEN/NOTIFY wakes it at once; on SQLite the poll is the only way).
+    pub log_poll_interval: Duration,
 }
 
 impl Default for ApiLimits {
@@ -60,6 +63,7 @@ impl Default for ApiLimits {
             max_connections_per_user: 100,
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
+            log_poll_interval: StoreOptions::default().poll_interval,
         }
     }
 }

@@ -75,10 +75,7 @@ pub trait EventStore: Send + Sync {
     /// Several [`append_multi`](Self::append_multi)s in the order given, each judged and atomic
     /// on its own; answers in the same order. The log commits them in that order, and may put
     /// several into one transaction (a bulk load pays a few commits, not one per append).
-    async fn append_in_order(
-        &self,
-        appends: Vec<Vec<StreamAppend>>,
-    ) -> Vec<Result<Vec<AppendResult>, EventLogError>> {
+    async fn append_in_order(&self, appends: Vec<Vec<StreamAppend>>) -> Vec<Result<Vec<AppendResult>, EventLogError>> {
         let mut answers = Vec::with_capacity(appends.len());
         for append in appends {
             answers.push(self.append_multi(append).await);

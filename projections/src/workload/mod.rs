@@ -133,10 +133,7 @@ impl Workload {
     /// Generate the log `config` describes, handing each round to `sink` as soon as it is
     /// decided (the same rounds, in the same order, as [`Workload::generate`]), so a caller can
     /// append while the simulation goes on and never holds the whole log in memory.
-    pub fn play(
-        config: &WorkloadConfig,
-        sink: impl FnMut(Vec<StreamAppend>),
-    ) -> Result<WorkloadStats, WorkloadError> {
+    pub fn play(config: &WorkloadConfig, sink: impl FnMut(Vec<StreamAppend>)) -> Result<WorkloadStats, WorkloadError> {
         if config.users == 0 || config.stories_per_user == 0 {
             return Err(WorkloadError::Config("at least one user with at least one story"));
         }

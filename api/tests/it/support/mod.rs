@@ -129,6 +129,11 @@ impl Server {
         Server::start(Db::Shared(self.db.url())).await
     }
 
+    /// A second server on this server's database, started with extra `serve` arguments.
+    pub async fn sibling_with(&self, args: &[&str]) -> Server {
+        Server::start_with(Db::Shared(self.db.url()), args).await
+    }
+
     /// Poll `query` until `done` holds for its data (at most 30 s); answers the last data.
     pub async fn eventually(&self, token: &str, query: &str, done: impl Fn(&Value) -> bool) -> Value {
         self.eventually_for(token, query, Duration::from_secs(30), done).await
