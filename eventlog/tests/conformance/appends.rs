@@ -351,11 +351,7 @@ async fn appends_in_order_are_committed_in_order_and_judged_alone(log: TestLog) 
     let answers = s.append_in_order(appends).await;
     assert_eq!(answers.len(), 302);
     assert!(answers[150].as_ref().is_err_and(EventLogError::is_conflict), "{:?}", answers[150]);
-    assert!(
-        matches!(answers[151], Err(EventLogError::Validation(ValidationError::NoEvents))),
-        "{:?}",
-        answers[151]
-    );
+    assert!(matches!(answers[151], Err(EventLogError::Validation(ValidationError::NoEvents))), "{:?}", answers[151]);
     let mut last = 0;
     for (i, answer) in answers.iter().enumerate().filter(|(i, _)| *i != 150 && *i != 151) {
         let results = answer.as_ref().unwrap_or_else(|e| panic!("append {i}: {e}"));
