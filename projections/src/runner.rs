@@ -63,9 +63,9 @@ impl Default for RunnerOptions {
 impl RunnerOptions {
     /// For a rebuild that no server waits on (`agentlog-replay rebuild`): batches of 20,000
     /// events, so a rebuild commits ten times less often and writes a row that many events
-    /// change once per batch. It holds about three batches of decoded events in memory (some
-    /// 700 MB at this size, whatever the log's length). Not for a server: on SQLite a batch
-    /// holds the write lock, and appends wait.
+    /// change once per batch. Three batches of decoded events are in memory at once (a peak of
+    /// 0.7–0.9 GB at 0.3–1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
+    /// the write lock, and appends wait.
     pub fn bulk() -> Self {
         Self { batch_size: 20_000, ..Self::default() }
     }
