@@ -91,6 +91,10 @@ enum Command {
         /// answered and new ones refused meanwhile; past it the process exits with status 1.
         #[arg(long, env = "AGENTLOG_SHUTDOWN_TIMEOUT_SECS", default_value_t = 30)]
         shutdown_timeout_secs: u64,
+        /// How often the log is polled for other instances' commits, milliseconds (on
+        /// PostgreSQL LISTEN/NOTIFY wakes an instance at once; the poll is the fallback).
+        #[arg(long, env = "AGENTLOG_LOG_POLL_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
+        log_poll_ms: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -151,6 +155,7 @@ async fn main() -> anyhow::Result<()> {
             notification_retention_secs,
             notification_purge_every_secs,
             shutdown_timeout_secs,
+            log_poll_ms,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -168,6 +173,7 @@ async fn main() -> anyhow::Result<()> {
                 notification_retention: (notification_retention_secs > 0)
                     .then(|| std::time::Duration::from_secs(notification_retention_secs)),
                 notification_purge_every: std::time::Duration::from_secs(notification_purge_every_secs.max(1)),
+                log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
                 ..ApiLimits::default()
             };
             let otlp = otlp_endpoint.as_deref().map(agentlog_api::otlp::OtlpConfig::new);

@@ -49,7 +49,11 @@ const TREE_CACHE_MESSAGES: usize = 200_000;
 
 /// Open everything the server needs.
 pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppState> {
-    let options = StoreOptions { statement_timeout: limits.statement_timeout, ..StoreOptions::default() };
+    let options = StoreOptions {
+        statement_timeout: limits.statement_timeout,
+        poll_interval: limits.log_poll_interval,
+        ..StoreOptions::default()
+    };
     let store =
         open_store(database, options).await.with_context(|| format!("opening the log at {}", redact(database)))?;
     let db = ReadDb::from(store.database());

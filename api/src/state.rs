@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use agentlog_eventlog::{CommandHandler, EventStore};
+use agentlog_eventlog::{CommandHandler, EventStore, StoreOptions};
 use agentlog_projections::{ProjectionRunner, ReadDb, conversations::ConversationTrees};
 
 use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay, shutdown::Shutdown};
@@ -63,6 +63,9 @@ pub struct ApiLimits {
     /// The database cancels a statement running longer, so a query the server stopped cannot
     /// keep its connection busy; a cancelled statement is answered with LIMIT and writes nothing.
     pub statement_timeout: Option<Duration>,
+    /// How often the log is polled for other instances' commits when nothing wakes it sooner
+    /// (PostgreSQL's LISTEN/NOTIFY wakes it at once; on SQLite the poll is the only way).
+    pub log_poll_interval: Duration,
 }
 
 impl Default for ApiLimits {
@@ -89,6 +92,7 @@ impl Default for ApiLimits {
             statement_timeout: Some(Duration::from_secs(30)),
             notification_retention: Some(Duration::from_secs(30 * 24 * 3600)),
             notification_purge_every: Duration::from_secs(3600),
+            log_poll_interval: StoreOptions::default().poll_interval,
         }
     }
 }

@@ -72,6 +72,17 @@ pub trait EventStore: Send + Sync {
     /// is written.
     async fn append_multi(&self, appends: Vec<StreamAppend>) -> Result<Vec<AppendResult>, EventLogError>;
 
+    /// Several [`append_multi`](Self::append_multi)s in the order given, each judged and atomic
+    /// on its own; answers in the same order. The log commits them in that order, and may put
+    /// several into one transaction (a bulk load pays a few commits, not one per append).
+    async fn append_in_order(&self, appends: Vec<Vec<StreamAppend>>) -> Vec<Result<Vec<AppendResult>, EventLogError>> {
+        let mut answers = Vec::with_capacity(appends.len());
+        for append in appends {
+            answers.push(self.append_multi(append).await);
+        }
+        answers
+    }
+
     /// Up to `limit` events of one stream from `from_version` (1-based, inclusive).
     async fn read_stream(
         &self,
@@ -218,6 +229,45 @@ impl<B: Backend> LogCore<B> {
         answer.await.map_err(|_| EventLogError::Closed)?
     }
 
+    /// Queue every append, in order, before waiting for any answer: the writer then commits
+    /// them in that order, as many per transaction as its batch takes.
+    pub(crate) async fn append_in_order(
+        &self,
+        appends: Vec<Vec<StreamAppend>>,
+    ) -> Vec<Result<Vec<AppendResult>, EventLogError>> {
+        let Some(sender) = self.queue.lock().await.clone() else {
+            return appends.iter().map(|_| Err(EventLogError::Closed)).collect();
+        };
+        let mut pending = Vec::with_capacity(appends.len());
+        for appends in appends {
+            let append = match prepare_all(&appends, &self.limits) {
+                Ok(prepared) => appends
+                    .into_iter()
+                    .zip(prepared)
+                    .map(|(a, events)| PreparedPart { stream_id: a.stream_id, expected: a.expected, events })
+                    .collect(),
+                Err(e) => {
+                    pending.push(Err(EventLogError::from(e)));
+                    continue;
+                }
+            };
+            let (reply, answer) = oneshot::channel();
+            // One sender, one task: the queue receives these in this order.
+            pending.push(match sender.send(WriteRequest { append, reply }).await {
+                Ok(()) => Ok(answer),
+                Err(_) => Err(EventLogError::Closed),
+            });
+        }
+        let mut answers = Vec::with_capacity(pending.len());
+        for p in pending {
+            answers.push(match p {
+                Ok(answer) => answer.await.unwrap_or(Err(EventLogError::Closed)),
+                Err(e) => Err(e),
+            });
+        }
+        answers
+    }
+
     pub(crate) async fn import(&self, events: Vec<RecordedEvent>) -> Result<ImportResult, EventLogError> {
         if events.is_empty() {
             return Ok(ImportResult::default());
@@ -269,6 +319,12 @@ macro_rules! impl_event_store {
                 appends: Vec<$crate::append::StreamAppend>,
             ) -> Result<Vec<$crate::append::AppendResult>, $crate::error::EventLogError> {
                 self.core.append_multi(appends).await
+            }
+            async fn append_in_order(
+                &self,
+                appends: Vec<Vec<$crate::append::StreamAppend>>,
+            ) -> Vec<Result<Vec<$crate::append::AppendResult>, $crate::error::EventLogError>> {
+                self.core.append_in_order(appends).await
             }
             async fn read_stream(
                 &self,

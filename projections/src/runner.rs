@@ -60,6 +60,17 @@ impl Default for RunnerOptions {
     }
 }
 
+impl RunnerOptions {
+    /// For a rebuild that no server waits on (`agentlog-replay rebuild`): batches of 20,000
+    /// events, so a rebuild commits ten times less often and writes a row that many events
+    /// change once per batch. Three batches of decoded events are in memory at once (a peak of
+    /// 0.7–0.9 GB at 0.3–1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
+    /// the write lock, and appends wait.
+    pub fn bulk() -> Self {
+        Self { batch_size: 20_000, ..Self::default() }
+    }
+}
+
 /// Where one projection stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectionStatus {

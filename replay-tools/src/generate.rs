@@ -6,11 +6,16 @@
 //! Only an empty log is filled (nothing is appended to a log that has events). The read models
 //! are built by the server when it starts, or by `agentlog-replay rebuild`.
 
-use std::{process::ExitCode, time::Instant};
+use std::{
+    process::ExitCode,
+    time::{Duration, Instant},
+};
 
-use agentlog_workload::{Workload, WorkloadConfig};
+use agentlog_eventlog::StreamAppend;
+use agentlog_workload::{Workload, WorkloadConfig, WorkloadError, WorkloadStats};
 use anyhow::{Context, bail};
 use serde::Serialize;
+use tokio::sync::mpsc;
 
 use crate::{
     Global, output,
@@ -43,10 +48,45 @@ pub struct Generated {
     pub users: usize,
     /// Wall time, in milliseconds (generating and appending).
     pub millis: u64,
+    /// Of it, playing the simulation (deciding every event, overlapped with appending), in
+    /// milliseconds.
+    pub simulating_millis: u64,
 }
 
-/// Rounds of the simulation appended between two progress updates.
-const ROUNDS_PER_TICK: usize = 50;
+/// Rounds of the simulation handed to the log together (it commits many of them per
+/// transaction); also the progress bar's step.
+const ROUNDS_PER_CHUNK: usize = 500;
+
+/// Play the workload, sending its rounds in chunks. Returns its stats and the time spent
+/// simulating (not waiting for the log to take a chunk).
+fn simulate(
+    config: &WorkloadConfig,
+    chunks: mpsc::Sender<Vec<Vec<StreamAppend>>>,
+) -> (Result<WorkloadStats, WorkloadError>, Duration) {
+    let started = Instant::now();
+    let mut waiting = Duration::ZERO;
+    let mut chunk = Vec::with_capacity(ROUNDS_PER_CHUNK);
+    // Once the log side has stopped (an append failed) the rest is played but not sent.
+    let mut closed = false;
+    let mut send = |chunk: Vec<Vec<StreamAppend>>, closed: &mut bool| {
+        let waited = Instant::now();
+        *closed = chunks.blocking_send(chunk).is_err();
+        waiting += waited.elapsed();
+    };
+    let stats = Workload::play(config, |round| {
+        if closed {
+            return;
+        }
+        chunk.push(round);
+        if chunk.len() >= ROUNDS_PER_CHUNK {
+            send(std::mem::replace(&mut chunk, Vec::with_capacity(ROUNDS_PER_CHUNK)), &mut closed);
+        }
+    });
+    if !closed && !chunk.is_empty() {
+        send(chunk, &mut closed);
+    }
+    (stats, started.elapsed().saturating_sub(waiting))
+}
 
 /// Run `generate`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
@@ -67,32 +107,44 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     }
     let started = Instant::now();
     let config = WorkloadConfig { seed: args.seed, users, min_events: args.events, ..WorkloadConfig::default() };
-    let workload = Workload::generate(&config).context("generating the workload")?;
-    // One append per round, in order, so every cause precedes its effects in the log (merging
-    // rounds into fewer appends loads faster but breaks that across streams).
-    let rounds = workload.rounds.len();
-    let bar = output::progress(u64::try_from(rounds).unwrap_or(0), "append rounds", global.json);
-    for start in (0..rounds).step_by(ROUNDS_PER_TICK) {
-        let end = (start + ROUNDS_PER_TICK).min(rounds);
-        workload.append_rounds(&*store, start..end).await.context("appending the workload")?;
-        bar.set_position(u64::try_from(end).unwrap_or(0));
+    // The simulation runs on a thread of its own and hands rounds over in chunks while the log
+    // appends the previous ones: the two overlap, and the log is never all in memory. One
+    // append per round, in order, so every cause precedes its effects in the log (merging
+    // rounds into fewer appends would break that across streams); a chunk's rounds are queued
+    // together, so the log commits many of them per transaction.
+    let (chunks, mut next_chunk) = mpsc::channel::<Vec<Vec<StreamAppend>>>(2);
+    let simulation = tokio::task::spawn_blocking(move || simulate(&config, chunks));
+    let bar = output::progress(u64::try_from(args.events).unwrap_or(0), "append events", global.json);
+    let mut appended = 0u64;
+    while let Some(chunk) = next_chunk.recv().await {
+        let events: usize = chunk.iter().flatten().map(|a| a.events.len()).sum();
+        for answer in store.append_in_order(chunk).await {
+            answer.context("appending the workload")?;
+        }
+        appended += u64::try_from(events).unwrap_or(0);
+        bar.set_position(appended);
     }
     bar.finish_and_clear();
+    let (stats, simulated) = simulation.await.context("the simulation thread")?;
+    let stats = stats.context("generating the workload")?;
     let generated = Generated {
-        events: workload.stats.events,
+        events: stats.events,
         head: store.head_position().await.context("reading the log head")?,
         users,
         millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        simulating_millis: u64::try_from(simulated.as_millis()).unwrap_or(u64::MAX),
     };
     store.close().await;
     if global.json {
         output::print_json(&generated)?;
     } else {
         output::print_text(&format!(
-            "generated {} events for {} users in {:.1} s (head {}); the server builds the read models when it starts",
+            "generated {} events for {} users in {:.1} s ({:.1} s of it simulating, beside the appends; head {}); the \
+             server builds the read models when it starts",
             generated.events,
             generated.users,
             generated.millis as f64 / 1000.0,
+            generated.simulating_millis as f64 / 1000.0,
             generated.head
         ))?;
     }

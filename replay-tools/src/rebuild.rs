@@ -74,7 +74,7 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
     let started = Instant::now();
     let head = store.head_position().await.context("reading the log head")?;
     let db = ReadDb::from(store.database());
-    let runner = ProjectionRunner::new(store, db, all, RunnerOptions::default());
+    let runner = ProjectionRunner::new(store, db, all, RunnerOptions::bulk());
     runner.rebuild(projection).await.context("emptying the read models")?;
     let bar = output::progress(u64::try_from(head).unwrap_or(0), "rebuild", json);
     let mut progress = runner.watch_position();

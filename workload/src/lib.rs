@@ -125,16 +125,25 @@ const STORY_WEIGHTS: [u64; 6] = [34, 28, 14, 8, 6, 4];
 impl Workload {
     /// Generate the log `config` describes.
     pub fn generate(config: &WorkloadConfig) -> Result<Self, WorkloadError> {
+        let mut rounds = Vec::new();
+        let stats = Self::play(config, |round| rounds.push(round))?;
+        Ok(Self { rounds, stats })
+    }
+
+    /// Generate the log `config` describes, handing each round to `sink` as soon as it is
+    /// decided (the same rounds, in the same order, as [`Workload::generate`]), so a caller can
+    /// append while the simulation goes on and never holds the whole log in memory.
+    pub fn play(config: &WorkloadConfig, sink: impl FnMut(Vec<StreamAppend>)) -> Result<WorkloadStats, WorkloadError> {
         if config.users == 0 || config.stories_per_user == 0 {
             return Err(WorkloadError::Config("at least one user with at least one story"));
         }
         if config.round_secs <= 0 {
             return Err(WorkloadError::Config("rounds must move the clock forward"));
         }
-        Ok(Director::new(config).run())
+        Ok(Director::new(config).run(sink))
     }
 
-    /// Append every round, in order (one `append_multi` per round). Returns the head position.
+    /// Append every round, in order (one atomic append per round). Returns the head position.
     pub async fn append_to(&self, store: &dyn EventStore) -> Result<i64, EventLogError> {
         self.append_rounds(store, 0..self.rounds.len()).await
     }
@@ -164,14 +173,16 @@ impl Workload {
             .collect()
     }
 
-    /// Append the rounds in `range`, in order. Returns the head position.
+    /// Append the rounds in `range`, in order (each round one atomic append, queued together so
+    /// the log commits many per transaction). Returns the head position.
     pub async fn append_rounds(
         &self,
         store: &dyn EventStore,
         range: std::ops::Range<usize>,
     ) -> Result<i64, EventLogError> {
-        for round in self.rounds.get(range).unwrap_or_default() {
-            store.append_multi(round.clone()).await?;
+        let rounds = self.rounds.get(range).unwrap_or_default().to_vec();
+        for answer in store.append_in_order(rounds).await {
+            answer?;
         }
         store.head_position().await
     }
@@ -192,7 +203,6 @@ struct Director {
     world: World,
     users: Vec<String>,
     live: Vec<Live>,
-    rounds: Vec<Vec<StreamAppend>>,
     stats: WorkloadStats,
     streams: HashSet<String>,
 }
@@ -206,13 +216,12 @@ impl Director {
             world: World::default(),
             users,
             live: vec![Live { user: 0, story: Box::new(roster::BootStory::new()), endless: false }],
-            rounds: Vec::new(),
             stats: WorkloadStats::default(),
             streams: HashSet::new(),
         }
     }
 
-    fn run(mut self) -> Workload {
+    fn run(mut self, mut sink: impl FnMut(Vec<StreamAppend>)) -> WorkloadStats {
         let mut drained = 0;
         loop {
             let growing = self.stats.events < self.config.min_events;
@@ -225,14 +234,16 @@ impl Director {
                     break;
                 }
             }
-            self.play_round();
+            if let Some(round) = self.play_round() {
+                sink(round);
+            }
             self.g.next_round(self.config.round_secs);
         }
         self.stats.rounds = self.g.round();
         self.stats.unfinished = self.live.len();
         self.stats.streams = self.streams.len();
         self.stats.tracked = self.world.tracked();
-        Workload { rounds: self.rounds, stats: self.stats }
+        self.stats
     }
 
     /// The director's part of a round: every user's first agents and inbox, then now and then a
@@ -300,8 +311,8 @@ impl Director {
     }
 
     /// Poll every live story once; apply the decisions that write streams no earlier decision
-    /// of this round wrote.
-    fn play_round(&mut self) {
+    /// of this round wrote. Returns the round's appends (none when nothing was decided).
+    fn play_round(&mut self) -> Option<Vec<StreamAppend>> {
         let mut taken: HashSet<String> = HashSet::new();
         let mut appends_of_round = Vec::new();
         let mut spawned_all = Vec::new();
@@ -342,9 +353,7 @@ impl Director {
         for (user, story) in spawned_all {
             self.push(user, story, false);
         }
-        if !appends_of_round.is_empty() {
-            self.rounds.push(appends_of_round);
-        }
+        (!appends_of_round.is_empty()).then_some(appends_of_round)
     }
 
     fn count(&mut self, appends: &[StreamAppend]) {

@@ -273,7 +273,50 @@ async fn deltas_cross_instances_on_postgres(db: Db) {
     assert_eq!(d["conversation"]["flatList"][0]["content"], json!(format!("Hello {big}")), "{d}");
 }
 
+/// The other instances' poll in `events_wake_the_other_instance`: far longer than any wait below.
+const LONG_POLL_MS: &str = "60000";
+
+/// An event committed through one instance reaches a subscriber on another instance whose log
+/// poll is a minute long: on PostgreSQL the commit's NOTIFY wakes the other instance's tailer,
+/// so each of three events arrives within a few seconds. On SQLite nothing crosses processes
+/// but the poll, so nothing arrives in that time: the same test tells a wake from a poll.
+async fn events_wake_the_other_instance(db: Db) {
+    let notified = db.url().starts_with("postgres");
+    let a = Server::start_with(db, &["--log-poll-ms", LONG_POLL_MS]).await;
+    let b = a.sibling_with(&["--log-poll-ms", LONG_POLL_MS]).await;
+    let token = a.admin_token.clone();
+    let mut ws = Ws::connect(&b, &token, "graphql-transport-ws").await;
+    ws.subscribe(
+        "e",
+        "subscription { events(filter: {streamPrefix: \"agent-wake-\"}) { position eventType } }",
+        json!({}),
+    )
+    .await;
+    // Let b's subscription and tailer settle into their wait (the poll then next fires in a minute).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let register = "mutation($i: JSON!) { registerAgent(input: $i) { position } }";
+    for i in 0..3 {
+        let agent = format!("wake-{i}");
+        let config = json!({"slug": agent, "title": agent, "model": "m1", "provider": "p1"});
+        let written = a.data(Some(&token), register, json!({"i": {"agentId": agent, "config": config}})).await;
+        let position = &written["registerAgent"]["position"];
+        let sent = std::time::Instant::now();
+        if notified {
+            let d = ws.next_data().await;
+            let event = &d["data"]["events"];
+            assert_eq!(&event["position"], position, "{d}");
+            assert_eq!(event["eventType"], json!("agent.registered"), "{d}");
+            let waited = sent.elapsed();
+            assert!(waited < Duration::from_secs(10), "delivered after {waited:?}, not woken by NOTIFY");
+        } else {
+            let waited = tokio::time::timeout(Duration::from_secs(2), ws.next_json()).await;
+            assert!(waited.is_err(), "nothing wakes another SQLite process before its poll: {waited:?}");
+        }
+    }
+}
+
 both!(
+    events_wake_the_other_instance as events_wake_the_other_instance,
     two_instances_count_each_step_once as two_instances_count_each_step_once,
     instances_serve_each_others_writes as instances_serve_each_others_writes,
     three_instances_under_load_with_restarts as three_instances_under_load_with_restarts,

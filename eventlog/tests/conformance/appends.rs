@@ -331,7 +331,41 @@ async fn a_guard_part_holds_a_stream_it_does_not_write(log: TestLog) {
     assert!(matches!(err, EventLogError::Validation(ValidationError::NoEvents)), "{err:?}");
 }
 
+/// `append_in_order`: many appends queued at once are committed in the order given (positions
+/// rise with it, and an append that expects the version an earlier one makes succeeds), each is
+/// judged alone (a conflict or bad input fails only itself), and the answers come back in order.
+async fn appends_in_order_are_committed_in_order_and_judged_alone(log: TestLog) {
+    let s = &*log.store;
+    let mut appends = Vec::new();
+    for i in 0..300i64 {
+        // Each stream is written by three appends in a row, each expecting the one before.
+        let expected = if i % 3 == 0 { ExpectedVersion::NoStream } else { ExpectedVersion::Exact(i % 3) };
+        appends.push(vec![
+            StreamAppend::new(format!("ord-{}", i / 3), expected, events(1)),
+            StreamAppend::new(format!("tick-{i}"), ExpectedVersion::NoStream, events(1)),
+        ]);
+    }
+    // A conflict (ord-0 is at version 3 by then) and an empty append, in the middle.
+    appends.insert(150, vec![StreamAppend::new("ord-0", ExpectedVersion::Exact(1), events(1))]);
+    appends.insert(151, vec![StreamAppend::new("empty-1", ExpectedVersion::Any, Vec::new())]);
+    let answers = s.append_in_order(appends).await;
+    assert_eq!(answers.len(), 302);
+    assert!(answers[150].as_ref().is_err_and(EventLogError::is_conflict), "{:?}", answers[150]);
+    assert!(matches!(answers[151], Err(EventLogError::Validation(ValidationError::NoEvents))), "{:?}", answers[151]);
+    let mut last = 0;
+    for (i, answer) in answers.iter().enumerate().filter(|(i, _)| *i != 150 && *i != 151) {
+        let results = answer.as_ref().unwrap_or_else(|e| panic!("append {i}: {e}"));
+        let positions: Vec<i64> = results.iter().flat_map(|r| r.positions.iter().copied()).collect();
+        assert!(positions.iter().all(|p| *p > last), "append {i} at {positions:?}, after {last}");
+        last = positions.iter().copied().max().unwrap_or(last);
+    }
+    assert_eq!(count(s).await, 600);
+    assert_eq!(s.stream_version("ord-0").await.unwrap(), 3);
+    assert_eq!(s.stream_version("ord-99").await.unwrap(), 3);
+}
+
 on_both_backends!(StoreOptions::default() =>
+    appends_in_order_are_committed_in_order_and_judged_alone as append_in_order,
     expected_versions as append_with_expected_version_any_no_stream_exact,
     concurrent_writers_on_one_stream_never_share_a_version as concurrent_appends_to_one_stream,
     a_failed_batch_leaves_no_trace as batch_is_atomic,
