@@ -1,5 +1,5 @@
 //! Conversation-flow parse timing: median of repeated in-process runs on the shared bench
-//! inputs (`AGENTLOG_BENCH_DIR`, default `../shared/bench/conversation` from the workspace),
+//! inputs (`AGENTLOG_BENCH_DIR`, default `benches/data` of this crate),
 //! a generated 100,000-deep chain, and a 10× width scaling check.
 //!
 //! Run: `cargo bench -p agentlog-conversation-flow --bench conversation_parse`
@@ -55,7 +55,7 @@ fn ms(d: Duration) -> f64 {
 fn bench_dir() -> PathBuf {
     match std::env::var_os("AGENTLOG_BENCH_DIR") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/conversation"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/data"),
     }
 }
 

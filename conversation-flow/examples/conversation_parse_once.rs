@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! valgrind --tool=callgrind --toggle-collect='conversation_parse_once::run' \
-//!   target/release/examples/conversation_parse_once ../shared/bench/conversation/parse-1000.json 1
+//!   target/release/examples/conversation_parse_once conversation-flow/benches/data/parse-1000.json 1
 //! ```
 //!
 //! Arguments: a JSON file (array of messages or `{messages, messageGroups}`) or `chain:N` /
