@@ -50,6 +50,11 @@ impl Refused {
         }
     }
 
+    /// A refusal of a clock pass's `command` on `target_stream_id`, owned by `user_id`.
+    pub fn of(reactor: &'static str, command: &'static str, target_stream_id: String, user_id: &str) -> Self {
+        Self { reactor, command, target_stream_id, operation_id: None, task_id: None, user_id: user_id.to_string() }
+    }
+
     /// The same, about run `operation_id`.
     pub fn operation(mut self, operation_id: impl Into<String>) -> Self {
         self.operation_id = Some(operation_id.into());
@@ -84,14 +89,67 @@ pub async fn record_with(
     error: &DomainError,
     notification: Option<CreateNotification>,
 ) -> Result<(), ApiError> {
-    let code = error.code().as_str();
+    let rctx = {
+        let mut rctx = Context::reacting_to(fact, refused.reactor, Actor::system(refused.reactor));
+        rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), fact.recorded_at.timestamp_millis());
+        rctx
+    };
+    let reason = Reason { code: error.code().as_str(), message: error.to_string() };
+    write(state, fact, ctx, rctx, refused, reason, notification).await
+}
+
+/// Record that a clock pass's command (a cron fire, a scheduled or heartbeat run) was refused
+/// with `code` and `message`. A clock pass answers no fact, so the refusal hangs in the chain of
+/// the aggregate that asked (`stream_id`'s latest event) and its ids derive from the pass's
+/// context for the slot (`ctx`): however many passes, on however many instances, meet the same
+/// refused slot, it is recorded and told once.
+pub async fn record_for_pass(
+    state: &AppState,
+    stream_id: &str,
+    ctx: &Context,
+    refused: Refused,
+    code: &str,
+    message: String,
+) -> Result<(), ApiError> {
+    let version = state.store.stream_version(stream_id).await?;
+    let Some(fact) = state.store.read_stream(stream_id, version.max(1), 1).await?.into_iter().next() else {
+        return Ok(());
+    };
+    let mut rctx = Context::reacting_to(&fact, refused.reactor, Actor::system(refused.reactor));
+    rctx.now = ctx.now;
+    rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), ctx.now.timestamp_millis());
+    match write(state, &fact, ctx, rctx, refused, Reason { code, message }, None).await {
+        // The same slot's refusal, recorded by an earlier pass whose latest event was another.
+        Err(ApiError::Log(agentlog_eventlog::EventLogError::IdempotencyConflict { .. }))
+        | Err(ApiError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
+        other => other,
+    }
+}
+
+/// Why a command was refused: its code and the domain's message.
+struct Reason<'a> {
+    code: &'a str,
+    message: String,
+}
+
+/// Append the refusal and the owner's notification in one write, as `rctx`; count it when this
+/// instance's append wrote it.
+async fn write(
+    state: &AppState,
+    fact: &RecordedEvent,
+    ctx: &Context,
+    mut rctx: Context,
+    refused: Refused,
+    Reason { code, message }: Reason<'_>,
+    notification: Option<CreateNotification>,
+) -> Result<(), ApiError> {
     tracing::warn!(
         reactor = refused.reactor,
         command = refused.command,
         stream = %refused.target_stream_id,
         fact = fact.position,
         code,
-        error = %error,
+        error = %message,
         "a reactor's command was refused; recorded"
     );
     let record = RecordRefusal {
@@ -100,7 +158,7 @@ pub async fn record_with(
         command: refused.command.to_string(),
         target_stream_id: refused.target_stream_id,
         code: code.to_string(),
-        message: error.to_string(),
+        message,
         fact: RefusedFact {
             event_id: fact.event_id.to_string(),
             event_type: fact.event_type.clone(),
@@ -112,8 +170,6 @@ pub async fn record_with(
         user_id: refused.user_id,
     };
     let notification = notification.unwrap_or_else(|| refusal_notification(&record));
-    let mut rctx = Context::reacting_to(fact, refused.reactor, Actor::system(refused.reactor));
-    rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), fact.recorded_at.timestamp_millis());
     rctx.user_id = record.user_id.clone();
     let refusal_stream = record.refusal_id.clone();
     let user = notification.user_id.clone();

@@ -38,7 +38,10 @@ use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc}
 use chrono_tz::Tz;
 use tokio::sync::watch;
 
-use super::clock_pass;
+use super::{
+    clock_pass,
+    refusals::{self, Refused},
+};
 use crate::{
     auth::Caller,
     commands::{Commands, is_replay},
@@ -162,10 +165,22 @@ async fn fire_cron_job(
     let commands = Commands::new(state, &caller);
     let agent = match commands.agent_ref(&job.user_id, &job.agent_id).await {
         Ok(agent) => agent,
-        Err(e) => {
+        // Not the job's own rules: the slot cannot fire (its agent is gone). The owner is told,
+        // once per slot.
+        Err(e @ (ApiError::NotFound { .. } | ApiError::Domain(_))) => {
             report.skipped.push((job.job_id.clone(), format!("agent {}: {e}", job.agent_id)));
-            return Ok(());
+            let refused = Refused::of("scheduler", "cron.fire", CronJob::stream_id(&job.job_id), &job.user_id);
+            return refusals::record_for_pass(
+                state,
+                &CronJob::stream_id(&job.job_id),
+                &ctx,
+                refused,
+                e.code(),
+                e.to_string(),
+            )
+            .await;
         }
+        Err(e) => return Err(e),
     };
     let operation_id = server_id(format_args!("op-cron-{}", ctx.derived_id("operation", 0)));
     let result = state
@@ -319,8 +334,13 @@ async fn start_run(
             ApiError::Log(EventLogError::IdempotencyConflict { .. })
             | ApiError::Domain(DomainError::AlreadyExists { .. } | DomainError::TopicRunning { .. }),
         ) => {}
-        Err(ApiError::Domain(e)) => {
+        // The run was refused (its agent gone, the task's state): the owner is told, once per
+        // slot or tick.
+        Err(e @ (ApiError::NotFound { .. } | ApiError::Domain(_))) => {
             report.skipped.push((task.id().to_string(), e.to_string()));
+            let stream = Task::stream_id(task.id());
+            let refused = Refused::of("scheduler", "task.start_run", stream.clone(), &task.user_id).task(task.id());
+            refusals::record_for_pass(state, &stream, ctx, refused, e.code(), e.to_string()).await?;
         }
         Err(e) => return Err(e),
     }

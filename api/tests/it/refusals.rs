@@ -114,3 +114,72 @@ async fn a_refused_orchestration_step_is_recorded_counted_and_told(db: Db) {
 }
 
 both!(a_refused_orchestration_step_is_recorded_counted_and_told as refused_orchestration_step_recorded_counted_told);
+
+/// A clock pass's refused command is recorded too. A cron job whose agent does not exist (or
+/// was archived) cannot fire: each slot's refusal is recorded once however many passes, on
+/// however many instances, meet it — in the job's chain, counted, and told to its owner.
+async fn a_cron_slot_that_cannot_fire_is_recorded_once(db: Db) {
+    use agentlog_api::{metrics::Gauges, reactors::scheduler};
+    use agentlog_domain::{
+        context::Context,
+        cron::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+        envelope::Actor,
+    };
+    use agentlog_eventlog::EventFilter;
+
+    use crate::scheduling::{app, at, caught_up};
+
+    let (a, b) = (app(&db).await, app(&db).await);
+    let create = CreateCronJob {
+        job_id: "j-ghost".into(),
+        agent_id: "ghost".into(),
+        group_id: None,
+        name: None,
+        pattern: "*/5 * * * *".into(),
+        timezone: "UTC".into(),
+        content: "run".into(),
+        enabled: true,
+        max_executions: None,
+        conditions: ExecutionConditions::default(),
+    };
+    let ctx = Context::new(at("2026-11-30T10:00:30Z"), uuid::Uuid::now_v7(), Actor::user("alice"), "alice");
+    a.handler.execute::<CronJob>("j-ghost", &CronCommand::Create(create), &ctx).await.expect("create job");
+    caught_up(&[&a, &b]).await;
+    let refusals =
+        || async { a.store.read_all(0, &EventFilter::types(["reactor.command_refused"]), 100).await.expect("read") };
+    for (state, now) in [(&a, "2026-11-30T10:05:10Z"), (&b, "2026-11-30T10:05:20Z"), (&a, "2026-11-30T10:06:00Z")] {
+        let report = scheduler::pass(state, at(now)).await.expect("pass");
+        assert!(report.cron_fired.is_empty(), "a job without its agent does not fire");
+    }
+    let found = refusals().await;
+    assert_eq!(found.len(), 1, "one refusal for the slot, whatever the passes: {found:?}");
+    let p = &found[0].payload;
+    assert_eq!(
+        (p["reactor"].as_str(), p["command"].as_str(), p["code"].as_str()),
+        (Some("scheduler"), Some("cron.fire"), Some("NOT_FOUND"))
+    );
+    assert_eq!(p["targetStreamId"], "cron-j-ghost");
+    assert_eq!(found[0].metadata.user_id, "alice");
+    let job = a.store.read_stream("cron-j-ghost", 1, 1).await.expect("read");
+    assert_eq!(found[0].chain().root_source_id, job[0].chain().root_source_id, "in the job's chain");
+    let told = a.store.read_all(0, &EventFilter::types(["notification.created"]), 100).await.expect("read");
+    let told: Vec<_> = told.iter().filter(|e| e.payload["type"] == "reactor_refused").collect();
+    assert_eq!(told.len(), 1, "the owner is told once");
+    assert_eq!(told[0].stream_id, "notification-alice");
+
+    // The next slot is a refusal of its own.
+    scheduler::pass(&b, at("2026-11-30T10:10:10Z")).await.expect("pass");
+    scheduler::pass(&a, at("2026-11-30T10:10:40Z")).await.expect("pass");
+    assert_eq!(refusals().await.len(), 2);
+    let counted = |state: &agentlog_api::state::AppState| {
+        let text = state.metrics.render(Gauges::default());
+        text.lines()
+            .find(|l| l.starts_with("agentlog_reactor_refusals_total{reactor=\"scheduler\",code=\"NOT_FOUND\"}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(counted(&a) + counted(&b), 2, "counted once each, by the instance that wrote it");
+}
+
+both!(a_cron_slot_that_cannot_fire_is_recorded_once as a_cron_slot_that_cannot_fire_is_recorded_once);
