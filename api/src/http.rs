@@ -112,8 +112,7 @@ async fn revoked(state: AppState, slot: Arc<Mutex<Option<String>>>) {
 
 /// An error answer in GraphQL's shape, with `extensions.code`.
 fn error_response(status: StatusCode, code: &str, message: String) -> Response {
-    let body = serde_json::json!({"errors": [{"message": message, "extensions": {"code": code}}]});
-    (status, axum::Json(body)).into_response()
+    over_http::error_answer(status, AnswerType::Json, code, message)
 }
 
 /// A token lookup that failed: the database is unreachable (503, UNAVAILABLE, retry later).

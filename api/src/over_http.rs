@@ -14,10 +14,7 @@
 //!   subscription over GET is a 405 (`Allow: POST`). A GET without `query` from a browser asking
 //!   for `text/html` is GraphiQL; any other GET without `query` is a 400.
 
-use async_graphql::{
-    Request, Response as GqlResponse, Variables,
-    parser::types::{DocumentOperations, OperationType},
-};
+use async_graphql::{Request, Response as GqlResponse, Variables, parser::types::OperationType};
 use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
@@ -145,12 +142,7 @@ pub fn read_get(query_string: Option<&str>, headers: &HeaderMap, answer: AnswerT
         // The engine reports it in GraphQL's shape (as for a POST); nothing runs.
         Err(_) => return Get::Execute(Box::new(Request::new(query))),
     };
-    let ty = match (&doc.operations, params.operation_name.as_deref()) {
-        (DocumentOperations::Single(op), _) => Some(op.node.ty),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
-        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next().map(|op| op.node.ty),
-        (DocumentOperations::Multiple(_), None) => None,
-    };
+    let ty = crate::graphql::variables::selected_operation(&doc, params.operation_name.as_deref()).map(|op| op.ty);
     if matches!(ty, Some(OperationType::Mutation | OperationType::Subscription)) {
         let mut response = error_answer(
             StatusCode::METHOD_NOT_ALLOWED,

@@ -6,7 +6,7 @@
 use async_graphql::{
     Name, Request, ServerError, ServerResult, Value, Variables,
     extensions::{Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest},
-    parser::types::{DocumentOperations, ExecutableDocument},
+    parser::types::{DocumentOperations, ExecutableDocument, OperationDefinition},
 };
 
 /// The extension that checks required variables.
@@ -18,16 +18,25 @@ impl ExtensionFactory for RequiredVariables {
     }
 }
 
-/// The first required variable of the chosen operation that `request` does not give.
-fn missing(doc: &ExecutableDocument, operation_name: Option<&str>, variables: &Variables) -> Option<String> {
+/// The operation a request runs: the document's only one, or the one `operation_name` names
+/// (None when several exist and none is named, or the name is unknown: the engine answers that).
+pub fn selected_operation<'d>(
+    doc: &'d ExecutableDocument,
+    operation_name: Option<&str>,
+) -> Option<&'d OperationDefinition> {
     let op = match (&doc.operations, operation_name) {
         (DocumentOperations::Single(op), _) => op,
         (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name)?,
         (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next()?,
-        // No operation chosen among several: the engine answers that.
         (DocumentOperations::Multiple(_), None) => return None,
     };
-    op.node.variable_definitions.iter().find_map(|def| {
+    Some(&op.node)
+}
+
+/// The first required variable of the chosen operation that `request` does not give.
+fn missing(doc: &ExecutableDocument, operation_name: Option<&str>, variables: &Variables) -> Option<String> {
+    let op = selected_operation(doc, operation_name)?;
+    op.variable_definitions.iter().find_map(|def| {
         let def = &def.node;
         let given = variables.get(&Name::new(def.name.node.as_str()));
         let absent = matches!(given, None | Some(Value::Null));
