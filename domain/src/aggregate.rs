@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use agentlog_domain::aggregate::Aggregate;
-//! use agentlog_domain::brief::{Brief, BriefCommand, BriefType, CreateBrief};
+//! use agentlog_domain::briefs::{Brief, BriefCommand, BriefType, CreateBrief};
 //! use agentlog_domain::context::{Context, stamp};
 //! use agentlog_domain::envelope::Actor;
 //! use chrono::{TimeZone, Utc};

@@ -287,5 +287,4 @@ pub fn stamp<A: Aggregate>(state: &A, events: &[A::Event], ctx: &Context) -> Vec
 }
 
 #[cfg(test)]
-#[path = "context_tests.rs"]
 mod tests;

@@ -10,18 +10,18 @@
 
 use serde_json::Value;
 
-use crate::agent::AgentEvent;
+use crate::agents::AgentEvent;
 use crate::aggregate::{DomainEvent, StreamKind};
-use crate::brief::BriefEvent;
-use crate::conversation::ConversationEvent;
-use crate::cron::CronEvent;
+use crate::briefs::BriefEvent;
+use crate::conversations::ConversationEvent;
+use crate::cron_jobs::CronEvent;
 use crate::error::DecodeError;
-use crate::group::GroupEvent;
-use crate::notification::NotificationEvent;
-use crate::operation::OperationEvent;
-use crate::refusal::RefusalEvent;
+use crate::groups::GroupEvent;
+use crate::notifications::NotificationEvent;
+use crate::operations::OperationEvent;
+use crate::refusals::RefusalEvent;
 use crate::signal::SourceEvent;
-use crate::task::TaskEvent;
+use crate::tasks::TaskEvent;
 
 /// An event of any aggregate.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,5 +122,4 @@ pub fn all_event_types() -> Vec<(&'static str, i32)> {
 }
 
 #[cfg(test)]
-#[path = "events_tests.rs"]
 mod tests;

@@ -7,11 +7,11 @@
 //!
 //! - core: [`aggregate`] (traits, stream names), [`context`] (time, ids, chain, stamping),
 //!   [`error`], [`event_codec`] (payloads and upcasts), [`events`] (decode any event);
-//! - aggregates: [`operation`], [`agent`], [`conversation`], [`task`], [`brief`],
-//!   [`notification`], [`cron`], [`group`], [`signal::source`], [`refusal`] (a reactor's
+//! - aggregates: [`operations`], [`agents`], [`conversations`], [`tasks`], [`briefs`],
+//!   [`notifications`], [`cron_jobs`], [`groups`], [`signal::source`], [`refusals`] (a reactor's
 //!   refused command);
 //! - pure processes: [`rules`] (cross-aggregate decisions), [`supervisor`] (group
-//!   orchestration), [`task_graph`] (cycles, subtask layers), [`task::tick`] (scheduler ticks),
+//!   orchestration), [`task_graph`] (cycles, subtask layers), [`tasks::tick`] (scheduler ticks),
 //!   [`signal::policy`] (fact → commands).
 
 #![warn(missing_docs)]
@@ -19,26 +19,26 @@
 #[macro_use]
 pub mod event_codec;
 
-pub mod agent;
+pub mod agents;
 pub mod aggregate;
-pub mod brief;
+pub mod briefs;
 pub mod context;
-pub mod conversation;
-pub mod cron;
+pub mod conversations;
+pub mod cron_jobs;
 pub mod deadline;
 pub mod envelope;
 pub mod error;
 pub mod events;
-pub mod group;
+pub mod groups;
 pub mod ids;
-pub mod notification;
-pub mod operation;
-pub mod refusal;
+pub mod notifications;
+pub mod operations;
+pub mod refusals;
 pub mod rules;
 pub mod scope;
 pub mod signal;
 pub mod supervisor;
-pub mod task;
+pub mod tasks;
 pub mod task_graph;
 
 #[cfg(test)]

@@ -466,5 +466,4 @@ pub fn decision_for_tool(
 }
 
 #[cfg(test)]
-#[path = "supervisor_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 //! task completes ([`cascade_on_completion`]).
 //!
 //! ```
-//! use agentlog_domain::task::TaskStatus;
+//! use agentlog_domain::tasks::TaskStatus;
 //! use agentlog_domain::task_graph::{plan_subtask_layers, SubtaskNode};
 //! use std::collections::BTreeMap;
 //! let plan = plan_subtask_layers(
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::task::TaskStatus;
+use crate::tasks::TaskStatus;
 
 /// Known `blocks` edges: task → the tasks it depends on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -340,5 +340,4 @@ pub fn cascade_on_completion(dependants: &[Dependant], hold_before: &BTreeSet<St
 }
 
 #[cfg(test)]
-#[path = "task_graph_tests.rs"]
 mod tests;

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo(store: std::sync::Arc<dyn agentlog_eventlog::EventStore>, ctx: agentlog_domain::context::Context) -> Result<(), agentlog_eventlog::CommandError> {
-//! use agentlog_domain::brief::{Brief, BriefCommand, BriefType, CreateBrief};
+//! use agentlog_domain::briefs::{Brief, BriefCommand, BriefType, CreateBrief};
 //! use agentlog_eventlog::CommandHandler;
 //! let handler = CommandHandler::new(store);
 //! let cmd = BriefCommand::Create(CreateBrief::new("b1", BriefType::Insight, "Title", "Summary"));

@@ -3,7 +3,7 @@
 use agentlog_domain::{
     envelope::RecordedEvent,
     events::{AnyEvent, decode_any},
-    operation::{CompletionReason, OperationEvent},
+    operations::{CompletionReason, OperationEvent},
 };
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::{

@@ -17,10 +17,10 @@ use std::{
 };
 
 use agentlog_domain::{
-    agent::{Agent, AgentConfig, AgentEvent},
+    agents::{Agent, AgentConfig, AgentEvent},
     aggregate::{Aggregate, DomainEvent},
     envelope::RecordedEvent,
-    operation::{Operation, OperationEvent},
+    operations::{Operation, OperationEvent},
 };
 use agentlog_eventlog::{EventFilter, EventStore};
 use anyhow::{Context, bail};

@@ -4,9 +4,9 @@
 use std::process::ExitCode;
 
 use agentlog_domain::{
-    agent::Agent, aggregate::StreamKind, brief::Brief, conversation::Conversation, cron::CronJob,
-    envelope::RecordedEvent, group::Group, notification::Notifications, operation::Operation, refusal::Refusal,
-    signal::Source, task::Task,
+    agents::Agent, aggregate::StreamKind, briefs::Brief, conversations::Conversation, cron_jobs::CronJob,
+    envelope::RecordedEvent, groups::Group, notifications::Notifications, operations::Operation, refusals::Refusal,
+    signal::Source, tasks::Task,
 };
 use agentlog_eventlog::fold_recorded;
 use anyhow::{Context, bail};

@@ -15,7 +15,7 @@ use std::{
 
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
-    operation::{Operation, OperationEvent, OperationStatus, Usage},
+    operations::{Operation, OperationEvent, OperationStatus, Usage},
 };
 use agentlog_eventlog::{EventFilter, EventStore};
 use anyhow::Context;

@@ -5,10 +5,10 @@
 
 use agentlog_domain::{
     aggregate::Aggregate,
-    conversation::{ChatMessage, Conversation, ConversationCommand, ThreadKind},
+    conversations::{ChatMessage, Conversation, ConversationCommand, ThreadKind},
     envelope::Actor,
     error::DomainError,
-    operation::AgentRef,
+    operations::AgentRef,
 };
 use agentlog_eventlog::StreamAppend;
 use serde_json::{Map, json};

@@ -6,8 +6,8 @@ use agentlog_domain::{
     aggregate::Aggregate,
     envelope::Actor,
     error::DomainError,
-    group::{GroupCommand, GroupConfig, GroupMember, MemberRole},
-    operation::AgentRef,
+    groups::{GroupCommand, GroupConfig, GroupMember, MemberRole},
+    operations::AgentRef,
     supervisor::{ActionPayload, DecidedPayload, ExecutorResult},
 };
 use agentlog_eventlog::StreamAppend;

@@ -4,12 +4,12 @@
 
 use agentlog_domain::{
     aggregate::Aggregate,
-    brief::{BriefActionType, BriefCommand, BriefType, CreateBrief, READ},
+    briefs::{BriefActionType, BriefCommand, BriefType, CreateBrief, READ},
     envelope::Actor,
     error::DomainError,
-    notification::{CreateNotification, NotificationCommand},
+    notifications::{CreateNotification, NotificationCommand},
     rules::brief_resolution::resolve_brief,
-    task::TaskStatus,
+    tasks::TaskStatus,
 };
 use agentlog_eventlog::StreamAppend;
 use serde_json::json;

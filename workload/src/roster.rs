@@ -3,7 +3,7 @@
 //! sometimes archived.
 
 use agentlog_domain::{
-    agent::{Agent, AgentCommand, AgentConfig, AgentConfigPatch, AgentKind, RegisterAgent, builtin_agents},
+    agents::{Agent, AgentCommand, AgentConfig, AgentConfigPatch, AgentKind, RegisterAgent, builtin_agents},
     aggregate::Aggregate,
     envelope::Actor,
     error::DomainError,

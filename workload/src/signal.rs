@@ -6,7 +6,7 @@ use agentlog_domain::{
     aggregate::Aggregate,
     envelope::Actor,
     error::DomainError,
-    operation::AgentRef,
+    operations::AgentRef,
     signal::{
         AGENT_SIGNAL_SOURCE_TYPES,
         source::{ActionError, ActionStatus, Source, SourceCommand},

@@ -3,12 +3,12 @@
 //! then the lifecycle's topic completion and the policies' briefs), reviews, and an end.
 
 use agentlog_domain::{
-    agent::INBOX_AGENT_ID,
+    agents::INBOX_AGENT_ID,
     aggregate::Aggregate,
     envelope::Actor,
     error::DomainError,
-    operation::{AgentRef, ReviewScore},
-    task::{
+    operations::{AgentRef, ReviewScore},
+    tasks::{
         AutomationMode, BlocksGraph, CommentAuthor, CreateTask, DependencyKind, PinnedBy, RunTrigger, ScheduleConfig,
         TaskCommand, TaskConfig, TaskPatch, TaskStatus,
     },

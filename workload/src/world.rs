@@ -5,17 +5,17 @@
 use std::collections::{HashMap, VecDeque};
 
 use agentlog_domain::{
-    agent::{Agent, AgentEvent},
+    agents::{Agent, AgentEvent},
     aggregate::{Aggregate, StreamEvents, StreamKind},
-    brief::{Brief, BriefEvent},
+    briefs::{Brief, BriefEvent},
     context::{Context, Stamper},
-    conversation::{Conversation, ConversationEvent},
-    cron::{CronEvent, CronJob},
-    group::{Group, GroupEvent},
-    notification::{NotificationEvent, Notifications},
-    operation::{Operation, OperationEvent},
+    conversations::{Conversation, ConversationEvent},
+    cron_jobs::{CronEvent, CronJob},
+    groups::{Group, GroupEvent},
+    notifications::{NotificationEvent, Notifications},
+    operations::{Operation, OperationEvent},
     signal::source::{Source, SourceEvent},
-    task::{Task, TaskEvent},
+    tasks::{Task, TaskEvent},
 };
 use agentlog_eventlog::{ExpectedVersion, StreamAppend};
 

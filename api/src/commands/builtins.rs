@@ -4,7 +4,7 @@
 //! register each once (an existing one is left as it is).
 
 use agentlog_domain::{
-    agent::{Agent, AgentCommand, builtin_agents},
+    agents::{Agent, AgentCommand, builtin_agents},
     context::Context,
     envelope::Actor,
     error::DomainError,

@@ -4,8 +4,8 @@
 use agentlog_domain::error::DomainError;
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
-    group::{Group, GroupCommand},
-    operation::{CreateOperation, Operation, OperationCommand, OperationKind},
+    groups::{Group, GroupCommand},
+    operations::{CreateOperation, Operation, OperationCommand, OperationKind},
 };
 use agentlog_eventlog::CommandError;
 

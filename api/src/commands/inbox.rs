@@ -3,10 +3,10 @@
 
 use agentlog_domain::{
     aggregate::Aggregate,
-    brief::Brief,
-    notification::{CreateNotification, NotificationCommand, Notifications},
+    briefs::Brief,
+    notifications::{CreateNotification, NotificationCommand, Notifications},
     rules::brief_resolution,
-    task::Task,
+    tasks::Task,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 

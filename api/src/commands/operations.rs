@@ -4,10 +4,10 @@
 use agentlog_domain::{
     aggregate::Aggregate,
     context::{Context, StreamWrite},
-    conversation::{ChatMessage, Conversation, ConversationCommand},
+    conversations::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
     error::DomainError,
-    operation::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
+    operations::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
     rules::{cancel_cascade, operation_resume, operation_start},
 };
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};

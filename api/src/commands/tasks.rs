@@ -4,14 +4,14 @@
 use std::collections::BTreeSet;
 
 use agentlog_domain::{
-    agent::{Agent, INBOX_AGENT_ID},
+    agents::{Agent, INBOX_AGENT_ID},
     aggregate::{Aggregate, StreamEvents},
     context::{Context, StreamWrite, stamp},
-    conversation::{Conversation, ConversationCommand},
+    conversations::{Conversation, ConversationCommand},
     ids::SERVER_ID_MARK,
-    operation::{AgentRef, Operation},
+    operations::{AgentRef, Operation},
     rules::task_run,
-    task::{BlocksGraph, DependencyKind, Handoff, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
+    tasks::{BlocksGraph, DependencyKind, Handoff, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
 };
 use agentlog_projections::briefs;
 use serde::Deserialize;

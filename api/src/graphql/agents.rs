@@ -1,9 +1,9 @@
 //! Agents (with their config history), chat groups and cron jobs: the configuration a fleet
 //! runs under, and its commands.
 
-use agentlog_domain::agent::{Agent, AgentCommand, RegisterAgent};
-use agentlog_domain::cron::{CreateCronJob, CronCommand, CronJob};
-use agentlog_domain::group::{Group, GroupCommand, GroupConfig, GroupMember, MemberRole};
+use agentlog_domain::agents::{Agent, AgentCommand, RegisterAgent};
+use agentlog_domain::cron_jobs::{CreateCronJob, CronCommand, CronJob};
+use agentlog_domain::groups::{Group, GroupCommand, GroupConfig, GroupMember, MemberRole};
 use agentlog_projections::{
     agents::{self, AgentFilter, AgentRow, AgentVersionRow},
     cron_jobs::{self, CronJobFilter, CronJobRow},
@@ -570,7 +570,7 @@ impl AgentsMutation {
 
     /// Change a cron job (`{name?, pattern?, timezone?, content?, conditions?, …}`).
     async fn update_cron_job(&self, ctx: &Context<'_>, id: String, patch: Json<Value>) -> GqlResult<CronJobPayload> {
-        let patch: agentlog_domain::cron::CronJobPatch = decode("patch", patch)?;
+        let patch: agentlog_domain::cron_jobs::CronJobPatch = decode("patch", patch)?;
         if let Some(zone) = &patch.timezone {
             check_time_zone("patch.timezone", zone)?;
         }

@@ -6,7 +6,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use agentlog_domain::{envelope::RecordedEvent, operation::OperationKind};
+use agentlog_domain::{envelope::RecordedEvent, operations::OperationKind};
 use agentlog_eventlog::EventFilter;
 use agentlog_projections::{briefs, conversations, notifications, operations, tasks};
 use async_graphql::{Context, OutputType, SimpleObject, Subscription};

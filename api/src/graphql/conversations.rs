@@ -1,7 +1,7 @@
 //! Conversations: a topic's messages, threads and its parsed tree (upstream's `contextTree`,
 //! `flatList`, `messageMap`), and the commands that change them.
 
-use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
+use agentlog_domain::conversations::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
 use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
 use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
 use std::sync::Arc;

@@ -2,8 +2,8 @@
 //! inbox, unread count, read / archive state), with their commands.
 
 use agentlog_domain::aggregate::Aggregate;
-use agentlog_domain::brief::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
-use agentlog_domain::notification::{CreateNotification, NotificationCommand, deduped_notification_id};
+use agentlog_domain::briefs::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
+use agentlog_domain::notifications::{CreateNotification, NotificationCommand, deduped_notification_id};
 use agentlog_projections::{
     briefs::{self, BriefFilter, BriefRow},
     notifications::{self, InboxFilter, NotificationRow},

@@ -2,11 +2,11 @@
 //! mutations are the worker's and the human's commands.
 
 use agentlog_domain::aggregate::DomainEvent;
-use agentlog_domain::operation::{
+use agentlog_domain::operations::{
     AgentRef, CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
     OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
 };
-use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, OperationEvent, ReviewScore};
+use agentlog_domain::operations::{Artifact, MAX_LEASE_SECS, OperationEvent, ReviewScore};
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -518,7 +518,7 @@ pub struct OperationFilterInput {
 
 /// Kinds of operation.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
-#[graphql(remote = "agentlog_domain::operation::OperationKind")]
+#[graphql(remote = "agentlog_domain::operations::OperationKind")]
 pub enum OperationKindInput {
     /// Main run of a conversation.
     Conversation,
@@ -536,7 +536,7 @@ pub enum OperationKindInput {
 
 /// Phases.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
-#[graphql(remote = "agentlog_domain::operation::Phase")]
+#[graphql(remote = "agentlog_domain::operations::Phase")]
 pub enum PhaseInput {
     /// Calling the model.
     Thinking,
@@ -1033,8 +1033,8 @@ pub struct HandoffInput {
 }
 
 impl HandoffInput {
-    fn into_domain(self) -> agentlog_domain::task::Handoff {
-        agentlog_domain::task::Handoff {
+    fn into_domain(self) -> agentlog_domain::tasks::Handoff {
+        agentlog_domain::tasks::Handoff {
             title: self.title,
             summary: self.summary,
             key_findings: self.key_findings,

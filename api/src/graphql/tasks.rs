@@ -1,11 +1,11 @@
 //! Tasks: the tasks read model (with dependencies, topics, comments, documents and subtask
 //! layers) and every task command.
 
-use agentlog_domain::task::{
+use agentlog_domain::tasks::{
     AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task, TaskCommand,
     TaskConfig, TaskStatus,
 };
-use agentlog_domain::{envelope::Actor, operation::ReviewScore};
+use agentlog_domain::{envelope::Actor, operations::ReviewScore};
 use agentlog_projections::tasks::{
     self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow,
 };
@@ -263,7 +263,7 @@ impl TaskNode {
     /// from the chain's root source.
     #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::inbox::Origin>> {
-        let stream = <agentlog_domain::task::Task as agentlog_domain::aggregate::Aggregate>::stream_id(&self.task_id);
+        let stream = <agentlog_domain::tasks::Task as agentlog_domain::aggregate::Aggregate>::stream_id(&self.task_id);
         Ok(super::inbox::origin(ctx, &stream).await?)
     }
 
@@ -441,7 +441,7 @@ impl TasksMutation {
         owner_id: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
-        let create: agentlog_domain::task::CreateTask = decode("input", input)?;
+        let create: agentlog_domain::tasks::CreateTask = decode("input", input)?;
         check_time_zone("input.schedule.timezone", &create.schedule.timezone)?;
         let id = create.task_id.clone();
         let commands = Commands::new(app(ctx), caller(ctx)?);

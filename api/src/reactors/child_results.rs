@@ -13,10 +13,10 @@
 use agentlog_domain::{
     aggregate::Aggregate,
     context::Context,
-    conversation::{Conversation, ConversationCommand},
+    conversations::{Conversation, ConversationCommand},
     envelope::{Actor, RecordedEvent},
     error::DomainError,
-    operation::{Operation, OperationEvent},
+    operations::{Operation, OperationEvent},
     rules::operation_start::{child_result_for_parent, completion_notice},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
@@ -74,7 +74,7 @@ async fn deliver(
     fact: &RecordedEvent,
     child: &Operation,
     topic_id: &str,
-    notice: agentlog_domain::conversation::ChatMessage,
+    notice: agentlog_domain::conversations::ChatMessage,
 ) -> Result<(), ApiError> {
     let ctx = Context::reacting_to(fact, &format!("{NAME}#notice"), Actor::system(NAME));
     let command = ConversationCommand::AppendMessage(notice);

@@ -13,7 +13,7 @@ use agentlog_domain::{
     envelope::Actor,
     error::DomainError,
     ids::derived_id,
-    operation::{Operation, OperationCommand},
+    operations::{Operation, OperationCommand},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::operations;

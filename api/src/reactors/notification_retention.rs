@@ -13,7 +13,7 @@ use agentlog_domain::{
     context::Context,
     envelope::Actor,
     ids::derived_id,
-    notification::{NotificationCommand, Notifications},
+    notifications::{NotificationCommand, Notifications},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::notifications;

@@ -23,9 +23,9 @@ use agentlog_domain::{
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
-    group::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
+    groups::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
     ids::server_id,
-    operation::{
+    operations::{
         AgentRef, CreateOperation, Operation, OperationCommand, OperationError, OperationEvent, OperationKind,
     },
     rules::operation_start::child_depth,

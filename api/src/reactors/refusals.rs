@@ -1,7 +1,7 @@
 //! No silent drops: when the domain refuses a command a reactor issued in answer to a fact, the
 //! reactor hands the refusal here instead of logging it. It becomes a `reactor.command_refused`
 //! event (stream `refusal-<refusalId>`, in the fact's chain) appended in one write with the
-//! owner's notification (`agentlog_domain::refusal`), and it is counted in `/metrics`
+//! owner's notification (`agentlog_domain::refusals`), and it is counted in `/metrics`
 //! (`agentlog_reactor_refusals_total{reactor, code}`).
 //!
 //! The refusal's ids derive from the refused command's id, so a reactor that meets the same
@@ -14,8 +14,8 @@ use agentlog_domain::{
     envelope::{Actor, RecordedEvent},
     error::DomainError,
     ids::derived_id,
-    notification::{CreateNotification, NotificationCommand, Notifications},
-    refusal::{RecordRefusal, Refusal, RefusalCommand, RefusedFact, refusal_id, refusal_notification},
+    notifications::{CreateNotification, NotificationCommand, Notifications},
+    refusals::{RecordRefusal, Refusal, RefusalCommand, RefusedFact, refusal_id, refusal_notification},
 };
 
 use crate::{error::ApiError, state::AppState};

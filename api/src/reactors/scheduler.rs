@@ -25,12 +25,12 @@ use std::time::Duration;
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
     context::Context,
-    cron::{CronCommand, CronJob, pattern::CronPattern},
+    cron_jobs::{CronCommand, CronJob, pattern::CronPattern},
     envelope::Actor,
     error::DomainError,
     ids::{derived_id, server_id},
-    operation::{CreateOperation, Operation, OperationCommand, OperationKind},
-    task::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
+    operations::{CreateOperation, Operation, OperationCommand, OperationKind},
+    tasks::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::{briefs, cron_jobs, cron_jobs::CronJobRow, tasks};

@@ -9,17 +9,17 @@
 
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent, StreamKind},
-    brief::{Brief, BriefCommand, BriefEvent},
+    briefs::{Brief, BriefCommand, BriefEvent},
     context::Context,
-    cron::{CronEvent, CronJob},
+    cron_jobs::{CronEvent, CronJob},
     envelope::{Actor, RecordedEvent},
-    notification::{NotificationCommand, Notifications},
-    operation::{Operation, OperationEvent},
+    notifications::{NotificationCommand, Notifications},
+    operations::{Operation, OperationEvent},
     signal::{
         Source, SourceCommand,
         policy::{self, Reaction, ids},
     },
-    task::{Task, TaskEvent},
+    tasks::{Task, TaskEvent},
 };
 use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
 

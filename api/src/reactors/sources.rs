@@ -17,7 +17,7 @@ use agentlog_domain::{
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
-    notification::{CreateNotification, NotificationCommand, Notifications},
+    notifications::{CreateNotification, NotificationCommand, Notifications},
     signal::{
         ActionStatus, Source, SourceCommand, SourceEvent,
         processors::{self, CREATE_NOTIFICATION, RECORD_OUTCOME},

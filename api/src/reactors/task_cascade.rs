@@ -20,9 +20,9 @@ use agentlog_domain::{
     envelope::{Actor, RecordedEvent},
     error::DomainError,
     ids::server_id,
-    notification::{CreateNotification, NotificationCommand, Notifications},
+    notifications::{CreateNotification, NotificationCommand, Notifications},
     rules::task_cascade,
-    task::{DependencyKind, RunTrigger, Task, TaskEvent, TaskStatus},
+    tasks::{DependencyKind, RunTrigger, Task, TaskEvent, TaskStatus},
     task_graph::{Dependant, cascade_on_completion},
 };
 use agentlog_eventlog::{CommandError, EventLogError};

@@ -1,7 +1,7 @@
 //! The task lifecycle: when a task run's operation ends, its topic ends too (upstream
 //! `TaskLifecycleService.onTopicComplete`). The worker's hand-off (given with
 //! `completeOperation`) becomes the topic's hand-off, the task moves to its next status by the
-//! domain's rules (`agentlog_domain::task::lifecycle`), a heartbeat task is re-armed, and the next
+//! domain's rules (`agentlog_domain::tasks::lifecycle`), a heartbeat task is re-armed, and the next
 //! run starts from the hand-off (`previousHandoffTopicId`).
 //!
 //! - `operation.completed` (reason done) → the topic is done; max steps or cost limit → the
@@ -19,8 +19,8 @@ use agentlog_domain::{
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
-    operation::{CompletionReason, Operation, OperationEvent, OperationKind, event::OperationCompleted},
-    task::{Task, TaskCommand, TopicEnd, TopicOutcome, TopicStatus},
+    operations::{CompletionReason, Operation, OperationEvent, OperationKind, event::OperationCompleted},
+    tasks::{Task, TaskCommand, TopicEnd, TopicOutcome, TopicStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 

@@ -13,8 +13,8 @@ use agentlog_domain::{
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
-    operation::Operation,
-    task::{Task, TaskEvent},
+    operations::Operation,
+    tasks::{Task, TaskEvent},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 

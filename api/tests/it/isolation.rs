@@ -6,9 +6,9 @@ use crate::support;
 
 use agentlog_api::{reactors::scheduler, server::open_app, state::ApiLimits};
 use agentlog_domain::{
-    agent::{AgentCommand, RegisterAgent},
+    agents::{AgentCommand, RegisterAgent},
     context::Context,
-    cron::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+    cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
     envelope::Actor,
 };
 use chrono::{Duration, Utc};
@@ -156,7 +156,7 @@ async fn a_users_cron_job_cannot_start_another_users_agent(db: Db) {
             .expect("agent");
     state
         .handler
-        .execute::<agentlog_domain::agent::Agent>("alice-agent", &AgentCommand::Register(register), &ctx("alice"))
+        .execute::<agentlog_domain::agents::Agent>("alice-agent", &AgentCommand::Register(register), &ctx("alice"))
         .await
         .expect("register");
     for (job, owner) in [("bob-job", "bob"), ("alice-job", "alice")] {

@@ -122,7 +122,7 @@ async fn a_cron_slot_that_cannot_fire_is_recorded_once(db: Db) {
     use agentlog_api::{metrics::Gauges, reactors::scheduler};
     use agentlog_domain::{
         context::Context,
-        cron::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+        cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
         envelope::Actor,
     };
     use agentlog_eventlog::EventFilter;

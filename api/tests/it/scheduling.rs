@@ -16,9 +16,9 @@ use agentlog_api::{
 };
 use agentlog_domain::{
     context::Context,
-    cron::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+    cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
     envelope::{Actor, RecordedEvent},
-    operation::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind},
+    operations::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind},
 };
 use agentlog_eventlog::EventFilter;
 use chrono::{DateTime, Duration, Utc};

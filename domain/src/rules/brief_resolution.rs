@@ -2,11 +2,11 @@
 
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
-use crate::brief::{APPROVE, Brief, BriefCommand, BriefEvent, BriefType};
+use crate::briefs::{APPROVE, Brief, BriefCommand, BriefEvent, BriefType};
 use crate::context::{Context, StreamWrite};
 use crate::error::DomainError;
-use crate::task::event::{StatusChanged, TopicCanceled};
-use crate::task::{Task, TaskEvent, TaskStatus};
+use crate::tasks::event::{StatusChanged, TopicCanceled};
+use crate::tasks::{Task, TaskEvent, TaskStatus};
 
 /// The events of a resolution, per stream.
 #[derive(Debug, Clone, PartialEq)]

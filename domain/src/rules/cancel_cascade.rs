@@ -6,8 +6,8 @@ use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::{Context, StreamWrite};
 use crate::error::DomainError;
-use crate::operation::event::OperationCancelled;
-use crate::operation::{Operation, OperationCommand, OperationEvent};
+use crate::operations::event::OperationCancelled;
+use crate::operations::{Operation, OperationCommand, OperationEvent};
 
 /// Decide the cancellation of `root` and of every unfinished descendant.
 ///

@@ -5,9 +5,9 @@
 
 use crate::aggregate::Aggregate;
 use crate::context::{Context, StreamWrite};
-use crate::conversation::{Conversation, ConversationEvent, OperationAttached};
+use crate::conversations::{Conversation, ConversationEvent, OperationAttached};
 use crate::error::DomainError;
-use crate::operation::{Operation, OperationCommand, OperationEvent};
+use crate::operations::{Operation, OperationCommand, OperationEvent};
 
 /// What a resume decided.
 #[derive(Debug, Clone, PartialEq)]

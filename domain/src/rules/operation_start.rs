@@ -15,11 +15,11 @@
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::{Context, StreamWrite};
-use crate::conversation::{ChatMessage, Conversation, ConversationCommand, ConversationEvent};
+use crate::conversations::{ChatMessage, Conversation, ConversationCommand, ConversationEvent};
 use crate::error::DomainError;
 use crate::ids::server_id;
-use crate::operation::cap_child_result;
-use crate::operation::{
+use crate::operations::cap_child_result;
+use crate::operations::{
     CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
 };
 

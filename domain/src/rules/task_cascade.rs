@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::notification::CreateNotification;
+use crate::notifications::CreateNotification;
 use crate::task_graph::HeldDependant;
 
 /// The notification telling `owner` that `held` was not started when `completed_task_id`

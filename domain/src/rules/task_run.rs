@@ -4,10 +4,10 @@ use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::{Context, StreamWrite};
 use crate::error::DomainError;
-use crate::operation::{
+use crate::operations::{
     CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
 };
-use crate::task::{RunTask, Task, TaskCommand, TaskEvent};
+use crate::tasks::{RunTask, Task, TaskCommand, TaskEvent};
 
 /// The events of a task run's start, per stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ impl TaskRunStart {
     }
 }
 
-/// Decide a run of `task`: the task's rules (see [`crate::task`]) and a new operation of kind
+/// Decide a run of `task`: the task's rules (see [`crate::tasks`]) and a new operation of kind
 /// `task` for the run, under the agent `run.agent` (the assignee or the inbox agent).
 pub fn start_task_run(
     task: &Task,

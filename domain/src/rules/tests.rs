@@ -6,14 +6,14 @@ use super::cancel_cascade::{cancel_cascade, stamp_cascade};
 use super::operation_start::{child_result_for_parent, start_operation};
 use super::task_run::start_task_run;
 use crate::aggregate::{Aggregate, DomainEvent, StreamEvents};
-use crate::brief::{Brief, BriefCommand, BriefType, CreateBrief};
-use crate::conversation::{Conversation, ConversationCommand};
+use crate::briefs::{Brief, BriefCommand, BriefType, CreateBrief};
+use crate::conversations::{Conversation, ConversationCommand};
 use crate::error::DomainError;
-use crate::operation::{
+use crate::operations::{
     AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
     OperationStatus,
 };
-use crate::task::{CreateTask, RunTask, RunTrigger, Task, TaskCommand, TaskStatus};
+use crate::tasks::{CreateTask, RunTask, RunTrigger, Task, TaskCommand, TaskStatus};
 use crate::testing::*;
 
 fn agent() -> AgentRef {
@@ -430,7 +430,7 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
     assert!(r.task.is_none());
     // a scheduled task is parked for its next tick and stays so
     let mut scheduled = CreateTask::new("t1", "T-1", "do it");
-    scheduled.automation_mode = Some(crate::task::AutomationMode::Schedule);
+    scheduled.automation_mode = Some(crate::tasks::AutomationMode::Schedule);
     scheduled.schedule.pattern = Some("* * * * *".into());
     let scheduled = run_all::<Task>(&[
         TaskCommand::Create(scheduled),

@@ -27,17 +27,17 @@
 
 use serde_json::{Value, json};
 
-use crate::brief::{
+use crate::briefs::{
     BriefCreated, BriefPriority, BriefType, CreateBrief, default_actions, link_action,
 };
-use crate::cron::{CronFired, CronJob, CronToggled};
+use crate::cron_jobs::{CronFired, CronJob, CronToggled};
 use crate::ids::{derived_id, server_id};
-use crate::notification::CreateNotification;
-use crate::operation::event::{HumanAsked, LeaseExpired, OperationFailed};
-use crate::operation::{Operation, OperationKind};
+use crate::notifications::CreateNotification;
+use crate::operations::event::{HumanAsked, LeaseExpired, OperationFailed};
+use crate::operations::{Operation, OperationKind};
 use crate::signal::source::SourceReceived;
-use crate::task::Task;
-use crate::task::event::{TopicCompleted, TopicFailed};
+use crate::tasks::Task;
+use crate::tasks::event::{TopicCompleted, TopicFailed};
 
 /// A command a policy calls for.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,13 +7,13 @@ use super::policy::*;
 use super::source::{ActionError, scope_key_of_payload};
 use super::*;
 use crate::aggregate::{Aggregate, DomainEvent};
-use crate::brief::{Brief, BriefCommand, BriefEvent, BriefPriority, BriefType, CreateBrief};
+use crate::briefs::{Brief, BriefCommand, BriefEvent, BriefPriority, BriefType, CreateBrief};
 use crate::context::stamp;
 use crate::envelope::Actor;
 use crate::error::DomainError;
-use crate::operation::event::{HumanAsked, OperationFailed};
-use crate::operation::hitl::{CardKind, HitlCard};
-use crate::operation::{
+use crate::operations::event::{HumanAsked, OperationFailed};
+use crate::operations::hitl::{CardKind, HitlCard};
+use crate::operations::{
     AgentRef, CreateOperation, Operation, OperationCommand, OperationError, OperationKind,
 };
 use crate::testing::*;
@@ -51,8 +51,8 @@ fn agentlogs_own_source_types_are_accepted_and_kept_apart_from_upstreams() {
 
 #[test]
 fn agentlog_facts_become_sources_with_ids_derived_from_the_fact() {
-    use crate::cron::{CronFired, CronJob, CronToggled};
-    use crate::operation::event::LeaseExpired;
+    use crate::cron_jobs::{CronFired, CronJob, CronToggled};
+    use crate::operations::event::LeaseExpired;
     let at = chrono::DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z").unwrap().to_utc();
     let op = op(OperationKind::Conversation, None);
     assert!(!op.user_id.is_empty());

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
-    brief::{Brief, BriefCommand, BriefType, CreateBrief},
+    briefs::{Brief, BriefCommand, BriefType, CreateBrief},
     context::Context,
     envelope::Actor,
     error::DomainError,
-    operation::{
+    operations::{
         AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage, lease_token,
     },
 };

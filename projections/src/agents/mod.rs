@@ -12,7 +12,7 @@ mod query;
 use std::collections::HashMap;
 
 use agentlog_domain::{
-    agent::{Agent, AgentConfig, AgentEvent, AgentKind},
+    agents::{Agent, AgentConfig, AgentEvent, AgentKind},
     aggregate::Aggregate,
     envelope::RecordedEvent,
 };

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use agentlog_domain::{
     envelope::RecordedEvent,
-    operation::{OperationEvent, OperationStatus, Usage},
+    operations::{OperationEvent, OperationStatus, Usage},
 };
 use async_trait::async_trait;
 

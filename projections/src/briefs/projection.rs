@@ -1,6 +1,6 @@
 //! Folding `brief.*` events into `briefs` (as `Brief::evolve`).
 
-use agentlog_domain::{brief::BriefEvent as E, envelope::RecordedEvent};
+use agentlog_domain::{briefs::BriefEvent as E, envelope::RecordedEvent};
 use async_trait::async_trait;
 
 use super::rows::BriefRow;

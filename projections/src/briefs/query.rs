@@ -1,6 +1,6 @@
 //! Queries over the briefs read model, owner-scoped (`owner: None` = admin).
 
-use agentlog_domain::brief::{BriefPriority, BriefType};
+use agentlog_domain::briefs::{BriefPriority, BriefType};
 
 use super::rows::BriefRow;
 use crate::{

@@ -1,6 +1,6 @@
 //! The brief row: what the API serves and how it maps to `briefs`.
 
-use agentlog_domain::brief::{BriefAction, BriefDocument, BriefPriority, BriefType};
+use agentlog_domain::briefs::{BriefAction, BriefDocument, BriefPriority, BriefType};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;

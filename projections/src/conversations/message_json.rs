@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 
 use agentlog_conversation_flow::Value as ParserValue;
-use agentlog_domain::conversation::{ChatMessage, MessageEdited};
+use agentlog_domain::conversations::{ChatMessage, MessageEdited};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 

@@ -7,7 +7,7 @@
 //! fetch (see `tree_cache`). Nothing is parsed here: an append costs one row write whatever
 //! the topic's size, and a rebuild runs at the speed of the log.
 
-use agentlog_domain::{conversation::ConversationEvent as E, envelope::RecordedEvent};
+use agentlog_domain::{conversations::ConversationEvent as E, envelope::RecordedEvent};
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! The rows of the conversations read model: topics, their messages (the parser's input) and
 //! threads.
 
-use agentlog_domain::conversation::ThreadKind;
+use agentlog_domain::conversations::ThreadKind;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! Folding `cron.*` events into `cron_jobs` (as `CronJob::evolve`; a deleted job's row goes).
 
-use agentlog_domain::{cron::CronEvent as E, envelope::RecordedEvent};
+use agentlog_domain::{cron_jobs::CronEvent as E, envelope::RecordedEvent};
 use async_trait::async_trait;
 
 use super::rows::CronJobRow;

@@ -1,6 +1,6 @@
 //! Queries over the cron jobs read model, owner-scoped (`owner: None` = admin).
 
-use agentlog_domain::cron::should_fire;
+use agentlog_domain::cron_jobs::should_fire;
 use chrono::{DateTime, FixedOffset, Utc};
 
 use super::rows::CronJobRow;

@@ -1,6 +1,6 @@
 //! The cron job row: what the API serves and how it maps to `cron_jobs`.
 
-use agentlog_domain::cron::{CronJob, ExecutionConditions};
+use agentlog_domain::cron_jobs::{CronJob, ExecutionConditions};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use agentlog_domain::{
     aggregate::Aggregate,
     envelope::RecordedEvent,
-    group::{Group, GroupEvent},
+    groups::{Group, GroupEvent},
 };
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

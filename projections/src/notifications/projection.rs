@@ -10,7 +10,7 @@
 //! archived up to its time: archiving is never undone and `archived_at` is set once, so a row
 //! the stored `DELETE` removes is one the staged fold removes too.
 
-use agentlog_domain::{envelope::RecordedEvent, notification::NotificationEvent as E};
+use agentlog_domain::{envelope::RecordedEvent, notifications::NotificationEvent as E};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 

@@ -5,7 +5,7 @@
 use agentlog_domain::{
     aggregate::Aggregate,
     envelope::RecordedEvent,
-    operation::{Operation, OperationEvent, PendingCard},
+    operations::{Operation, OperationEvent, PendingCard},
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -8,12 +8,12 @@
 //!
 //! Fed by every `operation.*` event. A batch loads the touched operations' folds
 //! (`operations.state`) in one query, applies the events with the domain's own
-//! [`Operation::evolve`](agentlog_domain::operation::Operation), and writes every table back with
+//! [`Operation::evolve`](agentlog_domain::operations::Operation), and writes every table back with
 //! multi-row upserts.
 //!
 //! ```no_run
 //! # async fn demo(db: &agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
-//! use agentlog_domain::operation::OperationStatus;
+//! use agentlog_domain::operations::OperationStatus;
 //! use agentlog_projections::{operations::{self, OperationFilter}, page::PageRequest};
 //! let filter = OperationFilter { status: Some(OperationStatus::Running), ..Default::default() };
 //! let running = operations::list(db, Some("user-1"), &filter, &PageRequest::first(20)).await?;
@@ -25,7 +25,7 @@ mod fold;
 mod query;
 mod rows;
 
-use agentlog_domain::operation::OperationEvent;
+use agentlog_domain::operations::OperationEvent;
 use async_trait::async_trait;
 
 pub use fold::Cancellation;

@@ -1,7 +1,7 @@
 //! Queries over the operations read model. `owner = None` reads as an admin (every user's rows);
 //! `Some(user)` sees only that user's operations (another user's id reads as absent).
 
-use agentlog_domain::operation::{OperationKind, OperationStatus};
+use agentlog_domain::operations::{OperationKind, OperationStatus};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! The operations tables' columns, and the rows the fold writes into them.
 
-use agentlog_domain::operation::{
+use agentlog_domain::operations::{
     Artifact, CardAnswer, OnTimeout, PendingCard, ReviewScore, Usage,
     event::{AsyncResultReceived, StepRecorded},
 };

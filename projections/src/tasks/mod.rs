@@ -6,7 +6,7 @@
 //! ```no_run
 //! # async fn demo(db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
 //! use agentlog_projections::{page::PageRequest, tasks};
-//! let filter = tasks::TaskFilter { status: Some(agentlog_domain::task::TaskStatus::Running), ..Default::default() };
+//! let filter = tasks::TaskFilter { status: Some(agentlog_domain::tasks::TaskStatus::Running), ..Default::default() };
 //! let page = tasks::tasks(&db, Some("user-1"), &filter, &PageRequest::first(20)).await?;
 //! let layers = tasks::subtask_layers(&db, Some("user-1"), "parent-task").await?;
 //! # Ok(()) }

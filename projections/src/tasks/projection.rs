@@ -3,7 +3,7 @@
 
 use agentlog_domain::{
     envelope::RecordedEvent,
-    task::{CommentAuthor, TaskEvent as E, TaskStatus, TopicStatus},
+    tasks::{CommentAuthor, TaskEvent as E, TaskStatus, TopicStatus},
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -74,7 +74,7 @@ fn topic_ids(event: &E) -> Vec<String> {
     }
 }
 
-fn new_task(task_id: &str, e: &agentlog_domain::task::event::TaskCreated, at: DateTime<Utc>) -> TaskRow {
+fn new_task(task_id: &str, e: &agentlog_domain::tasks::event::TaskCreated, at: DateTime<Utc>) -> TaskRow {
     let s = &e.spec;
     TaskRow {
         task_id: task_id.to_string(),

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use agentlog_domain::task::{DependencyKind, TaskStatus};
+use agentlog_domain::tasks::{DependencyKind, TaskStatus};
 use agentlog_domain::task_graph::{SubtaskNode, SubtaskPlan, plan_subtask_layers};
 
 use super::rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};
@@ -257,7 +257,7 @@ pub async fn heartbeat_timeout_candidates(
 /// still decide.
 pub async fn automated_candidates(
     db: &ReadDb,
-    mode: agentlog_domain::task::AutomationMode,
+    mode: agentlog_domain::tasks::AutomationMode,
     heartbeat_due_by: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<Vec<String>, ProjectionError> {
     let mut sql = "SELECT task_id FROM tasks WHERE automation_mode = $1 \

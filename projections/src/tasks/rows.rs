@@ -2,8 +2,8 @@
 //! its table.
 
 use agentlog_domain::{
-    operation::ReviewScore,
-    task::{AutomationMode, DependencyKind, Handoff, PinnedBy, RunTrigger, TaskConfig, TaskStatus, TopicStatus},
+    operations::ReviewScore,
+    tasks::{AutomationMode, DependencyKind, Handoff, PinnedBy, RunTrigger, TaskConfig, TaskStatus, TopicStatus},
 };
 use chrono::{DateTime, Utc};
 use serde::Serialize;

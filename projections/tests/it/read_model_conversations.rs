@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand as C, ThreadKind};
+use agentlog_domain::conversations::{ChatMessage, Conversation, ConversationCommand as C, ThreadKind};
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{conversations, page::PageRequest};
 use serde_json::json;

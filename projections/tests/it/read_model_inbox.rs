@@ -4,9 +4,9 @@
 use crate::support;
 
 use agentlog_domain::{
-    brief::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief},
-    cron::{CreateCronJob, CronCommand, CronJob, CronJobPatch},
-    notification::{CreateNotification, NotificationCommand as N, Notifications},
+    briefs::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief},
+    cron_jobs::{CreateCronJob, CronCommand, CronJob, CronJobPatch},
+    notifications::{CreateNotification, NotificationCommand as N, Notifications},
 };
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{briefs, cron_jobs, notifications, page::PageRequest};
@@ -155,7 +155,7 @@ async fn purges_remove_archived_rows(log: TestLog) {
         h.exec::<Notifications>(U, U, notification(U, "brief", Some(k))).await;
     }
     h.exec::<Notifications>("user-2", "user-2", notification("user-2", "brief", Some("x"))).await;
-    let key = |user: &str, k: &str| agentlog_domain::notification::deduped_notification_id(user, k);
+    let key = |user: &str, k: &str| agentlog_domain::notifications::deduped_notification_id(user, k);
     h.exec::<Notifications>(U, U, N::Archive { ids: vec![key(U, "a")] }).await;
     h.exec::<Notifications>("user-2", "user-2", N::ArchiveAll).await;
     let now = h.now();

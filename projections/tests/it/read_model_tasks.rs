@@ -5,8 +5,8 @@
 use crate::support;
 
 use agentlog_domain::{
-    operation::AgentRef,
-    task::{
+    operations::AgentRef,
+    tasks::{
         CommentAuthor, CreateTask, DependencyKind, Handoff, PinnedBy, RunTask, RunTrigger, Task, TaskCommand as C,
         TaskPatch, TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
     },

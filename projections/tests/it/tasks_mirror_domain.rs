@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
-    task::{Task, TaskEvent},
+    tasks::{Task, TaskEvent},
 };
 use agentlog_eventlog::{StoreOptions, testing::sqlite_log};
 use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections, page::PageRequest, tasks};

@@ -4,11 +4,11 @@
 use std::collections::{BTreeMap, HashMap};
 
 use agentlog_domain::{
-    agent::{Agent, AgentEvent},
+    agents::{Agent, AgentEvent},
     aggregate::{Aggregate, DomainEvent},
     envelope::RecordedEvent,
-    operation::{Operation, OperationStatus},
-    task::Task,
+    operations::{Operation, OperationStatus},
+    tasks::Task,
 };
 use agentlog_eventlog::fold_recorded;
 use serde_json::{Value, json};

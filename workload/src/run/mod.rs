@@ -11,18 +11,18 @@ mod work;
 
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
-    brief::{BriefCommand, BriefEvent, CreateBrief},
+    briefs::{BriefCommand, BriefEvent, CreateBrief},
     envelope::{Actor, NewEvent},
     error::DomainError,
-    notification::{CreateNotification, NotificationCommand},
-    operation::{
+    notifications::{CreateNotification, NotificationCommand},
+    operations::{
         AgentRef, Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError, OperationEvent,
         OperationKind, Phase, Plan, PlanStep, ReviewScore, StepReport, Todo, ToolCall, Usage,
         hitl::{CardAnswer, CardKind, ChoiceOption, FieldKind, FormField, HitlCard, OnTimeout},
     },
     rules::{cancel_cascade::cancel_cascade, operation_start, task_run::start_task_run},
     signal::policy::{self, Reaction},
-    task::{Handoff, RunTask, RunTrigger, TaskCommand, TaskEvent, TopicEnd, TopicOutcome},
+    tasks::{Handoff, RunTask, RunTrigger, TaskCommand, TaskEvent, TopicEnd, TopicOutcome},
 };
 use chrono::Duration;
 use serde_json::json;
@@ -216,7 +216,7 @@ impl RunMachine {
             Phase_::Start => self.poll_start(world, g),
             Phase_::Claim => {
                 let ctx = self.worker_ctx(g);
-                self.lease_token = Some(agentlog_domain::operation::lease_token(&ctx));
+                self.lease_token = Some(agentlog_domain::operations::lease_token(&ctx));
                 self.op_decision(
                     world,
                     OperationCommand::Claim { worker_id: self.worker.clone(), lease_secs: LEASE_SECS },
@@ -253,7 +253,7 @@ impl RunMachine {
                 if self.plan.cancel_while_waiting && g.round() > since_round {
                     return self.poll_cancel(world, g);
                 }
-                if op.status == agentlog_domain::operation::OperationStatus::Running {
+                if op.status == agentlog_domain::operations::OperationStatus::Running {
                     // The barrier is complete: a worker claims it again.
                     self.phase = Phase_::Claim;
                     return self.poll(world, g);

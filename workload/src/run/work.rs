@@ -189,7 +189,7 @@ impl RunMachine {
         let background_room = conversation.is_some_and(|c| {
             c.exists()
                 && c.background_operations.iter().filter(|id| !world.ops.get(id).is_finished()).count()
-                    < agentlog_domain::conversation::MAX_BACKGROUND_SUBAGENTS
+                    < agentlog_domain::conversations::MAX_BACKGROUND_SUBAGENTS
         });
         if background_room && g.rng.chance(40) {
             create.background = true;
