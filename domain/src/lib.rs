@@ -37,9 +37,11 @@ pub mod refusals;
 pub mod rules;
 pub mod scope;
 pub mod signal;
+pub mod stamp;
 pub mod supervisor;
-pub mod tasks;
 pub mod task_graph;
+pub mod tasks;
+pub mod values;
 
 #[cfg(test)]
 mod testing;

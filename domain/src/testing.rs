@@ -145,7 +145,7 @@ pub fn exercise<A: Aggregate + PartialEq>(steps: &[(A::Command, Context)]) -> (A
         );
         let Ok(events) = decided else { continue };
         accepted += 1;
-        let stamped = crate::context::stamp(&state, &events, ctx);
+        let stamped = crate::stamp::stamp(&state, &events, ctx);
         assert_eq!(stamped.len(), events.len());
         for (i, (event, new)) in events.iter().zip(&stamped).enumerate() {
             let payload = event.to_payload();

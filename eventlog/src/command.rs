@@ -24,9 +24,10 @@
 
 use std::sync::Arc;
 
+use agentlog_domain::stamp::{StreamWrite, stamp};
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
-    context::{Context, StreamWrite, stamp},
+    context::Context,
     envelope::RecordedEvent,
     error::DomainError,
     ids::may_start_stream,

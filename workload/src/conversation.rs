@@ -8,7 +8,7 @@ use agentlog_domain::{
     conversations::{ChatMessage, Conversation, ConversationCommand, ThreadKind},
     envelope::Actor,
     error::DomainError,
-    operations::AgentRef,
+    values::AgentRef,
 };
 use agentlog_eventlog::StreamAppend;
 use serde_json::{Map, json};

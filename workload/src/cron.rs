@@ -6,7 +6,7 @@ use agentlog_domain::{
     cron_jobs::{CreateCronJob, CronCommand, CronJobPatch, ExecutionConditions},
     envelope::Actor,
     error::DomainError,
-    operations::AgentRef,
+    values::AgentRef,
 };
 use agentlog_eventlog::StreamAppend;
 use chrono::Timelike;

@@ -7,8 +7,8 @@ use agentlog_domain::{
     envelope::Actor,
     error::DomainError,
     groups::{GroupCommand, GroupConfig, GroupMember, MemberRole},
-    operations::AgentRef,
     supervisor::{ActionPayload, DecidedPayload, ExecutorResult},
+    values::AgentRef,
 };
 use agentlog_eventlog::StreamAppend;
 use serde_json::{Map, json};

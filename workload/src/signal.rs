@@ -6,11 +6,11 @@ use agentlog_domain::{
     aggregate::Aggregate,
     envelope::Actor,
     error::DomainError,
-    operations::AgentRef,
     signal::{
         AGENT_SIGNAL_SOURCE_TYPES,
         source::{ActionError, ActionStatus, Source, SourceCommand},
     },
+    values::AgentRef,
 };
 use agentlog_eventlog::StreamAppend;
 use serde_json::json;

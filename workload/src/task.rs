@@ -7,11 +7,11 @@ use agentlog_domain::{
     aggregate::Aggregate,
     envelope::Actor,
     error::DomainError,
-    operations::{AgentRef, ReviewScore},
     tasks::{
         AutomationMode, BlocksGraph, CommentAuthor, CreateTask, DependencyKind, PinnedBy, RunTrigger, ScheduleConfig,
         TaskCommand, TaskConfig, TaskPatch, TaskStatus,
     },
+    values::{AgentRef, ReviewScore},
 };
 use agentlog_eventlog::StreamAppend;
 

@@ -4,11 +4,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use agentlog_domain::stamp::Stamper;
 use agentlog_domain::{
     agents::{Agent, AgentEvent},
     aggregate::{Aggregate, StreamEvents, StreamKind},
     briefs::{Brief, BriefEvent},
-    context::{Context, Stamper},
+    context::Context,
     conversations::{Conversation, ConversationEvent},
     cron_jobs::{CronEvent, CronJob},
     groups::{Group, GroupEvent},

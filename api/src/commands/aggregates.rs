@@ -4,8 +4,8 @@
 
 use agentlog_domain::context::Context;
 use agentlog_domain::{
-    agents::Agent, aggregate::Aggregate, briefs::Brief, conversations::Conversation, cron_jobs::CronJob, envelope::Actor,
-    groups::Group, tasks::Task,
+    agents::Agent, aggregate::Aggregate, briefs::Brief, conversations::Conversation, cron_jobs::CronJob,
+    envelope::Actor, groups::Group, tasks::Task,
 };
 use agentlog_eventlog::{Loaded, applied_command};
 

@@ -1,9 +1,10 @@
 //! Operation use cases: start (with conversation, sub-agent and parent rules), the worker's
 //! reports, human answers, and cancel with its cascade.
 
+use agentlog_domain::stamp::StreamWrite;
 use agentlog_domain::{
     aggregate::Aggregate,
-    context::{Context, StreamWrite},
+    context::Context,
     conversations::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
     error::DomainError,

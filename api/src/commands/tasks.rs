@@ -3,15 +3,17 @@
 
 use std::collections::BTreeSet;
 
+use agentlog_domain::stamp::{StreamWrite, stamp};
 use agentlog_domain::{
     agents::{Agent, INBOX_AGENT_ID},
     aggregate::{Aggregate, StreamEvents},
-    context::{Context, StreamWrite, stamp},
+    context::Context,
     conversations::{Conversation, ConversationCommand},
     ids::SERVER_ID_MARK,
-    operations::{AgentRef, Operation},
+    operations::Operation,
     rules::task_run,
-    tasks::{BlocksGraph, DependencyKind, Handoff, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
+    tasks::{BlocksGraph, DependencyKind, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
+    values::{AgentRef, Handoff},
 };
 use agentlog_projections::briefs;
 use serde::Deserialize;

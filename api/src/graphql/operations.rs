@@ -2,11 +2,13 @@
 //! mutations are the worker's and the human's commands.
 
 use agentlog_domain::aggregate::DomainEvent;
+use agentlog_domain::operations::{Artifact, MAX_LEASE_SECS, OperationEvent};
 use agentlog_domain::operations::{
-    AgentRef, CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
+    CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
     OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
 };
-use agentlog_domain::operations::{Artifact, MAX_LEASE_SECS, OperationEvent, ReviewScore};
+use agentlog_domain::values::AgentRef;
+use agentlog_domain::values::ReviewScore;
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -1033,8 +1035,8 @@ pub struct HandoffInput {
 }
 
 impl HandoffInput {
-    fn into_domain(self) -> agentlog_domain::tasks::Handoff {
-        agentlog_domain::tasks::Handoff {
+    fn into_domain(self) -> agentlog_domain::values::Handoff {
+        agentlog_domain::values::Handoff {
             title: self.title,
             summary: self.summary,
             key_findings: self.key_findings,

@@ -5,7 +5,7 @@ use agentlog_domain::tasks::{
     AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task, TaskCommand,
     TaskConfig, TaskStatus,
 };
-use agentlog_domain::{envelope::Actor, operations::ReviewScore};
+use agentlog_domain::{envelope::Actor, values::ReviewScore};
 use agentlog_projections::tasks::{
     self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow,
 };

@@ -25,11 +25,10 @@ use agentlog_domain::{
     error::DomainError,
     groups::{Group, GroupCommand, GroupEvent, OrchestrationAdvanced},
     ids::server_id,
-    operations::{
-        AgentRef, CreateOperation, Operation, OperationCommand, OperationError, OperationEvent, OperationKind,
-    },
+    operations::{CreateOperation, Operation, OperationCommand, OperationError, OperationEvent, OperationKind},
     rules::operation_start::child_depth,
     supervisor::{ActionPayload, ExecutorResult, SupervisorInstruction, decision_for_tool},
+    values::AgentRef,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use serde_json::Value;

@@ -22,8 +22,8 @@ use agentlog_domain::{
     ids::server_id,
     notifications::{CreateNotification, NotificationCommand, Notifications},
     rules::task_cascade,
-    tasks::{DependencyKind, RunTrigger, Task, TaskEvent, TaskStatus},
     task_graph::{Dependant, cascade_on_completion},
+    tasks::{DependencyKind, RunTrigger, Task, TaskEvent, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::tasks;

@@ -18,7 +18,8 @@ use agentlog_domain::{
     context::Context,
     cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
     envelope::{Actor, RecordedEvent},
-    operations::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind},
+    operations::{CreateOperation, Operation, OperationCommand, OperationKind},
+    values::AgentRef,
 };
 use agentlog_eventlog::EventFilter;
 use chrono::{DateTime, Duration, Utc};

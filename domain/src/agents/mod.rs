@@ -17,8 +17,8 @@ use crate::aggregate::{Aggregate, StreamKind};
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::{no_idempotency_key, no_upcasts};
-use crate::operations::AgentRef;
 use crate::scope::Scope;
+use crate::values::AgentRef;
 
 /// The built-in inbox agent: the default assistant and the fallback assignee of tasks.
 pub const INBOX_AGENT_ID: &str = "inbox";

@@ -193,9 +193,9 @@ fn firing_the_same_minute_twice_is_one_event_id() {
     let job = run_all::<CronJob>(&[create(None, ExecutionConditions::default())]);
     let (a_ctx, b_ctx) = (system_ctx(10), system_ctx(20));
     let a =
-        crate::context::stamp(&job, &job.decide(&fire(local(0, 9, 0), 0), &a_ctx).unwrap(), &a_ctx);
+        crate::stamp::stamp(&job, &job.decide(&fire(local(0, 9, 0), 0), &a_ctx).unwrap(), &a_ctx);
     let b =
-        crate::context::stamp(&job, &job.decide(&fire(local(0, 9, 0), 0), &b_ctx).unwrap(), &b_ctx);
+        crate::stamp::stamp(&job, &job.decide(&fire(local(0, 9, 0), 0), &b_ctx).unwrap(), &b_ctx);
     assert_eq!(a[0].event_id, b[0].event_id);
     assert_eq!(a[0].event_id, fire_event_id("j1", local(0, 9, 0).with_timezone(&chrono::Utc)));
 }

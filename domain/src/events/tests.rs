@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::values::{AgentRef, Handoff, ReviewScore};
 
 fn dotted_lower_case(t: &str) -> bool {
     let segments: Vec<&str> = t.split('.').collect();
@@ -181,8 +182,8 @@ fn operation_scenarios(r: &mut Recorder) {
 }
 
 fn task_scenarios(r: &mut Recorder) {
-    use crate::operations::{AgentRef, ReviewScore};
     use crate::tasks::*;
+    use crate::values::{AgentRef, ReviewScore};
     let w = AnyEvent::Task;
     let mut c = CreateTask::new("t1", "T-1", "do");
     c.heartbeat = HeartbeatConfig { interval_secs: Some(60), timeout_secs: Some(5) };

@@ -3,8 +3,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::context::stamp;
 use crate::envelope::Actor;
+use crate::stamp::stamp;
 use crate::testing::*;
 
 fn create(user: &str, key: Option<&str>, title: &str) -> NotificationCommand {

@@ -3,10 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::hitl::{CardAnswer, HitlCard};
-use super::model::{
-    AgentRef, Artifact, OperationError, OperationKind, Phase, Plan, ReviewScore, Todo, ToolCall,
-    Usage,
-};
+use super::model::{Artifact, OperationError, OperationKind, Phase, Plan, Todo, ToolCall, Usage};
+use crate::values::{AgentRef, ReviewScore};
 
 /// Everything needed to create an operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,7 +179,7 @@ pub enum OperationCommand {
         result: Option<String>,
         /// A task run's hand-off (title, summary, key findings, next action): the task's
         /// lifecycle stores it on the topic and the next run starts from it.
-        handoff: Option<crate::tasks::Handoff>,
+        handoff: Option<crate::values::Handoff>,
         /// A task run: the worker's own judge's verdict on whether the run deserves a result
         /// brief (agentlog calls no model); none = the default rule decides.
         brief_judgement: Option<bool>,

@@ -7,10 +7,11 @@ use serde_json::{Map, Value, json};
 use super::command::CreateOperation;
 use super::hitl::{CardAnswer, HitlCard, OnTimeout};
 use super::model::{
-    Artifact, CompletionReason, OperationError, Phase, Plan, ReviewScore, Todo, ToolCall, Usage,
+    Artifact, CompletionReason, OperationError, Phase, Plan, Todo, ToolCall, Usage,
 };
 use crate::error::DecodeError;
 use crate::event_codec::no_idempotency_key;
+use crate::values::ReviewScore;
 
 /// `operation.created`: the operation exists (status idle).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,7 +228,7 @@ pub struct OperationCompleted {
     pub result: Option<String>,
     /// A task run's hand-off, as the worker wrote it (absent in events before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff: Option<crate::tasks::Handoff>,
+    pub handoff: Option<crate::values::Handoff>,
     /// A task run: the worker's judge's verdict on a result brief (absent = not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brief_judgement: Option<bool>,

@@ -37,14 +37,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::values::ReviewScore;
 pub use command::{CreateOperation, OperationCommand, StepReport};
 pub use event::OperationEvent;
 pub use hitl::{CardAnswer, CardKind, HitlCard, OnTimeout};
 pub use lease::{MAX_LEASE_SECS, lease_token, lease_token_hash};
 pub use model::{
-    AgentRef, Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, ItemStatus, Lease,
-    OperationError, OperationKind, OperationStatus, Phase, Plan, PlanStep, ReviewScore, Todo,
-    ToolCall, Usage, cap_child_result,
+    Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, ItemStatus, Lease,
+    OperationError, OperationKind, OperationStatus, Phase, Plan, PlanStep, Todo, ToolCall, Usage,
+    cap_child_result,
 };
 
 use crate::aggregate::{Aggregate, StreamKind};

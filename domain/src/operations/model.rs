@@ -145,45 +145,6 @@ impl CompletionReason {
     }
 }
 
-/// The agent and config version an operation runs under, snapshotted at creation so a replay
-/// shows exactly which model and prompt a run used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentRef {
-    /// The agent.
-    pub agent_id: String,
-    /// The agent's config version at creation.
-    pub config_version: u64,
-    /// Model at creation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Provider at creation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-}
-
-impl AgentRef {
-    /// This roster reference with a caller's explicit `model` / `provider` for one run: the
-    /// reference the run uses, and which settings differ from the roster's (`model`,
-    /// `provider`).
-    pub fn with_overrides(
-        mut self,
-        model: Option<String>,
-        provider: Option<String>,
-    ) -> (AgentRef, Vec<String>) {
-        let mut overridden = Vec::new();
-        if let Some(m) = model.filter(|m| self.model.as_ref() != Some(m)) {
-            self.model = Some(m);
-            overridden.push("model".to_string());
-        }
-        if let Some(p) = provider.filter(|p| self.provider.as_ref() != Some(p)) {
-            self.provider = Some(p);
-            overridden.push("provider".to_string());
-        }
-        (self, overridden)
-    }
-}
-
 /// Measured usage. Every field is `None` until something measured it: unknown is never 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -318,21 +279,6 @@ pub struct Artifact {
     pub size_bytes: Option<u64>,
     /// Where the content lives (a document id, an object-store key, a URL).
     pub content_ref: String,
-}
-
-/// A review score on an operation or a task topic (upstream `review_scores` items).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewScore {
-    /// The rubric it was scored against.
-    pub rubric_id: String,
-    /// 0 to 100.
-    pub score: u8,
-    /// Whether it passed.
-    pub passed: bool,
-    /// The reviewer's reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
 }
 
 /// What went wrong, for a failed operation (upstream `error` jsonb).

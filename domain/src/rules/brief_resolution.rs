@@ -3,8 +3,9 @@
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::briefs::{APPROVE, Brief, BriefCommand, BriefEvent, BriefType};
-use crate::context::{Context, StreamWrite};
+use crate::context::Context;
 use crate::error::DomainError;
+use crate::stamp::StreamWrite;
 use crate::tasks::event::{StatusChanged, TopicCanceled};
 use crate::tasks::{Task, TaskEvent, TaskStatus};
 

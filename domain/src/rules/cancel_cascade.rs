@@ -4,10 +4,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
-use crate::context::{Context, StreamWrite};
+use crate::context::Context;
 use crate::error::DomainError;
 use crate::operations::event::OperationCancelled;
 use crate::operations::{Operation, OperationCommand, OperationEvent};
+use crate::stamp::StreamWrite;
 
 /// Decide the cancellation of `root` and of every unfinished descendant.
 ///

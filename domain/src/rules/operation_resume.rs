@@ -4,10 +4,11 @@
 //! the same conversation at the same moment conflicts with the resume instead of racing it.
 
 use crate::aggregate::Aggregate;
-use crate::context::{Context, StreamWrite};
+use crate::context::Context;
 use crate::conversations::{Conversation, ConversationEvent, OperationAttached};
 use crate::error::DomainError;
 use crate::operations::{Operation, OperationCommand, OperationEvent};
+use crate::stamp::StreamWrite;
 
 /// What a resume decided.
 #[derive(Debug, Clone, PartialEq)]

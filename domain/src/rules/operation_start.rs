@@ -14,7 +14,7 @@
 
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
-use crate::context::{Context, StreamWrite};
+use crate::context::Context;
 use crate::conversations::{ChatMessage, Conversation, ConversationCommand, ConversationEvent};
 use crate::error::DomainError;
 use crate::ids::server_id;
@@ -22,6 +22,7 @@ use crate::operations::cap_child_result;
 use crate::operations::{
     CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
 };
+use crate::stamp::StreamWrite;
 
 /// The events of a start, per stream.
 #[derive(Debug, Clone, PartialEq)]

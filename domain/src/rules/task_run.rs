@@ -2,11 +2,12 @@
 
 use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
-use crate::context::{Context, StreamWrite};
+use crate::context::Context;
 use crate::error::DomainError;
 use crate::operations::{
     CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
 };
+use crate::stamp::StreamWrite;
 use crate::tasks::{RunTask, Task, TaskCommand, TaskEvent};
 
 /// The events of a task run's start, per stream.

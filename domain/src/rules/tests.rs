@@ -10,11 +10,11 @@ use crate::briefs::{Brief, BriefCommand, BriefType, CreateBrief};
 use crate::conversations::{Conversation, ConversationCommand};
 use crate::error::DomainError;
 use crate::operations::{
-    AgentRef, CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind,
-    OperationStatus,
+    CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind, OperationStatus,
 };
 use crate::tasks::{CreateTask, RunTask, RunTrigger, Task, TaskCommand, TaskStatus};
 use crate::testing::*;
+use crate::values::AgentRef;
 
 fn agent() -> AgentRef {
     AgentRef { agent_id: "a1".into(), config_version: 1, model: None, provider: None }

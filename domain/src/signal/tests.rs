@@ -8,15 +8,16 @@ use super::source::{ActionError, scope_key_of_payload};
 use super::*;
 use crate::aggregate::{Aggregate, DomainEvent};
 use crate::briefs::{Brief, BriefCommand, BriefEvent, BriefPriority, BriefType, CreateBrief};
-use crate::context::stamp;
 use crate::envelope::Actor;
 use crate::error::DomainError;
 use crate::operations::event::{HumanAsked, OperationFailed};
 use crate::operations::hitl::{CardKind, HitlCard};
 use crate::operations::{
-    AgentRef, CreateOperation, Operation, OperationCommand, OperationError, OperationKind,
+    CreateOperation, Operation, OperationCommand, OperationError, OperationKind,
 };
+use crate::stamp::stamp;
 use crate::testing::*;
+use crate::values::AgentRef;
 
 fn receive(id: &str, kind: &str, payload: serde_json::Value) -> SourceCommand {
     SourceCommand::Receive {

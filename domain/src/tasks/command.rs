@@ -3,11 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::{
-    AutomationMode, CommentAuthor, DependencyKind, Handoff, HeartbeatConfig, PinnedBy, RunTrigger,
+    AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, RunTrigger,
     ScheduleConfig, TaskConfig, TaskStatus,
 };
-use crate::operations::{AgentRef, ReviewScore};
 use crate::task_graph::BlocksGraph;
+use crate::values::Handoff;
+use crate::values::{AgentRef, ReviewScore};
 
 /// Everything needed to create a task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,11 +5,12 @@ use serde::{Deserialize, Serialize};
 
 use super::command::{CreateTask, TaskPatch};
 use super::model::{
-    AutomationMode, CommentAuthor, DependencyKind, Handoff, HeartbeatConfig, PinnedBy, RunTrigger,
+    AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, RunTrigger,
     ScheduleConfig, TaskConfig, TaskStatus,
 };
 use crate::event_codec::{no_idempotency_key, no_upcasts};
-use crate::operations::ReviewScore;
+use crate::values::Handoff;
+use crate::values::ReviewScore;
 
 /// `task.created`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

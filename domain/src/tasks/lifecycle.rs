@@ -29,15 +29,13 @@
 
 use super::command::{TopicEnd, TopicOutcome};
 use super::event::*;
-use super::model::{
-    AutomationMode, BriefDecision, BriefDecisionSource, FAILURE_FUSE, RunTrigger, TaskStatus as S,
-    TopicStatus,
-};
+use super::model::{AutomationMode, FAILURE_FUSE, RunTrigger, TaskStatus as S, TopicStatus};
 use super::run::automated;
 use super::{Task, TaskEvent as E};
 use crate::context::Context;
 use crate::deadline::after;
 use crate::error::DomainError;
+use crate::values::{BriefDecision, BriefDecisionSource};
 
 /// The rule's verdict on whether a finished run gets a brief (upstream `shouldEmitTopicBrief`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -29,13 +29,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::values::Handoff;
 pub use command::{CreateTask, RunTask, TaskCommand, TaskPatch, TopicEnd, TopicOutcome};
 pub use event::TaskEvent;
 pub use lifecycle::{BriefVerdict, should_emit_topic_brief};
 pub use model::{
-    AutomationMode, BriefDecision, BriefDecisionSource, CommentAuthor, DependencyKind,
-    FAILURE_FUSE, Handoff, HeartbeatConfig, PinnedBy, RunTrigger, ScheduleConfig, TaskConfig,
-    TaskStatus, Topic, TopicReview, TopicStatus,
+    AutomationMode, CommentAuthor, DependencyKind, FAILURE_FUSE, HeartbeatConfig, PinnedBy,
+    RunTrigger, ScheduleConfig, TaskConfig, TaskStatus, Topic, TopicReview, TopicStatus,
 };
 
 use crate::aggregate::{Aggregate, StreamKind};

@@ -6,7 +6,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::operations::ReviewScore;
+use crate::values::ReviewScore;
 
 /// A task's status (upstream's 7).
 #[derive(
@@ -220,54 +220,6 @@ impl RunTrigger {
             Self::Goal => "goal",
         }
     }
-}
-
-/// Where a brief decision came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BriefDecisionSource {
-    /// A fixed rule.
-    Rule,
-    /// A model judged it (the worker passed the judgement in).
-    LlmJudge,
-}
-
-/// Whether a finished topic gets a brief, and why (upstream `handoff.briefDecision`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BriefDecision {
-    /// Emit a brief.
-    pub emit: bool,
-    /// Why.
-    pub reason: String,
-    /// Rule or judge.
-    pub source: BriefDecisionSource,
-    /// When decided.
-    pub decided_at: DateTime<Utc>,
-}
-
-/// A run's hand-off: what the next run starts from.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Handoff {
-    /// Title.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Summary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    /// Key findings.
-    #[serde(default)]
-    pub key_findings: Vec<String>,
-    /// The next action.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_action: Option<String>,
-    /// The run's raw last assistant message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// The brief decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub brief_decision: Option<BriefDecision>,
 }
 
 /// A topic's review.

@@ -9,9 +9,8 @@ use agentlog_domain::{
     context::Context,
     envelope::Actor,
     error::DomainError,
-    operations::{
-        AgentRef, CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage, lease_token,
-    },
+    operations::{CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage, lease_token},
+    values::AgentRef,
 };
 use agentlog_eventlog::{
     AppendResult, CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded,

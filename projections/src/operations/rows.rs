@@ -1,9 +1,10 @@
 //! The operations tables' columns, and the rows the fold writes into them.
 
 use agentlog_domain::operations::{
-    Artifact, CardAnswer, OnTimeout, PendingCard, ReviewScore, Usage,
+    Artifact, CardAnswer, OnTimeout, PendingCard, Usage,
     event::{AsyncResultReceived, StepRecorded},
 };
+use agentlog_domain::values::ReviewScore;
 use chrono::{DateTime, Utc};
 
 use super::fold::OperationFold;

@@ -2,8 +2,8 @@
 //! its table.
 
 use agentlog_domain::{
-    operations::ReviewScore,
-    tasks::{AutomationMode, DependencyKind, Handoff, PinnedBy, RunTrigger, TaskConfig, TaskStatus, TopicStatus},
+    tasks::{AutomationMode, DependencyKind, PinnedBy, RunTrigger, TaskConfig, TaskStatus, TopicStatus},
+    values::{Handoff, ReviewScore},
 };
 use chrono::{DateTime, Utc};
 use serde::Serialize;

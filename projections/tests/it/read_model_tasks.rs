@@ -5,12 +5,12 @@
 use crate::support;
 
 use agentlog_domain::{
-    operations::AgentRef,
-    tasks::{
-        CommentAuthor, CreateTask, DependencyKind, Handoff, PinnedBy, RunTask, RunTrigger, Task, TaskCommand as C,
-        TaskPatch, TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
-    },
     task_graph::BlocksGraph,
+    tasks::{
+        CommentAuthor, CreateTask, DependencyKind, PinnedBy, RunTask, RunTrigger, Task, TaskCommand as C, TaskPatch,
+        TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
+    },
+    values::{AgentRef, Handoff},
 };
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{page::PageRequest, tasks};

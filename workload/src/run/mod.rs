@@ -16,13 +16,14 @@ use agentlog_domain::{
     error::DomainError,
     notifications::{CreateNotification, NotificationCommand},
     operations::{
-        AgentRef, Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError, OperationEvent,
-        OperationKind, Phase, Plan, PlanStep, ReviewScore, StepReport, Todo, ToolCall, Usage,
+        Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError, OperationEvent,
+        OperationKind, Phase, Plan, PlanStep, StepReport, Todo, ToolCall, Usage,
         hitl::{CardAnswer, CardKind, ChoiceOption, FieldKind, FormField, HitlCard, OnTimeout},
     },
     rules::{cancel_cascade::cancel_cascade, operation_start, task_run::start_task_run},
     signal::policy::{self, Reaction},
-    tasks::{Handoff, RunTask, RunTrigger, TaskCommand, TaskEvent, TopicEnd, TopicOutcome},
+    tasks::{RunTask, RunTrigger, TaskCommand, TaskEvent, TopicEnd, TopicOutcome},
+    values::{AgentRef, Handoff, ReviewScore},
 };
 use chrono::Duration;
 use serde_json::json;

@@ -1,8 +1,8 @@
 //! Operation: human-in-the-loop cards — the four kinds, answer validation, timeouts, and what a
 //! pause does to the lease.
 
-use super::{choice_card, op_in};
 use super::super::*;
+use super::{choice_card, op_in};
 use crate::operations::hitl::{CardKind, ChoiceOption, FieldKind, FormField};
 use crate::testing::*;
 

@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::envelope::Actor;
 use crate::operations::hitl::{CardKind, ChoiceOption};
 use crate::testing::*;
+use crate::values::AgentRef;
 
 pub(crate) fn agent() -> AgentRef {
     AgentRef {

@@ -2,8 +2,8 @@
 
 use proptest::prelude::*;
 
-use super::{agent, create};
 use super::super::*;
+use super::{agent, create};
 use crate::envelope::Actor;
 use crate::operations::hitl::{CardKind, ChoiceOption};
 use crate::testing::{exercise, timeline};

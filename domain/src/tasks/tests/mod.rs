@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use super::decide::status_change_allowed;
 use super::*;
 use crate::envelope::Actor;
-use crate::operations::AgentRef;
 use crate::testing::*;
+use crate::values::AgentRef;
 
 pub(super) fn create_with(f: impl FnOnce(&mut CreateTask)) -> TaskCommand {
     let mut c = CreateTask::new("t1", "T-1", "Write the weekly report");

@@ -1,11 +1,12 @@
 //! Task runs: the run rules, the four next-status cases, brief decisions, heartbeat re-arm,
 //! heartbeat timeout and the scheduler's tick rules.
 
-use super::{create_with, end, inbox, run};
 use super::super::tick::{TickSkip, heartbeat_tick, schedule_tick};
 use super::super::*;
-use crate::operations::AgentRef;
+use super::{create_with, end, inbox, run};
 use crate::testing::*;
+use crate::values::AgentRef;
+use crate::values::BriefDecisionSource;
 
 fn manual() -> Task {
     run_all::<Task>(&[create_with(|_| {})])

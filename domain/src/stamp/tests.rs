@@ -3,8 +3,9 @@
 use super::*;
 use crate::briefs::{Brief, BriefCommand, BriefType, CreateBrief};
 use crate::envelope::RecordedEvent;
-use crate::operations::{AgentRef, CreateOperation, Operation, OperationCommand, OperationKind};
+use crate::operations::{CreateOperation, Operation, OperationCommand, OperationKind};
 use crate::testing::*;
+use crate::values::AgentRef;
 
 fn claimable() -> Operation {
     let create = CreateOperation::new(

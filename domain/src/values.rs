@@ -1,0 +1,108 @@
+//! Value types several aggregates share: what a run ran under ([`AgentRef`]), how it was
+//! scored ([`ReviewScore`]) and what it hands to the next run ([`Handoff`]). They live here, not
+//! in one aggregate, so operations and tasks each depend on this module and not on each other.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The agent and config version an operation runs under, snapshotted at creation so a replay
+/// shows exactly which model and prompt a run used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRef {
+    /// The agent.
+    pub agent_id: String,
+    /// The agent's config version at creation.
+    pub config_version: u64,
+    /// Model at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Provider at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+impl AgentRef {
+    /// This roster reference with a caller's explicit `model` / `provider` for one run: the
+    /// reference the run uses, and which settings differ from the roster's (`model`,
+    /// `provider`).
+    pub fn with_overrides(
+        mut self,
+        model: Option<String>,
+        provider: Option<String>,
+    ) -> (AgentRef, Vec<String>) {
+        let mut overridden = Vec::new();
+        if let Some(m) = model.filter(|m| self.model.as_ref() != Some(m)) {
+            self.model = Some(m);
+            overridden.push("model".to_string());
+        }
+        if let Some(p) = provider.filter(|p| self.provider.as_ref() != Some(p)) {
+            self.provider = Some(p);
+            overridden.push("provider".to_string());
+        }
+        (self, overridden)
+    }
+}
+
+/// A review score on an operation or a task topic (upstream `review_scores` items).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewScore {
+    /// The rubric it was scored against.
+    pub rubric_id: String,
+    /// 0 to 100.
+    pub score: u8,
+    /// Whether it passed.
+    pub passed: bool,
+    /// The reviewer's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Where a brief decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BriefDecisionSource {
+    /// A fixed rule.
+    Rule,
+    /// A model judged it (the worker passed the judgement in).
+    LlmJudge,
+}
+
+/// Whether a finished topic gets a brief, and why (upstream `handoff.briefDecision`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BriefDecision {
+    /// Emit a brief.
+    pub emit: bool,
+    /// Why.
+    pub reason: String,
+    /// Rule or judge.
+    pub source: BriefDecisionSource,
+    /// When decided.
+    pub decided_at: DateTime<Utc>,
+}
+
+/// A run's hand-off: what the next run starts from.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Handoff {
+    /// Title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Key findings.
+    #[serde(default)]
+    pub key_findings: Vec<String>,
+    /// The next action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    /// The run's raw last assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The brief decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brief_decision: Option<BriefDecision>,
+}
