@@ -11,7 +11,7 @@
 //!   [`notifications`], [`cron_jobs`], [`groups`], [`signal::source`], [`refusals`] (a reactor's
 //!   refused command);
 //! - pure processes: [`rules`] (cross-aggregate decisions), [`supervisor`] (group
-//!   orchestration), [`task_graph`] (cycles, subtask layers), [`tasks::tick`] (scheduler ticks),
+//!   orchestration), [`tasks::graph`] (cycles, subtask layers), [`tasks::tick`] (scheduler ticks),
 //!   [`signal::policy`] (fact → commands).
 
 #![warn(missing_docs)]
@@ -39,7 +39,6 @@ pub mod scope;
 pub mod signal;
 pub mod stamp;
 pub mod supervisor;
-pub mod task_graph;
 pub mod tasks;
 pub mod values;
 

@@ -1,7 +1,7 @@
 //! The task cascade (upstream `cascadeOnCompletion`): when a task completes — its result brief
 //! approved, a status change, a used-up schedule — the tasks it `blocks` whose upstreams are
 //! now all completed start a run, in subtask-layer order
-//! (`agentlog_domain::task_graph::cascade_on_completion`). A dependant with an upstream of
+//! (`agentlog_domain::tasks::graph::cascade_on_completion`). A dependant with an upstream of
 //! unknown state (no such task, or another owner's) is never released: it stays in backlog
 //! and its owner gets a `task_held` notification; one whose run is refused gets a
 //! `task_start_failed` notification.
@@ -22,7 +22,7 @@ use agentlog_domain::{
     ids::server_id,
     notifications::{CreateNotification, NotificationCommand, Notifications},
     rules::task_cascade,
-    task_graph::{Dependant, cascade_on_completion},
+    tasks::graph::{Dependant, cascade_on_completion},
     tasks::{DependencyKind, RunTrigger, Task, TaskEvent, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};

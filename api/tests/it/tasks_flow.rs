@@ -340,7 +340,7 @@ async fn racing_dependencies_never_both_close_a_cycle(db: Db) {
             _ => {}
         }
     }
-    let graph = edges.iter().fold(agentlog_domain::task_graph::BlocksGraph::new(), |g, (t, ups)| {
+    let graph = edges.iter().fold(agentlog_domain::tasks::graph::BlocksGraph::new(), |g, (t, ups)| {
         ups.iter().fold(g, |g, u| g.with_edge(t, u))
     });
     for (t, ups) in &edges {

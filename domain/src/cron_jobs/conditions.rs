@@ -5,11 +5,8 @@
 //! the job's time zone (the api uses chrono-tz) and passes a `DateTime<FixedOffset>`; every
 //! check here reads that local time.
 
-use chrono::{DateTime, Datelike, FixedOffset, Timelike};
 use serde::{Deserialize, Serialize};
 
-use super::CronJob;
-use super::pattern::CronPattern;
 use crate::error::DomainError;
 
 /// Hours of the day a job may fire: `start` ≤ hour < `end`, wrapping past midnight when
@@ -106,38 +103,4 @@ pub enum FireSkip {
     /// The daily maximum is reached.
     #[error("it already fired the most times allowed today")]
     DailyLimitReached,
-}
-
-/// May `job` fire at `at` (local time in the job's time zone), having fired `fires_today`
-/// times so far on that local day?
-pub fn should_fire(
-    job: &CronJob,
-    at: DateTime<FixedOffset>,
-    fires_today: u32,
-) -> Result<(), FireSkip> {
-    if !job.enabled || job.deleted {
-        return Err(FireSkip::Disabled);
-    }
-    if job.remaining_executions == Some(0) {
-        return Err(FireSkip::NoExecutionsLeft);
-    }
-    let (minute, hour) = (at.minute() as u8, at.hour() as u8);
-    let weekday = at.weekday().num_days_from_sunday() as u8;
-    let matches = CronPattern::parse(&job.pattern)
-        .map(|p| p.matches(minute, hour, at.day() as u8, at.month() as u8, weekday))
-        .unwrap_or(false);
-    if !matches {
-        return Err(FireSkip::PatternMismatch);
-    }
-    let c = &job.conditions;
-    if c.active_days.as_ref().is_some_and(|days| !days.contains(&weekday)) {
-        return Err(FireSkip::InactiveDay);
-    }
-    if c.active_hours.is_some_and(|h| !h.contains(hour)) {
-        return Err(FireSkip::InactiveHour);
-    }
-    if c.max_executions_per_day.is_some_and(|max| fires_today >= max) {
-        return Err(FireSkip::DailyLimitReached);
-    }
-    Ok(())
 }

@@ -16,10 +16,11 @@ pub mod pattern;
 #[cfg(test)]
 mod tests;
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
-pub use conditions::{ActiveHours, ExecutionConditions, FireSkip, should_fire};
+pub use conditions::{ActiveHours, ExecutionConditions, FireSkip};
+use pattern::CronPattern;
 
 use crate::aggregate::{Aggregate, DomainEvent, StreamKind};
 use crate::context::Context;
@@ -279,6 +280,40 @@ pub fn check_timezone(tz: &str) -> Result<(), DomainError> {
     } else {
         Err(DomainError::validation("timezone", format!("'{tz}' is not a time zone name")))
     }
+}
+
+/// May `job` fire at `at` (local time in the job's time zone), having fired `fires_today`
+/// times so far on that local day?
+pub fn should_fire(
+    job: &CronJob,
+    at: DateTime<FixedOffset>,
+    fires_today: u32,
+) -> Result<(), FireSkip> {
+    if !job.enabled || job.deleted {
+        return Err(FireSkip::Disabled);
+    }
+    if job.remaining_executions == Some(0) {
+        return Err(FireSkip::NoExecutionsLeft);
+    }
+    let (minute, hour) = (at.minute() as u8, at.hour() as u8);
+    let weekday = at.weekday().num_days_from_sunday() as u8;
+    let matches = CronPattern::parse(&job.pattern)
+        .map(|p| p.matches(minute, hour, at.day() as u8, at.month() as u8, weekday))
+        .unwrap_or(false);
+    if !matches {
+        return Err(FireSkip::PatternMismatch);
+    }
+    let c = &job.conditions;
+    if c.active_days.as_ref().is_some_and(|days| !days.contains(&weekday)) {
+        return Err(FireSkip::InactiveDay);
+    }
+    if c.active_hours.is_some_and(|h| !h.contains(hour)) {
+        return Err(FireSkip::InactiveHour);
+    }
+    if c.max_executions_per_day.is_some_and(|max| fires_today >= max) {
+        return Err(FireSkip::DailyLimitReached);
+    }
+    Ok(())
 }
 
 impl Aggregate for CronJob {

@@ -1,11 +1,12 @@
 //! The operation's rules: which command may happen in which status, and what it records.
 
 use super::command::{CreateOperation, OperationCommand as C, StepReport};
+use super::event::OperationEvent as E;
 use super::event::*;
 use super::hitl::{CardAnswer, OnTimeout};
 use super::lease;
 use super::model::{CompletionReason, OperationError, OperationStatus as S, cap_child_result};
-use super::{Operation, OperationEvent as E};
+use super::state::Operation;
 use crate::context::Context;
 use crate::deadline::{after, millis_between};
 use crate::error::DomainError;

@@ -1,8 +1,9 @@
 //! How each operation event changes the state. Never fails: events are facts.
 
+use super::event::OperationEvent as E;
 use super::hitl::OnTimeout;
 use super::model::{CompletionReason, Interruption, Lease, OperationStatus as S, Phase};
-use super::{Operation, OperationEvent as E, PendingCard};
+use super::state::{Operation, PendingCard};
 
 pub(super) fn evolve(mut op: Operation, event: &E) -> Operation {
     match event {

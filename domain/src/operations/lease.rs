@@ -22,11 +22,12 @@
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
+use super::event::OperationEvent as E;
 use super::event::{
     LeaseClaimed, LeaseExpired, LeaseRenewed, OperationInterrupted, OperationStarted,
 };
 use super::model::OperationStatus as S;
-use super::{Operation, OperationEvent as E};
+use super::state::Operation;
 use crate::context::Context;
 use crate::deadline::after;
 use crate::envelope::ActorKind;

@@ -33,7 +33,7 @@ impl BriefResolution {
 /// Resolve `brief` with `action`. Approving a `result` brief completes its task (error
 /// cleared) unless the task is `scheduled` (an automated task parked for its next tick) or
 /// already finished; a decision brief never completes its task. The completion then starts the
-/// dependants it released (the api's task cascade, [`crate::task_graph::cascade_on_completion`]).
+/// dependants it released (the api's task cascade, [`crate::tasks::graph::cascade_on_completion`]).
 /// `task` is the brief's task, when it has one and it still exists.
 pub fn resolve_brief(
     brief: &Brief,

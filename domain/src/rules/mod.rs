@@ -9,10 +9,10 @@
 //! | an interrupted run resumes, its conversation still tracking it | [`operation_resume::resume_operation`] |
 //! | a task run creates its topic and its operation | [`task_run::start_task_run`] |
 //! | approving a result brief completes its task | [`brief_resolution::resolve_brief`] |
-//! | a completion starts the dependants it released, reports the ones it cannot | [`crate::task_graph::cascade_on_completion`], [`task_cascade::held_notification`] |
+//! | a completion starts the dependants it released, reports the ones it cannot | [`crate::tasks::graph::cascade_on_completion`], [`task_cascade::held_notification`] |
 //!
 //! The `blocks`-cycle check needs the other tasks' edges: it is
-//! [`crate::task_graph::BlocksGraph`], passed in the task's `AddDependency` command.
+//! [`crate::tasks::graph::BlocksGraph`], passed in the task's `AddDependency` command.
 
 pub mod brief_resolution;
 pub mod cancel_cascade;

@@ -1,12 +1,12 @@
 //! What a task's completion does to the tasks it blocked (upstream `cascadeOnCompletion`): the
-//! dependants [`crate::task_graph::cascade_on_completion`] releases are started (the api's task
+//! dependants [`crate::tasks::graph::cascade_on_completion`] releases are started (the api's task
 //! cascade reactor runs them), and one held by an upstream of unknown state is reported to its
 //! owner, once per completion, by [`held_notification`].
 
 use serde_json::json;
 
 use crate::notifications::CreateNotification;
-use crate::task_graph::HeldDependant;
+use crate::tasks::graph::HeldDependant;
 
 /// The notification telling `owner` that `held` was not started when `completed_task_id`
 /// completed, because some of its upstreams are of unknown state. Keyed on the completion's

@@ -6,7 +6,7 @@ use super::model::{
     AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, RunTrigger,
     ScheduleConfig, TaskConfig, TaskStatus,
 };
-use crate::task_graph::BlocksGraph;
+use crate::tasks::graph::BlocksGraph;
 use crate::values::Handoff;
 use crate::values::{AgentRef, ReviewScore};
 

@@ -2,11 +2,12 @@
 //! comments. Runs and their ends are in `run` and `lifecycle`.
 
 use super::command::{CreateTask, TaskCommand as C};
+use super::event::TaskEvent as E;
 use super::event::*;
 use super::model::{
     AutomationMode, DependencyKind, HeartbeatConfig, ScheduleConfig, TaskStatus as S,
 };
-use super::{Task, TaskEvent as E};
+use super::state::Task;
 use crate::context::Context;
 use crate::cron_jobs::pattern::check_pattern;
 use crate::error::DomainError;

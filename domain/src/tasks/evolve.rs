@@ -1,7 +1,8 @@
 //! How each task event changes the state. Never fails: events are facts.
 
+use super::event::TaskEvent as E;
 use super::model::{TaskStatus as S, Topic, TopicReview, TopicStatus};
-use super::{Task, TaskEvent as E};
+use super::state::Task;
 
 pub(super) fn evolve(mut task: Task, event: &E) -> Task {
     match event {

@@ -28,10 +28,11 @@
 //! error cancels its topic and pauses the task instead of leaving the topic running forever.
 
 use super::command::{TopicEnd, TopicOutcome};
+use super::event::TaskEvent as E;
 use super::event::*;
 use super::model::{AutomationMode, FAILURE_FUSE, RunTrigger, TaskStatus as S, TopicStatus};
 use super::run::automated;
-use super::{Task, TaskEvent as E};
+use super::state::Task;
 use crate::context::Context;
 use crate::deadline::after;
 use crate::error::DomainError;

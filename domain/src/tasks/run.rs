@@ -9,9 +9,10 @@
 //! as `setRunning`), model snapshot, topic started (which is also the heartbeat).
 
 use super::command::RunTask;
+use super::event::TaskEvent as E;
 use super::event::*;
 use super::model::{AutomationMode, TaskStatus as S, TopicStatus};
-use super::{Task, TaskEvent as E};
+use super::state::Task;
 use crate::agents::INBOX_AGENT_ID;
 use crate::context::Context;
 use crate::deadline::after;

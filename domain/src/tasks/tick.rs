@@ -5,8 +5,8 @@
 //! One deliberate difference: upstream's heartbeat tick has no `paused` check (a pending tick
 //! runs a task the user paused); here both ticks skip paused tasks.
 
-use super::Task;
 use super::model::{AutomationMode, TaskStatus as S};
+use super::state::Task;
 
 /// Why a tick does not run the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

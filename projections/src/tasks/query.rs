@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use agentlog_domain::task_graph::{SubtaskNode, SubtaskPlan, plan_subtask_layers};
+use agentlog_domain::tasks::graph::{SubtaskNode, SubtaskPlan, plan_subtask_layers};
 use agentlog_domain::tasks::{DependencyKind, TaskStatus};
 
 use super::rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};

@@ -5,7 +5,7 @@
 use crate::support;
 
 use agentlog_domain::{
-    task_graph::BlocksGraph,
+    tasks::graph::BlocksGraph,
     tasks::{
         CommentAuthor, CreateTask, DependencyKind, PinnedBy, RunTask, RunTrigger, Task, TaskCommand as C, TaskPatch,
         TaskStatus, TopicEnd, TopicOutcome, TopicStatus,

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::envelope::Actor;
 use crate::operations::hitl::{CardKind, ChoiceOption};
 use crate::testing::*;
-use crate::values::AgentRef;
+use crate::values::{AgentRef, ReviewScore};
 
 pub(crate) fn agent() -> AgentRef {
     AgentRef {

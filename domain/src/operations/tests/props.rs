@@ -7,6 +7,7 @@ use super::{agent, create};
 use crate::envelope::Actor;
 use crate::operations::hitl::{CardKind, ChoiceOption};
 use crate::testing::{exercise, timeline};
+use crate::values::ReviewScore;
 
 fn worker() -> impl Strategy<Value = String> {
     prop_oneof![Just("w1".to_string()), Just("w2".to_string())]

@@ -6,7 +6,7 @@ use super::super::*;
 use super::{create_with, end, inbox, run};
 use crate::testing::*;
 use crate::values::AgentRef;
-use crate::values::BriefDecisionSource;
+use crate::values::{BriefDecisionSource, Handoff};
 
 fn manual() -> Task {
     run_all::<Task>(&[create_with(|_| {})])

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use agentlog_domain::tasks::TaskStatus;
-//! use agentlog_domain::task_graph::{plan_subtask_layers, SubtaskNode};
+//! use agentlog_domain::tasks::graph::{plan_subtask_layers, SubtaskNode};
 //! use std::collections::BTreeMap;
 //! let plan = plan_subtask_layers(
 //!     &[
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::tasks::TaskStatus;
+use super::model::TaskStatus;
 
 /// Known `blocks` edges: task → the tasks it depends on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
