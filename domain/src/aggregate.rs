@@ -6,7 +6,8 @@
 //! ```
 //! use agentlog_domain::aggregate::Aggregate;
 //! use agentlog_domain::briefs::{Brief, BriefCommand, BriefType, CreateBrief};
-//! use agentlog_domain::context::{Context, stamp};
+//! use agentlog_domain::context::Context;
+//! use agentlog_domain::stamp::stamp;
 //! use agentlog_domain::envelope::Actor;
 //! use chrono::{TimeZone, Utc};
 //! use uuid::Uuid;
