@@ -9,7 +9,10 @@ use std::{io::Write, path::PathBuf, str::FromStr, sync::Arc};
 use sqlx::{Connection, Executor, PgConnection, postgres::PgConnectOptions};
 use uuid::Uuid;
 
-use crate::{EventStore, PostgresEventStore, SqliteEventStore, StoreOptions};
+use crate::postgres::PostgresEventStore;
+use crate::sqlite::SqliteEventStore;
+use crate::store::EventStore;
+use crate::store::StoreOptions;
 
 /// The PostgreSQL server URL for tests, or `None` (after saying so) when tests should skip.
 ///

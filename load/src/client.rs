@@ -14,14 +14,13 @@ use std::{
 
 use serde_json::{Map, Value, json};
 
-use crate::{
-    LoadError,
-    budget::Budget,
-    record::Recorder,
-    rng::Rng,
-    stats::{Stats, TRANSPORT},
-    target::Target,
-};
+use crate::budget::Budget;
+use crate::error::LoadError;
+use crate::record::Recorder;
+use crate::rng::Rng;
+use crate::stats::Stats;
+use crate::stats::TRANSPORT;
+use crate::target::Target;
 
 /// The server's code for "my database cannot be reached right now".
 pub const UNAVAILABLE: &str = "UNAVAILABLE";

@@ -15,7 +15,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::LoadError;
+use crate::error::LoadError;
 
 /// One acknowledged mutation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,10 +5,9 @@ use std::{collections::BTreeMap, fmt, time::Duration};
 
 use serde::Serialize;
 
-use crate::{
-    Scenario,
-    stats::{Stats, percentile},
-};
+use crate::config::Scenario;
+use crate::stats::Stats;
+use crate::stats::percentile;
 
 /// One mutation type's figures.
 #[derive(Debug, Clone, Default, Serialize)]

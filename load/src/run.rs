@@ -11,17 +11,23 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use tokio::{sync::watch, task::JoinSet};
 
-use crate::{
-    Config, LoadError, Scenario,
-    budget::Budget,
-    client::{Answer, Gql, Session, Shared},
-    contention, mixed,
-    record::Recorder,
-    report::Report,
-    stats::Stats,
-    subscriber::{self, Pace, Stop},
-    target::Target,
-};
+use crate::budget::Budget;
+use crate::client::Answer;
+use crate::client::Gql;
+use crate::client::Session;
+use crate::client::Shared;
+use crate::config::Config;
+use crate::config::Scenario;
+use crate::contention;
+use crate::error::LoadError;
+use crate::mixed;
+use crate::record::Recorder;
+use crate::report::Report;
+use crate::stats::Stats;
+use crate::subscriber;
+use crate::subscriber::Pace;
+use crate::subscriber::Stop;
+use crate::target::Target;
 
 /// Run the load described by `config` against a running server and report what it measured.
 /// Refuses a target that is not this machine before sending anything.

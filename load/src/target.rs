@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use reqwest::Url;
 
-use crate::LoadError;
+use crate::error::LoadError;
 
 /// A server's endpoints, derived from its base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,10 @@
 use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::{EventLogError, EventStore};
 
-use crate::{Ancestry, Span, is_run_end, run_spans};
+use crate::run::Ancestry;
+use crate::run::is_run_end;
+use crate::run::run_spans;
+use opentelemetry_proto::tonic::trace::v1::Span;
 
 /// Parent chains are as deep as the sub-agent depth limit; this bounds a walk on a broken log.
 const MAX_DEPTH: usize = 64;

@@ -1,6 +1,5 @@
 //! Resolving a brief, and what approving a result brief does to its task.
 
-use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::briefs::{APPROVE, Brief, BriefCommand, BriefEvent, BriefType};
 use crate::context::Context;
@@ -71,13 +70,13 @@ pub fn resolve_brief(
                     schedule_started_at: None,
                     at: ctx.now,
                 }));
-                StreamEvents::new(stream_of::<Task>(task_id), events)
+                StreamEvents::new(Task::stream_id(task_id), events)
             })
         }
         _ => None,
     };
     Ok(BriefResolution {
-        brief: StreamEvents::new(stream_of::<Brief>(brief.id()), events),
+        brief: StreamEvents::new(Brief::stream_id(brief.id()), events),
         task: task_part,
     })
 }

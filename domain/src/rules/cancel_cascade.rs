@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::Context;
 use crate::error::DomainError;
@@ -25,7 +24,7 @@ pub fn cancel_cascade(
 ) -> Result<Vec<StreamEvents<OperationEvent>>, DomainError> {
     let root_events = root.decide(&OperationCommand::Cancel { reason: reason.clone() }, ctx)?;
     let by_id: BTreeMap<&str, &Operation> = descendants.iter().map(|op| (op.id(), op)).collect();
-    let mut out = vec![StreamEvents::new(stream_of::<Operation>(root.id()), root_events)];
+    let mut out = vec![StreamEvents::new(Operation::stream_id(root.id()), root_events)];
     let mut seen = BTreeSet::from([root.id()]);
     let mut queue: VecDeque<&Operation> = VecDeque::from([root]);
     while let Some(op) = queue.pop_front() {
@@ -37,7 +36,7 @@ pub fn cancel_cascade(
                 by_id.get(child_id).ok_or_else(|| DomainError::not_found("operation", child_id))?;
             if !child.is_finished() {
                 out.push(StreamEvents::new(
-                    stream_of::<Operation>(child_id),
+                    Operation::stream_id(child_id),
                     vec![OperationEvent::Cancelled(OperationCancelled {
                         reason: reason.clone(),
                         cascade_from: Some(root.id().to_string()),
@@ -64,7 +63,7 @@ pub fn stamp_cascade(
             let empty = Operation::default();
             let state = states
                 .iter()
-                .find(|op| stream_of::<Operation>(op.id()) == part.stream_id)
+                .find(|op| Operation::stream_id(op.id()) == part.stream_id)
                 .copied()
                 .unwrap_or(&empty);
             stamper.write(state, part)

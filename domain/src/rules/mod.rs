@@ -21,12 +21,5 @@ pub mod operation_start;
 pub mod task_cascade;
 pub mod task_run;
 
-use crate::aggregate::Aggregate;
-
-/// The stream id of aggregate `A`'s instance `id`.
-pub(crate) fn stream_of<A: Aggregate>(id: &str) -> String {
-    A::stream_id(id)
-}
-
 #[cfg(test)]
 mod tests;

@@ -29,12 +29,12 @@ impl ResumedOperation {
     ) -> Vec<StreamWrite> {
         let mut stamper = ctx.stamper();
         let mut writes = vec![StreamWrite {
-            stream_id: super::stream_of::<Operation>(op.id()),
+            stream_id: Operation::stream_id(op.id()),
             events: stamper.stamp(op, &self.operation),
         }];
         if let Some(c) = conversation.filter(|_| !self.conversation.is_empty()) {
             writes.push(StreamWrite {
-                stream_id: super::stream_of::<Conversation>(&c.topic_id),
+                stream_id: Conversation::stream_id(&c.topic_id),
                 events: stamper.stamp(c, &self.conversation),
             });
         }

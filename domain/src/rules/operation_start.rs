@@ -12,7 +12,6 @@
 //! from the operations themselves (`tracked`), so ending an operation never has to write to its
 //! conversation, and a tracked operation found finished is released by the next start.
 
-use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::Context;
 use crate::conversations::{ChatMessage, Conversation, ConversationCommand, ConversationEvent};
@@ -155,7 +154,7 @@ pub fn start_operation_within(
                     },
                     ctx,
                 )?;
-                Some(StreamEvents::new(stream_of::<Conversation>(topic_id), events))
+                Some(StreamEvents::new(Conversation::stream_id(topic_id), events))
             } else {
                 None
             }
@@ -174,11 +173,11 @@ pub fn start_operation_within(
                 },
                 ctx,
             )?;
-            Some(StreamEvents::new(stream_of::<Operation>(parent_id), events))
+            Some(StreamEvents::new(Operation::stream_id(parent_id), events))
         }
     };
     Ok(StartedOperation {
-        operation: StreamEvents::new(stream_of::<Operation>(&create.operation_id), operation),
+        operation: StreamEvents::new(Operation::stream_id(&create.operation_id), operation),
         conversation: conversation_part,
         parent: parent_part,
     })

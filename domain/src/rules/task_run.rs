@@ -1,6 +1,5 @@
 //! Starting a task run: the task's topic and the run's operation, in one decision.
 
-use super::stream_of;
 use crate::aggregate::{Aggregate, StreamEvents};
 use crate::context::Context;
 use crate::error::DomainError;
@@ -46,8 +45,8 @@ pub fn start_task_run(
     create.max_steps = max_steps;
     let operation_events = existing_operation.decide(&OperationCommand::Create(create), ctx)?;
     Ok(TaskRunStart {
-        task: StreamEvents::new(stream_of::<Task>(task.id()), task_events),
-        operation: StreamEvents::new(stream_of::<Operation>(&run.operation_id), operation_events),
+        task: StreamEvents::new(Task::stream_id(task.id()), task_events),
+        operation: StreamEvents::new(Operation::stream_id(&run.operation_id), operation_events),
     })
 }
 
