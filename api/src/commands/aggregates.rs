@@ -9,7 +9,9 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{Loaded, applied_command};
 
-use super::{Commands, check_id, check_replay};
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_id;
+use crate::commands::checks::check_replay;
 use crate::error::ApiError;
 
 /// An aggregate whose state names its owner.

@@ -9,7 +9,9 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::CommandError;
 
-use super::{Commands, check_id, check_replay};
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_id;
+use crate::commands::checks::check_replay;
 use crate::error::ApiError;
 
 impl Commands<'_> {

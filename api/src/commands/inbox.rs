@@ -12,7 +12,9 @@ use agentlog_eventlog::{CommandError, EventLogError};
 
 use agentlog_projections::notifications;
 
-use super::{Commands, check_id, check_replay};
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_id;
+use crate::commands::checks::check_replay;
 
 /// The most notifications one read / archive request names.
 pub const MAX_IDS: usize = 500;

@@ -14,7 +14,9 @@ use agentlog_domain::{
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
 use chrono::{DateTime, Utc};
 
-use super::{Commands, check_id, check_replay};
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_id;
+use crate::commands::checks::check_replay;
 use crate::error::ApiError;
 
 /// The lease a claim took.

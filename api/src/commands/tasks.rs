@@ -21,7 +21,11 @@ use serde::Deserialize;
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
-use super::{Commands, aggregates::Owned, check_id, check_replay, is_replay};
+use super::aggregates::Owned;
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_id;
+use crate::commands::checks::check_replay;
+use crate::commands::checks::is_replay;
 
 /// What a worker reports with `completeTaskTopic`.
 #[derive(Debug, Clone, Deserialize)]

@@ -3,7 +3,8 @@
 use async_graphql::{Context, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller};
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
 use crate::{
     auth::{Role, TokenInfo},
     error::{ApiError, GqlResult},

@@ -13,7 +13,14 @@ use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connecti
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{app, caller, connection, decode, from_wire, json, node_after, page_request};
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::request::node_after;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::from_wire;
+use crate::graphql::wire::json;
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},

@@ -7,8 +7,10 @@ use agentlog_projections::analytics::{
 use async_graphql::{Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, json};
 use crate::error::{ApiError, GqlResult};
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::wire::json;
 
 /// Bucket size.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Default)]

@@ -12,10 +12,17 @@ use agentlog_projections::{briefs, conversations, notifications, operations, tas
 use async_graphql::{Context, OutputType, SimpleObject, Subscription};
 use futures_util::{StreamExt, stream::BoxStream};
 
-use super::{
-    Subscriber, admit_subscriber, app, caller, conversations::ConversationNode, inbox::BriefNode,
-    inbox::NotificationNode, operations::Operation, operations::OperationKindInput, tasks::TaskNode, wire,
-};
+use super::conversations::ConversationNode;
+use super::inbox::BriefNode;
+use super::inbox::NotificationNode;
+use super::operations::Operation;
+use super::operations::OperationKindInput;
+use super::tasks::TaskNode;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::subscribers::Subscriber;
+use crate::graphql::subscribers::admit_subscriber;
+use crate::graphql::wire::wire;
 use crate::{
     auth::Caller,
     commands::Commands,

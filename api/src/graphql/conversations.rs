@@ -9,11 +9,17 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{
-    admit_subscriber, app, caller, connection, decode, from_wire, node_after, page_request,
-    raw_json::{RawJson, Select},
-    wire,
-};
+use super::raw_json::RawJson;
+use super::raw_json::Select;
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::request::node_after;
+use crate::graphql::subscribers::admit_subscriber;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::from_wire;
+use crate::graphql::wire::wire;
 use futures_util::{StreamExt, stream::BoxStream};
 use tokio::sync::broadcast::error::RecvError;
 

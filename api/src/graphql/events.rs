@@ -12,8 +12,11 @@ use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, stream::BoxStream};
 use uuid::Uuid;
 
-use super::{admit_subscriber, app, caller, page_size};
 use crate::error::{ApiError, GqlResult};
+use crate::graphql::paging::page_size;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::subscribers::admit_subscriber;
 
 /// One event of the log, as GraphQL serves it. Each field is read from the shared recorded
 /// event only when a query selects it: a thousand subscribers asking for `position` cost no

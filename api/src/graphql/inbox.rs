@@ -11,7 +11,17 @@ use agentlog_projections::{
 use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, cost, decode, events::Event, from_wire, json, node_after, page_request, wire};
+use super::cost;
+use super::events::Event;
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::request::node_after;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::from_wire;
+use crate::graphql::wire::json;
+use crate::graphql::wire::wire;
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},

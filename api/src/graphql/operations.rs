@@ -18,7 +18,16 @@ use agentlog_projections::operations::{
 };
 use async_graphql::connection::Connection;
 
-use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, page_size, wire};
+use super::events::Event;
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::paging::page_size;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::from_wire;
+use crate::graphql::wire::json;
+use crate::graphql::wire::wire;
 use crate::{
     commands::{Commands, operations::operation_stream},
     error::{ApiError, GqlResult},

@@ -11,7 +11,8 @@ use agentlog_domain::{
 use async_graphql::{Context, Json, Object, SimpleObject};
 use serde_json::Value;
 
-use super::{app, caller};
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
 use crate::{
     commands::{Commands, check_id},
     error::{ApiError, GqlResult},

@@ -12,7 +12,15 @@ use agentlog_projections::tasks::{
 use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, decode, from_wire, json, node_after, page_request, wire};
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::request::node_after;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::from_wire;
+use crate::graphql::wire::json;
+use crate::graphql::wire::wire;
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},

@@ -21,11 +21,10 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::{
-    Reactor,
-    refusals::{self, Refused},
-    signal_bus,
-};
+use super::refusals;
+use super::refusals::Refused;
+use super::signal_bus;
+use crate::reactors::follow::Reactor;
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -36,7 +35,7 @@ pub struct ChildResults;
 
 impl Reactor for ChildResults {
     const NAME: &'static str = NAME;
-    const FACTS: &'static [&'static str] = &super::OPERATION_ENDS;
+    const FACTS: &'static [&'static str] = &crate::reactors::follow::OPERATION_ENDS;
 
     async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
         let event: OperationEvent = signal_bus::decode(fact)?;

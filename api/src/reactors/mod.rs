@@ -6,6 +6,7 @@ pub mod card_timeouts;
 pub mod checkpoint;
 pub mod child_results;
 pub mod clock_pass;
+mod follow;
 pub mod lease_reaper;
 pub mod notification_retention;
 pub mod orchestration;
@@ -17,66 +18,11 @@ pub mod task_cascade;
 pub mod task_lifecycle;
 pub mod topic_stop;
 
-use std::time::Duration;
-
-use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::EventFilter;
-use futures_util::StreamExt;
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::{error::ApiError, state::AppState};
+pub use follow::{OPERATION_ENDS, Reactor, follow};
 
-/// The events that end an operation (the task lifecycle and child results react to them).
-pub const OPERATION_ENDS: [&str; 4] =
-    ["operation.completed", "operation.failed", "operation.interrupted", "operation.cancelled"];
-
-/// A reactor that follows the log: it reacts to each of its facts in log order, from its
-/// checkpoint, and its reactions are idempotent (ids derived from the fact), so reacting again
-/// after a crash, or in a second server process, appends nothing new.
-pub trait Reactor {
-    /// Its name (checkpoint, actor, command-id derivation).
-    const NAME: &'static str;
-    /// The event types it reacts to.
-    const FACTS: &'static [&'static str];
-    /// Append what `fact` calls for.
-    fn react(state: &AppState, fact: &RecordedEvent) -> impl Future<Output = Result<(), ApiError>> + Send;
-}
-
-/// Run reactor `R` until `stop` turns true; a failure (the database gone, …) is logged and the
-/// reactor resumes from its checkpoint a second later.
-pub async fn follow<R: Reactor>(state: AppState, mut stop: watch::Receiver<bool>) {
-    loop {
-        match follow_once::<R>(&state, &mut stop).await {
-            Ok(()) => return,
-            Err(e) => tracing::warn!(error = %e, reactor = R::NAME, "reactor failed; resuming from its checkpoint"),
-        }
-        tokio::select! {
-            _ = stop.changed() => return,
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-    }
-}
-
-async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ApiError> {
-    let from = checkpoint::load(&state.db, R::NAME).await?;
-    let mut facts = state.store.subscribe(from, EventFilter::types(R::FACTS.iter().copied()));
-    loop {
-        if *stop.borrow() {
-            return Ok(());
-        }
-        tokio::select! {
-            _ = stop.changed() => return Ok(()),
-            item = facts.next() => {
-                let Some(item) = item else {
-                    return Err(ApiError::Internal("the log subscription ended".into()));
-                };
-                let fact = item?;
-                R::react(state, &fact).await?;
-                checkpoint::save(&state.db, R::NAME, fact.position).await?;
-            }
-        }
-    }
-}
+use crate::state::AppState;
 
 /// The running reactors of one server.
 pub struct Reactors {

@@ -23,10 +23,9 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
 
-use super::{
-    Reactor,
-    refusals::{self, Refused},
-};
+use super::refusals;
+use super::refusals::Refused;
+use crate::reactors::follow::Reactor;
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).

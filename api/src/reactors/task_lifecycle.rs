@@ -26,11 +26,10 @@ use agentlog_eventlog::{CommandError, EventLogError};
 
 use agentlog_projections::briefs;
 
-use super::{
-    Reactor,
-    refusals::{self, Refused},
-    signal_bus,
-};
+use super::refusals;
+use super::refusals::Refused;
+use super::signal_bus;
+use crate::reactors::follow::Reactor;
 use crate::{error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
@@ -41,7 +40,7 @@ pub struct TaskLifecycle;
 
 impl Reactor for TaskLifecycle {
     const NAME: &'static str = NAME;
-    const FACTS: &'static [&'static str] = &super::OPERATION_ENDS;
+    const FACTS: &'static [&'static str] = &crate::reactors::follow::OPERATION_ENDS;
 
     async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
         react(state, fact).await

@@ -18,11 +18,10 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 
-use super::{
-    Reactor,
-    refusals::{self, Refused},
-    signal_bus,
-};
+use super::refusals;
+use super::refusals::Refused;
+use super::signal_bus;
+use crate::reactors::follow::Reactor;
 use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).

@@ -1,0 +1,55 @@
+//! [`Commands`]: the use cases for one caller, and what every use case needs from it (the
+//! command's context, the owner of new data, the acting user).
+
+use agentlog_domain::{context::Context, envelope::Actor, ids::derived_id};
+use chrono::Utc;
+use uuid::Uuid;
+
+use crate::{auth::Caller, error::ApiError, state::AppState};
+
+/// Use cases for one caller.
+pub struct Commands<'a> {
+    /// The application.
+    pub state: &'a AppState,
+    /// Who asks.
+    pub caller: &'a Caller,
+}
+
+impl<'a> Commands<'a> {
+    /// Use cases for `caller`.
+    pub fn new(state: &'a AppState, caller: &'a Caller) -> Self {
+        Self { state, caller }
+    }
+
+    /// The context of a command on data owned by `owner`. A client `request_id` makes the
+    /// command id (and so the event ids) deterministic: retrying the same request is a no-op.
+    pub fn context(&self, owner: &str, actor: Actor, request_id: Option<&str>) -> Result<Context, ApiError> {
+        let command_id = match request_id {
+            Some(r) if r.is_empty() || r.len() > 200 => {
+                return Err(ApiError::validation("requestId", "must be 1 to 200 characters"));
+            }
+            Some(r) => derived_id("request", &format!("{}\u{0}{r}", self.caller.user_id), 0),
+            None => Uuid::now_v7(),
+        };
+        let mut ctx = Context::new(Utc::now(), command_id, actor, owner);
+        if let Some(r) = request_id {
+            ctx = ctx.with_correlation(r);
+        }
+        Ok(ctx)
+    }
+
+    /// The owner of new data: the caller, or for an admin the user it names.
+    pub fn owner_for_new(&self, owner: Option<&str>) -> Result<String, ApiError> {
+        match owner {
+            None => Ok(self.caller.user_id.clone()),
+            Some(o) if self.caller.admin => Ok(o.to_string()),
+            Some(o) if o == self.caller.user_id => Ok(o.to_string()),
+            Some(_) => Err(ApiError::Forbidden("only an admin may create data for another user".into())),
+        }
+    }
+
+    /// The actor for a user acting.
+    pub fn user_actor(&self) -> Actor {
+        Actor::user(self.caller.user_id.clone())
+    }
+}

@@ -1,0 +1,64 @@
+//! How a log-following reactor runs: [`Reactor`] says what it reacts to and how; [`follow`]
+//! feeds it its facts from its checkpoint, in log order, and survives failures.
+
+use std::time::Duration;
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_eventlog::EventFilter;
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use super::checkpoint;
+use crate::{error::ApiError, state::AppState};
+
+/// The events that end an operation (the task lifecycle and child results react to them).
+pub const OPERATION_ENDS: [&str; 4] =
+    ["operation.completed", "operation.failed", "operation.interrupted", "operation.cancelled"];
+
+/// A reactor that follows the log: it reacts to each of its facts in log order, from its
+/// checkpoint, and its reactions are idempotent (ids derived from the fact), so reacting again
+/// after a crash, or in a second server process, appends nothing new.
+pub trait Reactor {
+    /// Its name (checkpoint, actor, command-id derivation).
+    const NAME: &'static str;
+    /// The event types it reacts to.
+    const FACTS: &'static [&'static str];
+    /// Append what `fact` calls for.
+    fn react(state: &AppState, fact: &RecordedEvent) -> impl Future<Output = Result<(), ApiError>> + Send;
+}
+
+/// Run reactor `R` until `stop` turns true; a failure (the database gone, …) is logged and the
+/// reactor resumes from its checkpoint a second later.
+pub async fn follow<R: Reactor>(state: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        match follow_once::<R>(&state, &mut stop).await {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(error = %e, reactor = R::NAME, "reactor failed; resuming from its checkpoint"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ApiError> {
+    let from = checkpoint::load(&state.db, R::NAME).await?;
+    let mut facts = state.store.subscribe(from, EventFilter::types(R::FACTS.iter().copied()));
+    loop {
+        if *stop.borrow() {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = stop.changed() => return Ok(()),
+            item = facts.next() => {
+                let Some(item) = item else {
+                    return Err(ApiError::Internal("the log subscription ended".into()));
+                };
+                let fact = item?;
+                R::react(state, &fact).await?;
+                checkpoint::save(&state.db, R::NAME, fact.position).await?;
+            }
+        }
+    }
+}
