@@ -9,6 +9,7 @@ mod checks;
 pub mod groups;
 pub mod inbox;
 pub mod operations;
+pub mod sources;
 pub mod tasks;
 
 pub use caller::Commands;

@@ -1,21 +1,17 @@
-//! Sources: what producers (workers, bots, browsers) report happened. Each is the root of a
-//! causal chain; the signal bus reacts to it.
+//! Sources: what producers (workers, bots, browsers) report happened (the use case is
+//! `commands::sources`).
 
-use agentlog_domain::{
-    aggregate::Aggregate,
-    signal::{
-        is_agentlog_source_type,
-        source::{Source, SourceCommand},
-    },
-};
 use async_graphql::{Context, Json, Object, SimpleObject};
 use serde_json::Value;
 
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::{
-    commands::{Commands, check_id},
-    error::{ApiError, GqlResult},
+    commands::{
+        Commands,
+        sources::{SourceReceived, SourceReport},
+    },
+    error::GqlResult,
 };
 
 /// What `emitSourceEvent` answers.
@@ -49,34 +45,11 @@ impl SourcesMutation {
         scope_key: Option<String>,
         timestamp_ms: i64,
     ) -> GqlResult<SourcePayload> {
-        check_id("sourceId", &source_id)?;
-        if is_agentlog_source_type(&source_type) {
-            return Err(ApiError::validation("sourceType", "agentlog.* sources are produced by agentlog itself").into());
-        }
-        if !payload.0.is_object() {
-            return Err(ApiError::validation("payload", "must be a JSON object").into());
-        }
-        let state = app(ctx);
-        let who = caller(ctx)?;
-        // A source id someone else already used is not this caller's to see.
-        let stream = Source::stream_id(&source_id);
-        if let Some(first) = state.store.read_stream(&stream, 1, 1).await.map_err(ApiError::from)?.first()
-            && !who.may_see(&first.metadata.user_id)
-        {
-            return Err(ApiError::Conflict(format!("source id {source_id} is taken")).into());
-        }
-        let commands = Commands::new(state, who);
-        let ctx_cmd = commands.context(&who.user_id, commands.user_actor(), None)?;
-        let command = SourceCommand::Receive {
-            source_id: source_id.clone(),
-            source_type,
-            payload: payload.0,
-            scope_key,
-            timestamp_ms,
-        };
-        let outcome = state.handler.execute::<Source>(&source_id, &command, &ctx_cmd).await.map_err(ApiError::from)?;
-        let position = outcome.last_position();
-        state.settle(position).await;
-        Ok(SourcePayload { source_id, scope_key: outcome.state.scope_key, accepted: position > 0, position })
+        let commands = Commands::new(app(ctx), caller(ctx)?);
+        let report =
+            SourceReport { source_id: source_id.clone(), source_type, payload: payload.0, scope_key, timestamp_ms };
+        let received = commands.emit_source(report).await?;
+        let SourceReceived { scope_key, position } = received;
+        Ok(SourcePayload { source_id, scope_key, accepted: position > 0, position })
     }
 }
