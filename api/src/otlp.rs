@@ -34,9 +34,9 @@ pub enum ExportError {
     /// Reading or writing the checkpoint or the lease failed.
     #[error("the read-model database: {0}")]
     Db(#[from] agentlog_projections::ProjectionError),
-    /// The checkpoint's own error type.
+    /// Reading or writing the checkpoint failed.
     #[error("{0}")]
-    Checkpoint(#[from] crate::error::ApiError),
+    Checkpoint(#[from] crate::reactors::error::ReactorError),
     /// The collector did not take the page (unreachable, 429, 5xx).
     #[error("the OTLP collector: {0}")]
     Collector(String),

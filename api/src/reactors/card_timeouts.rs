@@ -22,7 +22,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::clock_pass;
-use crate::{error::ApiError, state::AppState};
+use crate::reactors::error::ReactorError;
+use crate::state::AppState;
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "card-timeouts";
@@ -42,7 +43,7 @@ pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
 
 /// One pass at `now`: time out every pending card whose deadline passed. Answers
 /// `operationId/cardId` of the cards this pass timed out. Public so tests can drive the clock.
-pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ApiError> {
+pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
     let mut timed_out = Vec::new();
     for (id, card_id) in operations::due_cards(&state.db, now).await? {
         let op = state.handler.load::<Operation>(&id).await?.state;

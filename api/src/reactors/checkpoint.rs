@@ -3,17 +3,17 @@
 use agentlog_projections::{ReadDb, SqlValue};
 use chrono::Utc;
 
-use crate::error::ApiError;
+use crate::reactors::error::ReactorError;
 
 /// The position reactor `name` has reacted up to (0 when it never ran).
-pub async fn load(db: &ReadDb, name: &str) -> Result<i64, ApiError> {
+pub async fn load(db: &ReadDb, name: &str) -> Result<i64, ReactorError> {
     let rows = db.fetch("SELECT position FROM reactor_checkpoints WHERE name = $1", &[name.into()]).await?;
     Ok(rows.first().and_then(|r| r.i64(0)).unwrap_or(0))
 }
 
 /// Record that reactor `name` has reacted up to `position`. Never moves backwards: two
 /// processes running the same reactor both advance it.
-pub async fn save(db: &ReadDb, name: &str, position: i64) -> Result<(), ApiError> {
+pub async fn save(db: &ReadDb, name: &str, position: i64) -> Result<(), ReactorError> {
     let args: [SqlValue; 3] = [name.into(), position.into(), Utc::now().timestamp_micros().into()];
     db.execute(
         "INSERT INTO reactor_checkpoints (name, position, updated_at) VALUES ($1, $2, $3) \

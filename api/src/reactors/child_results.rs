@@ -24,8 +24,9 @@ use agentlog_eventlog::{CommandError, EventLogError};
 use super::refusals;
 use super::refusals::Refused;
 use super::signal_bus;
+use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{error::ApiError, state::AppState};
+use crate::state::AppState;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "child-results";
@@ -37,7 +38,7 @@ impl Reactor for ChildResults {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &crate::reactors::follow::OPERATION_ENDS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
         let event: OperationEvent = signal_bus::decode(fact)?;
         if matches!(&event, OperationEvent::Completed(c) if c.reason.is_pause()) {
             return Ok(());
@@ -74,7 +75,7 @@ async fn deliver(
     child: &Operation,
     topic_id: &str,
     notice: agentlog_domain::conversations::ChatMessage,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, &format!("{NAME}#notice"), Actor::system(NAME));
     let command = ConversationCommand::AppendMessage(notice);
     match state.handler.execute::<Conversation>(topic_id, &command, &ctx).await {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-use crate::{error::ApiError, state::AppState};
+use crate::reactors::error::ReactorError;
+use crate::state::AppState;
 
 /// Run `pass` every `period` until `stop` turns true, handing each pass's answer to `report`;
 /// a pass that fails is logged and the next one tries again.
@@ -20,7 +21,7 @@ pub async fn every<R, Fut>(
     pass: impl Fn(AppState, DateTime<Utc>) -> Fut,
     report: impl Fn(R),
 ) where
-    Fut: Future<Output = Result<R, ApiError>>,
+    Fut: Future<Output = Result<R, ReactorError>>,
 {
     loop {
         if *stop.borrow() {

@@ -9,7 +9,8 @@ use futures_util::StreamExt;
 use tokio::sync::watch;
 
 use super::checkpoint;
-use crate::{error::ApiError, state::AppState};
+use crate::reactors::error::ReactorError;
+use crate::state::AppState;
 
 /// The events that end an operation (the task lifecycle and child results react to them).
 pub const OPERATION_ENDS: [&str; 4] =
@@ -24,7 +25,7 @@ pub trait Reactor {
     /// The event types it reacts to.
     const FACTS: &'static [&'static str];
     /// Append what `fact` calls for.
-    fn react(state: &AppState, fact: &RecordedEvent) -> impl Future<Output = Result<(), ApiError>> + Send;
+    fn react(state: &AppState, fact: &RecordedEvent) -> impl Future<Output = Result<(), ReactorError>> + Send;
 }
 
 /// Run reactor `R` until `stop` turns true; a failure (the database gone, …) is logged and the
@@ -42,7 +43,7 @@ pub async fn follow<R: Reactor>(state: AppState, mut stop: watch::Receiver<bool>
     }
 }
 
-async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ApiError> {
+async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ReactorError> {
     let from = checkpoint::load(&state.db, R::NAME).await?;
     let mut facts = state.store.subscribe(from, EventFilter::types(R::FACTS.iter().copied()));
     loop {
@@ -53,7 +54,7 @@ async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bo
             _ = stop.changed() => return Ok(()),
             item = facts.next() => {
                 let Some(item) = item else {
-                    return Err(ApiError::Internal("the log subscription ended".into()));
+                    return Err(ReactorError::SubscriptionEnded);
                 };
                 let fact = item?;
                 R::react(state, &fact).await?;

@@ -21,7 +21,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::clock_pass;
-use crate::{error::ApiError, state::AppState};
+use crate::reactors::error::ReactorError;
+use crate::state::AppState;
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "lease-reaper";
@@ -41,7 +42,7 @@ pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
 
 /// One pass at `now`: interrupt every running operation whose lease expired. Answers the ids
 /// of the operations this pass interrupted. Public so tests can drive the clock.
-pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ApiError> {
+pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
     let mut expired = Vec::new();
     for id in operations::expired_leases(&state.db, now).await? {
         let id = id.as_str();

@@ -6,6 +6,7 @@ pub mod card_timeouts;
 pub mod checkpoint;
 pub mod child_results;
 pub mod clock_pass;
+pub mod error;
 mod follow;
 pub mod lease_reaper;
 pub mod notification_retention;

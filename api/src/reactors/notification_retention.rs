@@ -21,7 +21,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::clock_pass;
-use crate::{error::ApiError, state::AppState};
+use crate::reactors::error::ReactorError;
+use crate::state::AppState;
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "notification-retention";
@@ -65,7 +66,7 @@ pub async fn pass(
     now: DateTime<Utc>,
     retention: Duration,
     every: Duration,
-) -> Result<Vec<String>, ApiError> {
+) -> Result<Vec<String>, ReactorError> {
     let slot = slot_of(now, every);
     let Some(cutoff) = chrono::Duration::from_std(retention).ok().and_then(|r| slot.checked_sub_signed(r)) else {
         return Ok(Vec::new());

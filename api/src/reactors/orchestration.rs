@@ -36,8 +36,9 @@ use serde_json::Value;
 use super::refusals;
 use super::refusals::Refused;
 use super::signal_bus;
+use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
+use crate::{auth::Caller, commands::Commands, state::AppState};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "orchestration";
@@ -53,7 +54,7 @@ impl Reactor for Orchestration {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &FACTS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
         match fact.event_type.as_str() {
             "group.orchestration_advanced" => {
                 let GroupEvent::OrchestrationAdvanced(step) = signal_bus::decode(fact)? else { return Ok(()) };
@@ -77,7 +78,7 @@ impl Reactor for Orchestration {
 }
 
 /// The group a supervisor operation (at `fact`) orchestrates, when it is one.
-async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ApiError> {
+async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ReactorError> {
     let op = signal_bus::state_at::<Operation>(state, fact).await?;
     let group = op.spec.as_ref().filter(|s| s.kind == OperationKind::Group).and_then(|s| s.group_id.clone());
     Ok(group.map(|g| (op, g)))
@@ -86,7 +87,7 @@ async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Opti
 /// A decision the table does not carry out ends the supervisor's run with the refusal as its
 /// error (the signal bus then tells the owner with an error brief); a run that cannot take
 /// the failure any more has the refusal recorded ([`refusals::record`]).
-async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainError) -> Result<(), ApiError> {
+async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainError) -> Result<(), ReactorError> {
     let Some((op, _)) = supervised_group(state, fact).await? else { return Ok(()) };
     let ctx = Context::reacting_to(fact, &format!("{NAME}#unsupported"), Actor::system(NAME));
     let error = OperationError {
@@ -103,7 +104,7 @@ async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainErr
 }
 
 /// Record an executor result on the group (idempotently).
-async fn advance(state: &AppState, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ApiError> {
+async fn advance(state: &AppState, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ReactorError> {
     let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
     // An orchestration that is gone (finished, its group deleted) refuses the step: recorded
     // as a refusal, never skipped unseen.
@@ -125,7 +126,7 @@ async fn settle(
     ctx: &Context,
     outcome: Result<(), CommandError>,
     refused: Refused,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     match outcome {
         Ok(()) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
         Err(CommandError::Domain(e)) => refusals::record(state, fact, ctx, refused, &e).await,
@@ -176,7 +177,7 @@ fn calls(instruction: &SupervisorInstruction, group: &Group) -> Option<Vec<(Stri
 }
 
 /// Carry out a recorded step's instruction.
-async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationAdvanced) -> Result<(), ApiError> {
+async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationAdvanced) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let supervisor_id = step.operation_id.as_str();
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
@@ -251,7 +252,7 @@ async fn dispatch(
     members: &[(AgentRef, Option<String>)],
     runs: MemberRuns,
     ctx: &Context,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let child_ids: Vec<String> = (0..members.len())
         .map(|i| server_id(format_args!("op-{}", ctx.derived_id("member", u32::try_from(i).unwrap_or(u32::MAX)))))
         .collect();
@@ -315,7 +316,7 @@ fn result_for(instruction: &SupervisorInstruction, payload: ActionPayload) -> Ex
 }
 
 /// Every member the supervisor waited on reported: record the action's result on the group.
-async fn barrier_opened(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+async fn barrier_opened(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
     let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
     // The instruction being waited on: the group's last step for this supervisor.
     let steps = state.store.read_stream(&format!("group-{group_id}"), 1, usize::MAX).await?;

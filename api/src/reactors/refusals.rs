@@ -18,7 +18,9 @@ use agentlog_domain::{
     refusals::{RecordRefusal, Refusal, RefusalCommand, RefusedFact, refusal_id, refusal_notification},
 };
 
+use crate::reactors::error::ReactorError;
 use crate::{error::ApiError, state::AppState};
+use agentlog_eventlog::EventLogError;
 
 /// What a reactor asked that was refused, and whom it concerns.
 #[derive(Debug, Clone)]
@@ -76,7 +78,7 @@ pub async fn record(
     ctx: &Context,
     refused: Refused,
     error: &DomainError,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     record_with(state, fact, ctx, refused, error, None).await
 }
 
@@ -88,7 +90,7 @@ pub async fn record_with(
     refused: Refused,
     error: &DomainError,
     notification: Option<CreateNotification>,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let rctx = {
         let mut rctx = Context::reacting_to(fact, refused.reactor, Actor::system(refused.reactor));
         rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), fact.recorded_at.timestamp_millis());
@@ -110,7 +112,7 @@ pub async fn record_for_pass(
     refused: Refused,
     code: &str,
     message: String,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let version = state.store.stream_version(stream_id).await?;
     let Some(fact) = state.store.read_stream(stream_id, version.max(1), 1).await?.into_iter().next() else {
         return Ok(());
@@ -120,8 +122,13 @@ pub async fn record_for_pass(
     rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), ctx.now.timestamp_millis());
     match write(state, &fact, ctx, rctx, refused, Reason { code, message }, None).await {
         // The same slot's refusal, recorded by an earlier pass whose latest event was another.
-        Err(ApiError::Log(agentlog_eventlog::EventLogError::IdempotencyConflict { .. }))
-        | Err(ApiError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
+        Err(
+            ReactorError::Log(EventLogError::IdempotencyConflict { .. })
+            | ReactorError::Command(
+                ApiError::Log(EventLogError::IdempotencyConflict { .. })
+                | ApiError::Domain(DomainError::AlreadyExists { .. }),
+            ),
+        ) => Ok(()),
         other => other,
     }
 }
@@ -142,7 +149,7 @@ async fn write(
     refused: Refused,
     Reason { code, message }: Reason<'_>,
     notification: Option<CreateNotification>,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     tracing::warn!(
         reactor = refused.reactor,
         command = refused.command,

@@ -42,6 +42,7 @@ use super::{
     clock_pass,
     refusals::{self, Refused},
 };
+use crate::reactors::error::ReactorError;
 use crate::{
     auth::Caller,
     commands::{Commands, is_replay},
@@ -85,7 +86,7 @@ pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
 }
 
 /// One pass at `now`: fire what is due. Public so tests can drive the clock.
-pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<PassReport, ApiError> {
+pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<PassReport, ReactorError> {
     let mut report = PassReport::default();
     for job in cron_jobs::dispatchable_jobs(&state.db, None).await? {
         fire_cron_job(state, &job, now, &mut report).await?;
@@ -150,7 +151,7 @@ async fn fire_cron_job(
     job: &CronJobRow,
     now: DateTime<Utc>,
     report: &mut PassReport,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let Ok(tz) = job.timezone.parse::<Tz>() else {
         report.skipped.push((job.job_id.clone(), format!("unknown time zone {}", job.timezone)));
         return Ok(());
@@ -180,7 +181,7 @@ async fn fire_cron_job(
             )
             .await;
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let operation_id = server_id(format_args!("op-cron-{}", ctx.derived_id("operation", 0)));
     let result = state
@@ -218,7 +219,7 @@ async fn heartbeat_tick(
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let task = state.handler.load::<Task>(task_id).await?.state;
     let Some(token) = task.tick_token.clone() else { return Ok(()) };
     if task.next_tick_at.is_some_and(|due| due > now) {
@@ -239,7 +240,7 @@ async fn schedule_tick(
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let task = state.handler.load::<Task>(task_id).await?.state;
     // A schedule runs once the user started it (status scheduled), and goes on after each run.
     if !matches!(task.status, TaskStatus::Scheduled | TaskStatus::Running) {
@@ -291,7 +292,7 @@ async fn heartbeat_timeout(
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let task = state.handler.load::<Task>(task_id).await?.state;
     let (Some(last), Some(timeout)) = (task.last_heartbeat_at, task.heartbeat.timeout_secs) else { return Ok(()) };
     if task.status != TaskStatus::Running || !task.heartbeat_stale(now) {
@@ -322,7 +323,7 @@ async fn start_run(
     trigger: RunTrigger,
     ctx: &Context,
     report: &mut PassReport,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let topic_id = server_id(format_args!("topic-{}", ctx.derived_id("topic", 0)));
     let operation_id = server_id(format_args!("op-{}", ctx.derived_id("operation", 0)));
     let caller = owner_caller(&task.user_id);
@@ -342,7 +343,7 @@ async fn start_run(
             let refused = Refused::of("scheduler", "task.start_run", stream.clone(), &task.user_id).task(task.id());
             refusals::record_for_pass(state, &stream, ctx, refused, e.code(), e.to_string()).await?;
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     }
     Ok(())
 }

@@ -25,8 +25,9 @@ use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
 
 use super::refusals;
 use super::refusals::Refused;
+use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{error::ApiError, state::AppState};
+use crate::state::AppState;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "signal-bus";
@@ -50,25 +51,25 @@ impl Reactor for SignalBus {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &FACTS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
         react(state, fact).await
     }
 }
 
 /// The aggregate of `fact`'s stream as it was right after `fact` (what the policy saw).
-pub(crate) async fn state_at<A: Aggregate>(state: &AppState, fact: &RecordedEvent) -> Result<A, ApiError> {
+pub(crate) async fn state_at<A: Aggregate>(state: &AppState, fact: &RecordedEvent) -> Result<A, ReactorError> {
     let limit = usize::try_from(fact.stream_version).unwrap_or(usize::MAX);
     let events = state.store.read_stream(&fact.stream_id, 1, limit).await?;
     Ok(fold_recorded::<A>(&events, Some(fact.position))?.0)
 }
 
-pub(crate) fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ApiError> {
+pub(crate) fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ReactorError> {
     E::decode(&fact.event_type, fact.schema_version, &fact.payload)
-        .map_err(|e| ApiError::Internal(format!("event at {} cannot be decoded: {e}", fact.position)))
+        .map_err(|e| ReactorError::Undecodable { position: fact.position, reason: e.to_string() })
 }
 
 /// What the policies call for in answer to `fact`, each with the policy that called for it.
-pub async fn reactions(state: &AppState, fact: &RecordedEvent) -> Result<Vec<(&'static str, Reaction)>, ApiError> {
+pub async fn reactions(state: &AppState, fact: &RecordedEvent) -> Result<Vec<(&'static str, Reaction)>, ReactorError> {
     let tagged = |policy: &'static str, rs: Vec<Reaction>| rs.into_iter().map(move |r| (policy, r)).collect();
     Ok(match decode_fact(fact)? {
         Fact::Operation(OperationEvent::Failed(failed)) => {
@@ -114,7 +115,7 @@ enum Fact {
     Other,
 }
 
-fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ApiError> {
+fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ReactorError> {
     let prefix = fact.event_type.split('.').next().unwrap_or_default();
     Ok(match prefix {
         "operation" => Fact::Operation(decode(fact)?),
@@ -126,7 +127,7 @@ fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ApiError> {
 }
 
 /// Append what the policies call for in answer to `fact` (idempotently).
-pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
     for (i, (policy_id, reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
         let ctx = Context::reacting_to(fact, &format!("{policy_id}#{i}"), Actor::system(NAME));
         let (command, target) = match &reaction {

@@ -31,8 +31,9 @@ use serde_json::Value;
 use super::refusals;
 use super::refusals::Refused;
 use super::signal_bus;
+use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{error::ApiError, state::AppState};
+use crate::state::AppState;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "signal-sources";
@@ -84,7 +85,7 @@ impl Reactor for Sources {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &FACTS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
         let source_id = fact.stream_id.trim_start_matches("source-").to_string();
         match signal_bus::decode::<SourceEvent>(fact)? {
             SourceEvent::Received(received) => {
@@ -151,7 +152,7 @@ async fn append(
     source_id: &str,
     step: &str,
     command: SourceCommand,
-) -> Result<(), ApiError> {
+) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, &format!("{NAME}:{step}"), Actor::system(NAME));
     match state.handler.execute::<Source>(source_id, &command, &ctx).await {
         Ok(_) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
@@ -175,7 +176,7 @@ async fn carry_out(
     fact: &RecordedEvent,
     action: &ActionDispatched,
     handler: ActionHandler,
-) -> Result<ActionOutcome, ApiError> {
+) -> Result<ActionOutcome, ReactorError> {
     match handler.kind {
         HandlerKind::Record => Ok(ActionOutcome::Applied(format!("recorded by {}", handler.id))),
         HandlerKind::Notify => {

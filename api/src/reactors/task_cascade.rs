@@ -31,6 +31,7 @@ use agentlog_projections::tasks;
 use super::refusals;
 use super::refusals::Refused;
 use super::signal_bus;
+use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
 use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
 
@@ -48,13 +49,13 @@ impl Reactor for TaskCascade {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &["task.status_changed"];
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
         react(state, fact).await
     }
 }
 
 /// Start the dependants `fact` (a task reaching `completed`) released; report the held ones.
-pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiError> {
+pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
     let TaskEvent::StatusChanged(changed) = signal_bus::decode::<TaskEvent>(fact)? else { return Ok(()) };
     if changed.to != TaskStatus::Completed {
         return Ok(());
@@ -113,7 +114,7 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
                 refusals::record_with(state, fact, &ctx, Refused { user_id: owner.clone(), ..refused }, &e, Some(n))
                     .await?;
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
     for held in &cascade.held_externally {
@@ -124,7 +125,7 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ApiErro
     Ok(())
 }
 
-async fn notify(state: &AppState, fact: &RecordedEvent, key: &str, n: CreateNotification) -> Result<(), ApiError> {
+async fn notify(state: &AppState, fact: &RecordedEvent, key: &str, n: CreateNotification) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, key, Actor::system(NAME));
     let user = n.user_id.clone();
     match state.handler.execute::<Notifications>(&user, &NotificationCommand::Create(n), &ctx).await {
