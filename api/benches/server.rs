@@ -28,7 +28,7 @@ use agentlog_api::{
     graphql::build_schema,
     http::{Http, router},
     server::open_app,
-    state::ApiLimits,
+    state::{ApiLimits, Settings},
 };
 use agentlog_eventlog::{StoreOptions, open_store, testing::TempSqlite};
 use agentlog_workload::{Workload, WorkloadConfig};
@@ -374,7 +374,7 @@ fn main() -> Result<(), BoxError> {
             max_subscriptions_per_user: per_user,
             ..ApiLimits::default()
         };
-        let state = open_app(&database, limits).await?;
+        let state = open_app(&database, Settings::default(), limits).await?;
         let head = state.store.head_position().await?;
         state.runner.wait_for(head, Duration::from_secs(24 * 3600)).await?;
         println!("read models built in {:.1} s", start.elapsed().as_secs_f64());

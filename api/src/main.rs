@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf};
 use agentlog_api::{
     auth::{Role, Tokens},
     server::{ServeConfig, open_app, serve},
-    state::ApiLimits,
+    state::{ApiLimits, Settings},
 };
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -70,7 +70,7 @@ enum Command {
         max_response_bytes: usize,
         /// Most sub-agent levels below a top-level run; a deeper `spawnSubagent` (or group
         /// member run) is refused with LIMIT.
-        #[arg(long, env = "AGENTLOG_MAX_SUBAGENT_DEPTH", default_value_t = ApiLimits::default().max_subagent_depth)]
+        #[arg(long, env = "AGENTLOG_MAX_SUBAGENT_DEPTH", default_value_t = Settings::default().max_subagent_depth)]
         max_subagent_depth: u32,
         /// How long a query may run, milliseconds; then it is stopped and answered with LIMIT.
         #[arg(long, env = "AGENTLOG_QUERY_TIMEOUT_MS", default_value_t = 30_000)]
@@ -166,26 +166,29 @@ async fn main() -> anyhow::Result<()> {
                 max_anonymous_connections,
                 connection_init_timeout: std::time::Duration::from_millis(connection_init_timeout_ms),
                 max_response_bytes,
-                max_subagent_depth,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
+                ..ApiLimits::default()
+            };
+            let settings = Settings {
+                max_subagent_depth,
                 statement_timeout: (statement_timeout_ms > 0)
                     .then(|| std::time::Duration::from_millis(statement_timeout_ms)),
                 notification_retention: (notification_retention_secs > 0)
                     .then(|| std::time::Duration::from_secs(notification_retention_secs)),
                 notification_purge_every: std::time::Duration::from_secs(notification_purge_every_secs.max(1)),
                 log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
-                ..ApiLimits::default()
+                ..Settings::default()
             };
             let otlp = otlp_endpoint.as_deref().map(agentlog_api::otlp::OtlpConfig::new);
             let shutdown_timeout = std::time::Duration::from_secs(shutdown_timeout_secs);
-            serve(ServeConfig { database, bind, data_dir, limits, otlp, shutdown_timeout }).await
+            serve(ServeConfig { database, bind, data_dir, limits, settings, otlp, shutdown_timeout }).await
         }
         Command::Schema => {
             print!("{}", agentlog_api::graphql::sdl());
             Ok(())
         }
         Command::Token { command: TokenCommand::Create { user, admin, name, database } } => {
-            let app = open_app(&database, ApiLimits::default()).await?;
+            let app = open_app(&database, Settings::default(), ApiLimits::default()).await?;
             let role = if admin { Role::Admin } else { Role::User };
             let token = Tokens::new(app.db.clone()).create(&user, role, &name).await.map_err(anyhow::Error::from)?;
             println!("{}", token.secret);

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use crate::{
     reactors::{OPERATION_ENDS, checkpoint},
-    state::AppState,
+    state::App,
 };
 
 /// Why a page could not be exported now (it is sent again later).
@@ -72,7 +72,7 @@ impl OtlpConfig {
 }
 
 /// Take or renew the export lease for `holder`; true when this instance holds it now.
-async fn hold_lease(state: &AppState, holder: &str) -> Result<bool, ExportError> {
+async fn hold_lease(state: &App, holder: &str) -> Result<bool, ExportError> {
     let now = Utc::now().timestamp_micros();
     let until = now + i64::try_from(LEASE.as_micros()).unwrap_or(i64::MAX);
     let args: [SqlValue; 4] = [NAME.into(), holder.into(), until.into(), now.into()];
@@ -116,7 +116,7 @@ async fn send(client: &reqwest::Client, config: &OtlpConfig, body: Vec<u8>) -> R
 }
 
 /// Export until `stop` turns true.
-pub async fn run(state: AppState, config: OtlpConfig, mut stop: watch::Receiver<bool>) {
+pub async fn run(state: App, config: OtlpConfig, mut stop: watch::Receiver<bool>) {
     let holder = uuid::Uuid::new_v4().to_string();
     let client = match reqwest::Client::builder().timeout(Duration::from_secs(10)).build() {
         Ok(c) => c,
@@ -157,7 +157,7 @@ pub async fn run(state: AppState, config: OtlpConfig, mut stop: watch::Receiver<
 
 /// Send the next page; Ok(true) when one was sent (more may follow at once).
 async fn export_page(
-    state: &AppState,
+    state: &App,
     config: &OtlpConfig,
     client: &reqwest::Client,
     holder: &str,

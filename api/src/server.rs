@@ -22,7 +22,7 @@ use crate::{
     reactors::Reactors,
     relay::DeltaRelay,
     shutdown::Shutdown,
-    state::{ApiLimits, AppState},
+    state::{ApiLimits, App, AppState, Settings},
 };
 
 /// How to serve.
@@ -34,8 +34,10 @@ pub struct ServeConfig {
     pub bind: SocketAddr,
     /// Where the first admin token is written.
     pub data_dir: PathBuf,
-    /// Limits.
+    /// The HTTP front's limits.
     pub limits: ApiLimits,
+    /// How the application behaves.
+    pub settings: Settings,
     /// Export every run as an OpenTelemetry trace to this OTLP/HTTP collector.
     pub otlp: Option<crate::otlp::OtlpConfig>,
     /// Longest a shutdown may take, from the signal to the log closed: requests in flight,
@@ -48,10 +50,10 @@ pub struct ServeConfig {
 const TREE_CACHE_MESSAGES: usize = 200_000;
 
 /// Open everything the server needs.
-pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppState> {
+pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> anyhow::Result<AppState> {
     let options = StoreOptions {
-        statement_timeout: limits.statement_timeout,
-        poll_interval: limits.log_poll_interval,
+        statement_timeout: settings.statement_timeout,
+        poll_interval: settings.log_poll_interval,
         ..StoreOptions::default()
     };
     let store =
@@ -60,16 +62,21 @@ pub async fn open_app(database: &str, limits: ApiLimits) -> anyhow::Result<AppSt
     let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
     runner.start().await.context("starting the projections")?;
     let deltas = DeltaHub::default();
-    Ok(AppState {
+    let tokens = Tokens::new(db.clone());
+    let app = App {
         relay: DeltaRelay::start(store.database(), deltas.clone()),
         deltas,
         handler: CommandHandler::new(Arc::clone(&store)),
         store,
         runner,
-        tokens: Tokens::new(db.clone()),
         trees: Arc::new(ConversationTrees::new(db.clone(), TREE_CACHE_MESSAGES)),
         db,
         metrics: Arc::new(Metrics::default()),
+        settings,
+    };
+    Ok(AppState {
+        app,
+        tokens,
         subscriptions: Quota::default(),
         connections: Quota::default(),
         anonymous: Quota::default(),
@@ -87,7 +94,7 @@ fn redact(url: &str) -> String {
 
 /// Serve until a shutdown signal.
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
-    let state = open_app(&config.database, config.limits.clone()).await?;
+    let state = open_app(&config.database, config.settings.clone(), config.limits.clone()).await?;
     match state.tokens.bootstrap_admin(&config.data_dir).await {
         Ok(Some(path)) => tracing::warn!(
             path = %path.display(),
@@ -107,7 +114,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");
     let reactors = Reactors::start(&state);
     let (stop_export, stopped) = tokio::sync::watch::channel(false);
-    let exporter = config.otlp.clone().map(|otlp| tokio::spawn(crate::otlp::run(state.clone(), otlp, stopped)));
+    let exporter = config.otlp.clone().map(|otlp| tokio::spawn(crate::otlp::run(state.app.clone(), otlp, stopped)));
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
     let app = app.into_make_service_with_connect_info::<SocketAddr>();

@@ -1,4 +1,5 @@
-//! Everything a request handler needs, passed explicitly.
+//! What the application is made of ([`App`]: the log, the command handler, the read models,
+//! [`Settings`]) and what a request handler adds ([`AppState`]: tokens, quotas, [`ApiLimits`]).
 
 use std::{sync::Arc, time::Duration};
 
@@ -7,7 +8,7 @@ use agentlog_projections::{ProjectionRunner, ReadDb, conversations::Conversation
 
 use crate::{auth::Tokens, deltas::DeltaHub, metrics::Metrics, quota::Quota, relay::DeltaRelay, shutdown::Shutdown};
 
-/// Request and payload limits.
+/// The HTTP and websocket front's limits: what one request, connection or user may take.
 #[derive(Debug, Clone)]
 pub struct ApiLimits {
     /// Largest request body, bytes.
@@ -25,8 +26,6 @@ pub struct ApiLimits {
     pub max_selections: usize,
     /// Largest page (`first`).
     pub max_page_size: usize,
-    /// How long a mutation waits for its read models (read-your-writes).
-    pub read_your_writes: Duration,
     /// Projection lag (events) beyond which `/readyz` says not ready.
     pub ready_lag_events: i64,
     /// Most subscriptions open at once, all kinds together; one more is refused with LIMIT.
@@ -50,11 +49,41 @@ pub struct ApiLimits {
     /// Largest answer to a query or mutation over HTTP, and largest subscription result over a
     /// websocket, bytes; a larger one is replaced by a LIMIT error (a subscription goes on).
     pub max_response_bytes: usize,
-    /// Sub-agent levels a run may have below its top-level run (LIMIT beyond).
-    pub max_subagent_depth: u32,
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
+}
+
+impl Default for ApiLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 2 * 1024 * 1024,
+            max_depth: 12,
+            max_introspection_depth: 16,
+            max_complexity: 2_000,
+            max_selections: 2_000,
+            max_page_size: 500,
+            ready_lag_events: 50_000,
+            max_subscriptions: 10_000,
+            max_subscriptions_per_user: 1_000,
+            max_streams_per_user: 100,
+            max_connections_per_user: 100,
+            max_anonymous_connections_per_address: 20,
+            max_anonymous_connections: 1_000,
+            connection_init_timeout: Duration::from_secs(10),
+            max_response_bytes: 16 * 1024 * 1024,
+            query_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How the application behaves, whoever calls it (a request, a reactor, a clock pass).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How long a mutation waits for its read models (read-your-writes).
+    pub read_your_writes: Duration,
+    /// Sub-agent levels a run may have below its top-level run (LIMIT beyond).
+    pub max_subagent_depth: u32,
     /// Archived notifications older than this leave the inbox read model (None: kept).
     pub notification_retention: Option<Duration>,
     /// How often the retention pass runs (and the granularity of its cut-off).
@@ -68,38 +97,22 @@ pub struct ApiLimits {
     pub log_poll_interval: Duration,
 }
 
-impl Default for ApiLimits {
+impl Default for Settings {
     fn default() -> Self {
         Self {
-            max_body_bytes: 2 * 1024 * 1024,
-            max_depth: 12,
-            max_introspection_depth: 16,
-            max_complexity: 2_000,
-            max_selections: 2_000,
-            max_page_size: 500,
             read_your_writes: Duration::from_secs(5),
-            ready_lag_events: 50_000,
-            max_subscriptions: 10_000,
-            max_subscriptions_per_user: 1_000,
-            max_streams_per_user: 100,
-            max_connections_per_user: 100,
-            max_anonymous_connections_per_address: 20,
-            max_anonymous_connections: 1_000,
-            connection_init_timeout: Duration::from_secs(10),
-            max_response_bytes: 16 * 1024 * 1024,
             max_subagent_depth: agentlog_domain::rules::operation_start::DEFAULT_MAX_SUBAGENT_DEPTH,
-            query_timeout: Duration::from_secs(30),
-            statement_timeout: Some(Duration::from_secs(30)),
             notification_retention: Some(Duration::from_secs(30 * 24 * 3600)),
             notification_purge_every: Duration::from_secs(3600),
+            statement_timeout: Some(Duration::from_secs(30)),
             log_poll_interval: StoreOptions::default().poll_interval,
         }
     }
 }
 
-/// The application: the log, the command handler, the read models.
+/// The application's services: what use cases, reactors and clock passes work with.
 #[derive(Clone)]
-pub struct AppState {
+pub struct App {
     /// The log.
     pub store: Arc<dyn EventStore>,
     /// Runs commands against the log.
@@ -110,14 +123,37 @@ pub struct AppState {
     pub db: ReadDb,
     /// Parsed conversation trees, refreshed from the messages that changed.
     pub trees: Arc<ConversationTrees>,
-    /// Bearer tokens.
-    pub tokens: Tokens,
     /// Live partial content of messages being written.
     pub deltas: DeltaHub,
     /// The same, to and from the other server instances on the database (PostgreSQL).
     pub relay: DeltaRelay,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// How it behaves.
+    pub settings: Settings,
+}
+
+impl App {
+    /// Wait until the read models include `position` (bounded): a mutation's answer then reads
+    /// its own writes.
+    pub async fn settle(&self, position: i64) {
+        if position > 0
+            && let Err(e) = self.runner.wait_for(position, self.settings.read_your_writes).await
+        {
+            tracing::warn!(error = %e, position, "read models lag behind a mutation");
+        }
+    }
+}
+
+/// What a request handler has: the application and what the HTTP and websocket front adds
+/// (tokens, per-user and per-address quotas, request limits, draining). Use cases and
+/// reactors see only the [`App`] (this derefs to it).
+#[derive(Clone)]
+pub struct AppState {
+    /// The application.
+    pub app: App,
+    /// Bearer tokens.
+    pub tokens: Tokens,
     /// Open subscriptions per user.
     pub subscriptions: Quota,
     /// Open websocket connections per user.
@@ -130,14 +166,10 @@ pub struct AppState {
     pub shutdown: Shutdown,
 }
 
-impl AppState {
-    /// Wait until the read models include `position` (bounded): a mutation's answer then reads
-    /// its own writes.
-    pub async fn settle(&self, position: i64) {
-        if position > 0
-            && let Err(e) = self.runner.wait_for(position, self.limits.read_your_writes).await
-        {
-            tracing::warn!(error = %e, position, "read models lag behind a mutation");
-        }
+impl std::ops::Deref for AppState {
+    type Target = App;
+
+    fn deref(&self) -> &App {
+        &self.app
     }
 }

@@ -13,7 +13,7 @@ use agentlog_domain::{
 use agentlog_eventlog::{CommandError, EventLogError};
 use chrono::Utc;
 
-use crate::{error::ApiError, state::AppState};
+use crate::{error::ApiError, state::App};
 
 /// The owner of the built-in agents.
 pub const BUILTIN_OWNER: &str = "system";
@@ -21,7 +21,7 @@ pub const BUILTIN_OWNER: &str = "system";
 const NAME: &str = "builtin-agents";
 
 /// Register every built-in agent not yet in the log; answers how many this call registered.
-pub async fn register_builtin_agents(state: &AppState) -> Result<usize, ApiError> {
+pub async fn register_builtin_agents(state: &App) -> Result<usize, ApiError> {
     let mut registered = 0;
     for register in builtin_agents() {
         let id = register.agent_id.clone();

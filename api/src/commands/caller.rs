@@ -5,19 +5,19 @@ use agentlog_domain::{context::Context, envelope::Actor, ids::derived_id};
 use chrono::Utc;
 use uuid::Uuid;
 
-use crate::{auth::Caller, error::ApiError, state::AppState};
+use crate::{auth::Caller, error::ApiError, state::App};
 
 /// Use cases for one caller.
 pub struct Commands<'a> {
     /// The application.
-    pub state: &'a AppState,
+    pub state: &'a App,
     /// Who asks.
     pub caller: &'a Caller,
 }
 
 impl<'a> Commands<'a> {
     /// Use cases for `caller`.
-    pub fn new(state: &'a AppState, caller: &'a Caller) -> Self {
+    pub fn new(state: &'a App, caller: &'a Caller) -> Self {
         Self { state, caller }
     }
 

@@ -102,7 +102,7 @@ impl Commands<'_> {
                     None => None,
                 };
                 let started = operation_start::start_operation_within(
-                    self.state.limits.max_subagent_depth,
+                    self.state.settings.max_subagent_depth,
                     &create,
                     &existing.state,
                     conversation.as_ref().map(|c| &c.state),

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 
 use super::clock_pass;
 use crate::reactors::error::ReactorError;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "card-timeouts";
@@ -32,7 +32,7 @@ pub const NAME: &str = "card-timeouts";
 pub const PASS_EVERY: Duration = Duration::from_secs(1);
 
 /// Pass every [`PASS_EVERY`] until `stop` turns true.
-pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
+pub async fn run(state: App, stop: watch::Receiver<bool>) {
     let report = |timed_out: Vec<String>| {
         if !timed_out.is_empty() {
             tracing::info!(?timed_out, "cards timed out");
@@ -43,7 +43,7 @@ pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
 
 /// One pass at `now`: time out every pending card whose deadline passed. Answers
 /// `operationId/cardId` of the cards this pass timed out. Public so tests can drive the clock.
-pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
+pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
     let mut timed_out = Vec::new();
     for (id, card_id) in operations::due_cards(&state.db, now).await? {
         let op = state.handler.load::<Operation>(&id).await?.state;

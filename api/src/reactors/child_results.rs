@@ -26,7 +26,7 @@ use super::refusals::Refused;
 use super::signal_bus;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "child-results";
@@ -38,7 +38,7 @@ impl Reactor for ChildResults {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &crate::reactors::follow::OPERATION_ENDS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         let event: OperationEvent = signal_bus::decode(fact)?;
         if matches!(&event, OperationEvent::Completed(c) if c.reason.is_pause()) {
             return Ok(());
@@ -70,7 +70,7 @@ impl Reactor for ChildResults {
 /// Record a late child's completion notice on its parent's conversation (once: the message id
 /// derives from the child).
 async fn deliver(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     child: &Operation,
     topic_id: &str,

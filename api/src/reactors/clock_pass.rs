@@ -9,16 +9,16 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use crate::reactors::error::ReactorError;
-use crate::state::AppState;
+use crate::state::App;
 
 /// Run `pass` every `period` until `stop` turns true, handing each pass's answer to `report`;
 /// a pass that fails is logged and the next one tries again.
 pub async fn every<R, Fut>(
-    state: AppState,
+    state: App,
     mut stop: watch::Receiver<bool>,
     name: &'static str,
     period: Duration,
-    pass: impl Fn(AppState, DateTime<Utc>) -> Fut,
+    pass: impl Fn(App, DateTime<Utc>) -> Fut,
     report: impl Fn(R),
 ) where
     Fut: Future<Output = Result<R, ReactorError>>,

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::checkpoint;
 use crate::reactors::error::ReactorError;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The events that end an operation (the task lifecycle and child results react to them).
 pub const OPERATION_ENDS: [&str; 4] =
@@ -25,12 +25,12 @@ pub trait Reactor {
     /// The event types it reacts to.
     const FACTS: &'static [&'static str];
     /// Append what `fact` calls for.
-    fn react(state: &AppState, fact: &RecordedEvent) -> impl Future<Output = Result<(), ReactorError>> + Send;
+    fn react(state: &App, fact: &RecordedEvent) -> impl Future<Output = Result<(), ReactorError>> + Send;
 }
 
 /// Run reactor `R` until `stop` turns true; a failure (the database gone, …) is logged and the
 /// reactor resumes from its checkpoint a second later.
-pub async fn follow<R: Reactor>(state: AppState, mut stop: watch::Receiver<bool>) {
+pub async fn follow<R: Reactor>(state: App, mut stop: watch::Receiver<bool>) {
     loop {
         match follow_once::<R>(&state, &mut stop).await {
             Ok(()) => return,
@@ -43,7 +43,7 @@ pub async fn follow<R: Reactor>(state: AppState, mut stop: watch::Receiver<bool>
     }
 }
 
-async fn follow_once<R: Reactor>(state: &AppState, stop: &mut watch::Receiver<bool>) -> Result<(), ReactorError> {
+async fn follow_once<R: Reactor>(state: &App, stop: &mut watch::Receiver<bool>) -> Result<(), ReactorError> {
     let from = checkpoint::load(&state.db, R::NAME).await?;
     let mut facts = state.store.subscribe(from, EventFilter::types(R::FACTS.iter().copied()));
     loop {

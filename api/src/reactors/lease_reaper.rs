@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use super::clock_pass;
 use crate::reactors::error::ReactorError;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "lease-reaper";
@@ -31,7 +31,7 @@ pub const NAME: &str = "lease-reaper";
 pub const PASS_EVERY: Duration = Duration::from_secs(1);
 
 /// Pass every [`PASS_EVERY`] until `stop` turns true.
-pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
+pub async fn run(state: App, stop: watch::Receiver<bool>) {
     let report = |expired: Vec<String>| {
         if !expired.is_empty() {
             tracing::info!(?expired, "leases expired; runs interrupted");
@@ -42,7 +42,7 @@ pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
 
 /// One pass at `now`: interrupt every running operation whose lease expired. Answers the ids
 /// of the operations this pass interrupted. Public so tests can drive the clock.
-pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
+pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
     let mut expired = Vec::new();
     for id in operations::expired_leases(&state.db, now).await? {
         let id = id.as_str();

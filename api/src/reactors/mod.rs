@@ -23,7 +23,7 @@ use tokio::{sync::watch, task::JoinHandle};
 
 pub use follow::{OPERATION_ENDS, Reactor, follow};
 
-use crate::state::AppState;
+use crate::state::App;
 
 /// The running reactors of one server.
 pub struct Reactors {
@@ -33,7 +33,7 @@ pub struct Reactors {
 
 impl Reactors {
     /// Start every reactor.
-    pub fn start(state: &AppState) -> Self {
+    pub fn start(state: &App) -> Self {
         let (stop, rx) = watch::channel(false);
         let tasks = vec![
             tokio::spawn(follow::<signal_bus::SignalBus>(state.clone(), rx.clone())),

@@ -22,7 +22,7 @@ use tokio::sync::watch;
 
 use super::clock_pass;
 use crate::reactors::error::ReactorError;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (actor, command-id derivation).
 pub const NAME: &str = "notification-retention";
@@ -32,9 +32,9 @@ const USERS_PER_PASS: usize = 1_000;
 
 /// Pass every `ApiLimits::notification_purge_every` until `stop` turns true; nothing when the
 /// retention is off.
-pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
-    let Some(retention) = state.limits.notification_retention else { return };
-    let every = state.limits.notification_purge_every;
+pub async fn run(state: App, stop: watch::Receiver<bool>) {
+    let Some(retention) = state.settings.notification_retention else { return };
+    let every = state.settings.notification_purge_every;
     let report = |purged: Vec<String>| {
         if !purged.is_empty() {
             tracing::info!(users = ?purged, "archived notifications past the retention purged");
@@ -62,7 +62,7 @@ fn slot_of(now: DateTime<Utc>, every: Duration) -> DateTime<Utc> {
 /// slot's start minus `retention`. Answers the users this pass purged for. Public so tests can
 /// drive the clock.
 pub async fn pass(
-    state: &AppState,
+    state: &App,
     now: DateTime<Utc>,
     retention: Duration,
     every: Duration,

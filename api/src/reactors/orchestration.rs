@@ -38,7 +38,7 @@ use super::refusals::Refused;
 use super::signal_bus;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{auth::Caller, commands::Commands, state::AppState};
+use crate::{auth::Caller, commands::Commands, state::App};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "orchestration";
@@ -54,7 +54,7 @@ impl Reactor for Orchestration {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &FACTS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         match fact.event_type.as_str() {
             "group.orchestration_advanced" => {
                 let GroupEvent::OrchestrationAdvanced(step) = signal_bus::decode(fact)? else { return Ok(()) };
@@ -78,7 +78,7 @@ impl Reactor for Orchestration {
 }
 
 /// The group a supervisor operation (at `fact`) orchestrates, when it is one.
-async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ReactorError> {
+async fn supervised_group(state: &App, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ReactorError> {
     let op = signal_bus::state_at::<Operation>(state, fact).await?;
     let group = op.spec.as_ref().filter(|s| s.kind == OperationKind::Group).and_then(|s| s.group_id.clone());
     Ok(group.map(|g| (op, g)))
@@ -87,7 +87,7 @@ async fn supervised_group(state: &AppState, fact: &RecordedEvent) -> Result<Opti
 /// A decision the table does not carry out ends the supervisor's run with the refusal as its
 /// error (the signal bus then tells the owner with an error brief); a run that cannot take
 /// the failure any more has the refusal recorded ([`refusals::record`]).
-async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainError) -> Result<(), ReactorError> {
+async fn unsupported(state: &App, fact: &RecordedEvent, refused: &DomainError) -> Result<(), ReactorError> {
     let Some((op, _)) = supervised_group(state, fact).await? else { return Ok(()) };
     let ctx = Context::reacting_to(fact, &format!("{NAME}#unsupported"), Actor::system(NAME));
     let error = OperationError {
@@ -104,7 +104,7 @@ async fn unsupported(state: &AppState, fact: &RecordedEvent, refused: &DomainErr
 }
 
 /// Record an executor result on the group (idempotently).
-async fn advance(state: &AppState, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ReactorError> {
+async fn advance(state: &App, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ReactorError> {
     let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
     // An orchestration that is gone (finished, its group deleted) refuses the step: recorded
     // as a refusal, never skipped unseen.
@@ -121,7 +121,7 @@ const ADVANCE: &str = "group.advance_orchestration";
 /// Settle an orchestration command: a refusal is recorded and its owner told
 /// ([`refusals::record`]), never only logged.
 async fn settle(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     ctx: &Context,
     outcome: Result<(), CommandError>,
@@ -177,7 +177,7 @@ fn calls(instruction: &SupervisorInstruction, group: &Group) -> Option<Vec<(Stri
 }
 
 /// Carry out a recorded step's instruction.
-async fn carry_out(state: &AppState, fact: &RecordedEvent, step: &OrchestrationAdvanced) -> Result<(), ReactorError> {
+async fn carry_out(state: &App, fact: &RecordedEvent, step: &OrchestrationAdvanced) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let supervisor_id = step.operation_id.as_str();
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
@@ -245,7 +245,7 @@ impl MemberRuns {
 /// One operation per member, registered as the supervisor's children, and the supervisor held
 /// until all of them reported — one atomic append, each started as `runs` says.
 async fn dispatch(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     group: &Group,
     supervisor_id: &str,
@@ -272,7 +272,7 @@ async fn dispatch(
                 create.group_id = Some(group.group_id.clone());
                 create.trigger = Some(format!("group:{}", group.group_id));
                 create.instruction = instruction.clone();
-                create.depth = child_depth(&parent.state, state.limits.max_subagent_depth)?;
+                create.depth = child_depth(&parent.state, state.settings.max_subagent_depth)?;
                 create.disable_tools = runs.disable_tools;
                 let created = child.state.decide(&OperationCommand::Create(create), ctx)?;
                 writes.push((
@@ -316,7 +316,7 @@ fn result_for(instruction: &SupervisorInstruction, payload: ActionPayload) -> Ex
 }
 
 /// Every member the supervisor waited on reported: record the action's result on the group.
-async fn barrier_opened(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+async fn barrier_opened(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
     let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
     // The instruction being waited on: the group's last step for this supervisor.
     let steps = state.store.read_stream(&format!("group-{group_id}"), 1, usize::MAX).await?;

@@ -19,7 +19,7 @@ use agentlog_domain::{
 };
 
 use crate::reactors::error::ReactorError;
-use crate::{error::ApiError, state::AppState};
+use crate::{error::ApiError, state::App};
 use agentlog_eventlog::EventLogError;
 
 /// What a reactor asked that was refused, and whom it concerns.
@@ -73,7 +73,7 @@ impl Refused {
 /// Record that the command `ctx` issued in answer to `fact` was refused with `error`, and tell
 /// the owner with the default notification ([`refusal_notification`]).
 pub async fn record(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     ctx: &Context,
     refused: Refused,
@@ -84,7 +84,7 @@ pub async fn record(
 
 /// [`record`], telling the owner with `notification` instead of the default one.
 pub async fn record_with(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     ctx: &Context,
     refused: Refused,
@@ -106,7 +106,7 @@ pub async fn record_with(
 /// context for the slot (`ctx`): however many passes, on however many instances, meet the same
 /// refused slot, it is recorded and told once.
 pub async fn record_for_pass(
-    state: &AppState,
+    state: &App,
     stream_id: &str,
     ctx: &Context,
     refused: Refused,
@@ -142,7 +142,7 @@ struct Reason<'a> {
 /// Append the refusal and the owner's notification in one write, as `rctx`; count it when this
 /// instance's append wrote it.
 async fn write(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     ctx: &Context,
     mut rctx: Context,

@@ -47,7 +47,7 @@ use crate::{
     auth::Caller,
     commands::{Commands, is_replay},
     error::ApiError,
-    state::AppState,
+    state::App,
 };
 
 /// The reactor's name (actor, command-id derivation).
@@ -76,7 +76,7 @@ pub struct PassReport {
 
 /// Pass every [`PASS_EVERY`] until `stop` turns true. A failed pass is logged; the next one
 /// starts from the truth again.
-pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
+pub async fn run(state: App, stop: watch::Receiver<bool>) {
     let report = |report: PassReport| {
         if report != PassReport::default() {
             tracing::debug!(?report, "scheduler pass");
@@ -86,7 +86,7 @@ pub async fn run(state: AppState, stop: watch::Receiver<bool>) {
 }
 
 /// One pass at `now`: fire what is due. Public so tests can drive the clock.
-pub async fn pass(state: &AppState, now: DateTime<Utc>) -> Result<PassReport, ReactorError> {
+pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<PassReport, ReactorError> {
     let mut report = PassReport::default();
     for job in cron_jobs::dispatchable_jobs(&state.db, None).await? {
         fire_cron_job(state, &job, now, &mut report).await?;
@@ -147,7 +147,7 @@ fn already_done(e: &CommandError) -> bool {
 }
 
 async fn fire_cron_job(
-    state: &AppState,
+    state: &App,
     job: &CronJobRow,
     now: DateTime<Utc>,
     report: &mut PassReport,
@@ -215,7 +215,7 @@ async fn fire_cron_job(
 }
 
 async fn heartbeat_tick(
-    state: &AppState,
+    state: &App,
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
@@ -236,7 +236,7 @@ async fn heartbeat_tick(
 }
 
 async fn schedule_tick(
-    state: &AppState,
+    state: &App,
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
@@ -288,7 +288,7 @@ async fn schedule_tick(
 /// from the task and the heartbeat that went stale (its due instant), so every instance and
 /// every pass decides the same events: written once.
 async fn heartbeat_timeout(
-    state: &AppState,
+    state: &App,
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
@@ -318,7 +318,7 @@ async fn heartbeat_timeout(
 }
 
 async fn start_run(
-    state: &AppState,
+    state: &App,
     task: &Task,
     trigger: RunTrigger,
     ctx: &Context,

@@ -27,7 +27,7 @@ use super::refusals;
 use super::refusals::Refused;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "signal-bus";
@@ -51,13 +51,13 @@ impl Reactor for SignalBus {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &FACTS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         react(state, fact).await
     }
 }
 
 /// The aggregate of `fact`'s stream as it was right after `fact` (what the policy saw).
-pub(crate) async fn state_at<A: Aggregate>(state: &AppState, fact: &RecordedEvent) -> Result<A, ReactorError> {
+pub(crate) async fn state_at<A: Aggregate>(state: &App, fact: &RecordedEvent) -> Result<A, ReactorError> {
     let limit = usize::try_from(fact.stream_version).unwrap_or(usize::MAX);
     let events = state.store.read_stream(&fact.stream_id, 1, limit).await?;
     Ok(fold_recorded::<A>(&events, Some(fact.position))?.0)
@@ -69,7 +69,7 @@ pub(crate) fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ReactorE
 }
 
 /// What the policies call for in answer to `fact`, each with the policy that called for it.
-pub async fn reactions(state: &AppState, fact: &RecordedEvent) -> Result<Vec<(&'static str, Reaction)>, ReactorError> {
+pub async fn reactions(state: &App, fact: &RecordedEvent) -> Result<Vec<(&'static str, Reaction)>, ReactorError> {
     let tagged = |policy: &'static str, rs: Vec<Reaction>| rs.into_iter().map(move |r| (policy, r)).collect();
     Ok(match decode_fact(fact)? {
         Fact::Operation(OperationEvent::Failed(failed)) => {
@@ -127,7 +127,7 @@ fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ReactorError> {
 }
 
 /// Append what the policies call for in answer to `fact` (idempotently).
-pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
     for (i, (policy_id, reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
         let ctx = Context::reacting_to(fact, &format!("{policy_id}#{i}"), Actor::system(NAME));
         let (command, target) = match &reaction {

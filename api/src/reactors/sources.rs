@@ -33,7 +33,7 @@ use super::refusals::Refused;
 use super::signal_bus;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "signal-sources";
@@ -85,7 +85,7 @@ impl Reactor for Sources {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &FACTS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         let source_id = fact.stream_id.trim_start_matches("source-").to_string();
         match signal_bus::decode::<SourceEvent>(fact)? {
             SourceEvent::Received(received) => {
@@ -147,7 +147,7 @@ impl Reactor for Sources {
 }
 
 async fn append(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     source_id: &str,
     step: &str,
@@ -172,7 +172,7 @@ async fn append(
 }
 
 async fn carry_out(
-    state: &AppState,
+    state: &App,
     fact: &RecordedEvent,
     action: &ActionDispatched,
     handler: ActionHandler,

@@ -33,7 +33,7 @@ use super::refusals::Refused;
 use super::signal_bus;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{auth::Caller, commands::Commands, error::ApiError, state::AppState};
+use crate::{auth::Caller, commands::Commands, error::ApiError, state::App};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "task-cascade";
@@ -49,13 +49,13 @@ impl Reactor for TaskCascade {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &["task.status_changed"];
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         react(state, fact).await
     }
 }
 
 /// Start the dependants `fact` (a task reaching `completed`) released; report the held ones.
-pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
     let TaskEvent::StatusChanged(changed) = signal_bus::decode::<TaskEvent>(fact)? else { return Ok(()) };
     if changed.to != TaskStatus::Completed {
         return Ok(());
@@ -125,7 +125,7 @@ pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), Reactor
     Ok(())
 }
 
-async fn notify(state: &AppState, fact: &RecordedEvent, key: &str, n: CreateNotification) -> Result<(), ReactorError> {
+async fn notify(state: &App, fact: &RecordedEvent, key: &str, n: CreateNotification) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, key, Actor::system(NAME));
     let user = n.user_id.clone();
     match state.handler.execute::<Notifications>(&user, &NotificationCommand::Create(n), &ctx).await {

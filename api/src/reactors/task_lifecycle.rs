@@ -31,7 +31,7 @@ use super::refusals::Refused;
 use super::signal_bus;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::state::AppState;
+use crate::state::App;
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "task-lifecycle";
@@ -43,7 +43,7 @@ impl Reactor for TaskLifecycle {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &crate::reactors::follow::OPERATION_ENDS;
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         react(state, fact).await
     }
 }
@@ -68,7 +68,7 @@ fn topic_end(event: &OperationEvent) -> Option<(TopicEnd, Option<&OperationCompl
 }
 
 /// End the topic that `fact`'s operation ran, when it is a task run whose topic still runs.
-pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
     let event: OperationEvent = signal_bus::decode(fact)?;
     let Some((end, completed)) = topic_end(&event) else { return Ok(()) };
     let op = signal_bus::state_at::<Operation>(state, fact).await?;

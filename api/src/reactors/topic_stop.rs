@@ -23,7 +23,7 @@ use super::refusals::Refused;
 use super::signal_bus;
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{auth::Caller, commands::Commands, state::AppState};
+use crate::{auth::Caller, commands::Commands, state::App};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "topic-stop";
@@ -35,13 +35,13 @@ impl Reactor for TopicStop {
     const NAME: &'static str = NAME;
     const FACTS: &'static [&'static str] = &["task.topic_canceled", "task.topics_timed_out"];
 
-    async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+    async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
         react(state, fact).await
     }
 }
 
 /// Cancel the unfinished operations of the topics `fact` ended.
-pub async fn react(state: &AppState, fact: &RecordedEvent) -> Result<(), ReactorError> {
+pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
     let (operations, reason) = match signal_bus::decode::<TaskEvent>(fact)? {
         TaskEvent::TopicCanceled(c) => (vec![c.operation_id], format!("topic canceled: {}", c.reason)),
         TaskEvent::TopicsTimedOut(t) => {

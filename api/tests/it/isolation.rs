@@ -4,7 +4,11 @@
 
 use crate::support;
 
-use agentlog_api::{reactors::scheduler, server::open_app, state::ApiLimits};
+use agentlog_api::{
+    reactors::scheduler,
+    server::open_app,
+    state::{ApiLimits, Settings},
+};
 use agentlog_domain::{
     agents::{AgentCommand, RegisterAgent},
     context::Context,
@@ -148,7 +152,7 @@ async fn a_websocket_without_a_valid_token_is_closed_with_4401(db: Db) {
 }
 
 async fn a_users_cron_job_cannot_start_another_users_agent(db: Db) {
-    let state = open_app(&db.url(), ApiLimits::default()).await.expect("open the app");
+    let state = open_app(&db.url(), Settings::default(), ApiLimits::default()).await.expect("open the app");
     let t = Utc::now() - Duration::minutes(10);
     let ctx = |user: &str| Context::new(t, Uuid::now_v7(), Actor::user(user), user);
     let register: RegisterAgent =

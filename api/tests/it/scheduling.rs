@@ -12,7 +12,7 @@ use crate::support;
 use agentlog_api::{
     reactors::{Reactor, lease_reaper, scheduler, signal_bus, sources::Sources},
     server::open_app,
-    state::{ApiLimits, AppState},
+    state::{ApiLimits, AppState, Settings},
 };
 use agentlog_domain::{
     context::Context,
@@ -238,7 +238,7 @@ async fn cron_fires_once_across_two_server_processes(db: Db) {
 // ---- in process, the clock driven by the test ----------------------------------------------
 
 pub(crate) async fn app(db: &Db) -> AppState {
-    open_app(&db.url(), ApiLimits::default()).await.expect("open the app")
+    open_app(&db.url(), Settings::default(), ApiLimits::default()).await.expect("open the app")
 }
 
 pub(crate) fn at(s: &str) -> DateTime<Utc> {

@@ -4,7 +4,12 @@
 
 use std::time::Duration;
 
-use agentlog_api::{auth::Caller, graphql::build_schema, server::open_app, state::ApiLimits};
+use agentlog_api::{
+    auth::Caller,
+    graphql::build_schema,
+    server::open_app,
+    state::{ApiLimits, Settings},
+};
 use agentlog_eventlog::testing::TempSqlite;
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
@@ -25,7 +30,7 @@ async fn next_within(
 async fn subscriptions_beyond_the_cap_are_refused_and_a_closed_one_frees_its_place() {
     let file = TempSqlite::new();
     let limits = ApiLimits { max_subscriptions: 2, ..ApiLimits::default() };
-    let state = open_app(&file.url(), limits).await.expect("open the app");
+    let state = open_app(&file.url(), Settings::default(), limits).await.expect("open the app");
     let schema = build_schema(state.clone());
     let alice = Caller { user_id: "alice".into(), admin: false };
     let subscribe =

@@ -24,7 +24,7 @@ use agentlog_api::{
     graphql::build_schema,
     http::{Http, router},
     server::open_app,
-    state::{ApiLimits, AppState},
+    state::{ApiLimits, AppState, Settings},
 };
 use axum::{
     Router,
@@ -54,7 +54,8 @@ fn server() -> &'static Server {
         let _ = std::fs::remove_file(&path);
         let url = format!("sqlite://{}?mode=rwc", path.display());
         let (state, admin, user) = runtime.block_on(async {
-            let state = open_app(&url, ApiLimits::default()).await.expect("opening the fuzz server's log");
+            let state =
+                open_app(&url, Settings::default(), ApiLimits::default()).await.expect("opening the fuzz server's log");
             let admin = state.tokens.create("fuzz-admin", Role::Admin, "fuzz").await.expect("admin token").secret;
             let user = state.tokens.create("fuzz-user", Role::User, "fuzz").await.expect("user token").secret;
             (state, admin, user)
