@@ -3,11 +3,12 @@
 //! GraphQL resolvers only parse arguments and call these.
 
 pub mod aggregates;
+pub mod briefs;
 pub mod builtins;
 mod caller;
 mod checks;
 pub mod groups;
-pub mod inbox;
+pub mod notifications;
 pub mod operations;
 pub mod sources;
 pub mod tasks;

@@ -12,9 +12,9 @@ use agentlog_projections::{briefs, conversations, notifications, operations, tas
 use async_graphql::{Context, OutputType, SimpleObject, Subscription};
 use futures_util::{StreamExt, stream::BoxStream};
 
+use super::briefs::BriefNode;
 use super::conversations::ConversationNode;
-use super::inbox::BriefNode;
-use super::inbox::NotificationNode;
+use super::notifications::NotificationNode;
 use super::operations::Operation;
 use super::operations::OperationKindInput;
 use super::tasks::TaskNode;

@@ -6,12 +6,16 @@ pub mod admin;
 pub mod admission;
 pub mod agents;
 pub mod analytics;
+pub mod briefs;
 pub mod changes;
 pub mod conversations;
 pub mod cost;
+pub mod cron_jobs;
 pub mod events;
-pub mod inbox;
+pub mod groups;
+pub mod notifications;
 pub mod operations;
+pub mod origins;
 mod paging;
 pub mod raw_json;
 mod request;
@@ -36,9 +40,12 @@ pub struct Query(
     events::EventsQuery,
     operations::OperationsQuery,
     tasks::TasksQuery,
-    inbox::InboxQuery,
+    briefs::BriefsQuery,
+    notifications::NotificationsQuery,
     conversations::ConversationsQuery,
     agents::AgentsQuery,
+    groups::GroupsQuery,
+    cron_jobs::CronJobsQuery,
     admin::AdminQuery,
     analytics::AnalyticsQueryRoot,
     admin::AdminQuery,
@@ -49,9 +56,12 @@ pub struct Query(
 pub struct Mutation(
     operations::OperationsMutation,
     tasks::TasksMutation,
-    inbox::InboxMutation,
+    briefs::BriefsMutation,
+    notifications::NotificationsMutation,
     conversations::ConversationsMutation,
     agents::AgentsMutation,
+    groups::GroupsMutation,
+    cron_jobs::CronJobsMutation,
     sources::SourcesMutation,
     admin::AdminMutation,
 );

@@ -331,8 +331,8 @@ impl Operation {
     /// from the chain's root source (a cron fire, a completed task that released it, a
     /// supervisor's dispatch, a heartbeat, or a user's call).
     #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
-    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::inbox::Origin>> {
-        Ok(super::inbox::origin(ctx, &operation_stream(&self.id)).await?)
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::origins::Origin>> {
+        Ok(super::origins::origin(ctx, &operation_stream(&self.id)).await?)
     }
 
     /// The roster settings the run's starter overrode (`model`, `provider`); `model` and

@@ -270,9 +270,9 @@ impl TaskNode {
     /// Why this task exists, in one request: the event that created it and its path of causes
     /// from the chain's root source.
     #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
-    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::inbox::Origin>> {
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::origins::Origin>> {
         let stream = <agentlog_domain::tasks::Task as agentlog_domain::aggregate::Aggregate>::stream_id(&self.task_id);
-        Ok(super::inbox::origin(ctx, &stream).await?)
+        Ok(super::origins::origin(ctx, &stream).await?)
     }
 
     /// What this task depends on.

@@ -1,0 +1,242 @@
+//! Briefs: short reports a human reads and acts on (approve, comment, …), and their commands.
+
+use agentlog_domain::aggregate::Aggregate;
+use agentlog_domain::briefs::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
+use agentlog_projections::briefs::{self, BriefFilter, BriefRow};
+use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use chrono::{DateTime, Utc};
+
+use super::cost;
+use super::origins::{Origin, origin};
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::request::node_after;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::from_wire;
+use crate::graphql::wire::json;
+use crate::graphql::wire::wire;
+use crate::{
+    commands::Commands,
+    error::{ApiError, GqlResult},
+};
+
+/// A brief: a short report a human reads and acts on.
+#[derive(SimpleObject, Clone)]
+#[graphql(complex)]
+pub struct BriefNode {
+    /// Its id.
+    pub brief_id: String,
+    /// Owner.
+    pub user_id: String,
+    /// `result`, `decision`, `error`, `insight`, …
+    #[graphql(name = "type")]
+    pub brief_type: String,
+    /// `urgent`, `normal`, `info`.
+    pub priority: String,
+    /// Title.
+    pub title: String,
+    /// Summary.
+    pub summary: String,
+    /// The actions offered (`[{key, label, type, url?}]`).
+    pub actions: Json<serde_json::Value>,
+    /// Attached documents (`[{id, kind, title}]`).
+    pub documents: Json<serde_json::Value>,
+    /// Task.
+    pub task_id: Option<String>,
+    /// Topic.
+    pub topic_id: Option<String>,
+    /// Operation.
+    pub operation_id: Option<String>,
+    /// Cron job.
+    pub cron_job_id: Option<String>,
+    /// Agent.
+    pub agent_id: Option<String>,
+    /// What produced it.
+    pub trigger: Option<String>,
+    /// Error code of an error brief.
+    pub error_code: Option<String>,
+    /// Free metadata.
+    pub metadata: Option<Json<serde_json::Value>>,
+    /// First read.
+    pub read_at: Option<DateTime<Utc>>,
+    /// The action chosen.
+    pub resolved_action: Option<String>,
+    /// The comment given with it.
+    pub resolved_comment: Option<String>,
+    /// When it was resolved.
+    pub resolved_at: Option<DateTime<Utc>>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<BriefRow> for BriefNode {
+    fn from(b: BriefRow) -> Self {
+        Self {
+            brief_type: wire(&b.brief_type),
+            priority: wire(&b.priority),
+            actions: json(&b.actions),
+            documents: json(&b.documents),
+            metadata: b.metadata.map(Json),
+            brief_id: b.brief_id,
+            user_id: b.user_id,
+            title: b.title,
+            summary: b.summary,
+            task_id: b.task_id,
+            topic_id: b.topic_id,
+            operation_id: b.operation_id,
+            cron_job_id: b.cron_job_id,
+            agent_id: b.agent_id,
+            trigger: b.trigger,
+            error_code: b.error_code,
+            read_at: b.read_at,
+            resolved_action: b.resolved_action,
+            resolved_comment: b.resolved_comment,
+            resolved_at: b.resolved_at,
+            created_at: b.created_at,
+            updated_at: b.updated_at,
+        }
+    }
+}
+
+/// Which briefs.
+#[derive(InputObject, Default)]
+pub struct BriefFilterInput {
+    /// Only this type.
+    #[graphql(name = "type")]
+    pub brief_type: Option<String>,
+    /// Only this priority.
+    pub priority: Option<String>,
+    /// Only resolved (true) or open (false) ones.
+    pub resolved: Option<bool>,
+    /// Only this task's.
+    pub task_id: Option<String>,
+}
+
+/// Brief queries.
+#[derive(Default)]
+pub struct BriefsQuery;
+
+async fn brief_node(ctx: &Context<'_>, brief_id: &str) -> Result<BriefNode, ApiError> {
+    let row = briefs::brief(&app(ctx).db, caller(ctx)?.owner(), brief_id).await?;
+    row.map(BriefNode::from).ok_or_else(|| ApiError::not_found("brief", brief_id))
+}
+
+#[Object]
+impl BriefsQuery {
+    /// One brief. NOT_FOUND when missing or someone else's.
+    async fn brief(&self, ctx: &Context<'_>, id: String) -> GqlResult<BriefNode> {
+        Ok(brief_node(ctx, &id).await?)
+    }
+
+    /// Briefs, newest first.
+    async fn briefs(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        filter: Option<BriefFilterInput>,
+    ) -> GqlResult<Connection<String, BriefNode>> {
+        let request = page_request(ctx, first, after)?;
+        let input = filter.unwrap_or_default();
+        let filter = BriefFilter {
+            brief_type: input.brief_type.as_deref().map(|t| from_wire::<BriefType>("filter.type", t)).transpose()?,
+            priority: input
+                .priority
+                .as_deref()
+                .map(|p| from_wire::<BriefPriority>("filter.priority", p))
+                .transpose()?,
+            resolved: input.resolved,
+            task_id: input.task_id,
+        };
+        let page = briefs::briefs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        Ok(connection(page, request.after.is_some(), BriefNode::from))
+    }
+}
+
+/// What a brief mutation answers.
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct BriefPayload {
+    /// The id it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
+    /// Position of the last event appended (0 when nothing changed).
+    pub position: i64,
+}
+
+#[ComplexObject]
+impl BriefPayload {
+    /// The brief after the command (read model, settled); read when asked for).
+    async fn brief(&self, ctx: &Context<'_>) -> GqlResult<BriefNode> {
+        node_after(ctx, self.position, brief_node(ctx, &self.id)).await
+    }
+}
+
+/// Brief mutations.
+#[derive(Default)]
+pub struct BriefsMutation;
+
+async fn brief_command(
+    ctx: &Context<'_>,
+    id: &str,
+    command: BriefCommand,
+    request_id: Option<String>,
+) -> GqlResult<BriefPayload> {
+    let out = Commands::new(app(ctx), caller(ctx)?).command::<Brief>(id, command, None, request_id.as_deref()).await?;
+    Ok(BriefPayload { id: id.to_string(), position: out.position })
+}
+
+#[Object]
+impl BriefsMutation {
+    /// Create a brief (`{briefId, type, priority?, title, summary, taskId?, topicId?,
+    /// operationId?, cronJobId?, agentId?, actions?, documents?, trigger?, errorCode?,
+    /// metadata?}`); without `actions` the type's defaults apply.
+    async fn create_brief(
+        &self,
+        ctx: &Context<'_>,
+        input: Json<serde_json::Value>,
+        owner_id: Option<String>,
+        request_id: Option<String>,
+    ) -> GqlResult<BriefPayload> {
+        let create: CreateBrief = decode("input", input)?;
+        let id = create.brief_id.clone();
+        let out = Commands::new(app(ctx), caller(ctx)?)
+            .create::<Brief>(&id, BriefCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
+            .await?;
+        Ok(BriefPayload { id: id.to_string(), position: out.position })
+    }
+
+    /// The human saw the brief.
+    async fn mark_brief_read(&self, ctx: &Context<'_>, id: String) -> GqlResult<BriefPayload> {
+        brief_command(ctx, &id, BriefCommand::MarkRead, None).await
+    }
+
+    /// The human chose one of the brief's actions (once). Approving a result brief completes
+    /// its task.
+    async fn resolve_brief(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        action: String,
+        comment: Option<String>,
+        request_id: Option<String>,
+    ) -> GqlResult<BriefPayload> {
+        let position =
+            Commands::new(app(ctx), caller(ctx)?).resolve_brief(&id, &action, comment, request_id.as_deref()).await?;
+        Ok(BriefPayload { id: id.to_string(), position })
+    }
+}
+
+#[ComplexObject]
+impl BriefNode {
+    /// Why this brief exists, in one request: the event that created it and its path of
+    /// causes from the chain's root source (a failed run, a finished topic, a user's call).
+    #[graphql(complexity = "cost::once(cost::ORIGIN, child_complexity)")]
+    async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
+        Ok(origin(ctx, &Brief::stream_id(&self.brief_id)).await?)
+    }
+}

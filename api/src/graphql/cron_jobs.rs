@@ -1,0 +1,210 @@
+//! Cron jobs: an agent prompted on a schedule, in a time zone, under conditions.
+
+use agentlog_domain::cron_jobs::{CreateCronJob, CronCommand, CronJob};
+use agentlog_projections::cron_jobs::{self, CronJobFilter, CronJobRow};
+use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::graphql::paging::connection;
+use crate::graphql::paging::page_request;
+use crate::graphql::request::app;
+use crate::graphql::request::caller;
+use crate::graphql::wire::decode;
+use crate::graphql::wire::json;
+use crate::{
+    commands::{Commands, check_time_zone},
+    error::{ApiError, GqlResult},
+};
+
+/// A cron job: an agent prompted on a schedule.
+#[derive(SimpleObject, Clone)]
+pub struct CronJobNode {
+    /// Its id.
+    pub job_id: String,
+    /// Owner.
+    pub user_id: String,
+    /// The agent it prompts.
+    pub agent_id: String,
+    /// Its group.
+    pub group_id: Option<String>,
+    /// Name.
+    pub name: Option<String>,
+    /// 5-field cron pattern.
+    pub pattern: String,
+    /// IANA time zone of the pattern.
+    pub timezone: String,
+    /// The prompt.
+    pub content: String,
+    /// On.
+    pub enabled: bool,
+    /// Most executions (absent = unlimited).
+    pub max_executions: Option<i64>,
+    /// Executions left.
+    pub remaining_executions: Option<i64>,
+    /// When it may run (`{activeDays?, activeHours?, maxExecutionsPerDay?}`: weekdays 0 =
+    /// Sunday … 6, hours `{start, end}` with start ≤ hour < end, wrapping past midnight).
+    pub conditions: Json<Value>,
+    /// Last fire.
+    pub last_executed_at: Option<DateTime<Utc>>,
+    /// Fires so far.
+    pub total_executions: i64,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<CronJobRow> for CronJobNode {
+    fn from(j: CronJobRow) -> Self {
+        Self {
+            conditions: json(&j.conditions),
+            job_id: j.job_id,
+            user_id: j.user_id,
+            agent_id: j.agent_id,
+            group_id: j.group_id,
+            name: j.name,
+            pattern: j.pattern,
+            timezone: j.timezone,
+            content: j.content,
+            enabled: j.enabled,
+            max_executions: j.max_executions,
+            remaining_executions: j.remaining_executions,
+            last_executed_at: j.last_executed_at,
+            total_executions: j.total_executions,
+            created_at: j.created_at,
+            updated_at: j.updated_at,
+        }
+    }
+}
+
+async fn cron_job_node(ctx: &Context<'_>, id: &str) -> Result<CronJobNode, ApiError> {
+    let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+    row.map(CronJobNode::from).ok_or_else(|| ApiError::not_found("cron job", id))
+}
+
+/// Cron-job queries.
+#[derive(Default)]
+pub struct CronJobsQuery;
+
+#[Object]
+impl CronJobsQuery {
+    /// One cron job. NOT_FOUND when missing or someone else's.
+    async fn cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobNode> {
+        Ok(cron_job_node(ctx, &id).await?)
+    }
+
+    /// Cron jobs.
+    async fn cron_jobs(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        agent_id: Option<String>,
+        enabled: Option<bool>,
+    ) -> GqlResult<Connection<String, CronJobNode>> {
+        let request = page_request(ctx, first, after)?;
+        let filter = CronJobFilter { agent_id, enabled };
+        let page = cron_jobs::cron_jobs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        Ok(connection(page, request.after.is_some(), CronJobNode::from))
+    }
+}
+
+/// What a cron-job mutation answers.
+#[derive(SimpleObject)]
+#[graphql(complex)]
+pub struct CronJobPayload {
+    /// The job it answers for.
+    #[graphql(skip)]
+    pub(crate) id: String,
+    /// Position of the last event appended (0 when nothing changed).
+    pub position: i64,
+}
+
+#[ComplexObject]
+impl CronJobPayload {
+    /// The job after the command (read model, settled; read when asked for; absent once
+    /// deleted).
+    async fn cron_job(&self, ctx: &Context<'_>) -> GqlResult<Option<CronJobNode>> {
+        let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        let reached = app(ctx).runner.position();
+        match row {
+            Some(row) => Ok(Some(CronJobNode::from(row))),
+            // Not there yet, not deleted: the read models are behind the command.
+            None if reached < self.position => Err(ApiError::Behind { position: self.position, reached }.into()),
+            None => Ok(None),
+        }
+    }
+}
+
+async fn cron_command(ctx: &Context<'_>, id: &str, command: CronCommand) -> GqlResult<CronJobPayload> {
+    let out = Commands::new(app(ctx), caller(ctx)?).command::<CronJob>(id, command, None, None).await?;
+    Ok(CronJobPayload { id: id.to_string(), position: out.position })
+}
+
+fn non_negative_u32(field: &str, v: Option<i32>) -> Result<Option<u32>, ApiError> {
+    v.map(|n| u32::try_from(n).map_err(|_| ApiError::validation(field, "must not be negative"))).transpose()
+}
+
+/// Cron-job mutations.
+#[derive(Default)]
+pub struct CronJobsMutation;
+
+#[Object]
+impl CronJobsMutation {
+    /// Create a cron job (`{jobId, agentId, groupId?, name?, pattern, timezone, content,
+    /// enabled, maxExecutions?, conditions?}`; `timezone` an IANA zone, `conditions`
+    /// `{activeDays?, activeHours?, maxExecutionsPerDay?}`; anything else is VALIDATION).
+    async fn create_cron_job(
+        &self,
+        ctx: &Context<'_>,
+        input: Json<Value>,
+        owner_id: Option<String>,
+    ) -> GqlResult<CronJobPayload> {
+        let create: CreateCronJob = decode("input", input)?;
+        check_time_zone("input.timezone", &create.timezone)?;
+        let id = create.job_id.clone();
+        let out = Commands::new(app(ctx), caller(ctx)?)
+            .create::<CronJob>(&id, CronCommand::Create(create), owner_id.as_deref(), None)
+            .await?;
+        Ok(CronJobPayload { id: id.to_string(), position: out.position })
+    }
+
+    /// Change a cron job (`{name?, pattern?, timezone?, content?, conditions?, …}`).
+    async fn update_cron_job(&self, ctx: &Context<'_>, id: String, patch: Json<Value>) -> GqlResult<CronJobPayload> {
+        let patch: agentlog_domain::cron_jobs::CronJobPatch = decode("patch", patch)?;
+        if let Some(zone) = &patch.timezone {
+            check_time_zone("patch.timezone", zone)?;
+        }
+        cron_command(ctx, &id, CronCommand::Update(patch)).await
+    }
+
+    /// Turn a cron job on.
+    async fn enable_cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobPayload> {
+        cron_command(ctx, &id, CronCommand::Enable).await
+    }
+
+    /// Turn a cron job off.
+    async fn disable_cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobPayload> {
+        cron_command(ctx, &id, CronCommand::Disable).await
+    }
+
+    /// Re-enable and restore the counters; `maxExecutions` replaces the max when given
+    /// (`keepMax: true` keeps the old one).
+    async fn reset_cron_job_executions(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        max_executions: Option<i32>,
+        #[graphql(default)] keep_max: bool,
+    ) -> GqlResult<CronJobPayload> {
+        let max = non_negative_u32("maxExecutions", max_executions)?;
+        let max_executions = if keep_max { None } else { Some(max) };
+        cron_command(ctx, &id, CronCommand::ResetExecutions { max_executions }).await
+    }
+
+    /// Delete a cron job.
+    async fn delete_cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobPayload> {
+        cron_command(ctx, &id, CronCommand::Delete).await
+    }
+}
