@@ -118,10 +118,12 @@ impl AgentNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, AgentVersion>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = agents::versions(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
-        Ok(connection(page, request.after.is_some(), AgentVersion::from))
+        Ok(connection(page, AgentVersion::from))
     }
 }
 
@@ -294,14 +296,16 @@ impl AgentsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         #[graphql(default)] include_archived: bool,
         model: Option<String>,
         builtin: Option<bool>,
     ) -> GqlResult<Connection<String, AgentNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = AgentFilter { include_archived, builtin, model };
         let page = agents::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), AgentNode::from))
+        Ok(connection(page, AgentNode::from))
     }
 
     /// One group. NOT_FOUND when missing or someone else's.
@@ -315,13 +319,15 @@ impl AgentsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         #[graphql(default)] include_deleted: bool,
         member_agent_id: Option<String>,
     ) -> GqlResult<Connection<String, GroupNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = GroupFilter { include_deleted, member_agent_id };
         let page = groups::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), GroupNode::from))
+        Ok(connection(page, GroupNode::from))
     }
 
     /// One cron job. NOT_FOUND when missing or someone else's.
@@ -335,13 +341,15 @@ impl AgentsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         agent_id: Option<String>,
         enabled: Option<bool>,
     ) -> GqlResult<Connection<String, CronJobNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = CronJobFilter { agent_id, enabled };
         let page = cron_jobs::cron_jobs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), CronJobNode::from))
+        Ok(connection(page, CronJobNode::from))
     }
 }
 

@@ -191,12 +191,14 @@ impl ConversationNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         #[graphql(default)] include_deleted: bool,
     ) -> GqlResult<Connection<String, MessageNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page =
             read::topic_messages(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id, include_deleted, &request).await?;
-        Ok(connection(page, request.after.is_some(), MessageNode::from))
+        Ok(connection(page, MessageNode::from))
     }
 
     /// Threads, in the order they were opened.
@@ -247,10 +249,12 @@ impl ConversationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, ConversationNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::conversations(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
-        Ok(connection(page, request.after.is_some(), ConversationNode::from))
+        Ok(connection(page, ConversationNode::from))
     }
 }
 

@@ -201,9 +201,11 @@ impl InboxQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<BriefFilterInput>,
     ) -> GqlResult<Connection<String, BriefNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = BriefFilter {
             brief_type: input.brief_type.as_deref().map(|t| from_wire::<BriefType>("filter.type", t)).transpose()?,
@@ -216,7 +218,7 @@ impl InboxQuery {
             task_id: input.task_id,
         };
         let page = briefs::briefs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), BriefNode::from))
+        Ok(connection(page, BriefNode::from))
     }
 
     /// The inbox: non-archived notifications, newest first.
@@ -225,13 +227,15 @@ impl InboxQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<NotificationFilterInput>,
     ) -> GqlResult<Connection<String, NotificationNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = InboxFilter { read: input.read, category: input.category };
         let page = notifications::inbox(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), NotificationNode::from))
+        Ok(connection(page, NotificationNode::from))
     }
 
     /// One notification. NOT_FOUND when missing or someone else's.

@@ -387,10 +387,12 @@ impl Operation {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, OperationStep>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::steps(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
-        Ok(connection(page, request.after.is_some(), OperationStep::from))
+        Ok(connection(page, OperationStep::from))
     }
 
     /// Every human-in-the-loop card it asked, in order (read model).
@@ -417,10 +419,12 @@ impl Operation {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, Operation>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::children(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
-        Ok(connection(page, request.after.is_some(), Operation::from))
+        Ok(connection(page, Operation::from))
     }
 
     /// Every event of this operation's stream, oldest first.
@@ -461,9 +465,11 @@ impl OperationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<OperationFilterInput>,
     ) -> GqlResult<Connection<String, Operation>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let f = filter.unwrap_or_default();
         let filter = OperationFilter {
             status: f.status.as_deref().map(|s| from_wire("filter.status", s)).transpose()?,
@@ -477,7 +483,7 @@ impl OperationsQuery {
             created_to: f.created_to,
         };
         let page = read::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), Operation::from))
+        Ok(connection(page, Operation::from))
     }
 
     /// Cards waiting for a human's answer, oldest first: what a human must decide next.
@@ -486,10 +492,12 @@ impl OperationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, HitlCardNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::pending_cards(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
-        Ok(connection(page, request.after.is_some(), HitlCardNode::from))
+        Ok(connection(page, HitlCardNode::from))
     }
 }
 

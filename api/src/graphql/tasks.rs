@@ -291,10 +291,12 @@ impl TaskNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, TaskTopic>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::task_topics(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskTopic::from))
+        Ok(connection(page, TaskTopic::from))
     }
 
     /// Comments, oldest first.
@@ -303,10 +305,12 @@ impl TaskNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, TaskComment>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::task_comments(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskComment::from))
+        Ok(connection(page, TaskComment::from))
     }
 
     /// Direct subtasks, oldest first.
@@ -315,11 +319,13 @@ impl TaskNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, TaskNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = TaskFilter { parent_task_id: Some(self.task_id.clone()), ..Default::default() };
         let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskNode::from))
+        Ok(connection(page, TaskNode::from))
     }
 
     /// Every descendant cut by its `blocks` dependencies into layers that can run in parallel
@@ -381,9 +387,11 @@ impl TasksQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<TaskFilterInput>,
     ) -> GqlResult<Connection<String, TaskNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = TaskFilter {
             status: input.status.as_deref().map(|s| from_wire::<TaskStatus>("filter.status", s)).transpose()?,
@@ -391,7 +399,7 @@ impl TasksQuery {
             parent_task_id: input.parent_task_id,
         };
         let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskNode::from))
+        Ok(connection(page, TaskNode::from))
     }
 }
 
