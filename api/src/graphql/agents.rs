@@ -9,11 +9,12 @@ use agentlog_projections::{
     cron_jobs::{self, CronJobFilter, CronJobRow},
     groups::{self, GroupFilter, GroupMemberRow, GroupRow},
 };
-use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ID, ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::{app, caller, connection, decode, from_wire, json, node_after, page_request};
+use super::node::{NodeType, global_id};
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
@@ -22,11 +23,14 @@ use crate::{
 /// An agent and its current config.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Agent")]
 pub struct AgentNode {
     /// Its id.
     pub id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Slug.
     pub slug: String,
     /// Title.
@@ -62,6 +66,7 @@ pub struct AgentNode {
 impl From<AgentRow> for AgentNode {
     fn from(a: AgentRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Agent, &a.user_id, &a.id),
             id: a.id,
             user_id: a.user_id,
             slug: a.slug,
@@ -130,11 +135,14 @@ impl AgentNode {
 /// A chat group: a supervisor and members.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Group")]
 pub struct GroupNode {
     /// Its id.
     pub id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Title.
     pub title: String,
     /// Config (`{systemPrompt?, openingMessage?, openingQuestions, allowDm?, maxRounds}`).
@@ -158,6 +166,7 @@ pub struct GroupNode {
 impl From<GroupRow> for GroupNode {
     fn from(g: GroupRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Group, &g.user_id, &g.id),
             id: g.id,
             user_id: g.user_id,
             title: g.title,
@@ -175,6 +184,7 @@ impl From<GroupRow> for GroupNode {
 
 /// A member of a group.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "GroupMember")]
 pub struct GroupMemberNode {
     /// The agent.
     pub agent_id: String,
@@ -203,11 +213,14 @@ impl GroupNode {
 
 /// A cron job: an agent prompted on a schedule.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "CronJob")]
 pub struct CronJobNode {
     /// Its id.
     pub job_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// The agent it prompts.
     pub agent_id: String,
     /// Its group.
@@ -242,6 +255,7 @@ pub struct CronJobNode {
 impl From<CronJobRow> for CronJobNode {
     fn from(j: CronJobRow) -> Self {
         Self {
+            global_id: global_id(NodeType::CronJob, &j.user_id, &j.job_id),
             conditions: json(&j.conditions),
             job_id: j.job_id,
             user_id: j.user_id,
@@ -262,17 +276,17 @@ impl From<CronJobRow> for CronJobNode {
     }
 }
 
-async fn agent_node(ctx: &Context<'_>, id: &str) -> Result<AgentNode, ApiError> {
+pub(crate) async fn agent_node(ctx: &Context<'_>, id: &str) -> Result<AgentNode, ApiError> {
     let row = agents::get(&app(ctx).db, caller(ctx)?.owner(), id).await?;
     row.map(AgentNode::from).ok_or_else(|| ApiError::not_found("agent", id))
 }
 
-async fn group_node(ctx: &Context<'_>, id: &str) -> Result<GroupNode, ApiError> {
+pub(crate) async fn group_node(ctx: &Context<'_>, id: &str) -> Result<GroupNode, ApiError> {
     let row = groups::get(&app(ctx).db, caller(ctx)?.owner(), id).await?;
     row.map(GroupNode::from).ok_or_else(|| ApiError::not_found("group", id))
 }
 
-async fn cron_job_node(ctx: &Context<'_>, id: &str) -> Result<CronJobNode, ApiError> {
+pub(crate) async fn cron_job_node(ctx: &Context<'_>, id: &str) -> Result<CronJobNode, ApiError> {
     let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), id).await?;
     row.map(CronJobNode::from).ok_or_else(|| ApiError::not_found("cron job", id))
 }

@@ -3,7 +3,7 @@
 
 use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
 use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
-use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
+use async_graphql::{ID, ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -17,6 +17,7 @@ use super::{
 use futures_util::{StreamExt, stream::BoxStream};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::node::{NodeType, global_id};
 use crate::{
     commands::Commands,
     deltas::{DeltaError, MessageDelta},
@@ -26,11 +27,14 @@ use crate::{
 /// A conversation (topic).
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Conversation")]
 pub struct ConversationNode {
     /// Its topic id.
     pub topic_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Title.
     pub title: Option<String>,
     /// The agent it talks to.
@@ -50,6 +54,7 @@ pub struct ConversationNode {
 impl From<ConversationRow> for ConversationNode {
     fn from(c: ConversationRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Conversation, &c.user_id, &c.topic_id),
             topic_id: c.topic_id,
             user_id: c.user_id,
             title: c.title,
@@ -65,6 +70,7 @@ impl From<ConversationRow> for ConversationNode {
 
 /// A stored message.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "Message")]
 pub struct MessageNode {
     /// Its id.
     pub message_id: String,
@@ -104,6 +110,7 @@ impl From<MessageRow> for MessageNode {
 
 /// A thread opened off a message.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "Thread")]
 pub struct ThreadNode {
     /// Its id.
     pub thread_id: String,
@@ -227,7 +234,7 @@ impl ConversationNode {
     }
 }
 
-async fn conversation_node(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationNode, ApiError> {
+pub(crate) async fn conversation_node(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationNode, ApiError> {
     let row = read::conversation(&app(ctx).db, caller(ctx)?.owner(), topic_id).await?;
     row.map(ConversationNode::from).ok_or_else(|| ApiError::not_found("conversation", topic_id))
 }

@@ -8,10 +8,11 @@ use agentlog_projections::{
     briefs::{self, BriefFilter, BriefRow},
     notifications::{self, InboxFilter, NotificationRow},
 };
-use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ID, ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
 use super::{app, caller, connection, cost, decode, events::Event, from_wire, json, node_after, page_request, wire};
+use super::node::{NodeType, global_id};
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},
@@ -20,11 +21,14 @@ use crate::{
 /// A brief: a short report a human reads and acts on.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Brief")]
 pub struct BriefNode {
     /// Its id.
     pub brief_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// `result`, `decision`, `error`, `insight`, …
     #[graphql(name = "type")]
     pub brief_type: String,
@@ -71,6 +75,7 @@ pub struct BriefNode {
 impl From<BriefRow> for BriefNode {
     fn from(b: BriefRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Brief, &b.user_id, &b.brief_id),
             brief_type: wire(&b.brief_type),
             priority: wire(&b.priority),
             actions: json(&b.actions),
@@ -100,11 +105,14 @@ impl From<BriefRow> for BriefNode {
 /// A notification in a user's inbox.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Notification")]
 pub struct NotificationNode {
     /// Its id.
     pub notification_id: String,
     /// The recipient.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// `brief`, `hitl`, `budget`, …
     pub category: String,
     /// The scenario (`brief_error`, `decision_required`, …).
@@ -137,6 +145,7 @@ pub struct NotificationNode {
 impl From<NotificationRow> for NotificationNode {
     fn from(n: NotificationRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Notification, &n.user_id, &n.notification_id),
             notification_id: n.notification_id,
             user_id: n.user_id,
             category: n.category,
@@ -179,11 +188,17 @@ pub struct NotificationFilterInput {
     pub category: Option<String>,
 }
 
+/// One notification of the caller's (NOT_FOUND otherwise).
+pub(crate) async fn notification_node(ctx: &Context<'_>, id: &str) -> Result<NotificationNode, ApiError> {
+    let row = notifications::notification(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+    row.map(NotificationNode::from).ok_or_else(|| ApiError::not_found("notification", id))
+}
+
 /// Brief and notification queries.
 #[derive(Default)]
 pub struct InboxQuery;
 
-async fn brief_node(ctx: &Context<'_>, brief_id: &str) -> Result<BriefNode, ApiError> {
+pub(crate) async fn brief_node(ctx: &Context<'_>, brief_id: &str) -> Result<BriefNode, ApiError> {
     let row = briefs::brief(&app(ctx).db, caller(ctx)?.owner(), brief_id).await?;
     row.map(BriefNode::from).ok_or_else(|| ApiError::not_found("brief", brief_id))
 }
@@ -240,8 +255,7 @@ impl InboxQuery {
 
     /// One notification. NOT_FOUND when missing or someone else's.
     async fn notification(&self, ctx: &Context<'_>, id: String) -> GqlResult<NotificationNode> {
-        let row = notifications::notification(&app(ctx).db, caller(ctx)?.owner(), &id).await?;
-        Ok(row.map(NotificationNode::from).ok_or_else(|| ApiError::not_found("notification", id))?)
+        Ok(notification_node(ctx, &id).await?)
     }
 
     /// How many inbox notifications are unread (an admin counts every user's).

@@ -11,6 +11,7 @@ pub mod conversations;
 pub mod cost;
 pub mod events;
 pub mod inbox;
+pub mod node;
 pub mod operations;
 pub mod raw_json;
 pub mod sources;
@@ -36,6 +37,7 @@ pub struct Query(
     conversations::ConversationsQuery,
     agents::AgentsQuery,
     admin::AdminQuery,
+    node::NodeQuery,
     analytics::AnalyticsQueryRoot,
     admin::AdminQuery,
 );

@@ -8,7 +8,7 @@ use agentlog_domain::operation::{
 };
 use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, OperationEvent, ReviewScore};
 use agentlog_eventlog::fold_recorded;
-use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
+use async_graphql::{ID, ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use agentlog_projections::operations::{
@@ -17,6 +17,7 @@ use agentlog_projections::operations::{
 use async_graphql::connection::Connection;
 
 use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, page_size, wire};
+use super::node::{NodeType, global_id};
 use crate::{
     commands::{Commands, operations::operation_stream},
     error::{ApiError, GqlResult},
@@ -30,6 +31,8 @@ pub struct Operation {
     pub id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// `idle`, `running`, `waiting_for_human`, `waiting_for_async_tool`, `done`, `error`,
     /// `interrupted`, `cancelled`.
     pub status: String,
@@ -109,6 +112,7 @@ impl From<&OperationState> for Operation {
         let spec = op.spec.as_ref();
         let as_i64 = |v: Option<u64>| v.map(|x| x.min(i64::MAX as u64) as i64);
         Self {
+            global_id: global_id(NodeType::Operation, &op.user_id, op.id()),
             id: op.id().to_string(),
             user_id: op.user_id.clone(),
             status: op.status.as_str().to_string(),
@@ -151,6 +155,7 @@ impl From<&OperationState> for Operation {
 impl From<OperationRow> for Operation {
     fn from(op: OperationRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Operation, &op.user_id, &op.id),
             id: op.id,
             user_id: op.user_id,
             status: op.status,
@@ -234,6 +239,7 @@ impl From<OperationStepRow> for OperationStep {
 
 /// A human-in-the-loop card an operation asked, and how it closed.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "HitlCard")]
 pub struct HitlCardNode {
     /// The operation.
     pub operation_id: String,
@@ -445,6 +451,12 @@ impl Operation {
     }
 }
 
+/// One operation of the caller's, from its stream (NOT_FOUND otherwise).
+pub(crate) async fn operation_node(ctx: &Context<'_>, id: &str) -> Result<Operation, ApiError> {
+    let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(id).await?;
+    Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
+}
+
 /// Operation queries.
 #[derive(Default)]
 pub struct OperationsQuery;
@@ -454,9 +466,7 @@ impl OperationsQuery {
     /// One operation, from its stream (always current). NOT_FOUND when it does not exist or
     /// belongs to someone else.
     async fn operation(&self, ctx: &Context<'_>, id: String) -> GqlResult<Operation> {
-        let who = caller(ctx)?;
-        let loaded = Commands::new(app(ctx), who).load_operation(&id).await?;
-        Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
+        Ok(operation_node(ctx, &id).await?)
     }
 
     /// Operations, newest first (read model). Filters combine.
@@ -645,6 +655,7 @@ pub struct OperationPayload {
 
 /// A lease a worker holds on a run.
 #[derive(SimpleObject)]
+#[graphql(name = "Lease")]
 pub struct LeaseNode {
     /// Present it as `leaseToken` on every report on the run; it stops working when the
     /// lease expires or another claim replaces it.

@@ -9,10 +9,11 @@ use agentlog_domain::{envelope::Actor, operation::ReviewScore};
 use agentlog_projections::tasks::{
     self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow,
 };
-use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ID, ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
 use super::{app, caller, connection, decode, from_wire, json, node_after, page_request, wire};
+use super::node::{NodeType, global_id};
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
@@ -21,11 +22,14 @@ use crate::{
 /// A task as it stands (the tasks read model).
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Task")]
 pub struct TaskNode {
     /// Its id.
     pub task_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Human identifier (`T-12`).
     pub identifier: String,
     /// Name.
@@ -87,6 +91,7 @@ pub struct TaskNode {
 impl From<TaskRow> for TaskNode {
     fn from(t: TaskRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Task, &t.user_id, &t.task_id),
             status: wire(&t.status),
             automation_mode: t.automation_mode.as_ref().map(wire),
             config: json(&t.config),
