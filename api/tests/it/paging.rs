@@ -129,6 +129,35 @@ async fn paging_backward_and_forward_gives_the_same_items(db: Db) {
     let newest = page(&s, &alice, "notifications", "", "title", json!({"first": 1})).await;
     assert_eq!(newest.keys, vec![format!("\"n{}\"", N - 1)]);
 
+    // The flags are facts, not "a cursor was given": archive the newest and the oldest
+    // notification, and a page after the one's cursor has nothing before it, a page before the
+    // other's nothing after it.
+    let edges = "edges { cursor node { notificationId } } pageInfo { hasPreviousPage hasNextPage }";
+    let listed = s.data(Some(&alice), &format!("{{ notifications(first: {N}) {{ {edges} }} }}"), json!({})).await;
+    let rows = listed["notifications"]["edges"].as_array().expect("edges").clone();
+    let (newest, oldest) = (&rows[0], &rows[N - 1]);
+    let archive = "mutation($ids: [String!]!) { archiveNotifications(ids: $ids) { position } }";
+    let ids = json!([newest["node"]["notificationId"], oldest["node"]["notificationId"]]);
+    s.data(Some(&alice), archive, json!({"ids": ids})).await;
+    let read = |args: Value| {
+        let s = &s;
+        let alice = &alice;
+        let query = format!(
+            "query($first: Int, $after: String, $last: Int, $before: String) {{ \
+             notifications(first: $first, after: $after, last: $last, before: $before) {{ {edges} }} }}"
+        );
+        async move { s.data(Some(alice), &query, args).await["notifications"].clone() }
+    };
+    let after_gone = read(json!({"first": 2, "after": newest["cursor"]})).await;
+    assert_eq!(after_gone["pageInfo"]["hasPreviousPage"], json!(false), "{after_gone}");
+    assert_eq!(after_gone["pageInfo"]["hasNextPage"], json!(true), "{after_gone}");
+    let before_gone = read(json!({"last": 2, "before": oldest["cursor"]})).await;
+    assert_eq!(before_gone["pageInfo"]["hasNextPage"], json!(false), "{before_gone}");
+    assert_eq!(before_gone["pageInfo"]["hasPreviousPage"], json!(true), "{before_gone}");
+    let all_between = read(json!({"first": N, "after": newest["cursor"], "before": oldest["cursor"]})).await;
+    assert_eq!(all_between["edges"].as_array().map(Vec::len), Some(N - 2));
+    assert_eq!(all_between["pageInfo"], json!({"hasPreviousPage": false, "hasNextPage": false}), "{all_between}");
+
     // `first` and `last` together are refused; so is a negative `last` and one past the limit.
     for (args, code) in [
         (json!({"first": 2, "last": 2}), "VALIDATION"),
