@@ -26,6 +26,7 @@ mod documented_mutations;
 mod example_worker;
 mod faults;
 mod fuzz_regressions;
+mod genai_metrics;
 mod global_ids;
 mod hostile;
 mod idempotency;

@@ -1,0 +1,194 @@
+//! The OpenTelemetry GenAI metrics on `/metrics` (semantic conventions
+//! [`agentlog_otel::conventions::VERSION`], the version the OTLP export follows), named as the
+//! OpenTelemetry → Prometheus mapping names them:
+//!
+//! - `gen_ai.client.token.usage` (unit `{token}`) → `gen_ai_client_token_usage`, a histogram by
+//!   `gen_ai_operation_name` (`chat`), `gen_ai_provider_name`, `gen_ai_request_model`,
+//!   `gen_ai_agent_id` and `gen_ai_token_type` (`input` / `output`);
+//! - `gen_ai.client.operation.duration` (unit `s`) → `gen_ai_client_operation_duration_seconds`,
+//!   by operation (`invoke_agent` per run, `chat` per step), provider, model, agent and, for a
+//!   run that did not end well, `error_type`.
+//!
+//! Both are derived from the log, as the traces are: each instance follows the log from its head
+//! at start (history is not counted again after a restart) and measures each run once, at the
+//! event that ends it, from the same spans the export sends. Every instance therefore measures
+//! every run the fleet records while it runs: a fleet reads one instance, or `max by (…)`
+//! across instances, never `sum`.
+
+use std::{collections::BTreeMap, sync::Mutex, time::Duration};
+
+use agentlog_eventlog::EventFilter;
+use agentlog_otel::Measurement;
+use tokio::sync::watch;
+
+use crate::{reactors::OPERATION_ENDS, state::AppState};
+
+/// The conventions' advised buckets for token counts.
+const TOKEN_BUCKETS: &[f64] = &[
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0,
+    67108864.0,
+];
+
+/// The conventions' advised buckets for durations, in seconds.
+const DURATION_BUCKETS: &[f64] =
+    &[0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
+/// Run ends read per pass.
+const PAGE: usize = 200;
+
+/// One histogram's figures.
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    /// Observations at or below each bucket bound (not cumulative; summed when rendered).
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, bounds: &[f64], value: f64) {
+        if self.counts.len() != bounds.len() {
+            self.counts = vec![0; bounds.len()];
+        }
+        if let Some(i) = bounds.iter().position(|b| value <= *b) {
+            self.counts[i] += 1;
+        }
+        self.sum += value;
+        self.count += 1;
+    }
+}
+
+/// A series' labels, in the order they are printed.
+type Labels = Vec<(&'static str, String)>;
+
+/// The GenAI histograms of this instance.
+#[derive(Debug, Default)]
+pub struct GenAiMetrics {
+    token_usage: Mutex<BTreeMap<Labels, Histogram>>,
+    duration: Mutex<BTreeMap<Labels, Histogram>>,
+}
+
+impl GenAiMetrics {
+    /// Record one operation's measurements.
+    pub fn record(&self, m: &Measurement) {
+        let mut labels: Labels = vec![
+            ("gen_ai_operation_name", m.operation.clone()),
+            ("gen_ai_provider_name", m.provider.clone()),
+            ("gen_ai_request_model", m.model.clone()),
+            ("gen_ai_agent_id", m.agent.clone()),
+        ];
+        // A poisoned lock only means another thread panicked mid-update: the figures stand.
+        let mut usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (kind, tokens) in [("input", m.input_tokens), ("output", m.output_tokens)] {
+            if let Some(t) = tokens {
+                let mut l = labels.clone();
+                l.push(("gen_ai_token_type", kind.to_string()));
+                usage.entry(l).or_default().observe(TOKEN_BUCKETS, t.max(0) as f64);
+            }
+        }
+        drop(usage);
+        if let Some(e) = &m.error_type {
+            labels.push(("error_type", e.clone()));
+        }
+        let mut duration = self.duration.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        duration.entry(labels).or_default().observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
+    }
+
+    /// Append both histograms in Prometheus text format.
+    pub fn render(&self, out: &mut String) {
+        let usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        render_histogram(
+            out,
+            "gen_ai_client_token_usage",
+            "Tokens used per GenAI operation (gen_ai.client.token.usage, semantic conventions 1.37.0).",
+            TOKEN_BUCKETS,
+            &usage,
+        );
+        let duration = self.duration.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        render_histogram(
+            out,
+            "gen_ai_client_operation_duration_seconds",
+            "Duration of GenAI operations (gen_ai.client.operation.duration, semantic conventions 1.37.0).",
+            DURATION_BUCKETS,
+            &duration,
+        );
+    }
+}
+
+fn render_histogram(out: &mut String, name: &str, help: &str, bounds: &[f64], series: &BTreeMap<Labels, Histogram>) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} histogram\n"));
+    for (labels, h) in series {
+        let text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+        let text = text.join(",");
+        let mut cumulative = 0;
+        for (bound, n) in bounds.iter().zip(h.counts.iter().chain(std::iter::repeat(&0))) {
+            cumulative += n;
+            out.push_str(&format!("{name}_bucket{{{text},le=\"{bound}\"}} {cumulative}\n"));
+        }
+        out.push_str(&format!("{name}_bucket{{{text},le=\"+Inf\"}} {}\n", h.count));
+        out.push_str(&format!("{name}_sum{{{text}}} {}\n", h.sum));
+        out.push_str(&format!("{name}_count{{{text}}} {}\n", h.count));
+    }
+}
+
+/// A label value as the text format writes it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Follow the log from position `after` (the head at start), measuring each run at the event
+/// that ends it, until `stop`.
+pub async fn follow(state: AppState, mut after: i64, mut stop: watch::Receiver<bool>) {
+    let filter = EventFilter::types(OPERATION_ENDS.iter().copied());
+    let mut head = state.store.watch_head();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let moved = match measure_page(&state, &filter, after).await {
+            Ok(next) => {
+                let moved = next > after;
+                after = next;
+                moved
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "GenAI metrics: reading the log failed; the page is read again");
+                false
+            }
+        };
+        if moved {
+            continue;
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = head.changed() => {}
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+/// Measure the run ends after `after`; answers the position reached. A run end whose spans
+/// cannot be read stops the page before it, so it is read again, never skipped nor counted twice.
+async fn measure_page(
+    state: &AppState,
+    filter: &EventFilter,
+    after: i64,
+) -> Result<i64, agentlog_eventlog::EventLogError> {
+    let ends = state.store.read_all(after, filter, PAGE).await?;
+    let mut reached = after;
+    for end in &ends {
+        match agentlog_otel::spans_of_end(state.store.as_ref(), end).await {
+            Ok(spans) => {
+                for m in agentlog_otel::measurements(&spans) {
+                    state.metrics.genai.record(&m);
+                }
+                reached = end.position;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, position = end.position, "GenAI metrics: reading a run failed; read again");
+                break;
+            }
+        }
+    }
+    Ok(reached)
+}
