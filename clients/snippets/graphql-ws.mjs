@@ -10,20 +10,15 @@ const client = createClient({
   // Browsers cannot set headers on a websocket: the token goes in `connection_init`.
   connectionParams: { authorization: `Bearer ${token}` },
 });
-const seen = [];
-await new Promise((resolve, reject) => {
-  const stop = client.subscribe(
-    { query: 'subscription($from: Int) { events(fromPosition: $from) { position eventType } }', variables: { from: 0 } },
-    {
-      next: ({ data, errors }) => {
-        if (errors) return reject(errors);
-        seen.push(data.events.position);
-        if (seen.length === 2) { stop(); resolve(); }
-      },
-      error: reject,
-      complete: resolve,
-    },
-  );
+const events = client.iterate({
+  query: 'subscription($from: Int) { events(fromPosition: $from) { position eventType } }',
+  variables: { from: 0 },
 });
+const seen = [];
+for await (const { data, errors } of events) {
+  if (errors) throw new Error(JSON.stringify(errors));
+  seen.push(data.events.position);
+  if (seen.length === 2) break; // leaving the loop completes the subscription
+}
 await client.dispose();
 console.log(`events from position 0: ${seen.join(' ')}`);
