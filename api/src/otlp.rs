@@ -115,11 +115,7 @@ async fn send(client: &reqwest::Client, config: &OtlpConfig, body: Vec<u8>) -> R
     for (name, value) in &config.headers {
         request = request.header(name, value);
     }
-    let response = request
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| Refused::Retry(e.to_string()))?;
+    let response = request.body(body).send().await.map_err(|e| Refused::Retry(e.to_string()))?;
     let status = response.status();
     if status.is_success() {
         Ok(())

@@ -42,19 +42,15 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
-    /// Build a page from up to `first + 1` fetched rows (the extra one only tells that more
-    /// follow), with `cursor_of` giving each row's cursor.
-    pub fn from_fetched(mut items: Vec<T>, first: usize, cursor_of: impl Fn(&T) -> Cursor) -> Self {
-        let has_next_page = items.len() > first;
-        items.truncate(first);
-        let cursors: Vec<String> = items.iter().map(|item| cursor_of(item).to_string()).collect();
-        let end_cursor = cursors.last().cloned();
-        Self { items, cursors, end_cursor, has_next_page, has_previous_page: false }
-    }
-
     /// An empty page.
     pub fn empty() -> Self {
-        Self { items: Vec::new(), cursors: Vec::new(), end_cursor: None, has_next_page: false, has_previous_page: false }
+        Self {
+            items: Vec::new(),
+            cursors: Vec::new(),
+            end_cursor: None,
+            has_next_page: false,
+            has_previous_page: false,
+        }
     }
 
     /// The cursor of the first row (pass it as `before` for the page before; `None` when empty).
@@ -178,18 +174,9 @@ mod tests {
     }
 
     #[test]
-    fn a_page_knows_whether_more_follow() {
-        let page = Page::from_fetched(vec![1, 2, 3], 2, |i| Cursor::new(*i, "x"));
-        assert_eq!(page.items, vec![1, 2]);
-        assert!(page.has_next_page);
-        assert_eq!(page.end_cursor.as_deref(), Some("2:x"));
-        let last = Page::from_fetched(vec![1], 2, |i| Cursor::new(*i, "x"));
-        assert!(!last.has_next_page);
-    }
-
-    #[test]
     fn page_size_is_clamped() {
         assert_eq!(PageRequest::first(0).limit(), 1);
         assert_eq!(PageRequest::first(10_000).limit(), MAX_PAGE_SIZE);
+        assert!(PageRequest::last(3).backward && !PageRequest::first(3).backward);
     }
 }

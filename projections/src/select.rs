@@ -138,7 +138,9 @@ impl Keyset<'_> {
             async move {
                 let Some(c) = cursor else { return Ok(false) };
                 w.beyond(&c, sort, id, order, side, true);
-                Ok::<_, ProjectionError>(!db.fetch(&format!("{select} {} LIMIT 1", w.sql()), w.args()).await?.is_empty())
+                Ok::<_, ProjectionError>(
+                    !db.fetch(&format!("{select} {} LIMIT 1", w.sql()), w.args()).await?.is_empty(),
+                )
             }
         };
         let has_next_page = (more && !request.backward) || beyond(before, Side::After).await?;

@@ -9,12 +9,12 @@ use agentlog_projections::{
     cron_jobs::{self, CronJobFilter, CronJobRow},
     groups::{self, GroupFilter, GroupMemberRow, GroupRow},
 };
-use async_graphql::{ID, ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{app, caller, connection, decode, from_wire, json, node_after, page_request};
 use super::node::{NodeType, global_id};
+use super::{app, caller, connection, decode, from_wire, json, node_after, page_request};
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},
@@ -305,6 +305,7 @@ impl AgentsQuery {
     /// Agents: the caller's and the built-ins (upstream's, registered at the first start;
     /// `builtin` true / false lists only those / only the others), archived ones only when
     /// asked for.
+    #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
     async fn agents(
         &self,
         ctx: &Context<'_>,
@@ -328,6 +329,7 @@ impl AgentsQuery {
     }
 
     /// Groups (deleted ones only when asked for; `memberAgentId`: groups with this member).
+    #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
     async fn groups(
         &self,
         ctx: &Context<'_>,
@@ -350,6 +352,7 @@ impl AgentsQuery {
     }
 
     /// Cron jobs.
+    #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
     async fn cron_jobs(
         &self,
         ctx: &Context<'_>,

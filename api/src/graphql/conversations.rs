@@ -3,7 +3,7 @@
 
 use agentlog_domain::conversation::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
 use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
-use async_graphql::{ID, ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, Subscription, connection::Connection};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};

@@ -180,7 +180,9 @@ impl EventsQuery {
             };
         let has_previous = (more && request.backward)
             || match after {
-                Some(a) => !store.read_all_back(0, a.saturating_add(1), &filter, 1).await.map_err(ApiError::from)?.is_empty(),
+                Some(a) => {
+                    !store.read_all_back(0, a.saturating_add(1), &filter, 1).await.map_err(ApiError::from)?.is_empty()
+                }
                 None => false,
             };
         let mut connection = Connection::new(has_previous, has_next);

@@ -8,11 +8,11 @@ use agentlog_projections::{
     briefs::{self, BriefFilter, BriefRow},
     notifications::{self, InboxFilter, NotificationRow},
 };
-use async_graphql::{ID, ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, cost, decode, events::Event, from_wire, json, node_after, page_request, wire};
 use super::node::{NodeType, global_id};
+use super::{app, caller, connection, cost, decode, events::Event, from_wire, json, node_after, page_request, wire};
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},

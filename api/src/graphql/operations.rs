@@ -8,7 +8,7 @@ use agentlog_domain::operation::{
 };
 use agentlog_domain::operation::{Artifact, MAX_LEASE_SECS, OperationEvent, ReviewScore};
 use agentlog_eventlog::fold_recorded;
-use async_graphql::{ID, ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
+use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use agentlog_projections::operations::{
@@ -16,8 +16,8 @@ use agentlog_projections::operations::{
 };
 use async_graphql::connection::Connection;
 
-use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, page_size, wire};
 use super::node::{NodeType, global_id};
+use super::{app, caller, connection, decode, events::Event, from_wire, json, page_request, page_size, wire};
 use crate::{
     commands::{Commands, operations::operation_stream},
     error::{ApiError, GqlResult},

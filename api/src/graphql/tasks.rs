@@ -9,11 +9,11 @@ use agentlog_domain::{envelope::Actor, operation::ReviewScore};
 use agentlog_projections::tasks::{
     self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow,
 };
-use async_graphql::{ID, ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::{app, caller, connection, decode, from_wire, json, node_after, page_request, wire};
 use super::node::{NodeType, global_id};
+use super::{app, caller, connection, decode, from_wire, json, node_after, page_request, wire};
 use crate::{
     commands::{Commands, check_time_zone},
     error::{ApiError, GqlResult},

@@ -92,10 +92,17 @@ async fn genai_metrics_are_derived_from_the_log_once_per_instance(db: Db) {
     run(&s, &t, "p3", false).await;
     let m = scrape_until(&s, |m| series(m, "gen_ai_client_operation_duration_seconds_count", RUN).is_some()).await;
     assert_eq!(series(&m, "gen_ai_client_operation_duration_seconds_count", RUN), Some(1.0), "{m}");
-    assert_eq!(series(&m, "gen_ai_client_token_usage_count", &format!("{WRITER},gen_ai_token_type=\"input\"")), Some(2.0));
+    assert_eq!(
+        series(&m, "gen_ai_client_token_usage_count", &format!("{WRITER},gen_ai_token_type=\"input\"")),
+        Some(2.0)
+    );
     // The other instance, running all along, has measured three runs' worth.
-    let m = scrape_until(&other, |m| series(m, "gen_ai_client_operation_duration_seconds_count", RUN) == Some(2.0)).await;
-    assert_eq!(series(&m, "gen_ai_client_token_usage_count", &format!("{WRITER},gen_ai_token_type=\"input\"")), Some(6.0));
+    let m =
+        scrape_until(&other, |m| series(m, "gen_ai_client_operation_duration_seconds_count", RUN) == Some(2.0)).await;
+    assert_eq!(
+        series(&m, "gen_ai_client_token_usage_count", &format!("{WRITER},gen_ai_token_type=\"input\"")),
+        Some(6.0)
+    );
     other.stop();
     s.stop();
 }

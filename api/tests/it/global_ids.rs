@@ -48,7 +48,8 @@ async fn every_node_type_is_refetched_by_its_global_id(db: Db) {
             json!({}),
         )
         .await;
-    let notification_id = made["createNotification"]["notification"]["notificationId"].as_str().expect("id").to_string();
+    let notification_id =
+        made["createNotification"]["notification"]["notificationId"].as_str().expect("id").to_string();
     // Bob holds objects of his own, so a miss cannot come from an empty read model.
     s.data(
         Some(&bob),

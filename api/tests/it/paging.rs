@@ -61,7 +61,12 @@ async fn walk_both_ways(s: &Server, token: &str, field: &str, extra: &str, key: 
         let mut keys = p.keys.clone();
         keys.extend(backward);
         backward = keys;
-        assert_eq!(p.has_previous, backward.len() < expected, "{field}: backward hasPreviousPage at {}", backward.len());
+        assert_eq!(
+            p.has_previous,
+            backward.len() < expected,
+            "{field}: backward hasPreviousPage at {}",
+            backward.len()
+        );
         if !p.has_previous {
             break;
         }
@@ -91,7 +96,12 @@ async fn walk_both_ways(s: &Server, token: &str, field: &str, extra: &str, key: 
 async fn all_cursors(s: &Server, token: &str, field: &str, extra: &str, n: usize) -> Vec<String> {
     let query = format!("query($n: Int) {{ {field}(first: $n{extra}) {{ edges {{ cursor }} }} }}");
     let data = s.data(Some(token), &query, json!({"n": n})).await;
-    data[field]["edges"].as_array().expect("edges").iter().map(|e| e["cursor"].as_str().expect("cursor").into()).collect()
+    data[field]["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .map(|e| e["cursor"].as_str().expect("cursor").into())
+        .collect()
 }
 
 async fn paging_backward_and_forward_gives_the_same_items(db: Db) {
@@ -104,7 +114,8 @@ async fn paging_backward_and_forward_gives_the_same_items(db: Db) {
             "mutation {{ createTask(input: {{taskId: \"t-{i}\", identifier: \"T{i}\", instruction: \"x\"}}) {{ position }} }}"
         );
         s.data(Some(&alice), &task, json!({})).await;
-        let comment = format!("mutation {{ addTaskComment(id: \"t-0\", commentId: \"k-{i}\", content: \"c\") {{ position }} }}");
+        let comment =
+            format!("mutation {{ addTaskComment(id: \"t-0\", commentId: \"k-{i}\", content: \"c\") {{ position }} }}");
         s.data(Some(&alice), &comment, json!({})).await;
         let note = format!(
             "mutation {{ createNotification(input: {{category: \"c\", type: \"t\", title: \"n{i}\", body: \"b\"}}) {{ position }} }}"
@@ -186,7 +197,12 @@ async fn walk_comments(s: &Server, token: &str, n: usize) {
         data["task"]["comments"].clone()
     };
     let ids = |c: &Value| -> Vec<String> {
-        c["edges"].as_array().expect("edges").iter().map(|e| e["node"]["commentId"].as_str().expect("id").into()).collect()
+        c["edges"]
+            .as_array()
+            .expect("edges")
+            .iter()
+            .map(|e| e["node"]["commentId"].as_str().expect("id").into())
+            .collect()
     };
     let mut forward = Vec::new();
     let mut after = Value::Null;

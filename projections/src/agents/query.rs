@@ -10,8 +10,8 @@ use crate::{
     db::{ReadDb, Row},
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
-    select::Keyset,
     read::RowExt,
+    select::Keyset,
 };
 
 /// An agent's current config, as the API shows it.
@@ -132,9 +132,14 @@ pub async fn list(
     w.eq("model", filter.model.as_deref());
     let keyset = Keyset { sort: "created_at", id: "id", order: Order::Asc };
     keyset
-        .page(db, AGENT_SELECT, w, page, |r| Ok(AgentRow::from_row(r)), |a: &AgentRow| {
-            Cursor::new(a.created_at.timestamp_micros(), a.id.clone())
-        })
+        .page(
+            db,
+            AGENT_SELECT,
+            w,
+            page,
+            |r| Ok(AgentRow::from_row(r)),
+            |a: &AgentRow| Cursor::new(a.created_at.timestamp_micros(), a.id.clone()),
+        )
         .await
 }
 
@@ -198,9 +203,14 @@ pub async fn versions(
     visible_agent(&mut w, owner);
     let keyset = Keyset { sort: "v.version", id: "v.agent_id", order: Order::Asc };
     keyset
-        .page(db, VERSION_SELECT, w, page, |r| Ok(version_row(r)), |v: &AgentVersionRow| {
-            Cursor::new(v.version, v.agent_id.clone())
-        })
+        .page(
+            db,
+            VERSION_SELECT,
+            w,
+            page,
+            |r| Ok(version_row(r)),
+            |v: &AgentVersionRow| Cursor::new(v.version, v.agent_id.clone()),
+        )
         .await
 }
 

@@ -9,8 +9,8 @@ use crate::{
     db::{ReadDb, Row},
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
-    select::Keyset,
     read::RowExt,
+    select::Keyset,
 };
 
 /// A chat group, as the API shows it.
@@ -108,9 +108,14 @@ pub async fn list(
     }
     let keyset = Keyset { sort: "created_at", id: "id", order: Order::Asc };
     keyset
-        .page(db, GROUP_SELECT, w, page, |r| Ok(GroupRow::from_row(r)), |g: &GroupRow| {
-            Cursor::new(g.created_at.timestamp_micros(), g.id.clone())
-        })
+        .page(
+            db,
+            GROUP_SELECT,
+            w,
+            page,
+            |r| Ok(GroupRow::from_row(r)),
+            |g: &GroupRow| Cursor::new(g.created_at.timestamp_micros(), g.id.clone()),
+        )
         .await
 }
 

@@ -12,8 +12,8 @@ use crate::{
     error::ProjectionError,
     fold::wire_name,
     page::{Cursor, Page, PageRequest},
-    select::Keyset,
     read::RowExt,
+    select::Keyset,
 };
 
 /// A worker's lease on an operation.
@@ -324,7 +324,9 @@ pub async fn steps(
         })
     };
     let keyset = Keyset { sort: "step_index", id: "operation_id", order: Order::Asc };
-    keyset.page(db, select, w, page, read, |s: &OperationStepRow| Cursor::new(s.step_index, s.operation_id.clone())).await
+    keyset
+        .page(db, select, w, page, read, |s: &OperationStepRow| Cursor::new(s.step_index, s.operation_id.clone()))
+        .await
 }
 
 /// A human-in-the-loop card an operation asked, and how it closed.
@@ -405,9 +407,14 @@ pub async fn pending_cards(
     let select = format!("{CARD_SELECT} JOIN operations o ON o.id = c.operation_id");
     let keyset = Keyset { sort: "c.asked_position", id: "c.operation_id", order: Order::Asc };
     keyset
-        .page(db, &select, w, page, |r| Ok(card_row(r)), |c: &OperationCardRow| {
-            Cursor::new(c.asked_position, c.operation_id.clone())
-        })
+        .page(
+            db,
+            &select,
+            w,
+            page,
+            |r| Ok(card_row(r)),
+            |c: &OperationCardRow| Cursor::new(c.asked_position, c.operation_id.clone()),
+        )
         .await
 }
 
