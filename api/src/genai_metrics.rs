@@ -97,10 +97,11 @@ impl GenAiMetrics {
     /// Append both histograms in Prometheus text format.
     pub fn render(&self, out: &mut String) {
         let usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let version = agentlog_otel::conventions::VERSION;
         render_histogram(
             out,
             "gen_ai_client_token_usage",
-            "Tokens used per GenAI operation (gen_ai.client.token.usage, semantic conventions 1.37.0).",
+            &format!("Tokens used per GenAI operation (gen_ai.client.token.usage, semantic conventions {version})."),
             TOKEN_BUCKETS,
             &usage,
         );
@@ -108,7 +109,9 @@ impl GenAiMetrics {
         render_histogram(
             out,
             "gen_ai_client_operation_duration_seconds",
-            "Duration of GenAI operations (gen_ai.client.operation.duration, semantic conventions 1.37.0).",
+            &format!(
+                "Duration of GenAI operations (gen_ai.client.operation.duration, semantic conventions {version})."
+            ),
             DURATION_BUCKETS,
             &duration,
         );

@@ -78,6 +78,7 @@ async fn genai_metrics_are_derived_from_the_log_once_per_instance(db: Db) {
         assert_eq!(series(&m, "gen_ai_client_operation_duration_seconds_count", &failed), Some(1.0), "{m}");
         assert_eq!(series(&m, "gen_ai_client_operation_duration_seconds_count", WRITER), Some(4.0), "{m}");
         assert!(m.contains("# TYPE gen_ai_client_token_usage histogram"), "{m}");
+        assert!(m.contains(&format!("semantic conventions {}", agentlog_otel::conventions::VERSION)), "{m}");
         assert!(m.contains("# TYPE gen_ai_client_operation_duration_seconds histogram"), "{m}");
         // The server's own series keep their names.
         for own in ["agentlog_http_requests_total", "agentlog_log_head_position", "agentlog_projection_lag_events"] {
