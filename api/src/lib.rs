@@ -10,6 +10,7 @@ pub mod auth;
 pub mod commands;
 pub mod deltas;
 pub mod error;
+pub mod genai_metrics;
 pub mod graphql;
 pub mod http;
 pub mod metrics;

@@ -53,6 +53,10 @@ enum Command {
         /// (`http://host:4318`, or its `/v1/traces` URL); off when absent
         #[arg(long, env = "AGENTLOG_OTLP_ENDPOINT")]
         otlp_endpoint: Option<String>,
+        /// A header sent with every OTLP export, `name=value` (repeatable; the variable takes a
+        /// comma-separated list): a trace backend's credentials
+        #[arg(long = "otlp-header", env = "AGENTLOG_OTLP_HEADERS", value_delimiter = ',', hide_env_values = true)]
+        otlp_headers: Vec<String>,
         /// Most websockets without a token one remote address may hold before their
         /// `connection_init` (429 beyond).
         #[arg(long, env = "AGENTLOG_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = ApiLimits::default().max_anonymous_connections_per_address)]
@@ -145,6 +149,7 @@ async fn main() -> anyhow::Result<()> {
             max_streams_per_user,
             max_connections_per_user,
             otlp_endpoint,
+            otlp_headers,
             max_anonymous_connections_per_address,
             max_anonymous_connections,
             connection_init_timeout_ms,
@@ -179,7 +184,11 @@ async fn main() -> anyhow::Result<()> {
                 log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
                 ..Settings::default()
             };
-            let otlp = otlp_endpoint.as_deref().map(agentlog_api::otlp::OtlpConfig::new);
+            let otlp = otlp_endpoint
+                .as_deref()
+                .map(|e| agentlog_api::otlp::OtlpConfig::new(e).with_headers(&otlp_headers))
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
             let shutdown_timeout = std::time::Duration::from_secs(shutdown_timeout_secs);
             serve(ServeConfig { database, bind, data_dir, limits, settings, otlp, shutdown_timeout }).await
         }

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub subscribers: AtomicI64,
     /// Reactor commands the domain refused, recorded by this instance, by (reactor, code).
     pub reactor_refusals: Mutex<BTreeMap<(String, String), u64>>,
+    /// The OpenTelemetry GenAI histograms.
+    pub genai: crate::genai_metrics::GenAiMetrics,
 }
 
 /// Figures read at scrape time.
@@ -122,6 +124,8 @@ impl Metrics {
         for ((reactor, code), n) in counts.iter() {
             out.push_str(&format!("agentlog_reactor_refusals_total{{reactor=\"{reactor}\",code=\"{code}\"}} {n}\n"));
         }
+        drop(counts);
+        self.genai.render(&mut out);
         out
     }
 }

@@ -58,6 +58,9 @@ pub struct OtlpConfig {
     pub traces_url: String,
     /// `service.name` of the resource.
     pub service_name: String,
+    /// Headers sent with every export (a backend's credentials: Langfuse's
+    /// `Authorization: Basic …`); never logged.
+    pub headers: Vec<(String, String)>,
 }
 
 impl OtlpConfig {
@@ -67,7 +70,17 @@ impl OtlpConfig {
         let trimmed = endpoint.trim_end_matches('/');
         let traces_url =
             if trimmed.ends_with("/v1/traces") { trimmed.to_string() } else { format!("{trimmed}/v1/traces") };
-        Self { traces_url, service_name: "agentlog".into() }
+        Self { traces_url, service_name: "agentlog".into(), headers: Vec::new() }
+    }
+
+    /// The same config with `headers`, each `name=value` (as `OTEL_EXPORTER_OTLP_HEADERS`
+    /// writes them); an entry without `=` is refused, naming only its position.
+    pub fn with_headers(mut self, headers: &[String]) -> Result<Self, String> {
+        for (i, h) in headers.iter().enumerate() {
+            let (name, value) = h.split_once('=').ok_or_else(|| format!("OTLP header {} is not name=value", i + 1))?;
+            self.headers.push((name.trim().to_string(), value.trim().to_string()));
+        }
+        Ok(self)
     }
 }
 
@@ -98,13 +111,11 @@ enum Refused {
 }
 
 async fn send(client: &reqwest::Client, config: &OtlpConfig, body: Vec<u8>) -> Result<(), Refused> {
-    let response = client
-        .post(&config.traces_url)
-        .header("content-type", "application/x-protobuf")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| Refused::Retry(e.to_string()))?;
+    let mut request = client.post(&config.traces_url).header("content-type", "application/x-protobuf");
+    for (name, value) in &config.headers {
+        request = request.header(name, value);
+    }
+    let response = request.body(body).send().await.map_err(|e| Refused::Retry(e.to_string()))?;
     let status = response.status();
     if status.is_success() {
         Ok(())

@@ -114,6 +114,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");
     let reactors = Reactors::start(&state);
     let (stop_export, stopped) = tokio::sync::watch::channel(false);
+    // The GenAI metrics count what the log records from now on (the head read before serving).
+    let head = state.store.head_position().await.context("reading the head of the log")?;
+    let genai_metrics = tokio::spawn(crate::reactors::genai_metrics::follow(state.app.clone(), head, stopped.clone()));
     let exporter = config.otlp.clone().map(|otlp| tokio::spawn(crate::otlp::run(state.app.clone(), otlp, stopped)));
     let schema = build_schema(state.clone());
     let app = router(Http { state: state.clone(), schema });
@@ -150,8 +153,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     // The next start resumes each from its committed checkpoint.
     let stopped = stopped
         && stop_within(deadline, "reactors", reactors.stop()).await
-        && stop_within(deadline, "OTLP exporter", async {
+        && stop_within(deadline, "log followers (OTLP export, GenAI metrics)", async {
             let _ = stop_export.send(true);
+            let _ = genai_metrics.await;
             if let Some(exporter) = exporter {
                 let _ = exporter.await;
             }

@@ -51,6 +51,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<RecordedEvent>, EventLogError>> + Send;
 
+    /// The last `limit` events with `after < position < before` that pass `filter`, newest first.
+    fn read_all_back(
+        &self,
+        after: i64,
+        before: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<RecordedEvent>, EventLogError>> + Send;
+
     /// Events of one stream with `stream_version >= from_version`, in order.
     fn read_stream(
         &self,

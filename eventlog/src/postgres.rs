@@ -499,19 +499,23 @@ impl Backend for PgBackend {
         if let Some(up_to) = up_to {
             q.push(" AND position <= ").push_bind(up_to);
         }
-        if !filter.event_types.is_empty() {
-            q.push(" AND event_type = ANY(").push_bind(filter.event_types.clone()).push(")");
-        }
-        if let Some(prefix) = &filter.stream_prefix {
-            q.push(" AND starts_with(stream_id, ").push_bind(prefix.clone()).push(")");
-        }
-        if let Some(root) = filter.root_source_id {
-            q.push(" AND root_source_id = ").push_bind(root);
-        }
-        if let Some(user) = &filter.user_id {
-            q.push(" AND user_id = ").push_bind(user.clone());
-        }
+        push_filter(&mut q, filter);
         q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_all_back(
+        &self,
+        after: i64,
+        before: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let mut q = QueryBuilder::<Postgres>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after).push(" AND position < ").push_bind(before);
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY position DESC LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
         let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
         rows.iter().map(decode_row).collect()
     }
@@ -604,6 +608,22 @@ async fn run_listener(pool: PgPool, wake: Arc<Notify>) {
                 }
             }
         }
+    }
+}
+
+/// The `AND …` conditions of a log filter.
+fn push_filter(q: &mut QueryBuilder<'_, Postgres>, filter: &EventFilter) {
+    if !filter.event_types.is_empty() {
+        q.push(" AND event_type = ANY(").push_bind(filter.event_types.clone()).push(")");
+    }
+    if let Some(prefix) = &filter.stream_prefix {
+        q.push(" AND starts_with(stream_id, ").push_bind(prefix.clone()).push(")");
+    }
+    if let Some(root) = filter.root_source_id {
+        q.push(" AND root_source_id = ").push_bind(root);
+    }
+    if let Some(user) = &filter.user_id {
+        q.push(" AND user_id = ").push_bind(user.clone());
     }
 }
 

@@ -360,24 +360,23 @@ impl Backend for SqliteBackend {
         if let Some(up_to) = up_to {
             q.push(" AND position <= ").push_bind(up_to);
         }
-        if !filter.event_types.is_empty() {
-            q.push(" AND event_type IN (");
-            let mut list = q.separated(", ");
-            for t in &filter.event_types {
-                list.push_bind(t.as_str());
-            }
-            q.push(")");
-        }
-        if let Some(prefix) = &filter.stream_prefix {
-            q.push(format!(" AND substr(stream_id, 1, {}) = ", prefix.chars().count())).push_bind(prefix.as_str());
-        }
-        if let Some(root) = filter.root_source_id {
-            q.push(" AND root_source_id = ").push_bind(root.to_string());
-        }
-        if let Some(user) = &filter.user_id {
-            q.push(" AND user_id = ").push_bind(user.as_str());
-        }
+        push_filter(&mut q, filter);
         q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_all_back(
+        &self,
+        after: i64,
+        before: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after).push(" AND position < ").push_bind(before);
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY position DESC LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
         let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
         rows.iter().map(decode_row).collect()
     }
@@ -423,5 +422,26 @@ impl Backend for SqliteBackend {
         // One process per file: local commits wake the tailer directly; other processes on the
         // same file (the replay tools) are picked up by the tailer's polling.
         Vec::new()
+    }
+}
+
+/// The `AND …` conditions of a log filter.
+fn push_filter(q: &mut QueryBuilder<'_, Sqlite>, filter: &EventFilter) {
+    if !filter.event_types.is_empty() {
+        q.push(" AND event_type IN (");
+        let mut list = q.separated(", ");
+        for t in &filter.event_types {
+            list.push_bind(t.clone());
+        }
+        q.push(")");
+    }
+    if let Some(prefix) = &filter.stream_prefix {
+        q.push(format!(" AND substr(stream_id, 1, {}) = ", prefix.chars().count())).push_bind(prefix.clone());
+    }
+    if let Some(root) = filter.root_source_id {
+        q.push(" AND root_source_id = ").push_bind(root.to_string());
+    }
+    if let Some(user) = &filter.user_id {
+        q.push(" AND user_id = ").push_bind(user.clone());
     }
 }

@@ -99,6 +99,16 @@ pub trait EventStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError>;
 
+    /// The last `limit` events with `after < position < before` that pass `filter`, newest
+    /// first (a page read backward).
+    async fn read_all_back(
+        &self,
+        after: i64,
+        before: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError>;
+
     /// The stream's current version (0 when it does not exist).
     async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError>;
 
@@ -341,6 +351,15 @@ macro_rules! impl_event_store {
                 limit: usize,
             ) -> Result<Vec<agentlog_domain::envelope::RecordedEvent>, $crate::error::EventLogError> {
                 $crate::backend::Backend::read_all(&*self.core.backend, after, None, filter, limit).await
+            }
+            async fn read_all_back(
+                &self,
+                after: i64,
+                before: i64,
+                filter: &$crate::filter::EventFilter,
+                limit: usize,
+            ) -> Result<Vec<agentlog_domain::envelope::RecordedEvent>, $crate::error::EventLogError> {
+                $crate::backend::Backend::read_all_back(&*self.core.backend, after, before, filter, limit).await
             }
             async fn import(
                 &self,

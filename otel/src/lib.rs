@@ -19,10 +19,12 @@
 pub mod conventions;
 mod from_log;
 pub mod ids;
+mod measure;
 mod request;
 mod run;
 
 pub use from_log::{root_of, spans_of_end};
+pub use measure::{Measurement, measurements};
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 pub use request::export_request;
 pub use run::{Ancestry, is_run_end, run_spans};

@@ -5,7 +5,7 @@
 //! let mut w = Conditions::default();
 //! w.eq("status", Some("running"));
 //! w.owner(owner);                                   // `user_id = $n` unless admin (None)
-//! w.after(cursor.as_ref(), "created_at", "id", Order::Desc);
+//! w.beyond(&cursor, "created_at", "id", Order::Desc, Side::After, false);
 //! let sql = format!("SELECT … FROM operations {} ORDER BY created_at DESC, id DESC LIMIT {}", w.sql(), n);
 //! db.fetch(&sql, w.args()).await?;
 //! ```
@@ -29,10 +29,27 @@ impl Order {
             Self::Desc => "DESC",
         }
     }
+
+    /// The other way round.
+    pub(crate) fn reversed(self) -> Self {
+        match self {
+            Self::Asc => Self::Desc,
+            Self::Desc => Self::Asc,
+        }
+    }
+}
+
+/// Which side of a cursor, in list order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Later in the list.
+    After,
+    /// Earlier in the list.
+    Before,
 }
 
 /// Conditions joined by `AND`, and their values.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Conditions {
     clauses: Vec<String>,
     args: Vec<SqlValue>,
@@ -79,19 +96,27 @@ impl Conditions {
         self.eq(column, owner);
     }
 
-    /// Strictly after `cursor` in a list ordered by `(sort_column, id_column)` in `order`.
-    pub(crate) fn after(&mut self, cursor: Option<&Cursor>, sort_column: &str, id_column: &str, order: Order) {
-        if let Some(c) = cursor {
-            let op = match order {
-                Order::Asc => ">",
-                Order::Desc => "<",
-            };
-            let key = self.bind(c.sort_key);
-            let key_again = self.bind(c.sort_key);
-            let id = self.bind(c.id.as_str());
-            self.clauses
-                .push(format!("({sort_column} {op} {key} OR ({sort_column} = {key_again} AND {id_column} {op} {id}))"));
-        }
+    /// The rows on `side` of `cursor` in a list ordered by `(sort_column, id_column)` in
+    /// `order`; with `inclusive`, the cursor's own row too.
+    pub(crate) fn beyond(
+        &mut self,
+        cursor: &Cursor,
+        sort_column: &str,
+        id_column: &str,
+        order: Order,
+        side: Side,
+        inclusive: bool,
+    ) {
+        let op = match (order, side) {
+            (Order::Asc, Side::After) | (Order::Desc, Side::Before) => ">",
+            (Order::Asc, Side::Before) | (Order::Desc, Side::After) => "<",
+        };
+        let id_op = if inclusive { format!("{op}=") } else { op.to_string() };
+        let key = self.bind(cursor.sort_key);
+        let key_again = self.bind(cursor.sort_key);
+        let id = self.bind(cursor.id.as_str());
+        self.clauses
+            .push(format!("({sort_column} {op} {key} OR ({sort_column} = {key_again} AND {id_column} {id_op} {id}))"));
     }
 
     /// `WHERE …` (empty when there is no condition).
@@ -115,12 +140,15 @@ mod tests {
         w.eq("status", Some("running"));
         w.eq("kind", None::<&str>);
         w.owner("user_id", Some("u1"));
-        w.after(Some(&Cursor::new(7, "x")), "created_at", "id", Order::Desc);
+        w.beyond(&Cursor::new(7, "x"), "created_at", "id", Order::Desc, Side::After, false);
         assert_eq!(
             w.sql(),
             "WHERE status = $1 AND user_id = $2 AND (created_at < $3 OR (created_at = $4 AND id < $5))"
         );
         assert_eq!(w.args().len(), 5);
+        let mut back = Conditions::default();
+        back.beyond(&Cursor::new(7, "x"), "seq", "id", Order::Asc, Side::Before, true);
+        assert_eq!(back.sql(), "WHERE (seq < $1 OR (seq = $2 AND id <= $3))");
         assert_eq!(Conditions::default().sql(), "");
     }
 }

@@ -1,10 +1,13 @@
-//! Pages of read-model lists with keyset cursors (Relay-style: `first`, `after`, `endCursor`,
-//! `hasNextPage`), shared by every query.
+//! Pages of read-model lists with keyset cursors (Relay-style: `first`/`after` forward,
+//! `last`/`before` backward, `startCursor`/`endCursor`, true `hasPreviousPage`/`hasNextPage`),
+//! shared by every query.
 //!
 //! A cursor is `<sort key>:<id>` — the sort key (an integer: a time in epoch µs, a sequence
 //! number, a version) and the id of the last item of the page. Callers treat it as opaque; the
 //! queries continue strictly after it, with an index seek (never an `OFFSET` scan), so pages
-//! stay fast and stable while rows are added.
+//! stay fast and stable while rows are added. A backward page seeks the same index in the
+//! other direction and is handed back in list order, so paging back over a set gives the
+//! items paging forward gave.
 //!
 //! ```
 //! use agentlog_projections::page::{Cursor, PageRequest};
@@ -34,44 +37,57 @@ pub struct Page<T> {
     pub end_cursor: Option<String>,
     /// More rows follow.
     pub has_next_page: bool,
+    /// Rows come before this page's first (pass `start_cursor` as `before` for them).
+    pub has_previous_page: bool,
 }
 
 impl<T> Page<T> {
-    /// Build a page from up to `first + 1` fetched rows (the extra one only tells that more
-    /// follow), with `cursor_of` giving each row's cursor.
-    pub fn from_fetched(mut items: Vec<T>, first: usize, cursor_of: impl Fn(&T) -> Cursor) -> Self {
-        let has_next_page = items.len() > first;
-        items.truncate(first);
-        let cursors: Vec<String> = items.iter().map(|item| cursor_of(item).to_string()).collect();
-        let end_cursor = cursors.last().cloned();
-        Self { items, cursors, end_cursor, has_next_page }
-    }
-
     /// An empty page.
     pub fn empty() -> Self {
-        Self { items: Vec::new(), cursors: Vec::new(), end_cursor: None, has_next_page: false }
+        Self {
+            items: Vec::new(),
+            cursors: Vec::new(),
+            end_cursor: None,
+            has_next_page: false,
+            has_previous_page: false,
+        }
+    }
+
+    /// The cursor of the first row (pass it as `before` for the page before; `None` when empty).
+    pub fn start_cursor(&self) -> Option<&str> {
+        self.cursors.first().map(String::as_str)
     }
 }
 
-/// Which page to read.
+/// Which page to read: the rows strictly between `after` and `before` (each optional), the first
+/// `size` of them, or the last `size` when `backward`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
     /// Page size (clamped to 1..=[`MAX_PAGE_SIZE`]).
-    pub first: usize,
-    /// The `endCursor` of the previous page.
+    pub size: usize,
+    /// Take the last `size` rows rather than the first (Relay's `last`).
+    pub backward: bool,
+    /// Only rows after this cursor (the `endCursor` of the page before).
     pub after: Option<String>,
+    /// Only rows before this cursor (the `startCursor` of the page after).
+    pub before: Option<String>,
 }
 
 impl Default for PageRequest {
     fn default() -> Self {
-        Self { first: 50, after: None }
+        Self::first(50)
     }
 }
 
 impl PageRequest {
     /// The first `n` rows.
     pub fn first(n: usize) -> Self {
-        Self { first: n, after: None }
+        Self { size: n, backward: false, after: None, before: None }
+    }
+
+    /// The last `n` rows.
+    pub fn last(n: usize) -> Self {
+        Self { size: n, backward: true, after: None, before: None }
     }
 
     /// The same request, after `cursor`.
@@ -80,14 +96,25 @@ impl PageRequest {
         self
     }
 
+    /// The same request, before `cursor`.
+    pub fn before(mut self, cursor: Option<String>) -> Self {
+        self.before = cursor;
+        self
+    }
+
     /// The page size to use.
     pub fn limit(&self) -> usize {
-        clamp_page_size(self.first)
+        clamp_page_size(self.size)
     }
 
     /// The decoded `after` cursor.
     pub fn cursor(&self) -> Result<Option<Cursor>, ProjectionError> {
         Cursor::parse_opt(self.after.as_deref())
+    }
+
+    /// The decoded `before` cursor.
+    pub fn before_cursor(&self) -> Result<Option<Cursor>, ProjectionError> {
+        Cursor::parse_opt(self.before.as_deref())
     }
 }
 
@@ -147,18 +174,9 @@ mod tests {
     }
 
     #[test]
-    fn a_page_knows_whether_more_follow() {
-        let page = Page::from_fetched(vec![1, 2, 3], 2, |i| Cursor::new(*i, "x"));
-        assert_eq!(page.items, vec![1, 2]);
-        assert!(page.has_next_page);
-        assert_eq!(page.end_cursor.as_deref(), Some("2:x"));
-        let last = Page::from_fetched(vec![1], 2, |i| Cursor::new(*i, "x"));
-        assert!(!last.has_next_page);
-    }
-
-    #[test]
     fn page_size_is_clamped() {
         assert_eq!(PageRequest::first(0).limit(), 1);
         assert_eq!(PageRequest::first(10_000).limit(), MAX_PAGE_SIZE);
+        assert!(PageRequest::last(3).backward && !PageRequest::first(3).backward);
     }
 }

@@ -8,7 +8,7 @@
 //! ```
 
 use crate::{
-    conditions::Conditions,
+    conditions::{Conditions, Side},
     db::{ReadDb, Row, SqlValue},
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
@@ -75,7 +75,7 @@ impl Select {
     /// One keyset page ordered by (`sort`, `id`) in `order`.
     #[allow(clippy::too_many_arguments)] // one call shape for every list; a struct would only rename the arguments
     pub(crate) async fn page<T>(
-        mut self,
+        self,
         db: &ReadDb,
         sort: &str,
         id: &str,
@@ -84,12 +84,69 @@ impl Select {
         read: impl Fn(&Row) -> Result<T, ProjectionError>,
         cursor_of: impl Fn(&T) -> Cursor,
     ) -> Result<Page<T>, ProjectionError> {
-        self.conditions.after(request.cursor()?.as_ref(), sort, id, order);
+        let select = format!("SELECT {} FROM {}", self.columns, self.from);
+        let keyset = Keyset { sort, id, order };
+        keyset.page(db, &select, self.conditions, request, read, cursor_of).await
+    }
+}
+
+/// The order of a list: by `sort`, then `id` to break ties, in `order`.
+pub(crate) struct Keyset<'a> {
+    /// The sort column.
+    pub(crate) sort: &'a str,
+    /// The tie-breaking id column.
+    pub(crate) id: &'a str,
+    /// Which way the list runs.
+    pub(crate) order: Order,
+}
+
+impl Keyset<'_> {
+    /// One page of `select` (`SELECT … FROM …`, joins included) under `filters`: the rows
+    /// between the request's cursors, the first or (backward) last `size` of them, in list
+    /// order. `hasNextPage` / `hasPreviousPage` are true facts: past a cursor the request gave,
+    /// one more indexed `LIMIT 1` read tells whether any row lies beyond it.
+    pub(crate) async fn page<T>(
+        &self,
+        db: &ReadDb,
+        select: &str,
+        filters: Conditions,
+        request: &PageRequest,
+        read: impl Fn(&Row) -> Result<T, ProjectionError>,
+        cursor_of: impl Fn(&T) -> Cursor,
+    ) -> Result<Page<T>, ProjectionError> {
+        let (after, before) = (request.cursor()?, request.before_cursor()?);
+        let Self { sort, id, order } = *self;
+        let mut bounded = filters.clone();
+        if let Some(c) = &after {
+            bounded.beyond(c, sort, id, order, Side::After, false);
+        }
+        if let Some(c) = &before {
+            bounded.beyond(c, sort, id, order, Side::Before, false);
+        }
         let limit = request.limit();
-        let dir = order.sql();
-        let tail = format!(" ORDER BY {sort} {dir}, {id} {dir} LIMIT {}", limit + 1);
-        let rows = db.fetch(&self.sql(&tail), self.conditions.args()).await?;
-        let items = rows.iter().take(limit + 1).map(read).collect::<Result<Vec<T>, _>>()?;
-        Ok(Page::from_fetched(items, limit, cursor_of))
+        let dir = if request.backward { order.reversed() } else { order }.sql();
+        let sql = format!("{select} {} ORDER BY {sort} {dir}, {id} {dir} LIMIT {}", bounded.sql(), limit + 1);
+        let rows = db.fetch(&sql, bounded.args()).await?;
+        let mut items = rows.iter().take(limit + 1).map(read).collect::<Result<Vec<T>, _>>()?;
+        let more = items.len() > limit;
+        items.truncate(limit);
+        if request.backward {
+            items.reverse();
+        }
+        let beyond = |cursor: Option<Cursor>, side: Side| {
+            let mut w = filters.clone();
+            async move {
+                let Some(c) = cursor else { return Ok(false) };
+                w.beyond(&c, sort, id, order, side, true);
+                Ok::<_, ProjectionError>(
+                    !db.fetch(&format!("{select} {} LIMIT 1", w.sql()), w.args()).await?.is_empty(),
+                )
+            }
+        };
+        let has_next_page = (more && !request.backward) || beyond(before, Side::After).await?;
+        let has_previous_page = (more && request.backward) || beyond(after, Side::Before).await?;
+        let cursors: Vec<String> = items.iter().map(|item| cursor_of(item).to_string()).collect();
+        let end_cursor = cursors.last().cloned();
+        Ok(Page { items, cursors, end_cursor, has_next_page, has_previous_page })
     }
 }

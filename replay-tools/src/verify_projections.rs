@@ -382,6 +382,15 @@ impl EventStore for LogPrefix {
         events.retain(|e| e.position <= self.up_to);
         Ok(events)
     }
+    async fn read_all_back(
+        &self,
+        after: i64,
+        before: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        self.inner.read_all_back(after, before.min(self.up_to.saturating_add(1)), filter, limit).await
+    }
     async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
         Ok(self.read_stream(stream_id, 1, usize::MAX >> 1).await?.last().map_or(0, |e| e.stream_version))
     }

@@ -12,6 +12,7 @@ use crate::{
 
 /// A token as listed: never its secret.
 #[derive(SimpleObject)]
+#[graphql(name = "Token")]
 pub struct TokenNode {
     /// Its id (what `revokeToken` takes).
     pub token_id: String,

@@ -2,10 +2,11 @@
 
 use agentlog_domain::agents::{Agent, AgentCommand, RegisterAgent};
 use agentlog_projections::agents::{self, AgentFilter, AgentRow, AgentVersionRow};
-use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::global_id::{NodeType, global_id};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
@@ -20,11 +21,14 @@ use crate::{
 /// An agent and its current config.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Agent")]
 pub struct AgentNode {
     /// Its id.
     pub id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Slug.
     pub slug: String,
     /// Title.
@@ -60,6 +64,7 @@ pub struct AgentNode {
 impl From<AgentRow> for AgentNode {
     fn from(a: AgentRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Agent, &a.user_id, &a.id),
             id: a.id,
             user_id: a.user_id,
             slug: a.slug,
@@ -116,14 +121,16 @@ impl AgentNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, AgentVersion>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = agents::versions(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
-        Ok(connection(page, request.after.is_some(), AgentVersion::from))
+        Ok(connection(page, AgentVersion::from))
     }
 }
 
-async fn agent_node(ctx: &Context<'_>, id: &str) -> Result<AgentNode, ApiError> {
+pub(crate) async fn agent_node(ctx: &Context<'_>, id: &str) -> Result<AgentNode, ApiError> {
     let row = agents::get(&app(ctx).db, caller(ctx)?.owner(), id).await?;
     row.map(AgentNode::from).ok_or_else(|| ApiError::not_found("agent", id))
 }
@@ -142,19 +149,22 @@ impl AgentsQuery {
     /// Agents: the caller's and the built-ins (upstream's, registered at the first start;
     /// `builtin` true / false lists only those / only the others), archived ones only when
     /// asked for.
+    #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
     async fn agents(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         #[graphql(default)] include_archived: bool,
         model: Option<String>,
         builtin: Option<bool>,
     ) -> GqlResult<Connection<String, AgentNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = AgentFilter { include_archived, builtin, model };
         let page = agents::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), AgentNode::from))
+        Ok(connection(page, AgentNode::from))
     }
 }
 

@@ -158,6 +158,7 @@ impl From<AnalyticsBucket> for Bucket {
 
 /// The report: buckets in time order and their total.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "AnalyticsReport")]
 pub struct AnalyticsReportNode {
     /// Buckets.
     pub buckets: Vec<Bucket>,

@@ -3,10 +3,11 @@
 use agentlog_domain::aggregate::Aggregate;
 use agentlog_domain::briefs::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
 use agentlog_projections::briefs::{self, BriefFilter, BriefRow};
-use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
 use super::cost;
+use super::global_id::{NodeType, global_id};
 use super::origins::{Origin, origin};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
@@ -25,11 +26,14 @@ use crate::{
 /// A brief: a short report a human reads and acts on.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Brief")]
 pub struct BriefNode {
     /// Its id.
     pub brief_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// `result`, `decision`, `error`, `insight`, …
     #[graphql(name = "type")]
     pub brief_type: String,
@@ -76,6 +80,7 @@ pub struct BriefNode {
 impl From<BriefRow> for BriefNode {
     fn from(b: BriefRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Brief, &b.user_id, &b.brief_id),
             brief_type: wire(&b.brief_type),
             priority: wire(&b.priority),
             actions: json(&b.actions),
@@ -120,7 +125,7 @@ pub struct BriefFilterInput {
 #[derive(Default)]
 pub struct BriefsQuery;
 
-async fn brief_node(ctx: &Context<'_>, brief_id: &str) -> Result<BriefNode, ApiError> {
+pub(crate) async fn brief_node(ctx: &Context<'_>, brief_id: &str) -> Result<BriefNode, ApiError> {
     let row = briefs::brief(&app(ctx).db, caller(ctx)?.owner(), brief_id).await?;
     row.map(BriefNode::from).ok_or_else(|| ApiError::not_found("brief", brief_id))
 }
@@ -138,9 +143,11 @@ impl BriefsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<BriefFilterInput>,
     ) -> GqlResult<Connection<String, BriefNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = BriefFilter {
             brief_type: input.brief_type.as_deref().map(|t| from_wire::<BriefType>("filter.type", t)).transpose()?,
@@ -153,7 +160,7 @@ impl BriefsQuery {
             task_id: input.task_id,
         };
         let page = briefs::briefs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), BriefNode::from))
+        Ok(connection(page, BriefNode::from))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use agentlog_domain::conversations::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
 use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
-use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, Subscription, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, Subscription, connection::Connection};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -23,6 +23,7 @@ use crate::graphql::wire::wire;
 use futures_util::{StreamExt, stream::BoxStream};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::global_id::{NodeType, global_id};
 use crate::{
     commands::Commands,
     deltas::{DeltaError, MessageDelta},
@@ -32,11 +33,14 @@ use crate::{
 /// A conversation (topic).
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Conversation")]
 pub struct ConversationNode {
     /// Its topic id.
     pub topic_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Title.
     pub title: Option<String>,
     /// The agent it talks to.
@@ -56,6 +60,7 @@ pub struct ConversationNode {
 impl From<ConversationRow> for ConversationNode {
     fn from(c: ConversationRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Conversation, &c.user_id, &c.topic_id),
             topic_id: c.topic_id,
             user_id: c.user_id,
             title: c.title,
@@ -71,6 +76,7 @@ impl From<ConversationRow> for ConversationNode {
 
 /// A stored message.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "Message")]
 pub struct MessageNode {
     /// Its id.
     pub message_id: String,
@@ -110,6 +116,7 @@ impl From<MessageRow> for MessageNode {
 
 /// A thread opened off a message.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "Thread")]
 pub struct ThreadNode {
     /// Its id.
     pub thread_id: String,
@@ -197,12 +204,14 @@ impl ConversationNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         #[graphql(default)] include_deleted: bool,
     ) -> GqlResult<Connection<String, MessageNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page =
             read::topic_messages(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id, include_deleted, &request).await?;
-        Ok(connection(page, request.after.is_some(), MessageNode::from))
+        Ok(connection(page, MessageNode::from))
     }
 
     /// Threads, in the order they were opened.
@@ -231,7 +240,7 @@ impl ConversationNode {
     }
 }
 
-async fn conversation_node(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationNode, ApiError> {
+pub(crate) async fn conversation_node(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationNode, ApiError> {
     let row = read::conversation(&app(ctx).db, caller(ctx)?.owner(), topic_id).await?;
     row.map(ConversationNode::from).ok_or_else(|| ApiError::not_found("conversation", topic_id))
 }
@@ -253,10 +262,12 @@ impl ConversationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, ConversationNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::conversations(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
-        Ok(connection(page, request.after.is_some(), ConversationNode::from))
+        Ok(connection(page, ConversationNode::from))
     }
 }
 

@@ -2,10 +2,11 @@
 
 use agentlog_domain::cron_jobs::{CreateCronJob, CronCommand, CronJob};
 use agentlog_projections::cron_jobs::{self, CronJobFilter, CronJobRow};
-use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::global_id::{NodeType, global_id};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
@@ -19,11 +20,14 @@ use crate::{
 
 /// A cron job: an agent prompted on a schedule.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "CronJob")]
 pub struct CronJobNode {
     /// Its id.
     pub job_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// The agent it prompts.
     pub agent_id: String,
     /// Its group.
@@ -58,6 +62,7 @@ pub struct CronJobNode {
 impl From<CronJobRow> for CronJobNode {
     fn from(j: CronJobRow) -> Self {
         Self {
+            global_id: global_id(NodeType::CronJob, &j.user_id, &j.job_id),
             conditions: json(&j.conditions),
             job_id: j.job_id,
             user_id: j.user_id,
@@ -78,7 +83,7 @@ impl From<CronJobRow> for CronJobNode {
     }
 }
 
-async fn cron_job_node(ctx: &Context<'_>, id: &str) -> Result<CronJobNode, ApiError> {
+pub(crate) async fn cron_job_node(ctx: &Context<'_>, id: &str) -> Result<CronJobNode, ApiError> {
     let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), id).await?;
     row.map(CronJobNode::from).ok_or_else(|| ApiError::not_found("cron job", id))
 }
@@ -95,18 +100,21 @@ impl CronJobsQuery {
     }
 
     /// Cron jobs.
+    #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
     async fn cron_jobs(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         agent_id: Option<String>,
         enabled: Option<bool>,
     ) -> GqlResult<Connection<String, CronJobNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = CronJobFilter { agent_id, enabled };
         let page = cron_jobs::cron_jobs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), CronJobNode::from))
+        Ok(connection(page, CronJobNode::from))
     }
 }
 

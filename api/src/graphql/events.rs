@@ -13,6 +13,7 @@ use futures_util::{StreamExt, stream::BoxStream};
 use uuid::Uuid;
 
 use crate::error::{ApiError, GqlResult};
+use crate::graphql::paging::page_request;
 use crate::graphql::paging::page_size;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
@@ -134,26 +135,61 @@ pub struct EventsQuery;
 
 #[Object]
 impl EventsQuery {
-    /// Events after a position (exclusive), oldest first. The cursor is the position.
-    #[graphql(complexity = "super::cost::log_read(first, 50, child_complexity)")]
+    /// Events between positions (`after`, `before`: exclusive), oldest first: the `first` after
+    /// `after`, or the `last` before `before`. The cursor is the position.
+    #[graphql(complexity = "super::cost::log_read(last.or(first), 50, child_complexity)")]
     async fn events(
         &self,
         ctx: &Context<'_>,
         after: Option<String>,
         first: Option<i32>,
         filter: Option<EventFilterInput>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, Event>> {
         let filter = log_filter(ctx, filter)?;
-        let first = page_size(ctx, first)?;
-        let after: i64 = match after {
-            None => 0,
-            Some(a) => a.parse().map_err(|_| ApiError::validation("after", "must be a position cursor"))?,
+        let request = page_request(ctx, first, after, last, before)?;
+        let position = |field: &str, cursor: Option<&String>| {
+            cursor
+                .map(|c| c.parse::<i64>().map_err(|_| ApiError::validation(field, "must be a position cursor")))
+                .transpose()
         };
-        let state = app(ctx);
-        let mut events = state.store.read_all(after, &filter, first + 1).await.map_err(ApiError::from)?;
-        let has_next = events.len() > first;
-        events.truncate(first);
-        let mut connection = Connection::new(after > 0, has_next);
+        let after = position("after", request.after.as_ref())?;
+        let before = position("before", request.before.as_ref())?;
+        let size = request.size;
+        let store = &app(ctx).store;
+        let mut events = if request.backward {
+            let mut back = store
+                .read_all_back(after.unwrap_or(0), before.unwrap_or(i64::MAX), &filter, size + 1)
+                .await
+                .map_err(ApiError::from)?;
+            back.reverse();
+            back
+        } else {
+            let mut events = store.read_all(after.unwrap_or(0), &filter, size + 1).await.map_err(ApiError::from)?;
+            events.retain(|e| before.is_none_or(|b| e.position < b));
+            events
+        };
+        let more = events.len() > size;
+        if request.backward {
+            events.drain(..events.len().saturating_sub(size));
+        } else {
+            events.truncate(size);
+        }
+        // Past a cursor the request gave, is there any event at all (the true page flags)?
+        let has_next = (more && !request.backward)
+            || match before {
+                Some(b) => !store.read_all(b.saturating_sub(1), &filter, 1).await.map_err(ApiError::from)?.is_empty(),
+                None => false,
+            };
+        let has_previous = (more && request.backward)
+            || match after {
+                Some(a) => {
+                    !store.read_all_back(0, a.saturating_add(1), &filter, 1).await.map_err(ApiError::from)?.is_empty()
+                }
+                None => false,
+            };
+        let mut connection = Connection::new(has_previous, has_next);
         connection.edges.extend(events.into_iter().map(|e| Edge::new(e.position.to_string(), Event::from(e))));
         Ok(connection)
     }

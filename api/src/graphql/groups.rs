@@ -2,10 +2,11 @@
 
 use agentlog_domain::groups::{Group, GroupCommand, GroupConfig, GroupMember, MemberRole};
 use agentlog_projections::groups::{self, GroupFilter, GroupMemberRow, GroupRow};
-use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::global_id::{NodeType, global_id};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
@@ -21,11 +22,14 @@ use crate::{
 /// A chat group: a supervisor and members.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Group")]
 pub struct GroupNode {
     /// Its id.
     pub id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Title.
     pub title: String,
     /// Config (`{systemPrompt?, openingMessage?, openingQuestions, allowDm?, maxRounds}`).
@@ -49,6 +53,7 @@ pub struct GroupNode {
 impl From<GroupRow> for GroupNode {
     fn from(g: GroupRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Group, &g.user_id, &g.id),
             id: g.id,
             user_id: g.user_id,
             title: g.title,
@@ -66,6 +71,7 @@ impl From<GroupRow> for GroupNode {
 
 /// A member of a group.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "GroupMember")]
 pub struct GroupMemberNode {
     /// The agent.
     pub agent_id: String,
@@ -92,7 +98,7 @@ impl GroupNode {
     }
 }
 
-async fn group_node(ctx: &Context<'_>, id: &str) -> Result<GroupNode, ApiError> {
+pub(crate) async fn group_node(ctx: &Context<'_>, id: &str) -> Result<GroupNode, ApiError> {
     let row = groups::get(&app(ctx).db, caller(ctx)?.owner(), id).await?;
     row.map(GroupNode::from).ok_or_else(|| ApiError::not_found("group", id))
 }
@@ -109,18 +115,21 @@ impl GroupsQuery {
     }
 
     /// Groups (deleted ones only when asked for; `memberAgentId`: groups with this member).
+    #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
     async fn groups(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         #[graphql(default)] include_deleted: bool,
         member_agent_id: Option<String>,
     ) -> GqlResult<Connection<String, GroupNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = GroupFilter { include_deleted, member_agent_id };
         let page = groups::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), GroupNode::from))
+        Ok(connection(page, GroupNode::from))
     }
 }
 

@@ -12,7 +12,9 @@ pub mod conversations;
 pub mod cost;
 pub mod cron_jobs;
 pub mod events;
+pub mod global_id;
 pub mod groups;
+pub mod node;
 pub mod notifications;
 pub mod operations;
 pub mod origins;
@@ -47,6 +49,7 @@ pub struct Query(
     groups::GroupsQuery,
     cron_jobs::CronJobsQuery,
     admin::AdminQuery,
+    node::NodeQuery,
     analytics::AnalyticsQueryRoot,
     admin::AdminQuery,
 );

@@ -2,10 +2,11 @@
 
 use agentlog_domain::notifications::{CreateNotification, NotificationCommand, deduped_notification_id};
 use agentlog_projections::notifications::{self, InboxFilter, NotificationRow};
-use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
 use super::cost;
+use super::global_id::{NodeType, global_id};
 use super::origins::{Origin, origin_at};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
@@ -19,11 +20,14 @@ use crate::{
 /// A notification in a user's inbox.
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Notification")]
 pub struct NotificationNode {
     /// Its id.
     pub notification_id: String,
     /// The recipient.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// `brief`, `hitl`, `budget`, …
     pub category: String,
     /// The scenario (`brief_error`, `decision_required`, …).
@@ -56,6 +60,7 @@ pub struct NotificationNode {
 impl From<NotificationRow> for NotificationNode {
     fn from(n: NotificationRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Notification, &n.user_id, &n.notification_id),
             notification_id: n.notification_id,
             user_id: n.user_id,
             category: n.category,
@@ -84,6 +89,12 @@ pub struct NotificationFilterInput {
     pub category: Option<String>,
 }
 
+/// One notification of the caller's (NOT_FOUND otherwise).
+pub(crate) async fn notification_node(ctx: &Context<'_>, id: &str) -> Result<NotificationNode, ApiError> {
+    let row = notifications::notification(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+    row.map(NotificationNode::from).ok_or_else(|| ApiError::not_found("notification", id))
+}
+
 /// Notification queries.
 #[derive(Default)]
 pub struct NotificationsQuery;
@@ -96,19 +107,20 @@ impl NotificationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<NotificationFilterInput>,
     ) -> GqlResult<Connection<String, NotificationNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = InboxFilter { read: input.read, category: input.category };
         let page = notifications::inbox(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), NotificationNode::from))
+        Ok(connection(page, NotificationNode::from))
     }
 
     /// One notification. NOT_FOUND when missing or someone else's.
     async fn notification(&self, ctx: &Context<'_>, id: String) -> GqlResult<NotificationNode> {
-        let row = notifications::notification(&app(ctx).db, caller(ctx)?.owner(), &id).await?;
-        Ok(row.map(NotificationNode::from).ok_or_else(|| ApiError::not_found("notification", id))?)
+        Ok(notification_node(ctx, &id).await?)
     }
 
     /// How many inbox notifications are unread (an admin counts every user's).

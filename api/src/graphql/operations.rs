@@ -10,7 +10,7 @@ use agentlog_domain::operations::{
 use agentlog_domain::values::AgentRef;
 use agentlog_domain::values::ReviewScore;
 use agentlog_eventlog::fold_recorded;
-use async_graphql::{ComplexObject, Context, Enum, InputObject, Json, Object, SimpleObject};
+use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
 use agentlog_projections::operations::{
@@ -19,6 +19,7 @@ use agentlog_projections::operations::{
 use async_graphql::connection::Connection;
 
 use super::events::Event;
+use super::global_id::{NodeType, global_id};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::paging::page_size;
@@ -41,6 +42,8 @@ pub struct Operation {
     pub id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// `idle`, `running`, `waiting_for_human`, `waiting_for_async_tool`, `done`, `error`,
     /// `interrupted`, `cancelled`.
     pub status: String,
@@ -120,6 +123,7 @@ impl From<&OperationState> for Operation {
         let spec = op.spec.as_ref();
         let as_i64 = |v: Option<u64>| v.map(|x| x.min(i64::MAX as u64) as i64);
         Self {
+            global_id: global_id(NodeType::Operation, &op.user_id, op.id()),
             id: op.id().to_string(),
             user_id: op.user_id.clone(),
             status: op.status.as_str().to_string(),
@@ -162,6 +166,7 @@ impl From<&OperationState> for Operation {
 impl From<OperationRow> for Operation {
     fn from(op: OperationRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Operation, &op.user_id, &op.id),
             id: op.id,
             user_id: op.user_id,
             status: op.status,
@@ -245,6 +250,7 @@ impl From<OperationStepRow> for OperationStep {
 
 /// A human-in-the-loop card an operation asked, and how it closed.
 #[derive(SimpleObject, Clone)]
+#[graphql(name = "HitlCard")]
 pub struct HitlCardNode {
     /// The operation.
     pub operation_id: String,
@@ -398,10 +404,12 @@ impl Operation {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, OperationStep>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::steps(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
-        Ok(connection(page, request.after.is_some(), OperationStep::from))
+        Ok(connection(page, OperationStep::from))
     }
 
     /// Every human-in-the-loop card it asked, in order (read model).
@@ -428,10 +436,12 @@ impl Operation {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, Operation>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::children(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
-        Ok(connection(page, request.after.is_some(), Operation::from))
+        Ok(connection(page, Operation::from))
     }
 
     /// Every event of this operation's stream, oldest first.
@@ -452,6 +462,12 @@ impl Operation {
     }
 }
 
+/// One operation of the caller's, from its stream (NOT_FOUND otherwise).
+pub(crate) async fn operation_node(ctx: &Context<'_>, id: &str) -> Result<Operation, ApiError> {
+    let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(id).await?;
+    Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
+}
+
 /// Operation queries.
 #[derive(Default)]
 pub struct OperationsQuery;
@@ -461,9 +477,7 @@ impl OperationsQuery {
     /// One operation, from its stream (always current). NOT_FOUND when it does not exist or
     /// belongs to someone else.
     async fn operation(&self, ctx: &Context<'_>, id: String) -> GqlResult<Operation> {
-        let who = caller(ctx)?;
-        let loaded = Commands::new(app(ctx), who).load_operation(&id).await?;
-        Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
+        Ok(operation_node(ctx, &id).await?)
     }
 
     /// Operations, newest first (read model). Filters combine.
@@ -472,9 +486,11 @@ impl OperationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<OperationFilterInput>,
     ) -> GqlResult<Connection<String, Operation>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let f = filter.unwrap_or_default();
         let filter = OperationFilter {
             status: f.status.as_deref().map(|s| from_wire("filter.status", s)).transpose()?,
@@ -488,7 +504,7 @@ impl OperationsQuery {
             created_to: f.created_to,
         };
         let page = read::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), Operation::from))
+        Ok(connection(page, Operation::from))
     }
 
     /// Cards waiting for a human's answer, oldest first: what a human must decide next.
@@ -497,10 +513,12 @@ impl OperationsQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, HitlCardNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::pending_cards(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
-        Ok(connection(page, request.after.is_some(), HitlCardNode::from))
+        Ok(connection(page, HitlCardNode::from))
     }
 }
 
@@ -648,6 +666,7 @@ pub struct OperationPayload {
 
 /// A lease a worker holds on a run.
 #[derive(SimpleObject)]
+#[graphql(name = "Lease")]
 pub struct LeaseNode {
     /// Present it as `leaseToken` on every report on the run; it stops working when the
     /// lease expires or another claim replaces it.

@@ -9,9 +9,10 @@ use agentlog_domain::{envelope::Actor, values::ReviewScore};
 use agentlog_projections::tasks::{
     self as read, CommentRow, DependencyRow, DocumentRow, TaskFilter, TaskRow, TopicRow,
 };
-use async_graphql::{ComplexObject, Context, InputObject, Json, Object, SimpleObject, connection::Connection};
+use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
+use super::global_id::{NodeType, global_id};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
@@ -29,11 +30,14 @@ use crate::{
 /// A task as it stands (the tasks read model).
 #[derive(SimpleObject, Clone)]
 #[graphql(complex)]
+#[graphql(name = "Task")]
 pub struct TaskNode {
     /// Its id.
     pub task_id: String,
     /// Owner.
     pub user_id: String,
+    /// A globally unique opaque id (its type, owner and id), for `node(id:)`.
+    pub global_id: ID,
     /// Human identifier (`T-12`).
     pub identifier: String,
     /// Name.
@@ -95,6 +99,7 @@ pub struct TaskNode {
 impl From<TaskRow> for TaskNode {
     fn from(t: TaskRow) -> Self {
         Self {
+            global_id: global_id(NodeType::Task, &t.user_id, &t.task_id),
             status: wire(&t.status),
             automation_mode: t.automation_mode.as_ref().map(wire),
             config: json(&t.config),
@@ -299,10 +304,12 @@ impl TaskNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, TaskTopic>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::task_topics(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskTopic::from))
+        Ok(connection(page, TaskTopic::from))
     }
 
     /// Comments, oldest first.
@@ -311,10 +318,12 @@ impl TaskNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, TaskComment>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let page = read::task_comments(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskComment::from))
+        Ok(connection(page, TaskComment::from))
     }
 
     /// Direct subtasks, oldest first.
@@ -323,11 +332,13 @@ impl TaskNode {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
     ) -> GqlResult<Connection<String, TaskNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let filter = TaskFilter { parent_task_id: Some(self.task_id.clone()), ..Default::default() };
         let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskNode::from))
+        Ok(connection(page, TaskNode::from))
     }
 
     /// Every descendant cut by its `blocks` dependencies into layers that can run in parallel
@@ -389,9 +400,11 @@ impl TasksQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
         filter: Option<TaskFilterInput>,
     ) -> GqlResult<Connection<String, TaskNode>> {
-        let request = page_request(ctx, first, after)?;
+        let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = TaskFilter {
             status: input.status.as_deref().map(|s| from_wire::<TaskStatus>("filter.status", s)).transpose()?,
@@ -399,7 +412,7 @@ impl TasksQuery {
             parent_task_id: input.parent_task_id,
         };
         let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
-        Ok(connection(page, request.after.is_some(), TaskNode::from))
+        Ok(connection(page, TaskNode::from))
     }
 }
 

@@ -8,6 +8,7 @@ pub mod child_results;
 pub mod clock_pass;
 pub mod error;
 mod follow;
+pub mod genai_metrics;
 pub mod lease_reaper;
 pub mod notification_retention;
 pub mod orchestration;

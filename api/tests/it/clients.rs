@@ -49,7 +49,26 @@ async fn spec_audits_and_standard_clients(db: Db) {
     let s = Server::start(db).await;
     run_node("audit.mjs", &s);
     run_node("clients.mjs", &s);
+    for snippet in SNIPPETS {
+        run_node(&format!("snippets/{snippet}"), &s);
+    }
     s.stop();
+}
+
+/// The README's client snippets (`clients/snippets/`), run here as they are printed there.
+const SNIPPETS: [&str; 4] = ["apollo.mjs", "urql.mjs", "graphql-ws.mjs", "worker.mjs"];
+
+#[test]
+fn the_readme_shows_the_snippets_that_run() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    for snippet in SNIPPETS {
+        let code = std::fs::read_to_string(root.join("clients/snippets").join(snippet)).expect("snippet");
+        assert!(
+            readme.contains(&format!("```js\n{code}```")),
+            "README.md must show clients/snippets/{snippet} verbatim in a ```js block"
+        );
+    }
 }
 
 /// The rules graphql-http audits, checked without Node.

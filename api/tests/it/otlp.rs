@@ -28,9 +28,13 @@ struct Collector {
     /// While true, every export is answered 503 (the collector is down).
     down: Arc<AtomicBool>,
     refused: Arc<AtomicUsize>,
+    /// The `authorization` header of every export received.
+    auth: Arc<Mutex<Vec<String>>>,
 }
 
-async fn receive(State(c): State<Collector>, body: Bytes) -> StatusCode {
+async fn receive(State(c): State<Collector>, headers: axum::http::HeaderMap, body: Bytes) -> StatusCode {
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    c.auth.lock().unwrap().push(auth);
     if c.down.load(Ordering::SeqCst) {
         c.refused.fetch_add(1, Ordering::SeqCst);
         return StatusCode::SERVICE_UNAVAILABLE;
@@ -99,7 +103,8 @@ const DONE: &str =
 async fn runs_are_exported_as_genai_traces(db: Db) {
     let (collector, endpoint) = Collector::start().await;
     collector.down.store(true, Ordering::SeqCst);
-    let mut s = Server::start_with(db, &["--otlp-endpoint", &endpoint]).await;
+    let mut s =
+        Server::start_with(db, &["--otlp-endpoint", &endpoint, "--otlp-header", "authorization=Basic cGs6c2s="]).await;
     let t = s.user_token("alice").await;
     let writer = json!({"agentId": "writer", "config": {"slug": "writer", "title": "Writer", "model": "gpt-4o", "provider": "openai"}});
     s.data(Some(&t), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": writer})).await;
@@ -152,6 +157,8 @@ async fn runs_are_exported_as_genai_traces(db: Db) {
     collector.down.store(false, Ordering::SeqCst);
     // parent: invoke_agent + 2 chat + 2 execute_tool; child: invoke_agent + chat
     let spans = collector.wait_for(7).await;
+    let auth = collector.auth.lock().unwrap().clone();
+    assert!(!auth.is_empty() && auth.iter().all(|a| a == "Basic cGs6c2s="), "--otlp-header on every export: {auth:?}");
     let by_name = |name: &str| spans.iter().filter(|s| s.name == name).cloned().collect::<Vec<_>>();
     let agents = by_name("invoke_agent writer");
     assert_eq!(agents.len(), 2, "{:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());

@@ -85,6 +85,19 @@ async fn read_the_log_with_filters(log: TestLog) {
     );
     assert!(s.read_all(all[7].position, &EventFilter::all(), 10).await.unwrap().is_empty());
     assert_eq!(s.head_position().await.unwrap(), all[7].position);
+
+    // backward: the last `limit` strictly between two positions, newest first, filters applied
+    let positions =
+        |events: Vec<agentlog_domain::envelope::RecordedEvent>| events.iter().map(|e| e.position).collect::<Vec<_>>();
+    let back = s.read_all_back(all[1].position, all[7].position, &EventFilter::all(), 3).await.unwrap();
+    assert_eq!(positions(back), vec![all[6].position, all[5].position, all[4].position]);
+    let back = s.read_all_back(all[1].position, all[4].position, &EventFilter::all(), 10).await.unwrap();
+    assert_eq!(positions(back), vec![all[3].position, all[2].position]);
+    let alice_back = s.read_all_back(0, i64::MAX, &EventFilter::all().with_user("alice"), 100).await.unwrap();
+    assert_eq!(positions(alice_back.clone()), alice.iter().rev().map(|e| e.position).collect::<Vec<_>>());
+    let started = s.read_all_back(0, i64::MAX, &EventFilter::types(["operation.started"]), 1).await.unwrap();
+    assert_eq!(started.iter().map(|e| e.stream_id.as_str()).collect::<Vec<_>>(), ["operation-2"]);
+    assert!(s.read_all_back(0, all[0].position, &EventFilter::all(), 10).await.unwrap().is_empty());
 }
 
 async fn reopening_migrates_nothing_and_keeps_everything(log: TestLog) {

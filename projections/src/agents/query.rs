@@ -11,6 +11,7 @@ use crate::{
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
     read::RowExt,
+    select::Keyset,
 };
 
 /// An agent's current config, as the API shows it.
@@ -122,8 +123,6 @@ pub async fn list(
     filter: &AgentFilter,
     page: &PageRequest,
 ) -> Result<Page<AgentRow>, ProjectionError> {
-    let first = page.limit();
-    let cursor = page.cursor()?;
     let mut w = Conditions::default();
     visible_to(&mut w, owner);
     if !filter.include_archived {
@@ -131,10 +130,17 @@ pub async fn list(
     }
     w.eq("builtin", filter.builtin.map(i64::from));
     w.eq("model", filter.model.as_deref());
-    w.after(cursor.as_ref(), "created_at", "id", Order::Asc);
-    let sql = format!("{AGENT_SELECT} {} ORDER BY created_at, id LIMIT {}", w.sql(), first + 1);
-    let rows = db.fetch(&sql, w.args()).await?.iter().map(AgentRow::from_row).collect();
-    Ok(Page::from_fetched(rows, first, |a: &AgentRow| Cursor::new(a.created_at.timestamp_micros(), a.id.clone())))
+    let keyset = Keyset { sort: "created_at", id: "id", order: Order::Asc };
+    keyset
+        .page(
+            db,
+            AGENT_SELECT,
+            w,
+            page,
+            |r| Ok(AgentRow::from_row(r)),
+            |a: &AgentRow| Cursor::new(a.created_at.timestamp_micros(), a.id.clone()),
+        )
+        .await
 }
 
 /// One config version of an agent.
@@ -192,15 +198,20 @@ pub async fn versions(
     agent_id: &str,
     page: &PageRequest,
 ) -> Result<Page<AgentVersionRow>, ProjectionError> {
-    let first = page.limit();
-    let cursor = page.cursor()?;
     let mut w = Conditions::default();
     w.eq("v.agent_id", Some(agent_id));
     visible_agent(&mut w, owner);
-    w.after(cursor.as_ref(), "v.version", "v.agent_id", Order::Asc);
-    let sql = format!("{VERSION_SELECT} {} ORDER BY v.version LIMIT {}", w.sql(), first + 1);
-    let rows = db.fetch(&sql, w.args()).await?.iter().map(version_row).collect();
-    Ok(Page::from_fetched(rows, first, |v: &AgentVersionRow| Cursor::new(v.version, v.agent_id.clone())))
+    let keyset = Keyset { sort: "v.version", id: "v.agent_id", order: Order::Asc };
+    keyset
+        .page(
+            db,
+            VERSION_SELECT,
+            w,
+            page,
+            |r| Ok(version_row(r)),
+            |v: &AgentVersionRow| Cursor::new(v.version, v.agent_id.clone()),
+        )
+        .await
 }
 
 /// One config version of an agent (what an operation with that `agentConfigVersion` ran under).

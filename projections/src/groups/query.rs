@@ -10,6 +10,7 @@ use crate::{
     error::ProjectionError,
     page::{Cursor, Page, PageRequest},
     read::RowExt,
+    select::Keyset,
 };
 
 /// A chat group, as the API shows it.
@@ -96,8 +97,6 @@ pub async fn list(
     filter: &GroupFilter,
     page: &PageRequest,
 ) -> Result<Page<GroupRow>, ProjectionError> {
-    let first = page.limit();
-    let cursor = page.cursor()?;
     let mut w = Conditions::default();
     w.owner("user_id", owner);
     if !filter.include_deleted {
@@ -107,10 +106,17 @@ pub async fn list(
         let p = w.bind(agent.as_str());
         w.push(format!("id IN (SELECT group_id FROM group_members WHERE agent_id = {p})"));
     }
-    w.after(cursor.as_ref(), "created_at", "id", Order::Asc);
-    let sql = format!("{GROUP_SELECT} {} ORDER BY created_at, id LIMIT {}", w.sql(), first + 1);
-    let rows = db.fetch(&sql, w.args()).await?.iter().map(GroupRow::from_row).collect();
-    Ok(Page::from_fetched(rows, first, |g: &GroupRow| Cursor::new(g.created_at.timestamp_micros(), g.id.clone())))
+    let keyset = Keyset { sort: "created_at", id: "id", order: Order::Asc };
+    keyset
+        .page(
+            db,
+            GROUP_SELECT,
+            w,
+            page,
+            |r| Ok(GroupRow::from_row(r)),
+            |g: &GroupRow| Cursor::new(g.created_at.timestamp_micros(), g.id.clone()),
+        )
+        .await
 }
 
 /// A member of a group.

@@ -13,6 +13,7 @@ use crate::{
     fold::wire_name,
     page::{Cursor, Page, PageRequest},
     read::RowExt,
+    select::Keyset,
 };
 
 /// A worker's lease on an operation.
@@ -242,8 +243,6 @@ async fn list_ordered(
     page: &PageRequest,
     order: Order,
 ) -> Result<Page<OperationRow>, ProjectionError> {
-    let first = page.limit();
-    let cursor = page.cursor()?;
     let mut w = Conditions::default();
     w.owner("user_id", owner);
     w.eq("status", filter.status.map(OperationStatus::as_str));
@@ -255,11 +254,8 @@ async fn list_ordered(
     w.eq("parent_operation_id", filter.parent_operation_id.as_deref());
     w.at_least("created_at", filter.created_from.map(|t| t.timestamp_micros()));
     w.below("created_at", filter.created_to.map(|t| t.timestamp_micros()));
-    w.after(cursor.as_ref(), "created_at", "id", order);
-    let dir = order.sql();
-    let sql = format!("{OPERATION_SELECT} {} ORDER BY created_at {dir}, id {dir} LIMIT {}", w.sql(), first + 1);
-    let rows: Vec<OperationRow> = db.fetch(&sql, w.args()).await?.iter().map(OperationRow::from_row).collect();
-    Ok(Page::from_fetched(rows, first, OperationRow::cursor))
+    let keyset = Keyset { sort: "created_at", id: "id", order };
+    keyset.page(db, OPERATION_SELECT, w, page, |r| Ok(OperationRow::from_row(r)), OperationRow::cursor).await
 }
 
 /// Does `id` exist and may `owner` see it?
@@ -308,22 +304,12 @@ pub async fn steps(
     if !visible(db, owner, operation_id).await? {
         return Ok(Page::empty());
     }
-    let first = page.limit();
-    let cursor = page.cursor()?;
     let mut w = Conditions::default();
     w.eq("operation_id", Some(operation_id));
-    w.after(cursor.as_ref(), "step_index", "operation_id", Order::Asc);
-    let sql = format!(
-        "SELECT operation_id, step_index, phase, tool_calls, tool_call_count, input_tokens, output_tokens, \
-         total_tokens, cost_micros, at, position FROM operation_steps {} ORDER BY step_index LIMIT {}",
-        w.sql(),
-        first + 1
-    );
-    let rows = db
-        .fetch(&sql, w.args())
-        .await?
-        .iter()
-        .map(|r| OperationStepRow {
+    let select = "SELECT operation_id, step_index, phase, tool_calls, tool_call_count, input_tokens, output_tokens, \
+         total_tokens, cost_micros, at, position FROM operation_steps";
+    let read = |r: &Row| {
+        Ok(OperationStepRow {
             operation_id: r.text_or_empty(0),
             step_index: r.int_or_zero(1),
             phase: r.text_or_empty(2),
@@ -336,8 +322,11 @@ pub async fn steps(
             at: r.time_or_epoch(9),
             position: r.int_or_zero(10),
         })
-        .collect();
-    Ok(Page::from_fetched(rows, first, |s: &OperationStepRow| Cursor::new(s.step_index, s.operation_id.clone())))
+    };
+    let keyset = Keyset { sort: "step_index", id: "operation_id", order: Order::Asc };
+    keyset
+        .page(db, select, w, page, read, |s: &OperationStepRow| Cursor::new(s.step_index, s.operation_id.clone()))
+        .await
 }
 
 /// A human-in-the-loop card an operation asked, and how it closed.
@@ -412,19 +401,21 @@ pub async fn pending_cards(
     owner: Option<&str>,
     page: &PageRequest,
 ) -> Result<Page<OperationCardRow>, ProjectionError> {
-    let first = page.limit();
-    let cursor = page.cursor()?;
     let mut w = Conditions::default();
     w.push("c.outcome = 'pending'".into());
     w.owner("o.user_id", owner);
-    w.after(cursor.as_ref(), "c.asked_position", "c.operation_id", Order::Asc);
-    let sql = format!(
-        "{CARD_SELECT} JOIN operations o ON o.id = c.operation_id {} ORDER BY c.asked_position, c.operation_id LIMIT {}",
-        w.sql(),
-        first + 1
-    );
-    let rows = db.fetch(&sql, w.args()).await?.iter().map(card_row).collect();
-    Ok(Page::from_fetched(rows, first, |c: &OperationCardRow| Cursor::new(c.asked_position, c.operation_id.clone())))
+    let select = format!("{CARD_SELECT} JOIN operations o ON o.id = c.operation_id");
+    let keyset = Keyset { sort: "c.asked_position", id: "c.operation_id", order: Order::Asc };
+    keyset
+        .page(
+            db,
+            &select,
+            w,
+            page,
+            |r| Ok(card_row(r)),
+            |c: &OperationCardRow| Cursor::new(c.asked_position, c.operation_id.clone()),
+        )
+        .await
 }
 
 /// An artifact a run produced.

@@ -137,6 +137,15 @@ async fn tasks_fold_and_query(log: TestLog) {
     let rest = tasks::tasks(db, Some(U), &children, &PageRequest::first(2).after(first.end_cursor)).await.unwrap();
     assert_eq!(rest.items.iter().map(|t| t.task_id.as_str()).collect::<Vec<_>>(), ["c"]);
     assert!(!rest.has_next_page);
+    assert!(rest.has_previous_page, "a and b come before");
+    // Backward: the last two, in list order; then the one before them.
+    let last = tasks::tasks(db, Some(U), &children, &PageRequest::last(2)).await.unwrap();
+    assert_eq!(last.items.iter().map(|t| t.task_id.as_str()).collect::<Vec<_>>(), ["b", "c"]);
+    assert!(last.has_previous_page && !last.has_next_page);
+    let start = last.start_cursor().map(str::to_string);
+    let before = tasks::tasks(db, Some(U), &children, &PageRequest::last(2).before(start)).await.unwrap();
+    assert_eq!(before.items.iter().map(|t| t.task_id.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert!(!before.has_previous_page && before.has_next_page);
     let done = tasks::TaskFilter { status: Some(TaskStatus::Completed), ..Default::default() };
     assert_eq!(tasks::tasks(db, None, &done, &PageRequest::default()).await.unwrap().items.len(), 1);
 

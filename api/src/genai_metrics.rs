@@ -1,0 +1,134 @@
+//! The OpenTelemetry GenAI metrics on `/metrics` (semantic conventions
+//! [`agentlog_otel::conventions::VERSION`], the version the OTLP export follows), named as the
+//! OpenTelemetry → Prometheus mapping names them:
+//!
+//! - `gen_ai.client.token.usage` (unit `{token}`) → `gen_ai_client_token_usage`, a histogram by
+//!   `gen_ai_operation_name` (`chat`), `gen_ai_provider_name`, `gen_ai_request_model`,
+//!   `gen_ai_agent_id` and `gen_ai_token_type` (`input` / `output`);
+//! - `gen_ai.client.operation.duration` (unit `s`) → `gen_ai_client_operation_duration_seconds`,
+//!   by operation (`invoke_agent` per run, `chat` per step), provider, model, agent and, for a
+//!   run that did not end well, `error_type`.
+//!
+//! Both are derived from the log, as the traces are (`reactors::genai_metrics` follows it): each
+//! instance follows the log from its head
+//! at start (history is not counted again after a restart) and measures each run once, at the
+//! event that ends it, from the same spans the export sends. Every instance therefore measures
+//! every run the fleet records while it runs: a fleet reads one instance, or `max by (…)`
+//! across instances, never `sum`.
+
+use std::{collections::BTreeMap, sync::Mutex};
+
+use agentlog_otel::Measurement;
+
+/// The conventions' advised buckets for token counts.
+const TOKEN_BUCKETS: &[f64] = &[
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0,
+    67108864.0,
+];
+
+/// The conventions' advised buckets for durations, in seconds.
+const DURATION_BUCKETS: &[f64] =
+    &[0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+
+/// One histogram's figures.
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    /// Observations at or below each bucket bound (not cumulative; summed when rendered).
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, bounds: &[f64], value: f64) {
+        if self.counts.len() != bounds.len() {
+            self.counts = vec![0; bounds.len()];
+        }
+        if let Some(i) = bounds.iter().position(|b| value <= *b) {
+            self.counts[i] += 1;
+        }
+        self.sum += value;
+        self.count += 1;
+    }
+}
+
+/// A series' labels, in the order they are printed.
+type Labels = Vec<(&'static str, String)>;
+
+/// The GenAI histograms of this instance.
+#[derive(Debug, Default)]
+pub struct GenAiMetrics {
+    token_usage: Mutex<BTreeMap<Labels, Histogram>>,
+    duration: Mutex<BTreeMap<Labels, Histogram>>,
+}
+
+impl GenAiMetrics {
+    /// Record one operation's measurements.
+    pub fn record(&self, m: &Measurement) {
+        let mut labels: Labels = vec![
+            ("gen_ai_operation_name", m.operation.clone()),
+            ("gen_ai_provider_name", m.provider.clone()),
+            ("gen_ai_request_model", m.model.clone()),
+            ("gen_ai_agent_id", m.agent.clone()),
+        ];
+        // A poisoned lock only means another thread panicked mid-update: the figures stand.
+        let mut usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (kind, tokens) in [("input", m.input_tokens), ("output", m.output_tokens)] {
+            if let Some(t) = tokens {
+                let mut l = labels.clone();
+                l.push(("gen_ai_token_type", kind.to_string()));
+                usage.entry(l).or_default().observe(TOKEN_BUCKETS, t.max(0) as f64);
+            }
+        }
+        drop(usage);
+        if let Some(e) = &m.error_type {
+            labels.push(("error_type", e.clone()));
+        }
+        let mut duration = self.duration.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        duration.entry(labels).or_default().observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
+    }
+
+    /// Append both histograms in Prometheus text format.
+    pub fn render(&self, out: &mut String) {
+        let usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let version = agentlog_otel::conventions::VERSION;
+        render_histogram(
+            out,
+            "gen_ai_client_token_usage",
+            &format!("Tokens used per GenAI operation (gen_ai.client.token.usage, semantic conventions {version})."),
+            TOKEN_BUCKETS,
+            &usage,
+        );
+        let duration = self.duration.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        render_histogram(
+            out,
+            "gen_ai_client_operation_duration_seconds",
+            &format!(
+                "Duration of GenAI operations (gen_ai.client.operation.duration, semantic conventions {version})."
+            ),
+            DURATION_BUCKETS,
+            &duration,
+        );
+    }
+}
+
+fn render_histogram(out: &mut String, name: &str, help: &str, bounds: &[f64], series: &BTreeMap<Labels, Histogram>) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} histogram\n"));
+    for (labels, h) in series {
+        let text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+        let text = text.join(",");
+        let mut cumulative = 0;
+        for (bound, n) in bounds.iter().zip(h.counts.iter().chain(std::iter::repeat(&0))) {
+            cumulative += n;
+            out.push_str(&format!("{name}_bucket{{{text},le=\"{bound}\"}} {cumulative}\n"));
+        }
+        out.push_str(&format!("{name}_bucket{{{text},le=\"+Inf\"}} {}\n", h.count));
+        out.push_str(&format!("{name}_sum{{{text}}} {}\n", h.sum));
+        out.push_str(&format!("{name}_count{{{text}}} {}\n", h.count));
+    }
+}
+
+/// A label value as the text format writes it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
