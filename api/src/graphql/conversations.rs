@@ -520,14 +520,14 @@ impl ConversationsMutation {
         group_id: String,
         message_ids: Vec<String>,
         content: String,
-        #[graphql(default)] pinned_message_ids: Vec<String>,
+        pinned_message_ids: Option<Vec<String>>,
         metadata: Option<Json<Value>>,
     ) -> GqlResult<ConversationPayload> {
         let group = NewMessageGroup {
             group_id,
             kind: Some(MessageGroupKind::Compression),
             message_ids,
-            pinned_message_ids,
+            pinned_message_ids: pinned_message_ids.unwrap_or_default(),
             content: Some(content),
             metadata: metadata.map(|m| m.0),
             ..NewMessageGroup::default()

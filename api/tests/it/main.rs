@@ -31,6 +31,7 @@ mod idempotency;
 mod instances;
 mod isolation;
 mod leases;
+mod message_groups;
 mod mutations;
 mod orchestration;
 mod otlp;

@@ -10,7 +10,10 @@
 //!   creation), after messages of the same millisecond, as upstream's stable sort puts it.
 //! - A **parallel** group is a `messageGroups` entry `{id, mode: "compare", parentMessageId,
 //!   title, description}`, and each member's `groupId` names it (the field upstream's parser
-//!   matches groups by), so the members render as the columns of one `compare` node.
+//!   matches groups by). The members' parent gets `metadata.compare: true`, upstream's compare
+//!   mode: its children render as the columns of one `compare` node, and the conversation goes
+//!   on under the column marked `metadata.activeColumn`. (Without it upstream's parser shows
+//!   sibling members as branches, each holding a copy of the compare node.)
 //!
 //! Members that were deleted are gone from their group, as upstream's deleted rows are.
 
@@ -223,6 +226,20 @@ fn compressed_group(topic_id: &str, group: &MessageGroupRow, members: &[ParserVa
     ParserValue::Object(row)
 }
 
+/// `m` with `metadata.compare: true`, as `{...m, metadata: {...m.metadata, compare: true}}`
+/// builds it (other metadata kept, in place).
+fn in_compare_mode(mut m: ParserValue) -> ParserValue {
+    if let Some(map) = m.as_object_mut() {
+        let mut metadata = match map.get("metadata") {
+            Some(ParserValue::Object(old)) => old.clone(),
+            _ => ParserMap::new(),
+        };
+        metadata.insert("compare".into(), ParserValue::Bool(true));
+        map.insert("metadata".into(), ParserValue::Object(metadata));
+    }
+    m
+}
+
 fn compare_entry(group: &MessageGroupRow) -> ParserValue {
     let mut entry = ParserMap::new();
     entry.insert("id".into(), string(&group.group_id));
@@ -242,10 +259,16 @@ fn compare_entry(group: &MessageGroupRow) -> ParserValue {
 pub(crate) fn grouped_input(topic_id: &str, messages: &[ParserValue], groups: &[MessageGroupRow]) -> GroupedInput {
     let member_of: HashMap<&str, &MessageGroupRow> =
         groups.iter().flat_map(|g| g.message_ids.iter().map(move |id| (id.as_str(), g))).collect();
+    let compared: HashSet<&str> = groups
+        .iter()
+        .filter(|g| g.kind == MessageGroupKind::Parallel)
+        .filter_map(|g| g.parent_message_id.as_deref())
+        .collect();
     let mut members: HashMap<&str, Vec<ParserValue>> = HashMap::new();
     let mut list = Vec::with_capacity(messages.len());
     for m in messages {
         match member_of.get(id_of(m)) {
+            None if compared.contains(id_of(m)) => list.push(in_compare_mode(m.clone())),
             Some(g) if g.kind == MessageGroupKind::Compression => {
                 members.entry(g.group_id.as_str()).or_default().push(m.clone());
             }
