@@ -245,7 +245,7 @@ fn command() -> impl Strategy<Value = ConversationCommand> {
             message_id,
             active_branch_index
         }),
-        (prop::sample::select(vec!["th1", "th2"]), id).prop_map(|(t, m)| C::CreateThread {
+        (prop::sample::select(vec!["th1", "th2"]), id.clone()).prop_map(|(t, m)| C::CreateThread {
             thread_id: t.into(),
             source_message_id: m,
             kind: ThreadKind::Isolation,
@@ -254,6 +254,20 @@ fn command() -> impl Strategy<Value = ConversationCommand> {
         (op.clone(), any::<bool>(), prop::collection::vec(op, 0..2)).prop_map(|(o, bg, rel)| {
             attach(&o, bg, &rel.iter().map(String::as_str).collect::<Vec<_>>())
         }),
+        (
+            prop::sample::select(vec!["g1", "g2", "m5"]),
+            any::<bool>(),
+            prop::collection::vec(id.clone(), 0..4),
+            prop::collection::vec(id.clone(), 0..2)
+        )
+            .prop_map(|(g, compress, members, pins)| {
+                let kind = if compress { MessageGroupKind::Compression } else { MessageGroupKind::Parallel };
+                let members: Vec<&str> = members.iter().map(String::as_str).collect();
+                let pins: Vec<&str> = pins.iter().map(String::as_str).collect();
+                group(g, kind, &members, &pins)
+            }),
+        prop::sample::select(vec!["g1", "g2"])
+            .prop_map(|g| C::RemoveMessageGroup { group_id: g.into() }),
     ]
 }
 
