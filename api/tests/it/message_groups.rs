@@ -2,7 +2,7 @@
 //! parallel group make the tree upstream's `parse` makes of the same topic (byte for byte,
 //! `conversation-flow/tests/data/differential/outputs/message-groups.json`); bad groups are
 //! refused and write nothing; removing a group on another instance changes this instance's
-//! cached tree.
+//! cached tree; the read models equal a rebuild.
 
 use std::time::Duration;
 
@@ -209,6 +209,9 @@ async fn groups_render_as_upstream_renders_them(db: Db) {
     let log = read_log(&s.db).await;
     assert_eq!(grouped(&log), 4);
     support::check_log(&log);
+    // The groups table as folded live equals a rebuild from the log.
+    other.stop();
+    support::verify_read_models(&s.stop()).await;
 }
 
 both!(groups_render_as_upstream_renders_them as groups_render_as_upstream_renders_them);

@@ -261,7 +261,11 @@ fn command() -> impl Strategy<Value = ConversationCommand> {
             prop::collection::vec(id.clone(), 0..2)
         )
             .prop_map(|(g, compress, members, pins)| {
-                let kind = if compress { MessageGroupKind::Compression } else { MessageGroupKind::Parallel };
+                let kind = if compress {
+                    MessageGroupKind::Compression
+                } else {
+                    MessageGroupKind::Parallel
+                };
                 let members: Vec<&str> = members.iter().map(String::as_str).collect();
                 let pins: Vec<&str> = pins.iter().map(String::as_str).collect();
                 group(g, kind, &members, &pins)
