@@ -513,6 +513,8 @@ impl ConversationsMutation {
     /// live, on the main line (no thread) and in no other group (CONFLICT); `pinnedMessageIds`
     /// are members; `groupId` is new among the topic's messages and groups (CONFLICT);
     /// `metadata` is a JSON object. NOT_FOUND for an unknown message or someone else's topic.
+    // The arguments are upstream's group fields, one each.
+    #[allow(clippy::too_many_arguments)]
     async fn compress_messages(
         &self,
         ctx: &Context<'_>,
