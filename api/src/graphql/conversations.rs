@@ -508,7 +508,8 @@ impl ConversationsMutation {
     /// Compress messages behind a summary (upstream's compression group). The tree then shows
     /// one message `{id: groupId, role: "compressedGroup", content, compressedMessages (the
     /// members' own flatList), lastMessageId, pinnedMessages ([{content, createdAt, id, model,
-    /// provider, role}] of the pinned members), metadata, createdAt, updatedAt, topicId}` in the
+    /// provider, role}] of the pinned members), metadata (when given), createdAt, updatedAt,
+    /// topicId}` in the
     /// members' place, and a reply to the newest member hangs under it. Every message must be
     /// live, on the main line (no thread) and in no other group (CONFLICT); `pinnedMessageIds`
     /// are members; `groupId` is new among the topic's messages and groups (CONFLICT);
@@ -540,9 +541,11 @@ impl ConversationsMutation {
     /// Show sibling answers side by side (upstream's parallel group): at least two live main-line
     /// messages with the same parent, in no other group (CONFLICT). The tree passes the group
     /// to `parse` as a `messageGroups` entry `{id: groupId, mode: "compare", parentMessageId,
-    /// title, description}` with each member's `groupId` naming it, so the members are the
-    /// columns of one `compare` node; the conversation continues under the column whose
-    /// `metadata.activeColumn` is true. NOT_FOUND for an unknown message or someone else's topic.
+    /// title, description}` with each member's `groupId` naming it (in the tree, in place of a
+    /// chat group's id) and their parent in compare mode (`metadata.compare: true`), so the
+    /// members are the columns of one `compare` node; the conversation continues under the
+    /// column whose `metadata.activeColumn` is true. NOT_FOUND for an unknown message or
+    /// someone else's topic.
     async fn create_parallel_group(
         &self,
         ctx: &Context<'_>,
