@@ -1,8 +1,12 @@
-//! Conversations: a topic's messages, threads and its parsed tree (upstream's `contextTree`,
-//! `flatList`, `messageMap`), and the commands that change them.
+//! Conversations: a topic's messages, threads, message groups and its parsed tree (upstream's
+//! `contextTree`, `flatList`, `messageMap`), and the commands that change them.
 
-use agentlog_domain::conversations::{ChatMessage, Conversation, ConversationCommand, ThreadKind};
-use agentlog_projections::conversations::{self as read, ConversationRow, MessageRow, ThreadRow, TopicTree};
+use agentlog_domain::conversations::{
+    ChatMessage, Conversation, ConversationCommand, MessageGroupKind, NewMessageGroup, ThreadKind,
+};
+use agentlog_projections::conversations::{
+    self as read, ConversationRow, MessageGroupRow, MessageRow, ThreadRow, TopicTree,
+};
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, Subscription, connection::Connection};
 use std::sync::Arc;
 
@@ -142,6 +146,49 @@ impl From<ThreadRow> for ThreadNode {
     }
 }
 
+/// A group of a topic's messages (upstream `message_groups`).
+#[derive(SimpleObject, Clone)]
+#[graphql(name = "MessageGroup")]
+pub struct MessageGroupNode {
+    /// Its id (the tree shows a compression group as a message with this id).
+    pub group_id: String,
+    /// `compression` or `parallel`.
+    pub kind: String,
+    /// Its members, as created (a deleted member no longer shows in the tree).
+    pub message_ids: Vec<String>,
+    /// Compression: the members shown beside the summary (`pinnedMessages`).
+    pub pinned_message_ids: Vec<String>,
+    /// Parallel: the message the members answer.
+    pub parent_message_id: Option<String>,
+    /// Compression: the summary.
+    pub content: Option<String>,
+    /// Parallel: title.
+    pub title: Option<String>,
+    /// Parallel: description.
+    pub description: Option<String>,
+    /// Compression: metadata.
+    pub metadata: Option<Json<Value>>,
+    /// Created (the compressed group's `createdAt`).
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<MessageGroupRow> for MessageGroupNode {
+    fn from(g: MessageGroupRow) -> Self {
+        Self {
+            group_id: g.group_id,
+            kind: g.kind.name().to_string(),
+            message_ids: g.message_ids,
+            pinned_message_ids: g.pinned_message_ids,
+            parent_message_id: g.parent_message_id,
+            content: g.content,
+            title: g.title,
+            description: g.description,
+            metadata: g.metadata.map(Json),
+            created_at: g.created_at,
+        }
+    }
+}
+
 /// The parsed tree of a topic, in upstream's shape.
 #[derive(SimpleObject)]
 pub struct ConversationTree {
@@ -220,8 +267,16 @@ impl ConversationNode {
         Ok(rows.into_iter().map(ThreadNode::from).collect())
     }
 
+    /// Message groups, in the order they were created.
+    async fn message_groups(&self, ctx: &Context<'_>) -> GqlResult<Vec<MessageGroupNode>> {
+        let rows = read::topic_message_groups(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id).await?;
+        Ok(rows.into_iter().map(MessageGroupNode::from).collect())
+    }
+
     /// The parsed tree (`contextTree`, `flatList`, `messageMap`), from the tree cache: only
-    /// messages changed since the cached version are read.
+    /// messages changed since the cached version are read. The topic's message groups are
+    /// parsed as upstream's query hands them to `parse`: a compression group replaces its
+    /// members with one `compressedGroup` message, a parallel group is a `compare` group.
     #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn tree(&self, ctx: &Context<'_>) -> GqlResult<ConversationTree> {
         Ok(load_tree(ctx, &self.topic_id).await?)
@@ -466,5 +521,77 @@ impl ConversationsMutation {
     ) -> GqlResult<ConversationPayload> {
         let kind: ThreadKind = from_wire("kind", &kind)?;
         run(ctx, &topic_id, ConversationCommand::CreateThread { thread_id, source_message_id, kind, title }, None).await
+    }
+
+    /// Compress messages behind a summary (upstream's compression group). The tree then shows
+    /// one message `{id: groupId, role: "compressedGroup", content, compressedMessages (the
+    /// members' own flatList), lastMessageId, pinnedMessages ([{content, createdAt, id, model,
+    /// provider, role}] of the pinned members), metadata (when given), createdAt, updatedAt,
+    /// topicId}` in the
+    /// members' place, and a reply to the newest member hangs under it. Every message must be
+    /// live, on the main line (no thread) and in no other group (CONFLICT); `pinnedMessageIds`
+    /// are members; `groupId` is new among the topic's messages and groups (CONFLICT);
+    /// `metadata` is a JSON object. NOT_FOUND for an unknown message or someone else's topic.
+    // The arguments are upstream's group fields, one each.
+    #[allow(clippy::too_many_arguments)]
+    async fn compress_messages(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        group_id: String,
+        message_ids: Vec<String>,
+        content: String,
+        pinned_message_ids: Option<Vec<String>>,
+        metadata: Option<Json<Value>>,
+    ) -> GqlResult<ConversationPayload> {
+        let group = NewMessageGroup {
+            group_id,
+            kind: Some(MessageGroupKind::Compression),
+            message_ids,
+            pinned_message_ids: pinned_message_ids.unwrap_or_default(),
+            content: Some(content),
+            metadata: metadata.map(|m| m.0),
+            ..NewMessageGroup::default()
+        };
+        run(ctx, &topic_id, ConversationCommand::CreateMessageGroup(group), None).await
+    }
+
+    /// Show sibling answers side by side (upstream's parallel group): at least two live main-line
+    /// messages with the same parent, in no other group (CONFLICT). The tree passes the group
+    /// to `parse` as a `messageGroups` entry `{id: groupId, mode: "compare", parentMessageId,
+    /// title, description}` with each member's `groupId` naming it (in the tree, in place of a
+    /// chat group's id) and their parent in compare mode (`metadata.compare: true`), so the
+    /// members are the columns of one `compare` node; the conversation continues under the
+    /// column whose `metadata.activeColumn` is true. NOT_FOUND for an unknown message or
+    /// someone else's topic.
+    async fn create_parallel_group(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        group_id: String,
+        message_ids: Vec<String>,
+        title: Option<String>,
+        description: Option<String>,
+    ) -> GqlResult<ConversationPayload> {
+        let group = NewMessageGroup {
+            group_id,
+            kind: Some(MessageGroupKind::Parallel),
+            message_ids,
+            title,
+            description,
+            ..NewMessageGroup::default()
+        };
+        run(ctx, &topic_id, ConversationCommand::CreateMessageGroup(group), None).await
+    }
+
+    /// Remove a message group (upstream's cancelled compression): its members show again and
+    /// may be grouped anew. NOT_FOUND when the topic has no such group.
+    async fn remove_message_group(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        group_id: String,
+    ) -> GqlResult<ConversationPayload> {
+        run(ctx, &topic_id, ConversationCommand::RemoveMessageGroup { group_id }, None).await
     }
 }

@@ -33,6 +33,7 @@ mod idempotency;
 mod instances;
 mod isolation;
 mod leases;
+mod message_groups;
 mod mutations;
 mod orchestration;
 mod otlp;

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ChatMessage, ThreadKind};
+use super::{ChatMessage, MessageGroupKind, ThreadKind};
 use crate::event_codec::{no_idempotency_key, no_upcasts};
 use crate::operations::OperationKind;
 
@@ -98,6 +98,50 @@ pub struct ThreadCreated {
     pub at: DateTime<Utc>,
 }
 
+/// `conversation.message_group_created`: messages grouped (upstream `message_groups`), one group
+/// per message at most.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageGroupCreated {
+    /// The group (in the topic's message id space).
+    pub group_id: String,
+    /// Compression or parallel.
+    pub kind: MessageGroupKind,
+    /// Its members, as the command listed them.
+    pub message_ids: Vec<String>,
+    /// Compression: members shown beside the summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned_message_ids: Vec<String>,
+    /// Parallel: the message the members answer (their common parent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_message_id: Option<String>,
+    /// Compression: the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Parallel: title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Parallel: description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Compression: metadata (a JSON object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// When (the group's createdAt).
+    pub at: DateTime<Utc>,
+}
+
+/// `conversation.message_group_removed`: the members are ungrouped (upstream's cancelled
+/// compression).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageGroupRemoved {
+    /// The group.
+    pub group_id: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
 /// `conversation.operation_attached`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -128,6 +172,10 @@ crate::domain_events! {
         BranchSwitched(BranchSwitched) = "conversation.branch_switched" v 1,
         /// A thread was opened.
         ThreadCreated(ThreadCreated) = "conversation.thread_created" v 1,
+        /// Messages were grouped.
+        MessageGroupCreated(MessageGroupCreated) = "conversation.message_group_created" v 1,
+        /// A message group was removed.
+        MessageGroupRemoved(MessageGroupRemoved) = "conversation.message_group_removed" v 1,
         /// An operation is tracked.
         OperationAttached(OperationAttached) = "conversation.operation_attached" v 1,
     }

@@ -11,6 +11,7 @@
 //! the events and the read model.
 
 pub mod event;
+mod message_group;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use event::*;
+pub use message_group::{MessageGroupKind, NewMessageGroup};
 
 use crate::aggregate::{Aggregate, StreamKind};
 use crate::context::Context;
@@ -156,6 +158,13 @@ pub enum ConversationCommand {
         /// Tracked operations found finished, no longer tracked.
         released: Vec<String>,
     },
+    /// Group messages: compress them behind a summary, or show sibling answers side by side.
+    CreateMessageGroup(NewMessageGroup),
+    /// Ungroup a message group's members.
+    RemoveMessageGroup {
+        /// The group.
+        group_id: String,
+    },
 }
 
 /// What a decision needs to know about one message.
@@ -172,6 +181,9 @@ pub struct MessageFacts {
     pub deleted: bool,
     /// Children that are not tool messages (the branch index space).
     pub non_tool_children: u32,
+    /// The message group it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_group: Option<String>,
 }
 
 /// The decision state of a conversation, folded from `conversation-<topicId>`.
@@ -196,6 +208,9 @@ pub struct Conversation {
     pub active_operation: Option<String>,
     /// Background sub-agents started here and not yet seen finished.
     pub background_operations: BTreeSet<String>,
+    /// Message group id → its members.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub message_groups: BTreeMap<String, Vec<String>>,
 }
 
 impl Conversation {
@@ -320,6 +335,8 @@ impl Aggregate for Conversation {
             C::AttachOperation { operation_id, kind, background, released } => {
                 self.attach(operation_id, *kind, *background, released)
             }
+            C::CreateMessageGroup(group) => self.create_group(group, ctx),
+            C::RemoveMessageGroup { group_id } => self.remove_group(group_id, ctx),
         }
     }
 
@@ -350,6 +367,7 @@ impl Aggregate for Conversation {
                         thread_id: m.thread_id.clone(),
                         deleted: false,
                         non_tool_children: 0,
+                        message_group: None,
                     },
                 );
             }
@@ -362,6 +380,8 @@ impl Aggregate for Conversation {
             E::ThreadCreated(e) => {
                 self.threads.insert(e.thread_id.clone(), e.source_message_id.clone());
             }
+            E::MessageGroupCreated(e) => self.evolve_group_created(e),
+            E::MessageGroupRemoved(e) => self.evolve_group_removed(e),
             E::OperationAttached(e) => {
                 for id in &e.released {
                     self.background_operations.remove(id);
@@ -412,6 +432,15 @@ impl Aggregate for Conversation {
                 ));
             }
         }
+        for (group, members) in &self.message_groups {
+            if let Some(id) = members.iter().find(|id| {
+                self.messages
+                    .get(id.as_str())
+                    .is_some_and(|m| m.message_group.as_ref() != Some(group))
+            }) {
+                return Err(format!("message {id} of group {group} does not name it"));
+            }
+        }
         if self.background_operations.len() > MAX_BACKGROUND_SUBAGENTS {
             return Err("more background sub-agents tracked than allowed".into());
         }
@@ -433,7 +462,9 @@ impl Conversation {
         }
         non_empty("messageId", &message.message_id)?;
         non_empty("role", &message.role)?;
-        if self.messages.contains_key(&message.message_id) {
+        if self.messages.contains_key(&message.message_id)
+            || self.message_groups.contains_key(&message.message_id)
+        {
             return Err(DomainError::AlreadyExists {
                 aggregate: "message",
                 id: message.message_id.clone(),

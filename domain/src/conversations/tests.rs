@@ -245,7 +245,7 @@ fn command() -> impl Strategy<Value = ConversationCommand> {
             message_id,
             active_branch_index
         }),
-        (prop::sample::select(vec!["th1", "th2"]), id).prop_map(|(t, m)| C::CreateThread {
+        (prop::sample::select(vec!["th1", "th2"]), id.clone()).prop_map(|(t, m)| C::CreateThread {
             thread_id: t.into(),
             source_message_id: m,
             kind: ThreadKind::Isolation,
@@ -254,6 +254,24 @@ fn command() -> impl Strategy<Value = ConversationCommand> {
         (op.clone(), any::<bool>(), prop::collection::vec(op, 0..2)).prop_map(|(o, bg, rel)| {
             attach(&o, bg, &rel.iter().map(String::as_str).collect::<Vec<_>>())
         }),
+        (
+            prop::sample::select(vec!["g1", "g2", "m5"]),
+            any::<bool>(),
+            prop::collection::vec(id.clone(), 0..4),
+            prop::collection::vec(id.clone(), 0..2)
+        )
+            .prop_map(|(g, compress, members, pins)| {
+                let kind = if compress {
+                    MessageGroupKind::Compression
+                } else {
+                    MessageGroupKind::Parallel
+                };
+                let members: Vec<&str> = members.iter().map(String::as_str).collect();
+                let pins: Vec<&str> = pins.iter().map(String::as_str).collect();
+                group(g, kind, &members, &pins)
+            }),
+        prop::sample::select(vec!["g1", "g2"])
+            .prop_map(|g| C::RemoveMessageGroup { group_id: g.into() }),
     ]
 }
 
@@ -265,4 +283,73 @@ proptest! {
         steps.extend(commands.into_iter().zip(timeline(&times)));
         exercise::<Conversation>(&steps);
     }
+}
+
+fn group(
+    id: &str,
+    kind: MessageGroupKind,
+    members: &[&str],
+    pinned: &[&str],
+) -> ConversationCommand {
+    let ids = |l: &[&str]| l.iter().map(|s| (*s).to_string()).collect();
+    ConversationCommand::CreateMessageGroup(NewMessageGroup {
+        group_id: id.into(),
+        kind: Some(kind),
+        message_ids: ids(members),
+        pinned_message_ids: ids(pinned),
+        content: (kind == MessageGroupKind::Compression).then(|| "summary".into()),
+        ..NewMessageGroup::default()
+    })
+}
+
+#[test]
+fn message_groups_take_each_message_once() {
+    use MessageGroupKind::{Compression, Parallel};
+    let ctx = system_ctx(5);
+    let state = run_all::<Conversation>(&[
+        open(),
+        msg("m1", "user", None, None),
+        msg("m2", "assistant", Some("m1"), None),
+        msg("m3", "assistant", Some("m1"), None),
+        msg("m4", "user", Some("m2"), None),
+    ]);
+    let (grouped, events) =
+        apply(state.clone(), &group("g1", Compression, &["m1", "m2"], &["m2"]), &ctx);
+    assert_eq!(types(&events), ["conversation.message_group_created"]);
+    assert_eq!(grouped.messages["m2"].message_group.as_deref(), Some("g1"));
+    let refusals = [
+        (group("g2", Compression, &["m2"], &[]), "AlreadyExists"),
+        (group("g1", Compression, &["m4"], &[]), "AlreadyExists"),
+        (group("m4", Compression, &["m3"], &[]), "AlreadyExists"),
+        (group("g2", Compression, &["nope"], &[]), "NotFound"),
+        (group("g2", Compression, &["m3", "m3"], &[]), "Validation"),
+        (group("g2", Compression, &["m3"], &["m4"]), "Validation"),
+        (group("g2", Compression, &[], &[]), "Validation"),
+        (group("g2", Parallel, &["m3"], &[]), "Validation"),
+        (group("g2", Parallel, &["m3", "m4"], &[]), "Validation"),
+        (group("g2", Parallel, &["m3", "m4"], &["m3"]), "Validation"),
+        (group("", Compression, &["m3"], &[]), "Validation"),
+    ];
+    for (command, expected) in refusals {
+        assert_eq!(variant(&refused(&grouped, &command, &ctx)), expected, "{command:?}");
+    }
+    // A message id may not take a group's id either.
+    assert_eq!(variant(&refused(&grouped, &msg("g1", "user", None, None), &ctx)), "AlreadyExists");
+    // Parallel siblings: the group remembers what they answer.
+    let (_, events) = apply(state.clone(), &group("p1", Parallel, &["m2", "m3"], &[]), &ctx);
+    match &events[..] {
+        [ConversationEvent::MessageGroupCreated(e)] => {
+            assert_eq!(e.parent_message_id.as_deref(), Some("m1"))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Removing frees the members.
+    let (freed, events) =
+        apply(grouped, &ConversationCommand::RemoveMessageGroup { group_id: "g1".into() }, &ctx);
+    assert_eq!(types(&events), ["conversation.message_group_removed"]);
+    assert!(freed.messages["m2"].message_group.is_none());
+    assert!(freed.check_invariants().is_ok());
+    let again = ConversationCommand::RemoveMessageGroup { group_id: "g1".into() };
+    assert_eq!(variant(&refused(&freed, &again, &ctx)), "NotFound");
+    apply(freed, &group("g2", Compression, &["m2"], &[]), &ctx);
 }

@@ -370,6 +370,20 @@ fn small_aggregate_scenarios(r: &mut Recorder) {
         },
         w,
     );
+    let c = r.step(
+        c,
+        ConversationCommand::CreateMessageGroup(NewMessageGroup {
+            group_id: "g".into(),
+            kind: Some(MessageGroupKind::Compression),
+            message_ids: vec!["m".into()],
+            pinned_message_ids: vec!["m".into()],
+            content: Some("summary".into()),
+            metadata: Some(serde_json::json!({"expanded": false})),
+            ..NewMessageGroup::default()
+        }),
+        w,
+    );
+    let c = r.step(c, ConversationCommand::RemoveMessageGroup { group_id: "g".into() }, w);
     r.step(c, ConversationCommand::DeleteMessage { message_id: "m".into() }, w);
 
     let b = r.step(

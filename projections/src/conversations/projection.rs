@@ -1,10 +1,10 @@
-//! Folding `conversation.*` events into `conversation_topics`, `conversation_messages` and
-//! `conversation_threads`.
+//! Folding `conversation.*` events into `conversation_topics`, `conversation_messages`,
+//! `conversation_threads` and `conversation_message_groups`.
 //!
 //! A message row holds the LobeHub-shaped object the parser reads, kept current through edits,
 //! deletes and branch switches. Every change stamps the row's `changed_at` and the topic's
 //! `messages_version` with the event's position, which is how a cached tree knows what to
-//! fetch (see `tree_cache`). Nothing is parsed here: an append costs one row write whatever
+//! fetch (see `tree_cache`); a message group's creation or removal stamps it too. Nothing is parsed here: an append costs one row write whatever
 //! the topic's size, and a rebuild runs at the speed of the log.
 
 use agentlog_domain::{conversations::ConversationEvent as E, envelope::RecordedEvent};
@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{
+    message_groups::MessageGroupRow,
     message_json,
     rows::{ConversationRow, MessageRow, ThreadRow},
 };
@@ -32,6 +33,7 @@ struct Batch {
     topics: Staged<ConversationRow>,
     messages: Staged<MessageRow>,
     threads: Staged<ThreadRow>,
+    groups: Staged<MessageGroupRow>,
 }
 
 /// The message an event changes, if it changes one that exists already.
@@ -53,7 +55,7 @@ impl Projection for ConversationsProjection {
         1
     }
     fn tables(&self) -> &'static [&'static str] {
-        &[ConversationRow::TABLE, MessageRow::TABLE, ThreadRow::TABLE]
+        &[ConversationRow::TABLE, MessageRow::TABLE, ThreadRow::TABLE, MessageGroupRow::TABLE]
     }
     fn handles(&self, event_type: &str) -> bool {
         // Tracked operations are the operations read model's business.
@@ -71,7 +73,8 @@ impl Projection for ConversationsProjection {
         }
         b.topics.flush(tx).await?;
         b.messages.flush(tx).await?;
-        b.threads.flush(tx).await
+        b.threads.flush(tx).await?;
+        b.groups.flush(tx).await
     }
 }
 
@@ -164,6 +167,16 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
             title: e.title.clone(),
             created_at: e.at,
         }),
+        E::MessageGroupCreated(e) => {
+            let user_id =
+                b.topics.get(&topic_key).map_or_else(|| recorded.metadata.user_id.clone(), |t| t.user_id.clone());
+            b.groups.put(MessageGroupRow::created(topic_id, user_id, position, e));
+            messages_changed = true;
+        }
+        E::MessageGroupRemoved(e) => {
+            b.groups.remove(&(topic_key.clone(), e.group_id.clone()));
+            messages_changed = true;
+        }
         E::OperationAttached(_) => {}
     }
     if let Some(t) = b.topics.get_mut(&topic_key) {

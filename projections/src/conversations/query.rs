@@ -1,8 +1,7 @@
 //! Queries over the conversations read model, owner-scoped (`owner: None` = admin).
 
-use agentlog_conversation_flow::parse_shared;
-
 use super::{
+    message_groups::{MessageGroupRow, topic_groups},
     rows::{ConversationRow, MessageRow, ThreadRow},
     tree_cache::{TopicInput, TopicTree, changed_messages, topic_version},
 };
@@ -71,6 +70,18 @@ pub async fn topic_threads(
     q.all(db, "created_at, thread_id").await?.iter().map(ThreadRow::from_row).collect()
 }
 
+/// A topic's message groups, in the order they were created.
+pub async fn topic_message_groups(
+    db: &ReadDb,
+    owner: Option<&str>,
+    topic_id: &str,
+) -> Result<Vec<MessageGroupRow>, ProjectionError> {
+    if conversation(db, owner, topic_id).await?.is_none() {
+        return Ok(Vec::new());
+    }
+    topic_groups(db, topic_id).await
+}
+
 /// The parser input of a topic's messages (any order; deleted ones included): the live
 /// messages in creation order, each as the parser reads it.
 pub fn parse_input(messages: &[MessageRow]) -> Vec<agentlog_conversation_flow::Value> {
@@ -102,5 +113,6 @@ pub async fn fresh_tree(
     let Some(version) = topic_version(db, owner, topic_id).await? else { return Ok(None) };
     let mut input = TopicInput::default();
     input.apply(changed_messages(db, topic_id, 0).await?);
-    Ok(Some(TopicTree::new(topic_id.to_string(), input.version.max(version), parse_shared(input.messages, None))))
+    input.groups = topic_groups(db, topic_id).await?;
+    Ok(Some(TopicTree::new(topic_id.to_string(), input.version.max(version), input.parse(topic_id))))
 }

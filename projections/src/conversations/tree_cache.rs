@@ -10,6 +10,11 @@
 //! the cached input (`Arc`) instead of copying it: the parse result only points into it, and
 //! the next refresh updates the input in place once no reader holds the previous tree.
 //!
+//! A topic's message groups (`message_groups`) are read again whenever its version moved, since
+//! a group's creation or removal moves it too, and become the parser's compressed-group rows
+//! and `messageGroups` argument. A topic without groups is parsed straight from the cached
+//! input; one with groups from a grouped copy of it.
+//!
 //! Topics are evicted least recently used first once the cached messages exceed the capacity.
 //! The cache is per process and holds nothing the tables do not: a stale or evicted entry only
 //! costs a reload, and a version that went backwards (a rebuild) drops the entry.
@@ -32,7 +37,10 @@ use std::{
 use agentlog_conversation_flow::{ContextNode, FlatList, ParseResult, Value as ParserValue, parse_shared};
 use serde_json::Value;
 
-use super::message_json::parse_view;
+use super::{
+    message_groups::{GroupedInput, MessageGroupRow, grouped_input, topic_groups},
+    message_json::parse_view,
+};
 use crate::{
     columns::Columns,
     db::{ReadDb, SqlValue},
@@ -122,11 +130,22 @@ pub(crate) struct TopicInput {
     seqs: Vec<i64>,
     index: HashMap<String, usize>,
     deleted: HashSet<String>,
+    /// The topic's message groups, in creation order.
+    pub(crate) groups: Vec<MessageGroupRow>,
     /// The highest `changed_at` folded in.
     pub(crate) version: i64,
 }
 
 impl TopicInput {
+    /// Parse the input: with its groups when it has any.
+    pub(crate) fn parse(&self, topic_id: &str) -> ParseResult<'static> {
+        if self.groups.is_empty() {
+            return parse_shared(Arc::clone(&self.messages), None);
+        }
+        let GroupedInput { messages, message_groups } = grouped_input(topic_id, &self.messages, &self.groups);
+        parse_shared(Arc::new(messages), Some(&message_groups))
+    }
+
     /// Fold changed rows (in `seq` order) into the input.
     pub(crate) fn apply(&mut self, rows: Vec<ChangedMessage>) {
         if rows.is_empty() {
@@ -317,12 +336,9 @@ impl ConversationTrees {
             _ => TopicInput::default(),
         };
         input.apply(changed_messages(&self.db, topic_id, input.version).await?);
+        input.groups = topic_groups(&self.db, topic_id).await?;
         input.version = input.version.max(version);
-        let tree = Arc::new(TopicTree::new(
-            topic_id.to_string(),
-            input.version,
-            parse_shared(Arc::clone(&input.messages), None),
-        ));
+        let tree = Arc::new(TopicTree::new(topic_id.to_string(), input.version, input.parse(topic_id)));
         let size = input.messages.len();
         *cached = Some(CachedTopic { input, tree: Arc::clone(&tree) });
         drop(cached);
