@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use crate::agents::AgentEvent;
-use crate::aggregate::{DomainEvent, StreamKind};
+use crate::aggregate::DomainEvent;
 use crate::briefs::BriefEvent;
 use crate::conversations::ConversationEvent;
 use crate::cron_jobs::CronEvent;
@@ -21,6 +21,7 @@ use crate::notifications::NotificationEvent;
 use crate::operations::OperationEvent;
 use crate::refusals::RefusalEvent;
 use crate::signal::SourceEvent;
+use crate::streams::StreamKind;
 use crate::tasks::TaskEvent;
 
 /// An event of any aggregate.

@@ -17,8 +17,8 @@
 
 use uuid::Uuid;
 
+use crate::streams::StreamKind;
 use crate::{
-    aggregate::StreamKind,
     envelope::{Actor, ActorKind},
     error::DomainError,
 };

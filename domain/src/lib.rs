@@ -38,6 +38,7 @@ pub mod rules;
 pub mod scope;
 pub mod signal;
 pub mod stamp;
+pub mod streams;
 pub mod supervisor;
 pub mod tasks;
 pub mod values;

@@ -17,13 +17,11 @@ pub(crate) fn decode<E: DomainEvent>(e: &RecordedEvent) -> Result<E, ProjectionE
 
 /// The aggregate instance id of an event's stream (`task-42` → `42`).
 pub(crate) fn stream_entity(e: &RecordedEvent) -> Result<&str, ProjectionError> {
-    agentlog_domain::aggregate::StreamKind::parse(&e.stream_id).map(|(_, id)| id).ok_or_else(|| {
-        ProjectionError::Decode {
-            event_id: e.event_id,
-            event_type: e.event_type.clone(),
-            position: e.position,
-            reason: format!("stream `{}` names no aggregate instance", e.stream_id),
-        }
+    agentlog_domain::streams::StreamKind::parse(&e.stream_id).map(|(_, id)| id).ok_or_else(|| ProjectionError::Decode {
+        event_id: e.event_id,
+        event_type: e.event_type.clone(),
+        position: e.position,
+        reason: format!("stream `{}` names no aggregate instance", e.stream_id),
     })
 }
 

@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
+use agentlog_domain::streams::StreamKind;
 use agentlog_domain::{
-    agents::Agent, aggregate::StreamKind, briefs::Brief, conversations::Conversation, cron_jobs::CronJob,
-    envelope::RecordedEvent, groups::Group, notifications::Notifications, operations::Operation, refusals::Refusal,
-    signal::Source, tasks::Task,
+    agents::Agent, briefs::Brief, conversations::Conversation, cron_jobs::CronJob, envelope::RecordedEvent,
+    groups::Group, notifications::Notifications, operations::Operation, refusals::Refusal, signal::Source, tasks::Task,
 };
 use agentlog_eventlog::fold_recorded;
 use anyhow::{Context, bail};

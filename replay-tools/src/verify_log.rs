@@ -14,8 +14,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use agentlog_domain::streams::StreamKind;
 use agentlog_domain::{
-    aggregate::StreamKind,
     envelope::EventMetadata,
     events::{decode_any, stream_kind_of},
 };

@@ -36,7 +36,7 @@ mod world;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use agentlog_domain::aggregate::StreamKind;
+use agentlog_domain::streams::StreamKind;
 use agentlog_eventlog::{EventLogError, EventStore, StreamAppend};
 use chrono::{DateTime, TimeZone, Utc};
 

@@ -5,9 +5,10 @@
 use std::collections::{HashMap, VecDeque};
 
 use agentlog_domain::stamp::Stamper;
+use agentlog_domain::streams::StreamKind;
 use agentlog_domain::{
     agents::{Agent, AgentEvent},
-    aggregate::{Aggregate, StreamEvents, StreamKind},
+    aggregate::{Aggregate, StreamEvents},
     briefs::{Brief, BriefEvent},
     context::Context,
     conversations::{Conversation, ConversationEvent},

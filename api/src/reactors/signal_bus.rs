@@ -7,8 +7,9 @@
 //! (`Context::reacting_to`), so its events carry the fact's chain and reacting twice — after a
 //! crash, or in two server processes — appends once.
 
+use agentlog_domain::streams::StreamKind;
 use agentlog_domain::{
-    aggregate::{Aggregate, DomainEvent, StreamKind},
+    aggregate::{Aggregate, DomainEvent},
     briefs::{Brief, BriefCommand, BriefEvent},
     context::Context,
     cron_jobs::{CronEvent, CronJob},

@@ -13,11 +13,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::{no_idempotency_key, no_upcasts};
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 use crate::values::AgentRef;
 
 /// The built-in inbox agent: the default assistant and the fallback assignee of tasks.

@@ -11,11 +11,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::{no_idempotency_key, no_upcasts};
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 
 /// The kind of brief.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ChatMessage, MessageGroupKind, ThreadKind};
+use super::model::{ChatMessage, MessageGroupKind, ThreadKind};
 use crate::event_codec::{no_idempotency_key, no_upcasts};
 use crate::operations::OperationKind;
 

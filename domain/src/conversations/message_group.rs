@@ -6,33 +6,13 @@
 //! column allows; a group's id shares the topic's message id space, because the tree shows a
 //! compression group as a message with that id.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Conversation, ConversationEvent, MessageGroupCreated, MessageGroupRemoved, non_empty};
+use super::event::{ConversationEvent, MessageGroupCreated, MessageGroupRemoved};
+use super::model::{MessageGroupKind, non_empty};
+use super::state::Conversation;
 use crate::context::Context;
 use crate::error::DomainError;
-
-/// What a message group is for (upstream `message_groups.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageGroupKind {
-    /// The members are summarised: the tree shows the group (`role: compressedGroup`) in their
-    /// place, with its pinned members.
-    Compression,
-    /// The members are alternative answers to one message, shown as columns (`compare`).
-    Parallel,
-}
-
-impl MessageGroupKind {
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Compression => "compression",
-            Self::Parallel => "parallel",
-        }
-    }
-}
 
 /// A group as a command asks for it.
 #[derive(Debug, Clone, PartialEq, Default)]

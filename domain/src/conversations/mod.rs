@@ -12,86 +12,29 @@
 
 pub mod event;
 mod message_group;
+pub mod model;
+mod state;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use event::*;
-pub use message_group::{MessageGroupKind, NewMessageGroup};
+pub use message_group::NewMessageGroup;
+use model::non_empty;
+pub use model::{
+    ChatMessage, MAX_BACKGROUND_SUBAGENTS, MessageFacts, MessageGroupKind, ThreadKind,
+};
+pub use state::Conversation;
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::operations::OperationKind;
 use crate::scope::Scope;
-
-/// At most this many unfinished background sub-agents per conversation.
-pub const MAX_BACKGROUND_SUBAGENTS: usize = 3;
-
-/// A message as appended (the fields the conversation-flow parser reads, plus pass-through).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChatMessage {
-    /// Its id.
-    pub message_id: String,
-    /// The client's request id (idempotency key of the append).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
-    /// `user`, `assistant`, `tool`, `system`, `task`, `taskCallback`, … (others pass through).
-    pub role: String,
-    /// Text content.
-    #[serde(default)]
-    pub content: String,
-    /// Tree parent; `None` = root.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
-    /// Thread (side branch) it belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<String>,
-    /// Agent that wrote it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// Chat group it belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_id: Option<String>,
-    /// Operation that produced it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation_id: Option<String>,
-    /// Tool calls of an assistant message (upstream `ChatToolPayload` objects).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<Value>>,
-    /// On a tool message: the call it answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-    /// Model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Provider.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    /// Free metadata (`activeBranchIndex`, `compare`, `signal`, `usage`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-    /// Any other upstream fields (`reasoning`, `error`, `usage`, `pluginState`, …), passed through.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub extra: Map<String, Value>,
-}
-
-/// How a thread relates to its source message (upstream thread types).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ThreadKind {
-    /// Sees the main line up to its source message.
-    Continuation,
-    /// Sees only its source message.
-    Standalone,
-    /// Sees nothing of the main line.
-    Isolation,
-}
+use crate::streams::StreamKind;
 
 /// A command to a conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,85 +108,6 @@ pub enum ConversationCommand {
         /// The group.
         group_id: String,
     },
-}
-
-/// What a decision needs to know about one message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageFacts {
-    /// Role.
-    pub role: String,
-    /// Parent.
-    pub parent_id: Option<String>,
-    /// Thread.
-    pub thread_id: Option<String>,
-    /// Deleted.
-    pub deleted: bool,
-    /// Children that are not tool messages (the branch index space).
-    pub non_tool_children: u32,
-    /// The message group it belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_group: Option<String>,
-}
-
-/// The decision state of a conversation, folded from `conversation-<topicId>`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Conversation {
-    /// Topic id (empty while it does not exist).
-    pub topic_id: String,
-    /// Owner.
-    pub user_id: String,
-    /// Agent.
-    pub agent_id: Option<String>,
-    /// Group.
-    pub group_id: Option<String>,
-    /// Message id → facts.
-    pub messages: BTreeMap<String, MessageFacts>,
-    /// Request id → message id.
-    pub request_ids: BTreeMap<String, String>,
-    /// Thread id → its source message.
-    pub threads: BTreeMap<String, String>,
-    /// The last conversation operation started here (unfinished unless proven otherwise).
-    pub active_operation: Option<String>,
-    /// Background sub-agents started here and not yet seen finished.
-    pub background_operations: BTreeSet<String>,
-    /// Message group id → its members.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub message_groups: BTreeMap<String, Vec<String>>,
-}
-
-impl Conversation {
-    /// Does it exist?
-    pub fn exists(&self) -> bool {
-        !self.topic_id.is_empty()
-    }
-
-    /// The message a request id produced, for answering a repeated append.
-    pub fn message_for_request(&self, request_id: &str) -> Option<&str> {
-        self.request_ids.get(request_id).map(String::as_str)
-    }
-
-    /// Every operation this conversation tracks (the handler loads them for
-    /// [`crate::rules::operation_start::start_operation`]).
-    pub fn tracked_operations(&self) -> impl Iterator<Item = &str> {
-        self.active_operation.iter().chain(self.background_operations.iter()).map(String::as_str)
-    }
-
-    fn live_message(&self, id: &str) -> Result<&MessageFacts, DomainError> {
-        match self.messages.get(id) {
-            None => Err(DomainError::not_found("message", id)),
-            Some(m) if m.deleted => Err(DomainError::transition("message", "deleted", "change")),
-            Some(m) => Ok(m),
-        }
-    }
-}
-
-fn non_empty(field: &str, value: &str) -> Result<(), DomainError> {
-    if value.trim().is_empty() {
-        return Err(DomainError::validation(field, "must not be empty"));
-    }
-    Ok(())
 }
 
 impl Aggregate for Conversation {

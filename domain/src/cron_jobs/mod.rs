@@ -22,11 +22,12 @@ use serde::{Deserialize, Serialize};
 pub use conditions::{ActiveHours, ExecutionConditions, FireSkip};
 use pattern::CronPattern;
 
-use crate::aggregate::{Aggregate, DomainEvent, StreamKind};
+use crate::aggregate::{Aggregate, DomainEvent};
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::no_upcasts;
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 
 /// Everything needed to create a cron job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::{no_idempotency_key, no_upcasts};
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 use crate::supervisor::{
     self, DEFAULT_MAX_ROUNDS, ExecutorResult, SupervisorInstruction, SupervisorState,
 };

@@ -18,12 +18,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::no_upcasts;
 use crate::ids::derived_id;
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 
 /// Everything needed to create a notification.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -44,10 +44,11 @@ pub use model::{
 };
 pub use state::{Operation, PendingCard};
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 
 impl Aggregate for Operation {
     type Command = OperationCommand;

@@ -22,13 +22,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::{no_idempotency_key, no_upcasts};
 use crate::ids::{derived_id, server_id};
 use crate::notifications::CreateNotification;
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 
 /// The fact a reactor was answering when its command was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,11 +15,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::source_types::is_source_type;
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::no_upcasts;
 use crate::scope::{Scope, ScopeInput};
+use crate::streams::StreamKind;
 
 /// An action's outcome (upstream executor result status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -35,10 +35,11 @@ pub use model::{
 };
 pub use state::Task;
 
-use crate::aggregate::{Aggregate, StreamKind};
+use crate::aggregate::Aggregate;
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::scope::Scope;
+use crate::streams::StreamKind;
 pub use graph::BlocksGraph;
 
 impl Aggregate for Task {
