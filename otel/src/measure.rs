@@ -5,7 +5,8 @@
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 
-use crate::{Span, conventions as cv};
+use crate::conventions as cv;
+use opentelemetry_proto::tonic::trace::v1::Span;
 
 /// One GenAI operation's measurements.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::{Global, output, store};
+use crate::{options::Global, output, store};
 
 /// Arguments of `chain`.
 #[derive(Debug, clap::Args)]

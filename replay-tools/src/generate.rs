@@ -18,7 +18,8 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::{
-    Global, output,
+    options::Global,
+    output,
     store::{self, Create},
 };
 

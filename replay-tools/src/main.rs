@@ -8,7 +8,9 @@
 mod chain;
 mod conversation_parse;
 mod generate;
+mod options;
 mod output;
+mod problem;
 mod rebuild;
 mod run;
 mod state;
@@ -22,6 +24,7 @@ mod verify_projections;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use options::Global;
 
 /// Command line of `agentlog-replay`.
 #[derive(Debug, Parser)]
@@ -68,15 +71,6 @@ enum Command {
     /// Fill an empty log with a synthetic, deterministic workload of at least `--events`
     /// events (to try or benchmark the server and the read models at a realistic size).
     Generate(generate::Args),
-}
-
-/// What every command gets besides its own arguments.
-#[derive(Debug, Clone)]
-pub struct Global {
-    /// The log's URL or path.
-    pub database: String,
-    /// `--json`.
-    pub json: bool,
 }
 
 fn main() -> ExitCode {

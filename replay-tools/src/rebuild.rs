@@ -10,7 +10,7 @@ use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projecti
 use anyhow::{Context, bail};
 use serde::Serialize;
 
-use crate::{Global, output, store};
+use crate::{options::Global, output, store};
 
 /// Arguments of `rebuild`.
 #[derive(Debug, clap::Args)]

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::{Global, output, store};
+use crate::{options::Global, output, store};
 
 /// Arguments of `run`.
 #[derive(Debug, clap::Args)]

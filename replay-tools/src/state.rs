@@ -13,7 +13,7 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{Global, output, store};
+use crate::{options::Global, output, store};
 
 /// Arguments of `state`.
 #[derive(Debug, clap::Args)]

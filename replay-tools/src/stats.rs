@@ -21,7 +21,7 @@ use agentlog_eventlog::{EventFilter, EventStore};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::{Global, output, store};
+use crate::{options::Global, output, store};
 
 /// Arguments of `stats`.
 #[derive(Debug, clap::Args)]

@@ -23,7 +23,7 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use crate::{Global, output, store};
+use crate::{options::Global, output, store};
 
 /// Events per import transaction.
 const IMPORT_BATCH: usize = 1_000;

@@ -25,7 +25,7 @@ use indicatif::ProgressBar;
 use sqlx::Row;
 use uuid::Uuid;
 
-use crate::verify::{Check, Problem};
+use crate::problem::{Check, Problem};
 
 /// One row of the events table as stored, before any decoding.
 #[derive(Debug, Clone)]

@@ -32,7 +32,7 @@ use uuid::Uuid;
 
 use crate::{
     output,
-    verify::{Check, Problem},
+    problem::{Check, Problem},
 };
 
 /// Most differing rows reported per table (the count of all is reported too).

@@ -1,7 +1,24 @@
 //! What follows a run's end, as the server's reactors would append it: the child's result to
 //! its parent, the task lifecycle, the policies' briefs and notifications.
 
-use super::*;
+use agentlog_domain::{
+    aggregate::{Aggregate, DomainEvent},
+    briefs::{BriefCommand, BriefEvent, CreateBrief},
+    envelope::Actor,
+    error::DomainError,
+    notifications::{CreateNotification, NotificationCommand},
+    operations::OperationEvent,
+    rules::operation_start,
+    signal::policy::{self, Reaction},
+    tasks::{TaskCommand, TaskEvent, TopicEnd, TopicOutcome},
+    values::Handoff,
+};
+
+use super::machine::*;
+use crate::{
+    story::{Gen, Poll, caused_by, find},
+    world::{Decision, Part, World},
+};
 
 impl RunMachine {
     pub(super) fn reaction_decision(

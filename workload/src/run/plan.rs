@@ -1,7 +1,12 @@
 //! The shape of a run, drawn when it is planned: how many steps, how it ends, a human card,
 //! sub-agents, a cancel while waiting.
 
-use super::*;
+use agentlog_domain::operations::hitl::{
+    CardAnswer, CardKind, ChoiceOption, FieldKind, FormField, HitlCard, OnTimeout,
+};
+use serde_json::json;
+
+use crate::story::Gen;
 
 /// How the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

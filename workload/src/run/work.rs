@@ -1,7 +1,23 @@
 //! A run at work: steps, phases, plans, todos, artifacts, scores, its ending, a cancel, a
 //! human's answer, sub-agents spawned.
 
-use super::*;
+use agentlog_domain::{
+    envelope::Actor,
+    error::DomainError,
+    operations::{
+        Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError, OperationKind, Phase, Plan,
+        PlanStep, StepReport, Todo, ToolCall, Usage,
+    },
+    rules::{cancel_cascade::cancel_cascade, operation_start},
+    values::ReviewScore,
+};
+
+use super::machine::*;
+use super::plan::{CardPlan, Ending};
+use crate::{
+    story::{Gen, Poll},
+    world::{Decision, Part, World},
+};
 
 impl RunMachine {
     pub(super) fn poll_work(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
