@@ -10,7 +10,9 @@ use agentlog_domain::{
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::rows::{self, SideRows};
+use super::rows::{self, OPERATION_COLUMNS, SideRows, time_opt, usage_values};
+use crate::db::SqlValue;
+use crate::fold::{int, int_opt, json_opt, json_text, wire_name};
 use crate::{error::ProjectionError, fold::micros};
 
 /// How a cancelled operation was cancelled (the domain state only records that it was).
@@ -127,4 +129,66 @@ impl OperationFold {
         self.card_open = false;
         Ok(())
     }
+}
+
+/// The `operations` row of a fold (whose operation exists).
+pub(crate) fn operation_row(id: &str, fold: &OperationFold) -> Result<Vec<SqlValue>, ProjectionError> {
+    let op = &fold.op;
+    let Some(spec) = &op.spec else {
+        return Err(ProjectionError::Invalid(format!("operation {id} has events but was never created")));
+    };
+    let created_at = op.created_at.map_or(0, micros);
+    let duration_ms = match (op.started_at, op.completed_at) {
+        (Some(start), Some(end)) => SqlValue::Int((end - start).num_milliseconds().max(0)),
+        _ => SqlValue::Null,
+    };
+    let awaiting: Vec<&String> = op.awaiting.iter().collect();
+    let mut row = Vec::with_capacity(OPERATION_COLUMNS.len());
+    row.extend([
+        id.into(),
+        op.user_id.as_str().into(),
+        wire_name(&spec.kind)?.into(),
+        op.status.as_str().into(),
+        op.phase.as_ref().map(wire_name).transpose()?.into(),
+        op.completion_reason.as_ref().map(wire_name).transpose()?.into(),
+        spec.agent.agent_id.as_str().into(),
+        int(spec.agent.config_version),
+        spec.agent.model.as_deref().into(),
+        spec.agent.provider.as_deref().into(),
+        spec.topic_id.as_deref().into(),
+        spec.thread_id.as_deref().into(),
+        spec.task_id.as_deref().into(),
+        spec.group_id.as_deref().into(),
+        spec.parent_operation_id.as_deref().into(),
+        spec.background.into(),
+        spec.trigger.as_deref().into(),
+        spec.instruction.as_deref().into(),
+        op.step_count.into(),
+        spec.max_steps.into(),
+        int_opt(spec.cost_limit_micros),
+    ]);
+    row.extend(usage_values(&op.usage));
+    row.extend([
+        int_opt(op.tool_calls),
+        int_opt(op.human_waiting_ms),
+        json_opt(op.pending_card.as_ref())?,
+        if awaiting.is_empty() { SqlValue::Null } else { json_text(&awaiting)?.into() },
+        int(op.children.len() as u64),
+        op.lease.as_ref().map(|l| l.worker_id.as_str()).into(),
+        time_opt(op.lease.as_ref().map(|l| l.expires_at)),
+        SqlValue::Int(created_at),
+        time_opt(op.started_at),
+        time_opt(op.completed_at),
+        duration_ms,
+        fold.result.as_deref().into(),
+        json_opt(op.error.as_ref())?,
+        json_opt(op.interruption.as_ref())?,
+        json_opt(fold.cancellation.as_ref())?,
+        json_opt(op.plan.as_ref())?,
+        json_opt(op.todos.as_ref())?,
+        SqlValue::Int(fold.updated_at),
+        SqlValue::Int(fold.updated_position),
+        json_text(fold)?.into(),
+    ]);
+    Ok(row)
 }

@@ -93,7 +93,7 @@ impl Projection for OperationsProjection {
                 tracing::warn!(operation = %id, "events for an operation that was never created; skipped");
                 continue;
             }
-            operations.put(id.clone(), rows::operation_row(id, &fold)?);
+            operations.put(id.clone(), fold::operation_row(id, &fold)?);
         }
         operations.upsert(tx, "operations", &OPERATION_COLUMNS, &["id"]).await?;
         side.steps.upsert(tx, "operation_steps", &STEP_COLUMNS, &["operation_id", "step_index"]).await?;
