@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use crate::value::Value;
 
 use super::branch::{View, non_tool, resolve_flat};
-use super::context_tree::{ContextNode, MessageNode, SignalCallbacksNode};
+use super::context_node::{ContextNode, MessageNode, SignalCallbacksNode};
 use super::fast_hash::SmallSet;
 use super::indexing::Index;
 use super::js::{Key, cmp_time, to_number};

@@ -39,6 +39,7 @@ macro_rules! json {
 
 mod branch;
 mod collector;
+mod context_node;
 mod context_tree;
 mod diagnostics;
 mod fast_hash;
@@ -61,7 +62,7 @@ use std::sync::Arc;
 
 pub use value::{Map, Value};
 
-pub use context_tree::{
+pub use context_node::{
     AgentCouncilNode, AssistantGroupNode, BranchNode, CompareNode, ContextNode, MessageNode, SignalCallbacksNode,
     TasksNode,
 };

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use crate::value::{Map, Value};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 
-use super::context_tree::{self, ContextNode};
+use super::context_node::ContextNode;
+use super::context_tree;
 use super::diagnostics::Diagnostic;
 use super::rows::{MessageJson, Mode, Row, RowJson, id_of, object};
 
