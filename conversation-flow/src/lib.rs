@@ -25,7 +25,7 @@
 //! terminates with a diagnostic instead of a panic or a silent drop. Module map:
 //! [`message`] typed view over input fields, [`indexing`] phases 1–2, `branch` branch
 //! resolution, `collector` assistant chains, `context_tree` / `flat_list` phase 3, `finish`
-//! post-processing, `virtual_message` the decisions behind virtual rows, `rows` / `group_json` /
+//! post-processing, `virtual_message` the decisions behind virtual rows, `rows` / `rows_json` /
 //! `usage` the JSON the rows stand for, `output` the result's public views, `js` the JS
 //! semantics upstream relies on, `node_id` the context tree's inline ids.
 
@@ -45,7 +45,6 @@ mod diagnostics;
 mod fast_hash;
 mod finish;
 mod flat_list;
-mod group_json;
 mod indexing;
 mod js;
 mod js_json;
@@ -54,6 +53,7 @@ mod node_id;
 mod output;
 mod processed;
 mod rows;
+mod rows_json;
 mod usage;
 pub mod value;
 mod virtual_message;

@@ -16,7 +16,8 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Seriali
 use super::context_node::ContextNode;
 use super::context_tree;
 use super::diagnostics::Diagnostic;
-use super::rows::{MessageJson, Mode, Row, RowJson, id_of, object};
+use super::rows::{MessageJson, Mode, Row, id_of, object};
+use super::rows_json::RowJson;
 
 /// The messages a result points into.
 #[derive(Debug, Clone)]

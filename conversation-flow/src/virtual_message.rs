@@ -1,5 +1,5 @@
 //! Virtual flat-list messages: what the parse decides for assistant groups (their JSON is in
-//! `group_json`), and the tasks and compare rows, built whole.
+//! `rows_json`), and the tasks and compare rows, built whole.
 
 use crate::value::{Map, Value};
 

@@ -1,4 +1,5 @@
-//! The JSON of assistant groups and supervisor bubbles, computed from the input when written.
+//! The flat list's rows as JSON: embedded items, assistant groups and supervisor bubbles, computed
+//! from the input when written (rows embed groups and groups embed rows, so they live together).
 //!
 //! Shapes follow upstream key for key: a group is the chain head spread with `role` replaced,
 //! `content: ''`, one content block per step, and the keys upstream deletes removed; keys
@@ -10,7 +11,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use super::indexing::NONE;
 use super::js::{field, non_empty, truthy};
 use super::message::sub_agent_override;
-use super::rows::{BranchJson, GroupRow, ItemsJson, Shape, id_of, object};
+use super::rows::{BranchJson, BuiltRow, GroupRow, Item, MessageJson, Mode, Row, Shape, id_of, object};
 use super::usage::{Aggregate, UsageView, is_usage_key, step_usage};
 
 /// Keys of the head message a group or supervisor row deletes.
@@ -533,5 +534,96 @@ impl Serialize for SupervisorJson<'_> {
             _ => m.serialize_entry(k, &step.usage),
         })?;
         m.end()
+    }
+}
+
+/// An item with the input it points into.
+struct ItemJson<'r> {
+    input: &'r [Value],
+    item: &'r Item,
+}
+
+impl Serialize for ItemJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.item {
+            Item::Message(at) => {
+                MessageJson { map: object(self.input, *at), mode: Mode::AsGiven, branch: None }.serialize(s)
+            }
+            Item::Group(g) => GroupJson::new(self.input, g).serialize(s),
+        }
+    }
+}
+
+/// Embedded items as a JSON array (compare columns: an array of one-element arrays).
+pub(crate) struct ItemsJson<'r> {
+    pub input: &'r [Value],
+    pub items: &'r [Item],
+    pub columns: bool,
+}
+
+impl Serialize for ItemsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.items.len()))?;
+        for item in self.items {
+            let one = ItemJson { input: self.input, item };
+            if self.columns {
+                seq.serialize_element(&[one])?;
+            } else {
+                seq.serialize_element(&one)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for BuiltJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let b = self.row;
+        let mut m = s.serialize_map(None)?;
+        let items = ItemsJson { input: self.input, items: &b.items, columns: b.columns };
+        // Upstream's literals list their keys sorted: the list goes before the first key after it.
+        let mut listed = false;
+        for (k, v) in b.fields.iter() {
+            if !listed && k.as_str() > b.list_key {
+                m.serialize_entry(b.list_key, &items)?;
+                listed = true;
+            }
+            m.serialize_entry(k, v)?;
+        }
+        if !listed {
+            m.serialize_entry(b.list_key, &items)?;
+        }
+        m.end()
+    }
+}
+
+/// A built row with the input it points into.
+struct BuiltJson<'r> {
+    input: &'r [Value],
+    row: &'r BuiltRow,
+}
+
+/// A row with the input it points into.
+#[derive(Clone, Copy)]
+pub(crate) struct RowJson<'r> {
+    pub input: &'r [Value],
+    pub row: &'r Row,
+}
+
+impl Serialize for RowJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.row {
+            Row::Message { at, finish } => {
+                let mode = if *finish { Mode::FlatRow } else { Mode::AsGiven };
+                MessageJson { map: object(self.input, *at), mode, branch: None }.serialize(s)
+            }
+            Row::Branch { at, count, index } => {
+                MessageJson { map: object(self.input, *at), mode: Mode::FlatRow, branch: Some((*count, *index)) }
+                    .serialize(s)
+            }
+            Row::Group(g) => GroupJson::new(self.input, g).serialize(s),
+            Row::Supervisor { at } => SupervisorJson { map: object(self.input, *at) }.serialize(s),
+            Row::Built(b) => BuiltJson { input: self.input, row: b }.serialize(s),
+        }
     }
 }
