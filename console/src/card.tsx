@@ -54,7 +54,7 @@ export function CardForm({ operationId, card, onAnswered }: { operationId: strin
     }
   };
   return (
-    <form class="card" data-card={card.cardId} onSubmit={submit} aria-label={`Card: ${card.title}`}>
+    <form class="card" data-card={card.cardId} data-operation={operationId} onSubmit={submit} aria-label={`Card: ${card.title}`}>
       <h3>{card.title}</h3>
       {card.body && <p>{card.body}</p>}
       {card.kind === "confirm" && (

@@ -10,7 +10,7 @@ const RECENT = `query($after: String, $filter: EventFilterInput) {
   events(after: $after, first: 200, filter: $filter) { nodes { position eventType streamId eventId rootSourceId recordedAt payload userId } }
 }`;
 const HEAD = `{ headPosition }`;
-const CHAIN = `query($root: UUID!) { chain(rootSourceId: $root, first: 1000) { position eventType streamId eventId parentNodeId recordedAt payload userId } }`;
+const CHAIN = `query($root: UUID!) { chain(rootSourceId: $root, first: 500) { position eventType streamId eventId parentNodeId recordedAt payload userId } }`;
 
 type Ev = { position: number; eventType: string; streamId: string; eventId: string; rootSourceId?: string; parentNodeId?: string; recordedAt: string; payload: unknown };
 

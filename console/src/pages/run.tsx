@@ -1,8 +1,8 @@
 // A run: its figures, timeline (every event of its stream), the card it waits on, its
 // sub-agents as a tree, plan, todos, artifacts, scores, the config it ran under, and a
 // position slider showing its state at any event (`stateAt`, a replay of its stream).
-import { useState } from "preact/hooks";
-import { useQuery, useSubscription } from "../api";
+import { useEffect, useState } from "preact/hooks";
+import { gql, useQuery, useSubscription } from "../api";
 import { CardForm, type Card } from "../card";
 import { cost, count, duration, pretty, when } from "../format";
 
@@ -14,7 +14,7 @@ const RUN = `query($id: String!) {
     origin { path { position eventType streamId } }
     steps(first: 200) { nodes { stepIndex phase toolCalls toolCallCount totalTokens costMicros at position } }
     cards { cardId kind title outcome answer askedAt closedAt waitedMs }
-    history(first: 1000) { position eventType recordedAt payload rootSourceId eventId }
+    history(first: 500) { position eventType recordedAt payload rootSourceId eventId }
   }
 }`;
 /** The fields the slider shows, read from `stateAt`. */
@@ -47,7 +47,15 @@ function SubTree({ id }: { id: string }) {
 function Replay({ id, positions }: { id: string; positions: number[] }) {
   const [index, setIndex] = useState(positions.length - 1);
   const at = positions[Math.min(index, positions.length - 1)];
-  const q = useQuery(STATE_AT, { id, p: at });
+  // The state shown and the position it is for (the slider may move on before it arrives).
+  const [shown, setShown] = useState<{ at: number; state: unknown } | null>(null);
+  useEffect(() => {
+    let live = true;
+    gql(STATE_AT, { id, p: at }).then((d) => live && setShown({ at, state: d.operation.stateAt }));
+    return () => {
+      live = false;
+    };
+  }, [id, at]);
   return (
     <section aria-labelledby="replay">
       <h2 id="replay">State at a position</h2>
@@ -62,7 +70,7 @@ function Replay({ id, positions }: { id: string; positions: number[] }) {
           onInput={(e) => setIndex(Number((e.target as HTMLInputElement).value))}
         />
       </label>
-      <pre data-state={at}>{q.data ? pretty(q.data.operation.stateAt) : "…"}</pre>
+      {shown ? <pre data-state={shown.at}>{pretty(shown.state)}</pre> : <p>Loading…</p>}
     </section>
   );
 }
@@ -140,7 +148,7 @@ export function Run({ id }: { id: string }) {
       {o.pendingCard && o.status === "waiting_for_human" && (
         <section aria-labelledby="waiting">
           <h2 id="waiting">Waiting for you</h2>
-          <CardForm operationId={o.id} card={o.pendingCard as Card} onAnswered={run.reload} />
+          <CardForm operationId={o.id} card={o.pendingCard.card as Card} onAnswered={run.reload} />
         </section>
       )}
       {o.error && <Json title="Error" value={o.error} />}

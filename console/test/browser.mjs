@@ -1,0 +1,240 @@
+// The console in a real browser (Debian's Chromium driven by playwright-core) against a real
+// agentlog server: node test/browser.mjs <base-url> <admin-token> <user-token> <other-user-token>
+// Every request that is not to the loopback interface is blocked and fails the test. With
+// SCREENSHOTS=<dir> it also writes each page's screenshot there (scripts/console-screenshots.sh).
+import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
+
+const [base, adminToken, userToken, otherToken] = process.argv.slice(2);
+if (!otherToken) throw new Error("usage: browser.mjs <base-url> <admin-token> <user-token> <other-user-token>");
+const shots = process.env.SCREENSHOTS;
+const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+async function gql(token, query, variables = {}) {
+  const r = await fetch(`${base}/graphql`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = await r.json();
+  if (body.errors) throw new Error(`${query}: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+async function eventually(what, f, ms = 5000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > until) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const loopback = (u) => {
+  const { hostname, protocol } = new URL(u);
+  return protocol === "data:" || hostname === "127.0.0.1" || hostname === "localhost" || hostname === "[::1]";
+};
+
+const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
+const problems = [];
+const blocked = [];
+async function newPage(options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...options });
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (loopback(url)) return route.continue();
+    blocked.push(url);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  pages.push(page);
+  page.on("console", (m) => m.type() === "error" && problems.push(`console error on ${page.url()}: ${m.text()}`));
+  page.on("pageerror", (e) => problems.push(`page error on ${page.url()}: ${e.message}`));
+  page.on("websocket", (ws) => loopback(ws.url()) || blocked.push(ws.url()));
+  return page;
+}
+const shot = async (page, name) => shots && (await page.screenshot({ path: `${shots}/${name}.png`, fullPage: false }));
+const step = (s) => console.log(`- ${s}`);
+
+const pages = [];
+try {
+  const page = await newPage();
+
+  step("a bad token stays on the sign-in page");
+  await page.goto(`${base}/`);
+  await page.getByLabel("Bearer token").fill("not-a-token");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText("That token is not valid.").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("agentlog.token")), null);
+  await shot(page, "sign-in");
+
+  step("signing in keeps the token in session storage, never in the URL");
+  await page.getByLabel("Bearer token").fill(userToken);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Runs" }).waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("agentlog.token")), userToken);
+  assert.ok(!page.url().includes(userToken));
+  await page.locator("[data-viewer]").waitFor();
+  assert.equal(await page.locator("[data-viewer]").getAttribute("data-viewer"), "alice");
+
+  step("a run started through GraphQL appears on Runs within 2 s");
+  const id = `console-${Date.now()}`;
+  await page.waitForTimeout(300); // the live subscription is open
+  const started = Date.now();
+  await gql(userToken, `mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }`, {
+    i: { operationId: id, kind: "TASK", agentId: "inbox", instruction: "Deploy the release" },
+  });
+  await page.locator(`tr[data-run="${id}"]`).waitFor({ timeout: 2000 });
+  console.log(`  appeared after ${Date.now() - started} ms`);
+
+  step("a status change appears live");
+  const claim = await gql(userToken, `mutation($id: String!) { claimOperation(id: $id, workerId: "w1") { lease { token } } }`, { id });
+  const lease = claim.claimOperation.lease.token;
+  await gql(
+    userToken,
+    `mutation($id: String!, $lt: String!) { reportStep(id: $id, leaseToken: $lt, phase: THINKING, usage: { inputTokens: 120, outputTokens: 30, costMicros: 2500 }) { position } }`,
+    { id, lt: lease },
+  );
+  await gql(
+    userToken,
+    `mutation($id: String!, $lt: String!, $c: JSON!) { askHuman(id: $id, leaseToken: $lt, card: $c) { operation { status } } }`,
+    { id, lt: lease, c: { cardId: "deploy", title: "Deploy to production?", kind: "confirm" } },
+  );
+  await page.locator(`tr[data-run="${id}"] .s-waiting_for_human`).waitFor({ timeout: 2000 });
+  await shot(page, "runs");
+
+  step("another user does not see the run; an admin does");
+  const other = await newPage();
+  await other.goto(`${base}/`);
+  await other.evaluate((t) => sessionStorage.setItem("agentlog.token", t), otherToken);
+  await other.goto(`${base}/runs`);
+  await other.getByRole("heading", { name: "Runs" }).waitFor();
+  await other.getByText("No runs match.").waitFor();
+  assert.equal(await other.locator(`tr[data-run="${id}"]`).count(), 0);
+  await other.evaluate((t) => sessionStorage.setItem("agentlog.token", t), adminToken);
+  await other.goto(`${base}/runs`);
+  await other.locator(`tr[data-run="${id}"]`).waitFor();
+  await other.context().close();
+
+  step("the filter narrows the list (status, model)");
+  await page.getByLabel("Status").selectOption("done");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.getByText("No runs match.").waitFor();
+  assert.ok(page.url().includes("status=done"));
+  await page.goto(`${base}/runs?status=waiting_for_human`);
+  await page.locator(`tr[data-run="${id}"]`).waitFor();
+  const model = (await gql(userToken, `query($id: String!) { operation(id: $id) { model } }`, { id })).operation.model;
+  if (model) {
+    await page.goto(`${base}/runs?model=${encodeURIComponent(model)}`);
+    await page.locator(`tr[data-run="${id}"]`).waitFor();
+    await page.goto(`${base}/runs?model=no-such-model`);
+    await page.getByText("No runs match.").waitFor();
+  }
+
+  step("the run's page: timeline, the card, and the slider's state equals stateAt");
+  await page.goto(`${base}/runs`);
+  await page.locator(`tr[data-run="${id}"] a`).first().click();
+  await page.getByRole("heading", { name: "Timeline" }).waitFor();
+  const history = (await gql(userToken, `query($id: String!) { operation(id: $id) { history { position eventType } } }`, { id }))
+    .operation.history;
+  assert.equal(await page.locator("ol.timeline > li").count(), history.length);
+  const slider = page.getByLabel("Event position");
+  await slider.focus();
+  await page.keyboard.press("Home");
+  for (const [i, e] of history.entries()) {
+    if (i > 0) await page.keyboard.press("ArrowRight");
+    const shown = page.locator(`pre[data-state="${e.position}"]`);
+    await eventually(`state at ${e.position}`, async () => (await shown.count()) > 0 && !(await shown.textContent()).startsWith("…"));
+    const want = (
+      await gql(
+        userToken,
+        `query($id: String!, $p: Int!) { operation(id: $id) { stateAt(position: $p) { status phase stepCount totalTokens costMicros toolCalls pendingCard plan todos completionReason } } }`,
+        { id, p: e.position },
+      )
+    ).operation.stateAt;
+    assert.deepEqual(JSON.parse(await shown.textContent()), want, `state at #${e.position} (${e.eventType})`);
+  }
+  await shot(page, "run");
+
+  step("answering the card on the Inbox page resumes the run");
+  await page.getByRole("link", { name: /Inbox/ }).click();
+  await page.getByRole("heading", { name: "Inbox" }).waitFor();
+  const card = page.locator(`form[data-card="deploy"][data-operation="${id}"]`);
+  await card.waitFor();
+  await shot(page, "inbox");
+  await card.getByRole("button", { name: "Yes" }).click();
+  await card.waitFor({ state: "detached", timeout: 3000 });
+  const after = await eventually("the run resumed", async () => {
+    const o = (await gql(userToken, `query($id: String!) { operation(id: $id) { status cards { outcome answer } } }`, { id })).operation;
+    return o.status !== "waiting_for_human" && o;
+  });
+  assert.equal(after.cards[0].outcome, "answered");
+  assert.deepEqual(after.cards[0].answer, { kind: "confirm", confirmed: true });
+
+  step("notifications: the unread count is live");
+  const before = (await gql(userToken, `{ unreadNotificationCount }`)).unreadNotificationCount;
+  await gql(adminToken, `mutation($i: CreateNotificationInput!) { createNotification(input: $i) { position } }`, {
+    i: { userId: "alice", category: "system", type: "console_check", title: "Console check", body: "Shown live" },
+  });
+  await page.locator("[data-unread]", { hasText: String(before + 1) }).waitFor({ timeout: 3000 });
+  await page.locator("[data-unread-count]", { hasText: String(before + 1) }).waitFor({ timeout: 3000 });
+
+  step("the log: the tail and an event's chain");
+  await page.getByRole("link", { name: "Log" }).click();
+  await page.getByRole("heading", { name: "Log" }).waitFor();
+  await page.locator(`li[data-event="notification.created"]`).first().waitFor();
+  await shot(page, "log");
+  await page.getByRole("link", { name: "why?" }).first().click();
+  await page.getByRole("heading", { name: /Chain of/ }).waitFor();
+  await page.locator("ul.tree li").first().waitFor();
+  await shot(page, "chain");
+
+  step("GraphiQL is served locally, with the token in its headers editor");
+  const giql = await newPage();
+  await giql.goto(`${base}/`);
+  await giql.evaluate((t) => sessionStorage.setItem("agentlog.token", t), userToken);
+  await giql.goto(`${base}/graphql`);
+  await giql.locator(".graphiql-container").waitFor({ timeout: 10000 });
+  await giql.getByText(`Bearer ${userToken}`).first().waitFor();
+  await shot(giql, "graphiql");
+  await giql.context().close();
+
+  step("a narrow window and the dark theme");
+  const narrow = await newPage({ viewport: { width: 390, height: 800 }, colorScheme: "dark" });
+  await narrow.goto(`${base}/`);
+  await narrow.evaluate((t) => sessionStorage.setItem("agentlog.token", t), userToken);
+  await narrow.goto(`${base}/runs/${encodeURIComponent(id)}`);
+  await narrow.getByRole("heading", { name: "Timeline" }).waitFor();
+  const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a narrow window`);
+  const bg = await narrow.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.notEqual(bg, "rgb(255, 255, 255)", "dark theme");
+  await shot(narrow, "run-narrow-dark");
+  await narrow.context().close();
+
+  step("sign-out forgets the token");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("Bearer token").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("agentlog.token")), null);
+
+  step("a token the server no longer accepts leads back to sign-in");
+  await page.evaluate(() => sessionStorage.setItem("agentlog.token", "revoked-or-made-up"));
+  await page.goto(`${base}/inbox`);
+  await page.getByLabel("Bearer token").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("agentlog.token")), null);
+} catch (e) {
+  // What the browser showed, to see why.
+  for (const p of pages) {
+    if (p.isClosed()) continue;
+    console.error(`--- ${p.url()}\n${await p.locator("body").innerText().catch(() => "?")}`);
+  }
+  console.error(problems.join("\n"));
+  throw e;
+} finally {
+  await browser.close();
+}
+
+assert.deepEqual(blocked, [], "requests that left the machine");
+assert.deepEqual(problems, [], "console errors");
+console.log("console browser test passed");
