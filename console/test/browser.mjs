@@ -172,6 +172,39 @@ try {
   assert.equal(after.cards[0].outcome, "answered");
   assert.deepEqual(after.cards[0].answer, { kind: "confirm", confirmed: true });
 
+  step("approving a result brief on the page completes its task and starts what waited on it");
+  const [ta, tb] = [`${id}-a`, `${id}-b`];
+  for (const t of [ta, tb]) {
+    await gql(userToken, `mutation($i: JSON!) { createTask(input: $i) { position } }`, {
+      i: { taskId: t, identifier: t.toUpperCase(), instruction: `do ${t}` },
+    });
+  }
+  await gql(userToken, `mutation($id: String!, $on: String!) { addTaskDependency(id: $id, dependsOnId: $on, kind: "blocks") { position } }`, {
+    id: tb,
+    on: ta,
+  });
+  const briefId = `brief-${ta}`;
+  await gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, {
+    i: {
+      briefId,
+      type: "result",
+      title: `${ta} done`,
+      summary: "Finished.",
+      taskId: ta,
+      actions: [
+        { key: "approve", label: "Approve", type: "resolve" },
+        { key: "comment", label: "Comment", type: "comment" },
+      ],
+    },
+  });
+  const brief = page.locator(`li[data-brief="${briefId}"]`);
+  await brief.waitFor({ timeout: 3000 });
+  await brief.getByRole("button", { name: "Approve" }).click();
+  await brief.getByText("Resolved: approve").waitFor({ timeout: 3000 });
+  const status = async (t) => (await gql(userToken, `query($id: String!) { task(id: $id) { status } }`, { id: t })).task.status;
+  assert.equal(await status(ta), "completed");
+  await eventually(`${tb} started`, async () => (await status(tb)) === "running");
+
   step("notifications: the unread count is live");
   const before = (await gql(userToken, `{ unreadNotificationCount }`)).unreadNotificationCount;
   await gql(adminToken, `mutation($i: CreateNotificationInput!) { createNotification(input: $i) { position } }`, {

@@ -59,7 +59,7 @@ function Replay({ id, positions }: { id: string; positions: number[] }) {
   return (
     <section aria-labelledby="replay">
       <h2 id="replay">State at a position</h2>
-      <label>
+      <label class="slider">
         Position <output data-position>{at}</output>
         <input
           type="range"
