@@ -12,7 +12,19 @@ use axum::{
 };
 
 /// The paths of the console's pages (the page itself picks what to show).
-pub const PAGES: &[&str] = &["/", "/runs", "/runs/{id}", "/inbox", "/log"];
+pub const PAGES: &[&str] = &[
+    "/",
+    "/runs",
+    "/runs/{id}",
+    "/tasks",
+    "/tasks/{id}",
+    "/conversations",
+    "/conversations/{id}",
+    "/inbox",
+    "/schedules",
+    "/analytics",
+    "/log",
+];
 
 /// What a page may load: only this server (GraphiQL's stylesheet sets inline styles, its
 /// fonts and icons are `data:` URLs; subscriptions are websockets to the same origin).

@@ -3,10 +3,14 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import "./console.css";
 import { ApiError, gql, useLiveEvents, useQuery } from "./api";
+import { Analytics } from "./pages/analytics";
+import { Conversation, Conversations } from "./pages/conversations";
 import { Inbox } from "./pages/inbox";
 import { Log } from "./pages/log";
 import { Run } from "./pages/run";
 import { Runs } from "./pages/runs";
+import { Schedules } from "./pages/schedules";
+import { Task, Tasks } from "./pages/tasks";
 import { onLink, useLocation } from "./router";
 import { onTokenChange, signIn, signOut, token } from "./session";
 
@@ -63,7 +67,15 @@ function Page({ url }: { url: URL }) {
   const run = path.match(/^\/runs\/(.+)$/);
   if (run) return <Run key={run[1]} id={decodeURIComponent(run[1])} />;
   if (path === "/" || path === "/runs") return <Runs />;
+  const task = path.match(/^\/tasks\/(.+)$/);
+  if (task) return <Task key={task[1]} id={decodeURIComponent(task[1])} />;
+  if (path === "/tasks") return <Tasks />;
+  const topic = path.match(/^\/conversations\/(.+)$/);
+  if (topic) return <Conversation key={topic[1]} id={decodeURIComponent(topic[1])} />;
+  if (path === "/conversations") return <Conversations />;
   if (path === "/inbox") return <Inbox />;
+  if (path === "/schedules") return <Schedules />;
+  if (path === "/analytics") return <Analytics />;
   if (path === "/log") return <Log />;
   return (
     <section>
@@ -89,6 +101,18 @@ function Shell() {
           </a>
           <a href="/inbox" aria-current={here("/inbox")}>
             Inbox <UnreadBadge />
+          </a>
+          <a href="/tasks" aria-current={here("/tasks")}>
+            Tasks
+          </a>
+          <a href="/conversations" aria-current={here("/conversations")}>
+            Conversations
+          </a>
+          <a href="/schedules" aria-current={here("/schedules")}>
+            Schedules
+          </a>
+          <a href="/analytics" aria-current={here("/analytics")}>
+            Analytics
           </a>
           <a href="/log" aria-current={here("/log")}>
             Log

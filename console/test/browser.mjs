@@ -205,6 +205,68 @@ try {
   assert.equal(await status(ta), "completed");
   await eventually(`${tb} started`, async () => (await status(tb)) === "running");
 
+  step("tasks: the board, a task's page, and running it from there");
+  await page.getByRole("link", { name: "Tasks" }).click();
+  await page.locator(`[data-column="completed"] li[data-task="${ta}"]`).waitFor();
+  await page.locator(`[data-column="running"] li[data-task="${tb}"]`).waitFor();
+  await shot(page, "tasks");
+  const tc = `${id}-c`;
+  await gql(userToken, `mutation($i: JSON!) { createTask(input: $i) { position } }`, {
+    i: { taskId: tc, identifier: tc.toUpperCase(), instruction: `do ${tc}`, assigneeAgentId: "inbox" },
+  });
+  await page.locator(`[data-column="backlog"] li[data-task="${tc}"]`).waitFor({ timeout: 3000 });
+  await page.locator(`li[data-task="${tc}"] a`).click();
+  await page.getByRole("heading", { name: "Dependencies" }).waitFor();
+  await page.getByRole("button", { name: "Run now" }).click();
+  await page.locator("li[data-topic]").waitFor({ timeout: 3000 });
+  assert.equal(await status(tc), "running");
+  await shot(page, "task");
+
+  step("schedules: a cron job disabled from the page");
+  const jobId = `${id}-job`;
+  await gql(userToken, `mutation($i: JSON!) { createCronJob(input: $i) { position } }`, {
+    i: { jobId, agentId: "inbox", pattern: "0 9 * * 1", timezone: "Europe/Berlin", content: "weekly report", enabled: true },
+  });
+  await page.getByRole("link", { name: "Schedules" }).click();
+  const job = page.locator(`tr[data-job="${jobId}"]`);
+  await job.getByRole("button", { name: "Enabled" }).click();
+  await job.getByRole("button", { name: "Disabled" }).waitFor({ timeout: 3000 });
+  const enabled = async () => (await gql(userToken, `query($id: String!) { cronJob(id: $id) { enabled } }`, { id: jobId })).cronJob.enabled;
+  assert.equal(await enabled(), false);
+  await shot(page, "schedules");
+
+  step("analytics: a finished run is counted and charted");
+  await page.getByRole("link", { name: "Analytics" }).click();
+  const runsBefore = Number(await page.locator("[data-total-runs]").textContent());
+  const again = await gql(userToken, `mutation($id: String!) { claimOperation(id: $id, workerId: "w2") { lease { token } } }`, { id });
+  await gql(userToken, `mutation($id: String!, $lt: String!) { completeOperation(id: $id, leaseToken: $lt, result: "Deployed.") { position } }`, {
+    id,
+    lt: again.claimOperation.lease.token,
+  });
+  await page.locator("[data-total-runs]", { hasText: String(runsBefore + 1) }).waitFor({ timeout: 3000 });
+  await page.locator(".chart canvas").first().waitFor();
+  await shot(page, "analytics");
+
+  step("a conversation: its branches switched from the page, a new message shown live");
+  const topic = `${id}-topic`;
+  await gql(userToken, `mutation($t: String!) { createConversation(topicId: $t, title: "Release notes") { position } }`, { t: topic });
+  const append = (m) => gql(userToken, `mutation($t: String!, $m: JSON!) { appendMessage(topicId: $t, message: $m) { position } }`, { t: topic, m });
+  await append({ messageId: "q", role: "user", content: "Write the release notes" });
+  await append({ messageId: "a1", role: "assistant", content: "First draft", parentId: "q" });
+  await append({ messageId: "a2", role: "assistant", content: "Second draft", parentId: "q" });
+  await page.getByRole("link", { name: "Conversations" }).click();
+  await page.locator(`li[data-topic="${topic}"] a`).click();
+  await page.getByRole("heading", { name: "Release notes" }).waitFor();
+  const shownDraft = async () => (await page.locator("li[data-role=assistant] .content").textContent()).trim();
+  const first = await shownDraft();
+  await page.getByRole("button", { name: first === "First draft" ? "Next branch" : "Previous branch" }).click();
+  await page.locator("li[data-role=assistant] .content", { hasText: first === "First draft" ? "Second draft" : "First draft" }).waitFor({ timeout: 3000 });
+  const active = (await gql(userToken, `query($t: String!) { conversation(topicId: $t) { flatList } }`, { t: topic })).conversation.flatList;
+  assert.equal(active.find((m) => m.role === "assistant").content, await shownDraft(), "the page shows the server's active branch");
+  await append({ messageId: "q2", role: "user", content: "Shorter, please", parentId: active.find((m) => m.role === "assistant").id });
+  await page.locator("li[data-message=q2]").waitFor({ timeout: 3000 });
+  await shot(page, "conversation");
+
   step("notifications: the unread count is live");
   const before = (await gql(userToken, `{ unreadNotificationCount }`)).unreadNotificationCount;
   await gql(adminToken, `mutation($i: CreateNotificationInput!) { createNotification(input: $i) { position } }`, {

@@ -18,7 +18,19 @@ async fn pages_and_files_are_served_locally(db: Db) {
     let index = std::fs::read_to_string(format!("{DIST}/index.html")).unwrap();
     // Every console route answers the page (the page picks what to show), with a policy that
     // lets it load only from this server.
-    for path in ["/", "/runs", "/runs/some-run", "/inbox", "/log"] {
+    for path in [
+        "/",
+        "/runs",
+        "/runs/some-run",
+        "/tasks",
+        "/tasks/t-1",
+        "/conversations",
+        "/conversations/c-1",
+        "/inbox",
+        "/schedules",
+        "/analytics",
+        "/log",
+    ] {
         let r = client.get(format!("{}{path}", s.base)).send().await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
         let csp = r.headers().get("content-security-policy").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
@@ -93,9 +105,8 @@ async fn runs_are_filtered_by_model(db: Db) {
         })
         .await;
     assert_eq!(ids(&d), ["other"], "{d}");
-    let plain_model = s.data(Some(&alice), "{ operation(id: \"plain\") { model } }", json!({})).await["operation"]
-        ["model"]
-        .clone();
+    let plain_model =
+        s.data(Some(&alice), "{ operation(id: \"plain\") { model } }", json!({})).await["operation"]["model"].clone();
     let d = s.data(Some(&alice), list, json!({"m": plain_model})).await;
     assert!(ids(&d).contains(&"plain".to_string()) && !ids(&d).contains(&"other".to_string()), "{d}");
     let d = s.data(Some(&alice), list, json!({"m": "no-such-model"})).await;
@@ -122,7 +133,9 @@ fn browser_parts() -> Result<(PathBuf, String), String> {
 async fn console_in_a_browser(db: Db) {
     let (dir, chromium) = match browser_parts() {
         Ok(parts) => parts,
-        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("the browser test cannot run in CI: {why}"),
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("the browser test cannot run in CI: {why}")
+        }
         Err(why) => {
             eprintln!("SKIPPED console/test/browser.mjs: {why}");
             return;
