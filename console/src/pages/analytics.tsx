@@ -9,7 +9,7 @@ import { navigate, useLocation } from "../router";
 
 const REPORT = `query($input: AnalyticsInput) {
   analytics(input: $input) {
-    buckets { bucketStart agentId model provider figures { runs totalTokens costMicros } }
+    buckets { bucketStart agentId model provider figures { runs inputTokens outputTokens totalTokens costMicros } }
     total { runs inputTokens outputTokens totalTokens costMicros completionReasons duration { count meanMs p50Ms p95Ms p99Ms maxMs } }
   }
 }`;
@@ -27,6 +27,8 @@ function Chart({ title, times, series, unit }: { title: string; times: number[];
         title,
         width,
         height: 240,
+        // One bucket alone would stretch the time axis over years: show an hour either side.
+        scales: { x: { time: true, range: (_: uPlot, min: number, max: number) => (min === max ? [min - 3600, max + 3600] : [min, max]) } },
         series: [{}, ...series.map(([label], i) => ({ label, stroke: COLOURS[i % COLOURS.length], width: 2, value: (_: uPlot, v: number | null) => (v == null ? "–" : unit(v)) }))],
         axes: [{}, { values: (_: uPlot, ticks: number[]) => ticks.map(unit), size: 70 }],
       },
@@ -59,7 +61,12 @@ export function Analytics() {
       g,
       times.map((t) => {
         const b = report.buckets.find((b: any) => Date.parse(b.bucketStart) / 1000 === t && (b[key] ?? "–") === g);
-        return b ? (b.figures[figure] ?? null) : null;
+        if (!b) return null;
+        const f = b.figures;
+        // Runs that reported only prompt and completion tokens count their sum.
+        if (figure === "totalTokens" && f.totalTokens == null && (f.inputTokens != null || f.outputTokens != null))
+          return (f.inputTokens ?? 0) + (f.outputTokens ?? 0);
+        return f[figure] ?? null;
       }),
     ]);
   const d = report?.total.duration;
