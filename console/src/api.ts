@@ -78,7 +78,8 @@ export function useSubscription(
       { query, variables },
       {
         next: (msg) => msg.data && handler.current(msg.data),
-        error: () => {},
+        // A refused subscription (LIMIT, …) ends; the page still reads on demand.
+        error: (e) => console.warn("subscription ended", e),
         complete: () => {},
       },
     );
@@ -116,10 +117,11 @@ export function useQuery<T = any>(query: string, variables: Record<string, unkno
 
 const HEAD = `{ headPosition }`;
 const EVENTS = `subscription($from: Int, $filter: EventFilterInput) {
-  events(fromPosition: $from, filter: $filter) { position eventType streamId eventId rootSourceId recordedAt payload userId }
+  events(fromPosition: $from, filter: $filter, settled: true) { position eventType streamId eventId rootSourceId recordedAt payload userId }
 }`;
 
-/** Events that pass `filter` from now on (from the head when mounted, never the whole log). */
+/** Events that pass `filter` from now on (from the head when mounted, never the whole log),
+ * each once the read models include it: a page that reads again on one sees its effects. */
 export function useLiveEvents(filter: Record<string, unknown>, onEvent: (event: any) => void): void {
   const head = useQuery<{ headPosition: number }>(HEAD, { filter });
   useSubscription(EVENTS, head.data ? { from: head.data.headPosition, filter } : null, (d) => onEvent(d.events));

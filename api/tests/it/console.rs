@@ -8,7 +8,7 @@ use std::{path::PathBuf, process::Command};
 
 use serde_json::json;
 
-use crate::support::{Db, Server, error_code};
+use crate::support::{Db, Server, Ws, error_code};
 
 const DIST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../console/dist");
 
@@ -114,6 +114,35 @@ async fn runs_are_filtered_by_model(db: Db) {
     s.stop();
 }
 
+/// `events(settled: true)` delivers an event once the read models include it, so a query sent
+/// on receiving it reads its effects (the console's live pages read again on each event). The
+/// mutation is in flight while the event arrives: its own wait for the read models does not
+/// help the subscriber.
+async fn settled_events_come_after_the_read_models(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let head = s.data(Some(&alice), "{ headPosition }", json!({})).await["headPosition"].clone();
+    let mut ws = Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    let live = "subscription($p: Int) { events(fromPosition: $p, settled: true,                 filter: {eventTypes: [\"operation.created\"]}) { position payload } }";
+    ws.subscribe("1", live, json!({"p": head})).await;
+    let client = reqwest::Client::new();
+    for i in 0..20 {
+        let id = format!("settled-{i}");
+        let body = json!({
+            "query": "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }",
+            "variables": {"i": {"operationId": id, "kind": "TASK", "agentId": "inbox"}},
+        });
+        let start = client.post(format!("{}/graphql", s.base)).bearer_auth(&alice).json(&body).send();
+        let start = tokio::spawn(start);
+        let event = ws.next_data().await;
+        assert_eq!(event["data"]["events"]["payload"]["operationId"], id.as_str(), "{event}");
+        let d = s.data(Some(&alice), "{ operations(first: 1) { nodes { id } } }", json!({})).await;
+        assert_eq!(d["operations"]["nodes"][0]["id"], id.as_str(), "the list already has run {i}: {d}");
+        assert_eq!(start.await.unwrap().unwrap().status(), 200);
+    }
+    s.stop();
+}
+
 /// `console/` with its packages installed, and Chromium; else why not.
 fn browser_parts() -> Result<(PathBuf, String), String> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../console");
@@ -157,5 +186,6 @@ both!(
     pages_and_files_are_served_locally as pages_and_files_are_served_locally,
     viewer_names_the_caller as viewer_names_the_caller,
     runs_are_filtered_by_model as runs_are_filtered_by_model,
+    settled_events_come_after_the_read_models as settled_events_come_after_the_read_models,
     console_in_a_browser as console_in_a_browser
 );
