@@ -195,11 +195,16 @@ try {
       actions: [
         { key: "approve", label: "Approve", type: "resolve" },
         { key: "comment", label: "Comment", type: "comment" },
+        { key: "open", label: "Open", type: "link", url: "javascript:alert(document.cookie)" },
+        { key: "docs", label: "Docs", type: "link", url: "http://127.0.0.1:9/docs" },
       ],
     },
   });
   const brief = page.locator(`li[data-brief="${briefId}"]`);
   await brief.waitFor({ timeout: 3000 });
+  // A link action is a link only to http(s); a script URL is not shown at all.
+  assert.equal(await brief.locator('a[href^="javascript"]').count(), 0);
+  assert.equal(await brief.getByRole("link", { name: "Docs" }).getAttribute("href"), "http://127.0.0.1:9/docs");
   await brief.getByRole("button", { name: "Approve" }).click();
   await brief.getByText("Resolved: approve").waitFor({ timeout: 3000 });
   const status = async (t) => (await gql(userToken, `query($id: String!) { task(id: $id) { status } }`, { id: t })).task.status;

@@ -62,11 +62,11 @@ function Brief({ b, onDone }: { b: any; onDone: () => void }) {
             Comment <input value={comment} onInput={(e) => setComment((e.target as HTMLInputElement).value)} />
           </label>
           {(b.actions as Action[]).map((a) =>
-            a.url ? (
-              <a key={a.key} href={a.url} data-external>
+            a.url && /^https?:\/\//i.test(a.url) ? (
+              <a key={a.key} href={a.url} data-external rel="noreferrer noopener">
                 {a.label}
               </a>
-            ) : (
+            ) : a.url ? null : (
               <button key={a.key} onClick={() => act(a.key)}>
                 {a.label}
               </button>

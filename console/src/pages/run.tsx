@@ -138,6 +138,22 @@ export function Run({ id }: { id: string }) {
             </dd>
           </>
         )}
+        {o.topicId && (
+          <>
+            <dt>Messages</dt>
+            <dd>
+              <a href={`/conversations/${encodeURIComponent(o.topicId)}`}>conversation {o.topicId}</a>
+            </dd>
+          </>
+        )}
+        {o.taskId && (
+          <>
+            <dt>Task</dt>
+            <dd>
+              <a href={`/tasks/${encodeURIComponent(o.taskId)}`}>{o.taskId}</a>
+            </dd>
+          </>
+        )}
         {o.trigger && (
           <>
             <dt>Trigger</dt>

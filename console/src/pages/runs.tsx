@@ -47,6 +47,13 @@ export function Runs() {
   return (
     <section>
       <h1>Runs</h1>
+      <nav class="actions" aria-label="Common views">
+        <a href="/runs">All</a>
+        <a href="/runs?status=running">Running</a>
+        <a href="/runs?status=waiting_for_human">Waiting for a human</a>
+        <a href="/runs?status=error">Failed</a>
+        <a href="/inbox">My inbox</a>
+      </nav>
       <form class="filters" onSubmit={apply} aria-label="Filter runs">
         <label>
           Status
