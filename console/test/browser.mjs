@@ -303,6 +303,12 @@ try {
   await giql.goto(`${base}/graphql`);
   await giql.locator(".graphiql-container").waitFor({ timeout: 10000 });
   await giql.getByText(`Bearer ${userToken}`).first().waitFor();
+  // A query run from GraphiQL carries the header.
+  await giql.locator(".graphiql-query-editor .CodeMirror").first().click();
+  await giql.keyboard.press("Control+A");
+  await giql.keyboard.insertText("{ viewer { userId } }");
+  await giql.getByRole("button", { name: /Execute query/ }).click();
+  await giql.locator(".graphiql-response").getByText('"alice"').waitFor({ timeout: 5000 });
   if (shots) await giql.screenshot({ path: `${shots}/graphiql.png`, mask: [giql.getByText(`Bearer ${userToken}`)] });
   await giql.context().close();
 
@@ -322,6 +328,17 @@ try {
   step("sign-out forgets the token");
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.getByLabel("Bearer token").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("agentlog.token")), null);
+
+  step("a token revoked while its page is open leads back to sign-in at once");
+  const made = (await gql(adminToken, `mutation { createToken(userId: "alice", name: "console") { tokenId secret } }`)).createToken;
+  await page.goto(`${base}/runs`);
+  await page.getByLabel("Bearer token").fill(made.secret);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Runs" }).waitFor();
+  await page.waitForTimeout(300); // its live subscription is open
+  await gql(adminToken, `mutation($id: String!) { revokeToken(tokenId: $id) }`, { id: made.tokenId });
+  await page.getByLabel("Bearer token").waitFor({ timeout: 3000 });
   assert.equal(await page.evaluate(() => sessionStorage.getItem("agentlog.token")), null);
 
   step("a token the server no longer accepts leads back to sign-in");
