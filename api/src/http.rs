@@ -1,6 +1,7 @@
 //! The HTTP surface: `/graphql` (POST; GET for queries, GraphiQL for a browser, and the websocket
 //! upgrade for subscriptions over graphql-transport-ws and graphql-ws; the rules of GraphQL over
-//! HTTP are in `over_http`), `/healthz`, `/readyz`, `/metrics`.
+//! HTTP are in `over_http`), `/healthz`, `/readyz`, `/metrics`, and the console's pages and
+//! files (`console`).
 
 use async_graphql::{Data, ErrorExtensions, http::ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql_axum::{GraphQLProtocol, GraphQLWebSocket};
@@ -12,7 +13,7 @@ use axum::{
         ws::{CloseFrame, Message},
     },
     http::{HeaderMap, StatusCode, header},
-    response::{Html, IntoResponse, Response},
+    response::{IntoResponse, Response},
     routing::get,
 };
 use std::{
@@ -54,6 +55,7 @@ pub fn router(http: Http) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .merge(crate::console::routes())
         .layer(DefaultBodyLimit::max(limit))
         .with_state(http)
 }
@@ -390,7 +392,7 @@ async fn graphql_get(
         _ => {
             let answer = AnswerType::from_headers(&headers);
             match over_http::read_get(query_string.as_deref(), &headers, answer) {
-                over_http::Get::Graphiql => Html(GRAPHIQL_PAGE).into_response(),
+                over_http::Get::Graphiql => crate::console::graphiql(),
                 over_http::Get::Refused(response) => {
                     Metrics::inc(&http.state.metrics.graphql_errors);
                     response
@@ -475,11 +477,6 @@ fn bounded_message(msg: Message, max: usize) -> Message {
     });
     Message::text(body.to_string())
 }
-
-/// GraphiQL, as async-graphql's `GraphiQLSource` renders it for `/graphql`, kept as a static
-/// page: the renderer's `graphiql` feature compiles a template engine (handlebars, pest,
-/// derive_builder) for one fixed string.
-const GRAPHIQL_PAGE: &str = include_str!("graphiql.html");
 
 async fn healthz() -> &'static str {
     "ok"

@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod commands;
+pub mod console;
 pub mod deltas;
 pub mod error;
 pub mod genai_metrics;

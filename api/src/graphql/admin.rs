@@ -64,6 +64,21 @@ impl AdminQuery {
         let who = caller(ctx)?;
         Ok(app(ctx).tokens.list(who.owner()).await?.into_iter().map(TokenNode::from).collect())
     }
+
+    /// Who the request's token belongs to (the console shows it and checks a token with it).
+    async fn viewer(&self, ctx: &Context<'_>) -> GqlResult<Viewer> {
+        let who = caller(ctx)?;
+        Ok(Viewer { user_id: who.user_id.clone(), admin: who.admin })
+    }
+}
+
+/// The caller of a request.
+#[derive(SimpleObject)]
+pub struct Viewer {
+    /// The user the token belongs to.
+    pub user_id: String,
+    /// An admin sees and changes every user's data.
+    pub admin: bool,
 }
 
 /// Admin mutations.

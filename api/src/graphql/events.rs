@@ -220,11 +220,14 @@ pub struct EventsSubscription;
 impl EventsSubscription {
     /// Every event after `fromPosition` that passes the filter: history first, then live. A
     /// client that reconnects with the last position it saw misses nothing and sees nothing twice.
+    /// `settled`: each event comes once this server's read models include it (bounded by the
+    /// read-your-writes wait), so a query sent on receiving it reads its effects.
     async fn events(
         &self,
         ctx: &Context<'_>,
         from_position: Option<i64>,
         filter: Option<EventFilterInput>,
+        #[graphql(default)] settled: bool,
     ) -> BoxStream<'static, GqlResult<Event>> {
         let filter = match log_filter(ctx, filter) {
             Ok(f) => f,
@@ -240,7 +243,17 @@ impl EventsSubscription {
             Ok(c) => c,
             Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
         };
-        let stream = state.store.subscribe(from, filter).map(move |item| {
+        let settle = settled.then(|| state.clone());
+        let stream = state.store.subscribe(from, filter).then(move |item| {
+            let settle = settle.clone();
+            async move {
+                if let (Some(state), Ok(event)) = (&settle, &item) {
+                    state.settle(event.position).await;
+                }
+                item
+            }
+        });
+        let stream = stream.map(move |item| {
             let _alive = &counted;
             item.map(Event).map_err(|e| ApiError::from(e).into())
         });

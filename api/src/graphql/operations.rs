@@ -496,6 +496,7 @@ impl OperationsQuery {
             status: f.status.as_deref().map(|s| from_wire("filter.status", s)).transpose()?,
             kind: f.kind.map(OperationKind::from),
             agent_id: f.agent_id,
+            model: f.model,
             topic_id: f.topic_id,
             task_id: f.task_id,
             group_id: f.group_id,
@@ -531,6 +532,8 @@ pub struct OperationFilterInput {
     pub kind: Option<OperationKindInput>,
     /// Only this agent's.
     pub agent_id: Option<String>,
+    /// Only runs on this model (the one used, overrides included).
+    pub model: Option<String>,
     /// Only this conversation's.
     pub topic_id: Option<String>,
     /// Only this task's.

@@ -19,6 +19,7 @@ mod card_timeouts;
 mod clients;
 mod clock;
 mod concurrency;
+mod console;
 mod conversation_tree;
 mod db_faults;
 mod disk_full;

@@ -192,6 +192,8 @@ pub struct OperationFilter {
     pub kind: Option<OperationKind>,
     /// Agent.
     pub agent_id: Option<String>,
+    /// Model the run used.
+    pub model: Option<String>,
     /// Conversation.
     pub topic_id: Option<String>,
     /// Task.
@@ -248,6 +250,7 @@ async fn list_ordered(
     w.eq("status", filter.status.map(OperationStatus::as_str));
     w.eq("kind", filter.kind.as_ref().map(wire_name).transpose()?);
     w.eq("agent_id", filter.agent_id.as_deref());
+    w.eq("model", filter.model.as_deref());
     w.eq("topic_id", filter.topic_id.as_deref());
     w.eq("task_id", filter.task_id.as_deref());
     w.eq("group_id", filter.group_id.as_deref());
