@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::agent::AgentEvent;
 use crate::aggregate::{DomainEvent, StreamKind};
 use crate::brief::BriefEvent;
+use crate::budget::BudgetEvent;
 use crate::conversation::ConversationEvent;
 use crate::cron::CronEvent;
 use crate::error::DecodeError;
@@ -46,6 +47,8 @@ pub enum AnyEvent {
     Source(SourceEvent),
     /// `reactor.*`
     Refusal(RefusalEvent),
+    /// `budget.*`
+    Budget(BudgetEvent),
 }
 
 /// The stream kind whose events have this event-type prefix.
@@ -62,6 +65,7 @@ pub fn stream_kind_of(event_type: &str) -> Option<StreamKind> {
         "agent" => StreamKind::Agent,
         "signal" => StreamKind::Source,
         "reactor" => StreamKind::Refusal,
+        "budget" => StreamKind::Budget,
         _ => return None,
     })
 }
@@ -101,6 +105,9 @@ pub fn decode_any(
         StreamKind::Refusal => {
             AnyEvent::Refusal(RefusalEvent::decode(event_type, schema_version, payload)?)
         }
+        StreamKind::Budget => {
+            AnyEvent::Budget(BudgetEvent::decode(event_type, schema_version, payload)?)
+        }
     })
 }
 
@@ -117,6 +124,7 @@ pub fn all_event_types() -> Vec<(&'static str, i32)> {
         AgentEvent::event_types(),
         SourceEvent::event_types(),
         RefusalEvent::event_types(),
+        BudgetEvent::event_types(),
     ]
     .concat()
 }

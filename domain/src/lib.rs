@@ -7,7 +7,7 @@
 //!
 //! - core: [`aggregate`] (traits, stream names), [`context`] (time, ids, chain, stamping),
 //!   [`error`], [`event_codec`] (payloads and upcasts), [`events`] (decode any event);
-//! - aggregates: [`operation`], [`agent`], [`conversation`], [`task`], [`brief`],
+//! - aggregates: [`operation`], [`agent`], [`conversation`], [`task`], [`brief`], [`budget`],
 //!   [`notification`], [`cron`], [`group`], [`signal::source`], [`refusal`] (a reactor's
 //!   refused command);
 //! - pure processes: [`rules`] (cross-aggregate decisions), [`supervisor`] (group
@@ -22,6 +22,7 @@ pub mod event_codec;
 pub mod agent;
 pub mod aggregate;
 pub mod brief;
+pub mod budget;
 pub mod context;
 pub mod conversation;
 pub mod cron;
