@@ -200,9 +200,14 @@ impl Spend {
     pub fn plus(self, usage: Usage) -> Spend {
         Spend {
             cost_micros: self.cost_micros.saturating_add(usage.cost_micros.unwrap_or(0)),
-            tokens: self.tokens.saturating_add(usage.total_tokens.unwrap_or(0)),
+            tokens: self.tokens.saturating_add(usage_tokens(usage)),
         }
     }
+}
+
+/// The tokens a step used: its total, or input plus output when no total was measured.
+pub fn usage_tokens(usage: Usage) -> u64 {
+    usage.total_tokens.unwrap_or_else(|| usage.input_tokens.unwrap_or(0).saturating_add(usage.output_tokens.unwrap_or(0)))
 }
 
 /// A budget that applies to a run, with what its scope spent in the current period: the
