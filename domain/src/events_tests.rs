@@ -103,6 +103,7 @@ fn operation_scenarios(r: &mut Recorder) {
             phase: Phase::Acting,
             tool_calls: vec![],
             usage,
+            budgets: Vec::new(),
         }),
         w,
     );

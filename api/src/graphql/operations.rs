@@ -825,6 +825,7 @@ impl OperationsMutation {
                 total_tokens: non_negative("usage.totalTokens", usage.total_tokens)?,
                 cost_micros: non_negative("usage.costMicros", usage.cost_micros)?,
             },
+            budgets: Vec::new(),
         };
         run(ctx, &id, OperationCommand::RecordStep(step), Some(lease_token), request_id).await
     }

@@ -107,3 +107,4 @@ fn only_an_interrupt_budget_ends_a_run_whose_step_reaches_it() {
     let at_limit = BudgetStanding { spent: Spend { cost_micros: 900, tokens: 0 }, ..interrupt };
     assert_eq!(interrupting(std::slice::from_ref(&at_limit), usage), Some(&at_limit));
 }
+

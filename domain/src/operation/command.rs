@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::budget::BudgetStanding;
+
 use super::hitl::{CardAnswer, HitlCard};
 use super::model::{
     AgentRef, Artifact, OperationError, OperationKind, Phase, Plan, ReviewScore, Todo, ToolCall,
@@ -103,6 +105,11 @@ pub struct StepReport {
     /// What the step used; fields stay absent when not measured.
     #[serde(default)]
     pub usage: Usage,
+    /// The server's fact: the budgets the run counts against, with what their scopes spent
+    /// before this step. An `interrupt` budget this step makes reach its limit ends the run
+    /// (`cost_limit`). Never read from a client.
+    #[serde(skip)]
+    pub budgets: Vec<BudgetStanding>,
 }
 
 /// A command to an operation.

@@ -268,6 +268,8 @@ fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E
         Some(CompletionReason::CostLimit)
     } else if spec.and_then(|s| s.max_steps).is_some_and(|max| index >= max) {
         Some(CompletionReason::MaxSteps)
+    } else if crate::budget::interrupting(&step.budgets, step.usage).is_some() {
+        Some(CompletionReason::CostLimit)
     } else {
         None
     };

@@ -94,6 +94,7 @@ fn command() -> impl Strategy<Value = OperationCommand> {
                 })
                 .collect(),
             usage,
+            budgets: Vec::new(),
         })),
         Just(C::UpdatePlan(Plan::default())),
         Just(C::UpdateTodos(vec![])),

@@ -33,6 +33,7 @@ fn step(tokens: u64) -> OperationCommand {
         phase: Phase::Acting,
         tool_calls: Vec::new(),
         usage: Usage { input_tokens: Some(tokens), ..Usage::default() },
+        budgets: Vec::new(),
     })
 }
 

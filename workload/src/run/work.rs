@@ -98,7 +98,7 @@ impl RunMachine {
             Usage::default()
         };
         let phase = if calls > 0 { Phase::Acting } else { Phase::Thinking };
-        StepReport { phase, tool_calls, usage }
+        StepReport { phase, tool_calls, usage, budgets: Vec::new() }
     }
 
     pub(super) fn poll_end(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {
