@@ -4,12 +4,15 @@
 use agentlog_domain::error::DomainError;
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
+    budget,
     group::{Group, GroupCommand},
     operation::{CreateOperation, Operation, OperationCommand, OperationKind},
 };
 use agentlog_eventlog::CommandError;
 
-use super::{Commands, check_id, check_replay};
+use agentlog_projections::budgets::RunScope;
+
+use super::{Commands, budgets, check_id, check_replay};
 use crate::error::ApiError;
 
 impl Commands<'_> {
@@ -34,6 +37,13 @@ impl Commands<'_> {
             .clone();
         let agent = self.agent_ref(&loaded.state.user_id, &supervisor).await?;
         let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let run = RunScope {
+            user_id: loaded.state.user_id.clone(),
+            agent_id: agent.agent_id.clone(),
+            task_id: None,
+            group_id: Some(group_id.to_string()),
+        };
+        let budgets = budgets::facts(&budgets::standings(self.state, &run, ctx.now, false).await?);
         let results = self
             .state
             .handler
@@ -41,6 +51,9 @@ impl Commands<'_> {
                 let h = &self.state.handler;
                 let group = h.load::<Group>(group_id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
+                if !operation.state.exists() {
+                    budget::refuse_start(&budgets)?;
+                }
                 let mut create = CreateOperation::new(operation_id, OperationKind::Group, agent.clone());
                 create.group_id = Some(group_id.to_string());
                 create.trigger = Some(format!("group:{group_id}"));

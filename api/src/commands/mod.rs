@@ -3,6 +3,7 @@
 //! GraphQL resolvers only parse arguments and call these.
 
 pub mod aggregates;
+pub mod budgets;
 pub mod builtins;
 pub mod groups;
 pub mod inbox;

@@ -3,6 +3,7 @@
 
 use agentlog_domain::{
     aggregate::Aggregate,
+    budget,
     context::{Context, StreamWrite},
     conversation::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
@@ -13,7 +14,9 @@ use agentlog_domain::{
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
 use chrono::{DateTime, Utc};
 
-use super::{Commands, check_id, check_replay};
+use agentlog_projections::budgets::RunScope;
+
+use super::{Commands, budgets, check_id, check_replay};
 use crate::error::ApiError;
 
 /// The lease a claim took.
@@ -67,6 +70,13 @@ impl Commands<'_> {
             }
         }
         let ctx = self.context(&owner, self.user_actor(), request_id)?.with_lease_token(lease_token);
+        let run = RunScope {
+            user_id: owner.clone(),
+            agent_id: create.agent.agent_id.clone(),
+            task_id: create.task_id.clone(),
+            group_id: create.group_id.clone(),
+        };
+        let budgets = budgets::facts(&budgets::standings(self.state, &run, ctx.now, false).await?);
         let caller = self.caller;
         let results = self
             .state
@@ -74,6 +84,10 @@ impl Commands<'_> {
             .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let existing = h.load::<Operation>(&create.operation_id).await?;
+                // A resent start answers what it wrote; a new run needs room in its budgets.
+                if !existing.state.exists() {
+                    budget::refuse_start(&budgets)?;
+                }
                 let conversation = match &create.topic_id {
                     Some(t) => Some(h.load::<Conversation>(t).await?),
                     None => None,
@@ -168,6 +182,16 @@ impl Commands<'_> {
             })
             .unwrap_or_else(|| self.user_actor());
         let ctx = self.context(&loaded.state.user_id, actor, request_id)?.with_lease_token(lease_token);
+        let mut command = command;
+        if let (OperationCommand::RecordStep(step), Some(spec)) = (&mut command, loaded.state.spec.as_ref()) {
+            let run = RunScope {
+                user_id: loaded.state.user_id.clone(),
+                agent_id: spec.agent.agent_id.clone(),
+                task_id: spec.task_id.clone(),
+                group_id: spec.group_id.clone(),
+            };
+            step.budgets = budgets::facts(&budgets::standings(self.state, &run, ctx.now, true).await?);
+        }
         let outcome: CommandOutcome<Operation> = self.state.handler.execute::<Operation>(id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;

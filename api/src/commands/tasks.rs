@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use agentlog_domain::{
     agent::{Agent, INBOX_AGENT_ID},
     aggregate::{Aggregate, StreamEvents},
+    budget,
     context::{Context, StreamWrite, stamp},
     conversation::{Conversation, ConversationCommand},
     ids::SERVER_ID_MARK,
@@ -13,13 +14,13 @@ use agentlog_domain::{
     rules::task_run,
     task::{BlocksGraph, DependencyKind, Handoff, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
 };
-use agentlog_projections::briefs;
+use agentlog_projections::{briefs, budgets::RunScope};
 use serde::Deserialize;
 
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
-use super::{Commands, aggregates::Owned, check_id, check_replay, is_replay};
+use super::{Commands, aggregates::Owned, budgets, check_id, check_replay, is_replay};
 
 /// What a worker reports with `completeTaskTopic`.
 #[derive(Debug, Clone, Deserialize)]
@@ -215,6 +216,20 @@ impl Commands<'_> {
         trigger: RunTrigger,
         ctx: &Context,
     ) -> Result<(i64, bool), ApiError> {
+        let task = self.state.handler.load::<Task>(id).await?;
+        // The run's budgets, when its agent can be told (otherwise the start refuses anyway).
+        let budgets = match self.run_agent(&task.state).await {
+            Ok(agent) if task.state.exists() => {
+                let run = RunScope {
+                    user_id: task.state.user_id.clone(),
+                    agent_id: agent.agent_id,
+                    task_id: Some(id.to_string()),
+                    group_id: None,
+                };
+                budgets::facts(&budgets::standings(self.state, &run, ctx.now, false).await?)
+            }
+            _ => Vec::new(),
+        };
         let results = self
             .state
             .handler
@@ -222,6 +237,9 @@ impl Commands<'_> {
                 let h = &self.state.handler;
                 let task = h.load::<Task>(id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
+                if !operation.state.exists() {
+                    budget::refuse_start(&budgets)?;
+                }
                 let conversation = match topic_id.starts_with(SERVER_ID_MARK) {
                     true => Some(h.load::<Conversation>(topic_id).await?).filter(|c| !c.state.exists()),
                     false => None,
