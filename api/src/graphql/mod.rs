@@ -6,6 +6,7 @@ pub mod admin;
 pub mod admission;
 pub mod agents;
 pub mod analytics;
+pub mod budgets;
 pub mod changes;
 pub mod conversations;
 pub mod cost;
@@ -38,6 +39,7 @@ pub struct Query(
     admin::AdminQuery,
     analytics::AnalyticsQueryRoot,
     admin::AdminQuery,
+    budgets::BudgetsQuery,
 );
 
 /// All mutations.
@@ -50,6 +52,7 @@ pub struct Mutation(
     agents::AgentsMutation,
     sources::SourcesMutation,
     admin::AdminMutation,
+    budgets::BudgetsMutation,
 );
 
 /// All subscriptions.

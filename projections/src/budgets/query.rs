@@ -14,14 +14,23 @@ use crate::{
     staging::TableRow,
 };
 
-/// One budget by id.
+/// Only the owner's budgets and the global ones, which limit every user (`None`: an admin sees all).
+fn visible(q: &mut Select, owner: Option<&str>) {
+    if let Some(owner) = owner {
+        let p = q.bind(owner);
+        q.condition(format!("(user_id = {p} OR scope = 'global')"));
+    }
+}
+
+/// One budget by id (the owner's or a global one).
 pub async fn budget(db: &ReadDb, owner: Option<&str>, budget_id: &str) -> Result<Option<BudgetRow>, ProjectionError> {
     let mut q = Select::new(BudgetRow::COLUMNS, BudgetRow::TABLE);
-    q.eq("budget_id", budget_id).owner(owner);
+    q.eq("budget_id", budget_id);
+    visible(&mut q, owner);
     q.one(db).await?.as_ref().map(BudgetRow::from_row).transpose()
 }
 
-/// Budgets, oldest first; `scope` keeps only budgets on that kind of scope.
+/// The owner's budgets and the global ones, oldest first; `scope` keeps one kind of scope.
 pub async fn budgets(
     db: &ReadDb,
     owner: Option<&str>,
@@ -29,7 +38,8 @@ pub async fn budgets(
     page: &PageRequest,
 ) -> Result<Page<BudgetRow>, ProjectionError> {
     let mut q = Select::new(BudgetRow::COLUMNS, BudgetRow::TABLE);
-    q.owner(owner).eq_opt("scope", scope.map(BudgetScopeKind::as_str));
+    q.eq_opt("scope", scope.map(BudgetScopeKind::as_str));
+    visible(&mut q, owner);
     q.page(db, "created_at", "budget_id", Order::Asc, page, BudgetRow::from_row, |b| {
         Cursor::new(b.created_at.timestamp_micros(), &b.spec.budget_id)
     })

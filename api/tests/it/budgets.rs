@@ -1,0 +1,150 @@
+//! Budgets through the real server: set, changed and removed as events, validated (writing
+//! nothing), owned; spend folded from the steps' usage; new runs refused with LIMIT at the
+//! limit; `interrupt` and a run's own `maxSteps` / `costLimitMicros` ending it; concurrent
+//! workers overspending by at most one step each.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{Db, Server, error_code, verify_read_models};
+
+const SET: &str =
+    "mutation($i: BudgetInput!, $o: String) { setBudget(input: $i, ownerId: $o) { position budget { id scope scopeId } } }";
+const REMOVE: &str = "mutation($id: String!) { removeBudget(id: $id) { position budget { id } } }";
+const BUDGET: &str = "query($id: String!) { budget(id: $id) { id userId scope scopeId period timeZone limitCostMicros limitTokens warnPercent action periodStart resetsAt spent { costMicros tokens remainingCostMicros remainingTokens warned reached } } }";
+const BUDGET_EVENTS: &str =
+    "{ events(filter: {eventTypes: [\"budget.set\", \"budget.removed\"]}) { edges { node { eventType payload } } } }";
+const START: &str = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+const STEP: &str = "mutation($id: String!, $l: String!, $c: Int!) { reportStep(id: $id, leaseToken: $l, phase: ACTING, usage: {costMicros: $c, totalTokens: 10}) { operation { status completionReason stepCount } } }";
+
+async fn register_agent(s: &Server, token: &str, id: &str) {
+    s.data(
+        Some(token),
+        "mutation($i: JSON!) { registerAgent(input: $i) { position } }",
+        json!({"i": {"agentId": id, "config": {"slug": id, "title": id, "model": "m1", "provider": "p1"}}}),
+    )
+    .await;
+}
+
+fn start_input(id: &str, agent: &str) -> Value {
+    json!({"operationId": id, "kind": "TASK", "agentId": agent})
+}
+
+/// Start `id` on `agent`, claim it: its lease token.
+async fn running(s: &Server, token: &str, id: &str, agent: &str) -> String {
+    s.data(Some(token), START, json!({"i": start_input(id, agent)})).await;
+    s.claim(token, id, "w1").await
+}
+
+async fn step(s: &Server, token: &str, id: &str, lease: &str, cost: i64) -> Value {
+    s.data(Some(token), STEP, json!({"id": id, "l": lease, "c": cost})).await["reportStep"]["operation"].clone()
+}
+
+async fn budget_events(s: &Server, token: &str) -> usize {
+    s.data(Some(token), BUDGET_EVENTS, json!({})).await["events"]["edges"].as_array().map_or(0, Vec::len)
+}
+
+async fn budgets_are_events_validated_and_owned(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+    register_agent(&s, &alice, "a1").await;
+    register_agent(&s, &bob, "b1").await;
+
+    let terms = json!({"id": "daily", "scope": "USER", "period": "DAY", "timeZone": "Europe/Berlin", "limitCostMicros": 1000});
+    let d = s.data(Some(&alice), SET, json!({"i": terms})).await;
+    assert!(d["setBudget"]["position"].as_i64().is_some_and(|p| p > 0), "{d}");
+    assert_eq!(d["setBudget"]["budget"]["scopeId"], "alice", "a user budget limits its owner: {d}");
+    let b = s.data(Some(&alice), BUDGET, json!({"id": "daily"})).await["budget"].clone();
+    assert_eq!(b["warnPercent"], 80, "the default threshold: {b}");
+    assert_eq!(b["action"], "REFUSE", "{b}");
+    assert_eq!(b["spent"]["costMicros"], 0, "{b}");
+    assert_eq!(b["spent"]["remainingCostMicros"], 1000, "{b}");
+    assert_eq!(b["spent"]["remainingTokens"], Value::Null, "no token limit: {b}");
+    // The day is Berlin's: it starts at local midnight (22:00 or 23:00 UTC) and lasts a day.
+    let start = chrono::DateTime::parse_from_rfc3339(b["periodStart"].as_str().expect("a period start")).unwrap();
+    let reset = chrono::DateTime::parse_from_rfc3339(b["resetsAt"].as_str().expect("a reset time")).unwrap();
+    let berlin = start.with_timezone(&chrono_tz::Europe::Berlin);
+    assert_eq!((berlin.format("%H:%M").to_string(), (reset - start).num_hours()), ("00:00".into(), 24), "{b}");
+    assert!(start <= chrono::Utc::now() && chrono::Utc::now() < reset, "{b}");
+
+    // The same terms again write nothing; a change is an event.
+    let d = s.data(Some(&alice), SET, json!({"i": terms})).await;
+    assert_eq!(d["setBudget"]["position"], 0, "{d}");
+    let mut changed = terms.clone();
+    changed["limitTokens"] = json!(500);
+    changed["action"] = json!("INTERRUPT");
+    s.data(Some(&alice), SET, json!({"i": changed})).await;
+    let b = s.data(Some(&alice), BUDGET, json!({"id": "daily"})).await["budget"].clone();
+    assert_eq!((b["limitTokens"].clone(), b["action"].clone()), (json!(500), json!("INTERRUPT")), "{b}");
+    assert_eq!(budget_events(&s, &alice).await, 2);
+
+    // Bad terms: a coded error, nothing written.
+    let bad = |patch: Value| {
+        let mut t = terms.clone();
+        t["id"] = json!("bad");
+        for (k, v) in patch.as_object().expect("a patch") {
+            t[k] = v.clone();
+        }
+        t
+    };
+    for (input, code) in [
+        (bad(json!({"limitCostMicros": null})), "VALIDATION"),
+        (bad(json!({"limitCostMicros": 0})), "VALIDATION"),
+        (bad(json!({"limitCostMicros": -5})), "VALIDATION"),
+        (bad(json!({"warnPercent": 0})), "VALIDATION"),
+        (bad(json!({"warnPercent": 101})), "VALIDATION"),
+        (bad(json!({"timeZone": "Mars/Olympus"})), "VALIDATION"),
+        (bad(json!({"id": "has space"})), "VALIDATION"),
+        (bad(json!({"scopeId": "bob"})), "VALIDATION"),
+        (bad(json!({"scope": "GLOBAL", "scopeId": null})), "FORBIDDEN"),
+        (bad(json!({"scope": "AGENT", "scopeId": "b1"})), "NOT_FOUND"),
+        (bad(json!({"scope": "TASK", "scopeId": "nope"})), "NOT_FOUND"),
+        (bad(json!({"scope": "GROUP", "scopeId": "nope"})), "NOT_FOUND"),
+        (bad(json!({"scope": "AGENT", "scopeId": null})), "VALIDATION"),
+    ] {
+        let r = s.gql(Some(&alice), SET, json!({"i": input})).await;
+        assert_eq!(error_code(&r).as_deref(), Some(code), "{input}: {r}");
+    }
+    assert_eq!(budget_events(&s, &alice).await, 2, "a refused setBudget writes nothing");
+    // An agent budget on one's own agent is fine.
+    s.data(Some(&alice), SET, json!({"i": bad(json!({"id": "agent", "scope": "AGENT", "scopeId": "a1"}))})).await;
+
+    // Another user's budget: unknown to bob, and its id is taken.
+    let r = s.gql(Some(&bob), BUDGET, json!({"id": "daily"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    let r = s.gql(Some(&bob), REMOVE, json!({"id": "daily"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    let mut bobs = terms.clone();
+    bobs["scopeId"] = json!("bob");
+    let r = s.gql(Some(&bob), SET, json!({"i": bobs})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("CONFLICT"), "{r}");
+    let listed = s.data(Some(&bob), "{ budgets { edges { node { id } } } }", json!({})).await;
+    assert_eq!(listed["budgets"]["edges"], json!([]), "{listed}");
+
+    // An admin sets a global budget (everyone sees it) and one for alice.
+    let admin = s.admin_token.clone();
+    let global = json!({"id": "all", "scope": "GLOBAL", "period": "MONTH", "limitTokens": 1000000});
+    s.data(Some(&admin), SET, json!({"i": global})).await;
+    let for_alice = json!({"id": "by-admin", "scope": "USER", "period": "TOTAL", "limitCostMicros": 5});
+    let d = s.data(Some(&admin), SET, json!({"i": for_alice, "o": "alice"})).await;
+    assert_eq!(d["setBudget"]["budget"]["scopeId"], "alice", "{d}");
+    let listed = s.data(Some(&bob), "{ budgets { edges { node { id scope } } } }", json!({})).await;
+    assert_eq!(listed["budgets"]["edges"], json!([{"node": {"id": "all", "scope": "GLOBAL"}}]), "{listed}");
+    let r = s.gql(Some(&bob), REMOVE, json!({"id": "all"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "only its owner removes it: {r}");
+    let listed = s.data(Some(&alice), "{ budgets(scope: USER) { edges { node { id } } } }", json!({})).await;
+    let ids: Vec<&str> = listed["budgets"]["edges"].as_array().unwrap().iter().filter_map(|e| e["node"]["id"].as_str()).collect();
+    assert_eq!(ids, ["daily", "by-admin"], "{listed}");
+
+    // Removed: an event, and gone.
+    let d = s.data(Some(&alice), REMOVE, json!({"id": "daily"})).await;
+    assert_eq!(d["removeBudget"]["budget"], Value::Null, "{d}");
+    let r = s.gql(Some(&alice), BUDGET, json!({"id": "daily"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    let r = s.gql(Some(&alice), REMOVE, json!({"id": "daily"})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    s.stop();
+}
+
+both!(budgets_are_events_validated_and_owned as budgets_are_events_validated_and_owned);
