@@ -148,3 +148,121 @@ async fn budgets_are_events_validated_and_owned(db: Db) {
 }
 
 both!(budgets_are_events_validated_and_owned as budgets_are_events_validated_and_owned);
+
+/// Spend is the steps' usage summed per scope; at the limit every way of starting a run of the
+/// scope answers LIMIT and writes nothing, while a running run under a `refuse` budget goes on;
+/// the read model equals a rebuild.
+async fn spend_is_folded_and_new_runs_are_refused_at_the_limit(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    register_agent(&s, &alice, "a1").await;
+    register_agent(&s, &alice, "a2").await;
+    let budget = json!({"id": "a1-total", "scope": "AGENT", "scopeId": "a1", "period": "TOTAL", "limitCostMicros": 100});
+    s.data(Some(&alice), SET, json!({"i": budget})).await;
+    let tokens = json!({"id": "tokens", "scope": "USER", "period": "MONTH", "limitTokens": 1000});
+    s.data(Some(&alice), SET, json!({"i": tokens})).await;
+
+    let lease = running(&s, &alice, "op1", "a1").await;
+    let other = running(&s, &alice, "op2", "a2").await;
+    step(&s, &alice, "op1", &lease, 30).await;
+    step(&s, &alice, "op1", &lease, 40).await;
+    step(&s, &alice, "op2", &other, 500).await; // another agent: not this budget's
+    let b = s.data(Some(&alice), BUDGET, json!({"id": "a1-total"})).await["budget"].clone();
+    assert_eq!(b["spent"], json!({"costMicros": 70, "tokens": 20, "remainingCostMicros": 30, "remainingTokens": null, "warned": false, "reached": false}), "{b}");
+    assert_eq!((b["periodStart"].clone(), b["resetsAt"].clone()), (Value::Null, Value::Null), "a total never resets: {b}");
+    let t = s.data(Some(&alice), BUDGET, json!({"id": "tokens"})).await["budget"].clone();
+    assert_eq!(t["spent"]["tokens"], 30, "the user's runs on every agent: {t}");
+    assert_eq!(t["spent"]["remainingTokens"], 970, "{t}");
+
+    step(&s, &alice, "op1", &lease, 10).await;
+    let b = s.data(Some(&alice), BUDGET, json!({"id": "a1-total"})).await["budget"].clone();
+    assert_eq!((b["spent"]["warned"].clone(), b["spent"]["reached"].clone()), (json!(true), json!(false)), "80 of 100: {b}");
+    // Below the limit a run still starts.
+    s.data(Some(&alice), START, json!({"i": start_input("op3", "a1")})).await;
+    let op = step(&s, &alice, "op1", &lease, 25).await;
+    assert_eq!(op["status"], "running", "a refuse budget lets a running run go on: {op}");
+    let b = s.data(Some(&alice), BUDGET, json!({"id": "a1-total"})).await["budget"].clone();
+    assert_eq!(b["spent"]["costMicros"], 105, "{b}");
+    assert_eq!(b["spent"]["remainingCostMicros"], 0, "{b}");
+    assert_eq!(b["spent"]["reached"], true, "{b}");
+
+    // At the limit: startOperation and spawnSubagent of a1 are LIMIT and write nothing.
+    let ops = "{ operations(first: 50) { edges { node { id } } } }";
+    let before = s.data(Some(&alice), ops, json!({})).await;
+    let r = s.gql(Some(&alice), START, json!({"i": start_input("op4", "a1")})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("a1-total")), "names the budget: {r}");
+    let spawn = "mutation($p: String!, $i: StartOperationInput!, $l: String) { spawnSubagent(parentOperationId: $p, input: $i, leaseToken: $l) { position } }";
+    let r = s.gql(Some(&alice), spawn, json!({"p": "op1", "i": start_input("child", "a1"), "l": lease})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    assert_eq!(s.data(Some(&alice), ops, json!({})).await, before, "a refused start writes nothing");
+    // Another agent's runs are not limited by it.
+    s.data(Some(&alice), START, json!({"i": start_input("op5", "a2")})).await;
+
+    // Raising the limit lets runs start again; removing it too.
+    let mut raised = budget.clone();
+    raised["limitCostMicros"] = json!(1000);
+    s.data(Some(&alice), SET, json!({"i": raised})).await;
+    s.data(Some(&alice), START, json!({"i": start_input("op6", "a1")})).await;
+    verify_read_models(&s.stop()).await;
+}
+
+both!(spend_is_folded_and_new_runs_are_refused_at_the_limit as spend_is_folded_and_new_runs_are_refused_at_the_limit);
+
+/// A user budget covers task runs too: `runTask` is refused with LIMIT once it is reached.
+async fn a_task_run_is_refused_at_the_limit(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    register_agent(&s, &alice, "a1").await;
+    let budget = json!({"id": "mine", "scope": "USER", "period": "DAY", "limitCostMicros": 50});
+    s.data(Some(&alice), SET, json!({"i": budget})).await;
+    s.data(Some(&alice), "mutation { createTask(input: {taskId: \"t1\", identifier: \"T-1\", instruction: \"x\"}) { position } }", json!({})).await;
+    s.data(Some(&alice), "mutation { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\") { position } }", json!({})).await;
+    let lease = s.claim(&alice, "run1", "w1").await;
+    step(&s, &alice, "run1", &lease, 60).await;
+    s.data(Some(&alice), "mutation { createTask(input: {taskId: \"t2\", identifier: \"T-2\", instruction: \"y\"}) { position } }", json!({})).await;
+    let r = s.gql(Some(&alice), "mutation { runTask(id: \"t2\", topicId: \"tp2\", operationId: \"run2\") { position } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    let r = s.gql(Some(&alice), "{ operation(id: \"run2\") { id } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "nothing written: {r}");
+    s.stop();
+}
+
+both!(a_task_run_is_refused_at_the_limit as a_task_run_is_refused_at_the_limit);
+
+/// `interrupt` ends a running run whose step reaches the limit (`cost_limit`, in the step's
+/// answer); a run's own `maxSteps` and `costLimitMicros` end it the same way.
+async fn limits_end_a_running_run(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    register_agent(&s, &alice, "a1").await;
+    register_agent(&s, &alice, "a2").await;
+    let budget = json!({"id": "stop", "scope": "AGENT", "scopeId": "a1", "period": "TOTAL", "limitCostMicros": 100, "action": "INTERRUPT"});
+    s.data(Some(&alice), SET, json!({"i": budget})).await;
+    let lease = running(&s, &alice, "op1", "a1").await;
+    let op = step(&s, &alice, "op1", &lease, 60).await;
+    assert_eq!(op["status"], "running", "{op}");
+    let op = step(&s, &alice, "op1", &lease, 60).await;
+    assert_eq!((op["status"].clone(), op["completionReason"].clone()), (json!("done"), json!("cost_limit")), "{op}");
+    let r = s.gql(Some(&alice), STEP, json!({"id": "op1", "l": lease, "c": 1})).await;
+    assert!(r.get("errors").is_some(), "the run has ended: {r}");
+
+    // The run's own limits, set at start.
+    let mut input = start_input("steps", "a2");
+    input["maxSteps"] = json!(2);
+    s.data(Some(&alice), START, json!({"i": input})).await;
+    let l = s.claim(&alice, "steps", "w1").await;
+    assert_eq!(step(&s, &alice, "steps", &l, 1).await["status"], "running");
+    let op = step(&s, &alice, "steps", &l, 1).await;
+    assert_eq!((op["status"].clone(), op["completionReason"].clone()), (json!("done"), json!("max_steps")), "{op}");
+    let mut input = start_input("cost", "a2");
+    input["costLimitMicros"] = json!(50);
+    s.data(Some(&alice), START, json!({"i": input})).await;
+    let l = s.claim(&alice, "cost", "w1").await;
+    assert_eq!(step(&s, &alice, "cost", &l, 30).await["status"], "running");
+    let op = step(&s, &alice, "cost", &l, 30).await;
+    assert_eq!((op["status"].clone(), op["completionReason"].clone()), (json!("done"), json!("cost_limit")), "{op}");
+    s.stop();
+}
+
+both!(limits_end_a_running_run as limits_end_a_running_run);
