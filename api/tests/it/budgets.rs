@@ -266,3 +266,53 @@ async fn limits_end_a_running_run(db: Db) {
 }
 
 both!(limits_end_a_running_run as limits_end_a_running_run);
+
+const WORKERS: usize = 16;
+const RACE_STEP: i64 = 10;
+const RACE_LIMIT: i64 = 400;
+
+/// 16 workers, half through a second instance, report steps into 16 runs of one `interrupt`
+/// budget at once: every run ends with `cost_limit`, and the budget is overspent by less than
+/// one step per worker (each check sees every step committed before it began; only the steps in
+/// flight beside it are unseen). Without the check they would spend 16 × 60 steps.
+async fn racing_workers_overspend_by_at_most_one_step_each(db: Db) {
+    let a = Server::start(db).await;
+    let b = a.sibling().await;
+    let alice = a.user_token("alice").await;
+    register_agent(&a, &alice, "a1").await;
+    let budget = json!({"id": "race", "scope": "AGENT", "scopeId": "a1", "period": "TOTAL", "limitCostMicros": RACE_LIMIT, "action": "INTERRUPT"});
+    a.data(Some(&alice), SET, json!({"i": budget})).await;
+    let mut runs = Vec::new();
+    for i in 0..WORKERS {
+        let id = format!("race-{i}");
+        runs.push((id.clone(), running(&a, &alice, &id, "a1").await));
+    }
+    let servers = [&a, &b];
+    let workers = runs.iter().enumerate().map(|(i, (id, lease))| {
+        let (s, alice) = (servers[i % 2], alice.clone());
+        async move {
+            for n in 0..60 {
+                let op = step(s, &alice, id, lease, RACE_STEP).await;
+                if op["status"] != "running" {
+                    return (n + 1, op);
+                }
+            }
+            (60, Value::Null)
+        }
+    });
+    let ended = futures_util::future::join_all(workers).await;
+    for (steps, op) in &ended {
+        assert_eq!(op["completionReason"], "cost_limit", "after {steps} steps: {op}");
+    }
+    let steps: i64 = ended.iter().map(|(n, _)| *n as i64).sum();
+    let spent = a.data(Some(&alice), BUDGET, json!({"id": "race"})).await["budget"]["spent"]["costMicros"].clone();
+    assert_eq!(spent, json!(steps * RACE_STEP), "the budget counts every step reported");
+    let spent = steps * RACE_STEP;
+    eprintln!("{WORKERS} workers: {steps} steps, spent {spent} of {RACE_LIMIT}");
+    assert!(spent >= RACE_LIMIT, "ended before the limit: {spent}");
+    assert!(spent < RACE_LIMIT + WORKERS as i64 * RACE_STEP, "overspent by more than one step per worker: {spent}");
+    drop(b);
+    verify_read_models(&a.stop()).await;
+}
+
+both!(racing_workers_overspend_by_at_most_one_step_each as racing_workers_overspend_by_at_most_one_step_each);

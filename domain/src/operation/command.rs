@@ -195,6 +195,14 @@ pub enum OperationCommand {
     },
     /// The worker reports failure.
     Fail(OperationError),
+    /// The server, right after a step was recorded: end a running run one of whose `interrupt`
+    /// budgets is at its limit (`cost_limit`); nothing when none is. It catches a limit reached
+    /// by steps of other runs committed beside this run's step, which the step's own check
+    /// could not see.
+    StopAtBudget {
+        /// The run's budgets with what their scopes spent, this run's last step included.
+        budgets: Vec<BudgetStanding>,
+    },
     /// Stop it from outside (shutdown, a new turn replacing it).
     Interrupt {
         /// Why.

@@ -25,6 +25,8 @@ pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, D
             Err(DomainError::AlreadyExists { aggregate: AGGREGATE, id: id.to_string() })
         }
         C::Resume => resume(op, ctx),
+        // Already ended (by its worker, or by this same check on another instance).
+        C::StopAtBudget { .. } if op.status.is_finished() => Ok(Vec::new()),
         // Reviews usually happen after the run; they do not change its status.
         C::RecordScore(score) => {
             lease::check_token(op, id, ctx)?;
@@ -66,6 +68,18 @@ fn decide_unfinished(
             cascade_from: None,
             at: ctx.now,
         })]),
+        C::StopAtBudget { budgets } => {
+            if op.status != S::Running || crate::budget::interrupting(budgets, Default::default()).is_none() {
+                return Ok(Vec::new());
+            }
+            Ok(vec![E::Completed(OperationCompleted {
+                reason: CompletionReason::CostLimit,
+                result: None,
+                handoff: None,
+                brief_judgement: None,
+                at: ctx.now,
+            })])
+        }
         C::AnswerCard { card_id, answer } => answer_card(op, card_id, answer, ctx),
         C::TimeoutCard { card_id } => timeout_card(op, card_id, ctx),
         C::ReceiveAsyncResult { key, success, result } => {
