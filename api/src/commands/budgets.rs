@@ -8,10 +8,18 @@
 
 use agentlog_domain::{
     agent::Agent,
-    budget::{Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding},
+    brief::{Brief, BriefCommand},
+    budget::{
+        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, warning,
+    },
+    context::Context,
+    envelope::Actor,
+    error::DomainError,
     group::Group,
+    ids::derived_id,
     task::Task,
 };
+use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::budgets::{self, BudgetRow, RunScope};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -118,6 +126,35 @@ pub fn facts(standings: &[Standing]) -> Vec<BudgetStanding> {
 pub async fn check_start(state: &AppState, run: &RunScope, now: DateTime<Utc>) -> Result<(), ApiError> {
     let standings = standings(state, run, now, false).await?;
     agentlog_domain::budget::refuse_start(&facts(&standings))?;
+    Ok(())
+}
+
+/// Tell the owners of `run`'s budgets whose scope is at or past the warning threshold: one
+/// brief per budget and period (its id comes from the budget and the period, and its stream is
+/// created once; the brief brings its notification), however many steps cross it, on however
+/// many instances. Called after a step was recorded and settled, so the read models include it.
+pub async fn warn(state: &AppState, run: &RunScope, now: DateTime<Utc>) -> Result<(), ApiError> {
+    for row in budgets::budgets_of_run(&state.db, run).await? {
+        let window = period_window(&row.spec, now);
+        let spent = budgets::spent(&state.db, &row, window.start).await?;
+        if !row.spec.warned(spent) {
+            continue;
+        }
+        let brief = warning(&row.spec, window.start, spent);
+        let command_id = derived_id("budget-warning", &brief.brief_id, 0);
+        let ctx = Context::new(now, command_id, Actor::system("budgets"), &row.user_id);
+        let loaded = state.handler.load::<Brief>(&brief.brief_id).await?;
+        if loaded.state.brief.is_some() {
+            continue;
+        }
+        match state.handler.execute::<Brief>(&brief.brief_id.clone(), &BriefCommand::Create(brief), &ctx).await {
+            // Told already: by another step's check, here or on another instance.
+            Ok(_)
+            | Err(CommandError::Domain(DomainError::AlreadyExists { .. }))
+            | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     Ok(())
 }
 

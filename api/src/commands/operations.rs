@@ -218,6 +218,13 @@ impl Commands<'_> {
             state = stopped.state;
         }
         self.state.settle(position).await;
+        if let (OperationCommand::RecordStep(_), Some(run)) = (&command, &run)
+            && position > 0
+            && let Err(e) = budgets::warn(self.state, run, ctx.now).await
+        {
+            // The step is recorded; the next one tries the warning again.
+            tracing::warn!(error = %e, operation = id, "a budget warning could not be written");
+        }
         Ok((OperationResult { state, position }, ctx))
     }
 

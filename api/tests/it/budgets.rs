@@ -316,3 +316,58 @@ async fn racing_workers_overspend_by_at_most_one_step_each(db: Db) {
 }
 
 both!(racing_workers_overspend_by_at_most_one_step_each as racing_workers_overspend_by_at_most_one_step_each);
+
+/// Crossing the warning threshold tells the owner once per budget and period: one brief and its
+/// one notification, however many steps of however many runs, on two
+/// instances, cross it together, and none below it.
+async fn the_warning_is_told_once(db: Db) {
+    let a = Server::start(db).await;
+    let b = a.sibling().await;
+    let alice = a.user_token("alice").await;
+    register_agent(&a, &alice, "a1").await;
+    let budget = json!({"id": "warned", "scope": "AGENT", "scopeId": "a1", "period": "MONTH", "timeZone": "America/New_York", "limitCostMicros": 1000, "warnPercent": 50});
+    a.data(Some(&alice), SET, json!({"i": budget})).await;
+    let mut runs = Vec::new();
+    for i in 0..8 {
+        let id = format!("w-{i}");
+        runs.push((id.clone(), running(&a, &alice, &id, "a1").await));
+    }
+    let told = "{ notifications(first: 100) { edges { node { type dedupeKey title } } } briefs(first: 100) { edges { node { briefId type title } } } }";
+    // 8 runs × 6 steps of 10 = 480: below 50%.
+    let servers = [&a, &b];
+    let report = |steps: usize| {
+        let alice = alice.clone();
+        let runs = runs.clone();
+        async move {
+            let all = runs.iter().enumerate().map(|(i, (id, lease))| {
+                let (s, alice) = (servers[i % 2], alice.clone());
+                async move {
+                    for _ in 0..steps {
+                        step(s, &alice, id, lease, 10).await;
+                    }
+                }
+            });
+            futures_util::future::join_all(all).await;
+        }
+    };
+    report(6).await;
+    let d = a.data(Some(&alice), told, json!({})).await;
+    assert_eq!(d["notifications"]["edges"], json!([]), "below the threshold: {d}");
+    assert_eq!(d["briefs"]["edges"], json!([]), "{d}");
+    // Then every run crosses it at once, and goes on past it.
+    report(4).await;
+    // The brief's notification comes from the brief (a reactor), a moment later.
+    let d = a.eventually(&alice, told, |d| d["notifications"]["edges"].as_array().is_some_and(|e| !e.is_empty())).await;
+    let notes = d["notifications"]["edges"].as_array().cloned().unwrap_or_default();
+    assert_eq!(notes.len(), 1, "one notification: {d}");
+    let note = &notes[0]["node"];
+    let briefs = d["briefs"]["edges"].as_array().cloned().unwrap_or_default();
+    assert_eq!(briefs.len(), 1, "one brief: {d}");
+    assert_eq!(note["dedupeKey"], format!("brief:{}", briefs[0]["node"]["briefId"].as_str().unwrap_or_default()), "{d}");
+    assert!(briefs[0]["node"]["briefId"].as_str().is_some_and(|id| id.starts_with('~')), "{d}");
+    assert_eq!(briefs[0]["node"]["type"], "insight", "{d}");
+    drop(b);
+    verify_read_models(&a.stop()).await;
+}
+
+both!(the_warning_is_told_once as the_warning_is_told_once);

@@ -22,9 +22,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{Aggregate, StreamKind};
+use crate::brief::{BriefType, CreateBrief};
 use crate::context::Context;
 use crate::error::DomainError;
 use crate::event_codec::{no_idempotency_key, no_upcasts};
+use crate::ids::{derived_id, server_id};
 use crate::operation::Usage;
 use crate::scope::Scope;
 
@@ -235,6 +237,34 @@ pub fn refuse_start(standings: &[BudgetStanding]) -> Result<(), DomainError> {
 /// after that step (`cost_limit`).
 pub fn interrupting(standings: &[BudgetStanding], usage: Usage) -> Option<&BudgetStanding> {
     standings.iter().find(|s| s.spec.action == BudgetAction::Interrupt && s.spec.reached(s.spent.plus(usage)))
+}
+
+/// The brief that tells the owner a budget's scope reached its warning threshold in the period
+/// starting at `period_start` (`None`: a total budget). Its id is derived from the budget and
+/// the period, so however many steps cross the threshold, on however many instances, there is
+/// one per period; like every brief, it brings its owner one notification (`brief:<briefId>`).
+pub fn warning(spec: &BudgetSpec, period_start: Option<DateTime<Utc>>, spent: Spend) -> CreateBrief {
+    let period = period_start.map_or_else(|| "total".to_string(), |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+    let key = format!("{}:{period}", spec.budget_id);
+    let scope = match &spec.scope_id {
+        Some(id) => format!("{} {id}", spec.scope.as_str()),
+        None => "everything".to_string(),
+    };
+    let of = |used: u64, limit: Option<u64>, unit: &str| limit.map(|l| format!("{used} of {l} {unit}"));
+    let used: Vec<String> =
+        [of(spent.cost_micros, spec.limit_cost_micros, "cost micro-units"), of(spent.tokens, spec.limit_tokens, "tokens")]
+            .into_iter()
+            .flatten()
+            .collect();
+    let title = format!("Budget {} is at {}% for {scope}", spec.budget_id, spec.warn_percent);
+    let summary = format!(
+        "In the period from {period}, {scope} has used {}. At the limit new runs are refused{}.",
+        used.join(" and "),
+        if spec.action == BudgetAction::Interrupt { " and running ones are ended" } else { "" }
+    );
+    let mut brief = CreateBrief::new(server_id(derived_id("budget-warning", &key, 0)), BriefType::Insight, title, summary);
+    brief.trigger = Some("budget".into());
+    brief
 }
 
 /// A command to a budget.
