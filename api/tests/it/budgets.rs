@@ -371,3 +371,48 @@ async fn the_warning_is_told_once(db: Db) {
 }
 
 both!(the_warning_is_told_once as the_warning_is_told_once);
+
+/// A cron slot of an agent at its budget's limit does not fire: the scheduler records the
+/// refusal (LIMIT) in the job's chain and tells the owner, once per slot across passes and
+/// instances; without the budget the same slot fires.
+async fn a_cron_fire_at_the_limit_is_refused_and_recorded_once(db: Db) {
+    use agentlog_api::reactors::scheduler;
+    use agentlog_eventlog::EventFilter;
+
+    use crate::scheduling::{app, at, caught_up};
+
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    register_agent(&s, &alice, "a1").await;
+    let budget = json!({"id": "capped", "scope": "AGENT", "scopeId": "a1", "period": "TOTAL", "limitCostMicros": 10});
+    s.data(Some(&alice), SET, json!({"i": budget})).await;
+    let lease = running(&s, &alice, "op1", "a1").await;
+    step(&s, &alice, "op1", &lease, 20).await;
+    // Once, on a day the server's own clock does not reach.
+    let job = json!({"jobId": "j1", "agentId": "a1", "pattern": "0 3 29 2 *", "timezone": "UTC", "content": "run", "enabled": true});
+    s.data(Some(&alice), "mutation($i: JSON!) { createCronJob(input: $i) { position } }", json!({"i": job})).await;
+    let db = s.stop();
+
+    let (a, b) = (app(&db).await, app(&db).await);
+    caught_up(&[&a, &b]).await;
+    for (state, now) in [(&a, "2028-02-29T03:00:10Z"), (&b, "2028-02-29T03:00:20Z"), (&a, "2028-02-29T03:01:00Z")] {
+        let report = scheduler::pass(state, at(now)).await.expect("pass");
+        assert!(report.cron_fired.is_empty(), "the slot does not fire at the limit: {:?}", report.cron_fired);
+    }
+    let refusals = a.store.read_all(0, &EventFilter::types(["reactor.command_refused"]), 100).await.expect("read");
+    assert_eq!(refusals.len(), 1, "one refusal for the slot: {refusals:?}");
+    let p = &refusals[0].payload;
+    assert_eq!((p["command"].as_str(), p["code"].as_str()), (Some("cron.fire"), Some("LIMIT")), "{p}");
+    assert!(p["message"].as_str().is_some_and(|m| m.contains("capped")), "{p}");
+    let told = a.store.read_all(0, &EventFilter::types(["notification.created"]), 100).await.expect("read");
+    assert_eq!(told.iter().filter(|e| e.payload["type"] == "reactor_refused").count(), 1, "told once");
+
+    // The budget removed, the next year's slot fires.
+    let owner = agentlog_api::auth::Caller { user_id: "alice".into(), admin: false };
+    agentlog_api::commands::Commands::new(&a, &owner).remove_budget("capped", None).await.expect("remove");
+    caught_up(&[&a, &b]).await;
+    let report = scheduler::pass(&b, at("2032-02-29T03:00:10Z")).await.expect("pass");
+    assert_eq!(report.cron_fired.len(), 1, "{:?}", report.skipped);
+}
+
+both!(a_cron_fire_at_the_limit_is_refused_and_recorded_once as a_cron_fire_at_the_limit_is_refused_and_recorded_once);
