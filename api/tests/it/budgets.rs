@@ -416,3 +416,36 @@ async fn a_cron_fire_at_the_limit_is_refused_and_recorded_once(db: Db) {
 }
 
 both!(a_cron_fire_at_the_limit_is_refused_and_recorded_once as a_cron_fire_at_the_limit_is_refused_and_recorded_once);
+
+/// A group's member dispatch of an agent at its budget's limit is refused: the orchestration
+/// records the refusal (LIMIT) in the step's chain and tells the owner; no member run starts.
+async fn a_group_dispatch_at_the_limit_is_refused_and_recorded(db: Db) {
+    use crate::orchestration;
+
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    orchestration::setup(&s, &alice).await;
+    let budget = json!({"id": "m1-cap", "scope": "AGENT", "scopeId": "m1", "period": "TOTAL", "limitCostMicros": 10});
+    s.data(Some(&alice), SET, json!({"i": budget})).await;
+    let lease = running(&s, &alice, "pre", "m1").await;
+    step(&s, &alice, "pre", &lease, 20).await;
+    s.data(
+        Some(&alice),
+        "mutation { startGroupRun(groupId: \"g1\", operationId: \"sup1\", instruction: \"Plan\") { position } }",
+        json!({}),
+    )
+    .await;
+    orchestration::decide(&s, &alice, "sup1", 1, "speak", json!({"agentId": "m1", "instruction": "go"})).await;
+    let refusals = "{ events(filter: {eventTypes: [\"reactor.command_refused\"]}) { edges { node { payload } } } }";
+    let d = s.eventually(&alice, refusals, |d| d["events"]["edges"].as_array().is_some_and(|e| !e.is_empty())).await;
+    let p = &d["events"]["edges"][0]["node"]["payload"];
+    assert_eq!((p["command"].as_str(), p["code"].as_str()), (Some("operation.dispatch_members"), Some("LIMIT")), "{d}");
+    assert_eq!(p["operationId"], "sup1", "{d}");
+    let ops = s.data(Some(&alice), "{ operations(first: 50) { edges { node { id agentId } } } }", json!({})).await;
+    let m1_runs: Vec<&Value> =
+        ops["operations"]["edges"].as_array().unwrap().iter().filter(|e| e["node"]["agentId"] == "m1").collect();
+    assert_eq!(m1_runs.len(), 1, "only the run before the limit: {ops}");
+    s.stop();
+}
+
+both!(a_group_dispatch_at_the_limit_is_refused_and_recorded as a_group_dispatch_at_the_limit_is_refused_and_recorded);
