@@ -9,9 +9,7 @@
 use agentlog_domain::{
     agent::Agent,
     brief::{Brief, BriefCommand},
-    budget::{
-        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, warning,
-    },
+    budget::{Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, warning},
     context::Context,
     envelope::Actor,
     error::DomainError,
@@ -25,8 +23,9 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 
 use super::{
-    Commands, check_id, check_time_zone,
+    Commands,
     aggregates::{Outcome, Owned},
+    check_id, check_time_zone,
 };
 use crate::{error::ApiError, state::AppState};
 
@@ -100,11 +99,7 @@ pub async fn standings(
         return Ok(Vec::new());
     }
     let head = state.store.head_position().await?;
-    if state
-        .runner
-        .wait_for_projections(&["operations", "budgets"], head, state.limits.read_your_writes)
-        .await
-        .is_err()
+    if state.runner.wait_for_projections(&["operations", "budgets"], head, state.limits.read_your_writes).await.is_err()
     {
         return Err(ApiError::Behind { position: head, reached: state.runner.position() });
     }

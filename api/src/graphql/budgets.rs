@@ -223,9 +223,8 @@ impl BudgetsQuery {
     ) -> GqlResult<Connection<String, BudgetNode>> {
         let request = page_request(ctx, first, after.clone())?;
         let owner = caller(ctx)?.owner();
-        let page = budgets::budgets(&app(ctx).db, owner, scope.map(Into::into), &request)
-            .await
-            .map_err(ApiError::from)?;
+        let page =
+            budgets::budgets(&app(ctx).db, owner, scope.map(Into::into), &request).await.map_err(ApiError::from)?;
         let now = Utc::now();
         Ok(connection(page, after.is_some(), |row| BudgetNode::new(row, now)))
     }
@@ -275,9 +274,8 @@ impl BudgetsMutation {
     ) -> GqlResult<BudgetPayload> {
         let spec = input.into_spec()?;
         let id = spec.budget_id.clone();
-        let out = Commands::new(app(ctx), caller(ctx)?)
-            .set_budget(spec, owner_id.as_deref(), request_id.as_deref())
-            .await?;
+        let out =
+            Commands::new(app(ctx), caller(ctx)?).set_budget(spec, owner_id.as_deref(), request_id.as_deref()).await?;
         Ok(BudgetPayload { id, position: out.position })
     }
 

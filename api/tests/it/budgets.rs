@@ -8,8 +8,7 @@ use crate::support;
 use serde_json::{Value, json};
 use support::{Db, Server, error_code, verify_read_models};
 
-const SET: &str =
-    "mutation($i: BudgetInput!, $o: String) { setBudget(input: $i, ownerId: $o) { position budget { id scope scopeId } } }";
+const SET: &str = "mutation($i: BudgetInput!, $o: String) { setBudget(input: $i, ownerId: $o) { position budget { id scope scopeId } } }";
 const REMOVE: &str = "mutation($id: String!) { removeBudget(id: $id) { position budget { id } } }";
 const BUDGET: &str = "query($id: String!) { budget(id: $id) { id userId scope scopeId period timeZone limitCostMicros limitTokens warnPercent action periodStart resetsAt spent { costMicros tokens remainingCostMicros remainingTokens warned reached } } }";
 const BUDGET_EVENTS: &str =
@@ -51,7 +50,8 @@ async fn budgets_are_events_validated_and_owned(db: Db) {
     register_agent(&s, &alice, "a1").await;
     register_agent(&s, &bob, "b1").await;
 
-    let terms = json!({"id": "daily", "scope": "USER", "period": "DAY", "timeZone": "Europe/Berlin", "limitCostMicros": 1000});
+    let terms =
+        json!({"id": "daily", "scope": "USER", "period": "DAY", "timeZone": "Europe/Berlin", "limitCostMicros": 1000});
     let d = s.data(Some(&alice), SET, json!({"i": terms})).await;
     assert!(d["setBudget"]["position"].as_i64().is_some_and(|p| p > 0), "{d}");
     assert_eq!(d["setBudget"]["budget"]["scopeId"], "alice", "a user budget limits its owner: {d}");
@@ -134,7 +134,8 @@ async fn budgets_are_events_validated_and_owned(db: Db) {
     let r = s.gql(Some(&bob), REMOVE, json!({"id": "all"})).await;
     assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "only its owner removes it: {r}");
     let listed = s.data(Some(&alice), "{ budgets(scope: USER) { edges { node { id } } } }", json!({})).await;
-    let ids: Vec<&str> = listed["budgets"]["edges"].as_array().unwrap().iter().filter_map(|e| e["node"]["id"].as_str()).collect();
+    let ids: Vec<&str> =
+        listed["budgets"]["edges"].as_array().unwrap().iter().filter_map(|e| e["node"]["id"].as_str()).collect();
     assert_eq!(ids, ["daily", "by-admin"], "{listed}");
 
     // Removed: an event, and gone.
@@ -157,7 +158,8 @@ async fn spend_is_folded_and_new_runs_are_refused_at_the_limit(db: Db) {
     let alice = s.user_token("alice").await;
     register_agent(&s, &alice, "a1").await;
     register_agent(&s, &alice, "a2").await;
-    let budget = json!({"id": "a1-total", "scope": "AGENT", "scopeId": "a1", "period": "TOTAL", "limitCostMicros": 100});
+    let budget =
+        json!({"id": "a1-total", "scope": "AGENT", "scopeId": "a1", "period": "TOTAL", "limitCostMicros": 100});
     s.data(Some(&alice), SET, json!({"i": budget})).await;
     let tokens = json!({"id": "tokens", "scope": "USER", "period": "MONTH", "limitTokens": 1000});
     s.data(Some(&alice), SET, json!({"i": tokens})).await;
@@ -168,15 +170,27 @@ async fn spend_is_folded_and_new_runs_are_refused_at_the_limit(db: Db) {
     step(&s, &alice, "op1", &lease, 40).await;
     step(&s, &alice, "op2", &other, 500).await; // another agent: not this budget's
     let b = s.data(Some(&alice), BUDGET, json!({"id": "a1-total"})).await["budget"].clone();
-    assert_eq!(b["spent"], json!({"costMicros": 70, "tokens": 20, "remainingCostMicros": 30, "remainingTokens": null, "warned": false, "reached": false}), "{b}");
-    assert_eq!((b["periodStart"].clone(), b["resetsAt"].clone()), (Value::Null, Value::Null), "a total never resets: {b}");
+    assert_eq!(
+        b["spent"],
+        json!({"costMicros": 70, "tokens": 20, "remainingCostMicros": 30, "remainingTokens": null, "warned": false, "reached": false}),
+        "{b}"
+    );
+    assert_eq!(
+        (b["periodStart"].clone(), b["resetsAt"].clone()),
+        (Value::Null, Value::Null),
+        "a total never resets: {b}"
+    );
     let t = s.data(Some(&alice), BUDGET, json!({"id": "tokens"})).await["budget"].clone();
     assert_eq!(t["spent"]["tokens"], 30, "the user's runs on every agent: {t}");
     assert_eq!(t["spent"]["remainingTokens"], 970, "{t}");
 
     step(&s, &alice, "op1", &lease, 10).await;
     let b = s.data(Some(&alice), BUDGET, json!({"id": "a1-total"})).await["budget"].clone();
-    assert_eq!((b["spent"]["warned"].clone(), b["spent"]["reached"].clone()), (json!(true), json!(false)), "80 of 100: {b}");
+    assert_eq!(
+        (b["spent"]["warned"].clone(), b["spent"]["reached"].clone()),
+        (json!(true), json!(false)),
+        "80 of 100: {b}"
+    );
     // Below the limit a run still starts.
     s.data(Some(&alice), START, json!({"i": start_input("op3", "a1")})).await;
     let op = step(&s, &alice, "op1", &lease, 25).await;
@@ -216,12 +230,33 @@ async fn a_task_run_is_refused_at_the_limit(db: Db) {
     register_agent(&s, &alice, "a1").await;
     let budget = json!({"id": "mine", "scope": "USER", "period": "DAY", "limitCostMicros": 50});
     s.data(Some(&alice), SET, json!({"i": budget})).await;
-    s.data(Some(&alice), "mutation { createTask(input: {taskId: \"t1\", identifier: \"T-1\", instruction: \"x\"}) { position } }", json!({})).await;
-    s.data(Some(&alice), "mutation { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\") { position } }", json!({})).await;
+    s.data(
+        Some(&alice),
+        "mutation { createTask(input: {taskId: \"t1\", identifier: \"T-1\", instruction: \"x\"}) { position } }",
+        json!({}),
+    )
+    .await;
+    s.data(
+        Some(&alice),
+        "mutation { runTask(id: \"t1\", topicId: \"tp1\", operationId: \"run1\") { position } }",
+        json!({}),
+    )
+    .await;
     let lease = s.claim(&alice, "run1", "w1").await;
     step(&s, &alice, "run1", &lease, 60).await;
-    s.data(Some(&alice), "mutation { createTask(input: {taskId: \"t2\", identifier: \"T-2\", instruction: \"y\"}) { position } }", json!({})).await;
-    let r = s.gql(Some(&alice), "mutation { runTask(id: \"t2\", topicId: \"tp2\", operationId: \"run2\") { position } }", json!({})).await;
+    s.data(
+        Some(&alice),
+        "mutation { createTask(input: {taskId: \"t2\", identifier: \"T-2\", instruction: \"y\"}) { position } }",
+        json!({}),
+    )
+    .await;
+    let r = s
+        .gql(
+            Some(&alice),
+            "mutation { runTask(id: \"t2\", topicId: \"tp2\", operationId: \"run2\") { position } }",
+            json!({}),
+        )
+        .await;
     assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
     let r = s.gql(Some(&alice), "{ operation(id: \"run2\") { id } }", json!({})).await;
     assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "nothing written: {r}");
@@ -363,7 +398,11 @@ async fn the_warning_is_told_once(db: Db) {
     let note = &notes[0]["node"];
     let briefs = d["briefs"]["edges"].as_array().cloned().unwrap_or_default();
     assert_eq!(briefs.len(), 1, "one brief: {d}");
-    assert_eq!(note["dedupeKey"], format!("brief:{}", briefs[0]["node"]["briefId"].as_str().unwrap_or_default()), "{d}");
+    assert_eq!(
+        note["dedupeKey"],
+        format!("brief:{}", briefs[0]["node"]["briefId"].as_str().unwrap_or_default()),
+        "{d}"
+    );
     assert!(briefs[0]["node"]["briefId"].as_str().is_some_and(|id| id.starts_with('~')), "{d}");
     assert_eq!(briefs[0]["node"]["type"], "insight", "{d}");
     drop(b);

@@ -125,7 +125,12 @@ pub struct BudgetSpec {
 
 impl BudgetSpec {
     /// A total budget on user `user_id` that refuses new runs at the limit.
-    pub fn user(budget_id: &str, user_id: &str, limit_cost_micros: Option<u64>, limit_tokens: Option<u64>) -> Self {
+    pub fn user(
+        budget_id: &str,
+        user_id: &str,
+        limit_cost_micros: Option<u64>,
+        limit_tokens: Option<u64>,
+    ) -> Self {
         Self {
             budget_id: budget_id.into(),
             scope: BudgetScopeKind::User,
@@ -147,29 +152,44 @@ impl BudgetSpec {
 
     /// Has `spent` reached the warning threshold of a limit?
     pub fn warned(&self, spent: Spend) -> bool {
-        let threshold = |limit: u64| (u128::from(limit) * u128::from(self.warn_percent)).div_ceil(100);
+        let threshold =
+            |limit: u64| (u128::from(limit) * u128::from(self.warn_percent)).div_ceil(100);
         self.limit_cost_micros.is_some_and(|l| u128::from(spent.cost_micros) >= threshold(l))
             || self.limit_tokens.is_some_and(|l| u128::from(spent.tokens) >= threshold(l))
     }
 
     fn check(&self) -> Result<(), DomainError> {
         let id = &self.budget_id;
-        if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control() || c.is_whitespace()) {
-            return Err(DomainError::validation("budgetId", "must be 1 to 128 characters, no spaces"));
+        if id.is_empty()
+            || id.len() > 128
+            || id.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
+            return Err(DomainError::validation(
+                "budgetId",
+                "must be 1 to 128 characters, no spaces",
+            ));
         }
         match (self.scope, &self.scope_id) {
             (BudgetScopeKind::Global, Some(_)) => {
                 return Err(DomainError::validation("scopeId", "a global budget names no scope"));
             }
             (BudgetScopeKind::Global, None) => {}
-            (_, None) => return Err(DomainError::validation("scopeId", "names the user, agent, task or group")),
+            (_, None) => {
+                return Err(DomainError::validation(
+                    "scopeId",
+                    "names the user, agent, task or group",
+                ));
+            }
             (_, Some(s)) if s.trim().is_empty() || s.len() > 128 => {
                 return Err(DomainError::validation("scopeId", "must be 1 to 128 characters"));
             }
             (_, Some(_)) => {}
         }
         if self.limit_cost_micros.is_none() && self.limit_tokens.is_none() {
-            return Err(DomainError::validation("limitCostMicros", "a budget needs a cost or a token limit"));
+            return Err(DomainError::validation(
+                "limitCostMicros",
+                "a budget needs a cost or a token limit",
+            ));
         }
         if self.limit_cost_micros == Some(0) {
             return Err(DomainError::validation("limitCostMicros", "must be more than 0"));
@@ -209,7 +229,9 @@ impl Spend {
 
 /// The tokens a step used: its total, or input plus output when no total was measured.
 pub fn usage_tokens(usage: Usage) -> u64 {
-    usage.total_tokens.unwrap_or_else(|| usage.input_tokens.unwrap_or(0).saturating_add(usage.output_tokens.unwrap_or(0)))
+    usage.total_tokens.unwrap_or_else(|| {
+        usage.input_tokens.unwrap_or(0).saturating_add(usage.output_tokens.unwrap_or(0))
+    })
 }
 
 /// A budget that applies to a run, with what its scope spent in the current period: the
@@ -236,33 +258,48 @@ pub fn refuse_start(standings: &[BudgetStanding]) -> Result<(), DomainError> {
 /// The `interrupt` budget a step using `usage` makes reach its limit, if any: the run ends
 /// after that step (`cost_limit`).
 pub fn interrupting(standings: &[BudgetStanding], usage: Usage) -> Option<&BudgetStanding> {
-    standings.iter().find(|s| s.spec.action == BudgetAction::Interrupt && s.spec.reached(s.spent.plus(usage)))
+    standings
+        .iter()
+        .find(|s| s.spec.action == BudgetAction::Interrupt && s.spec.reached(s.spent.plus(usage)))
 }
 
 /// The brief that tells the owner a budget's scope reached its warning threshold in the period
 /// starting at `period_start` (`None`: a total budget). Its id is derived from the budget and
 /// the period, so however many steps cross the threshold, on however many instances, there is
 /// one per period; like every brief, it brings its owner one notification (`brief:<briefId>`).
-pub fn warning(spec: &BudgetSpec, period_start: Option<DateTime<Utc>>, spent: Spend) -> CreateBrief {
-    let period = period_start.map_or_else(|| "total".to_string(), |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+pub fn warning(
+    spec: &BudgetSpec,
+    period_start: Option<DateTime<Utc>>,
+    spent: Spend,
+) -> CreateBrief {
+    let period = period_start
+        .map_or_else(|| "total".to_string(), |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
     let key = format!("{}:{period}", spec.budget_id);
     let scope = match &spec.scope_id {
         Some(id) => format!("{} {id}", spec.scope.as_str()),
         None => "everything".to_string(),
     };
-    let of = |used: u64, limit: Option<u64>, unit: &str| limit.map(|l| format!("{used} of {l} {unit}"));
-    let used: Vec<String> =
-        [of(spent.cost_micros, spec.limit_cost_micros, "cost micro-units"), of(spent.tokens, spec.limit_tokens, "tokens")]
-            .into_iter()
-            .flatten()
-            .collect();
+    let of =
+        |used: u64, limit: Option<u64>, unit: &str| limit.map(|l| format!("{used} of {l} {unit}"));
+    let used: Vec<String> = [
+        of(spent.cost_micros, spec.limit_cost_micros, "cost micro-units"),
+        of(spent.tokens, spec.limit_tokens, "tokens"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let title = format!("Budget {} is at {}% for {scope}", spec.budget_id, spec.warn_percent);
     let summary = format!(
         "In the period from {period}, {scope} has used {}. At the limit new runs are refused{}.",
         used.join(" and "),
         if spec.action == BudgetAction::Interrupt { " and running ones are ended" } else { "" }
     );
-    let mut brief = CreateBrief::new(server_id(derived_id("budget-warning", &key, 0)), BriefType::Insight, title, summary);
+    let mut brief = CreateBrief::new(
+        server_id(derived_id("budget-warning", &key, 0)),
+        BriefType::Insight,
+        title,
+        summary,
+    );
     brief.trigger = Some("budget".into());
     brief
 }
@@ -337,21 +374,32 @@ impl Aggregate for Budget {
     type Event = BudgetEvent;
     const KIND: StreamKind = StreamKind::Budget;
 
-    fn decide(&self, command: &BudgetCommand, ctx: &Context) -> Result<Vec<BudgetEvent>, DomainError> {
+    fn decide(
+        &self,
+        command: &BudgetCommand,
+        ctx: &Context,
+    ) -> Result<Vec<BudgetEvent>, DomainError> {
         match command {
             BudgetCommand::Set { spec, scope_owner } => {
                 if !self.user_id.is_empty() && self.user_id != ctx.user_id {
-                    return Err(DomainError::AlreadyExists { aggregate: AGGREGATE, id: spec.budget_id.clone() });
+                    return Err(DomainError::AlreadyExists {
+                        aggregate: AGGREGATE,
+                        id: spec.budget_id.clone(),
+                    });
                 }
                 spec.check()?;
                 match (spec.scope, spec.scope_id.as_deref()) {
                     // A user budgets only their own runs.
                     (BudgetScopeKind::User, Some(user)) if user != ctx.user_id => {
-                        return Err(DomainError::validation("scopeId", "a user budget limits its owner's runs"));
+                        return Err(DomainError::validation(
+                            "scopeId",
+                            "a user budget limits its owner's runs",
+                        ));
                     }
-                    (BudgetScopeKind::Agent | BudgetScopeKind::Task | BudgetScopeKind::Group, Some(id))
-                        if scope_owner.as_deref() != Some(ctx.user_id.as_str()) =>
-                    {
+                    (
+                        BudgetScopeKind::Agent | BudgetScopeKind::Task | BudgetScopeKind::Group,
+                        Some(id),
+                    ) if scope_owner.as_deref() != Some(ctx.user_id.as_str()) => {
                         return Err(DomainError::not_found(spec.scope.as_str(), id));
                     }
                     _ => {}
@@ -359,7 +407,11 @@ impl Aggregate for Budget {
                 if self.spec.as_ref() == Some(spec) {
                     return Ok(Vec::new());
                 }
-                Ok(vec![BudgetEvent::Set(BudgetSet { spec: spec.clone(), user_id: ctx.user_id.clone(), at: ctx.now })])
+                Ok(vec![BudgetEvent::Set(BudgetSet {
+                    spec: spec.clone(),
+                    user_id: ctx.user_id.clone(),
+                    at: ctx.now,
+                })])
             }
             BudgetCommand::Remove => match &self.spec {
                 Some(_) => Ok(vec![BudgetEvent::Removed(BudgetRemoved { at: ctx.now })]),
@@ -376,6 +428,9 @@ impl Aggregate for Budget {
     }
 
     fn scope(&self) -> Scope {
-        Scope { user_id: (!self.user_id.is_empty()).then(|| self.user_id.clone()), ..Scope::default() }
+        Scope {
+            user_id: (!self.user_id.is_empty()).then(|| self.user_id.clone()),
+            ..Scope::default()
+        }
     }
 }

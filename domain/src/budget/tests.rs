@@ -26,7 +26,10 @@ fn set_change_and_remove_are_events_and_a_repeat_is_none() {
     assert_eq!(events.len(), 1);
     assert!(!b.exists());
     assert_eq!(b.user_id, "u1");
-    assert!(matches!(refused(&b, &BudgetCommand::Remove, &system_ctx(5)), DomainError::NotFound { .. }));
+    assert!(matches!(
+        refused(&b, &BudgetCommand::Remove, &system_ctx(5)),
+        DomainError::NotFound { .. }
+    ));
 }
 
 #[test]
@@ -58,7 +61,10 @@ fn an_agent_task_or_group_budget_needs_the_owner_s_scope() {
         let s = BudgetSpec { scope, scope_id: Some("x".into()), ..spec() };
         for owner in [None, Some("u2".to_string())] {
             let cmd = BudgetCommand::Set { spec: s.clone(), scope_owner: owner };
-            assert!(matches!(refused(&Budget::default(), &cmd, &system_ctx(1)), DomainError::NotFound { .. }));
+            assert!(matches!(
+                refused(&Budget::default(), &cmd, &system_ctx(1)),
+                DomainError::NotFound { .. }
+            ));
         }
         let cmd = BudgetCommand::Set { spec: s, scope_owner: Some("u1".into()) };
         apply(Budget::default(), &cmd, &system_ctx(1));
@@ -88,7 +94,8 @@ fn the_limit_and_the_warning_are_reached_at_their_thresholds() {
 
 #[test]
 fn a_run_starts_below_the_limit_and_is_refused_at_it() {
-    let standing = |cost| BudgetStanding { spec: spec(), spent: Spend { cost_micros: cost, tokens: 0 } };
+    let standing =
+        |cost| BudgetStanding { spec: spec(), spent: Spend { cost_micros: cost, tokens: 0 } };
     assert_eq!(refuse_start(&[standing(999)]), Ok(()));
     let e = refuse_start(&[standing(999), standing(1_000)]).unwrap_err();
     assert_eq!(e.code(), crate::error::ErrorCode::Limit);
@@ -107,7 +114,6 @@ fn only_an_interrupt_budget_ends_a_run_whose_step_reaches_it() {
     let at_limit = BudgetStanding { spent: Spend { cost_micros: 900, tokens: 0 }, ..interrupt };
     assert_eq!(interrupting(std::slice::from_ref(&at_limit), usage), Some(&at_limit));
 }
-
 
 #[test]
 fn a_warning_has_the_same_id_for_a_budget_and_period() {

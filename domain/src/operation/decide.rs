@@ -69,7 +69,9 @@ fn decide_unfinished(
             at: ctx.now,
         })]),
         C::StopAtBudget { budgets } => {
-            if op.status != S::Running || crate::budget::interrupting(budgets, Default::default()).is_none() {
+            if op.status != S::Running
+                || crate::budget::interrupting(budgets, Default::default()).is_none()
+            {
                 return Ok(Vec::new());
             }
             Ok(vec![E::Completed(OperationCompleted {

@@ -536,17 +536,20 @@ fn an_interrupt_budget_reached_by_a_step_ends_the_run_with_cost_limit() {
         })
     };
     let running = op_in(OperationStatus::Running);
-    let (op, _) = apply(running.clone(), &step(vec![standing(BudgetAction::Interrupt, 800)]), &system_ctx(2));
+    let (op, _) =
+        apply(running.clone(), &step(vec![standing(BudgetAction::Interrupt, 800)]), &system_ctx(2));
     assert_eq!(op.status, OperationStatus::Running);
     // a refuse budget lets a running run go on past its limit
     let (op, _) = apply(op, &step(vec![standing(BudgetAction::Refuse, 950)]), &system_ctx(3));
     assert_eq!(op.status, OperationStatus::Running);
-    let (op, events) = apply(op, &step(vec![standing(BudgetAction::Interrupt, 900)]), &system_ctx(4));
+    let (op, events) =
+        apply(op, &step(vec![standing(BudgetAction::Interrupt, 900)]), &system_ctx(4));
     assert_eq!(types(&events), ["operation.step_recorded", "operation.completed"]);
     assert_eq!(op.completion_reason, Some(CompletionReason::CostLimit));
 
     // After a step: the limit reached by other runs' steps beside it ends the run too.
-    let stop = |action, spent| OperationCommand::StopAtBudget { budgets: vec![standing(action, spent)] };
+    let stop =
+        |action, spent| OperationCommand::StopAtBudget { budgets: vec![standing(action, spent)] };
     assert_eq!(running.decide(&stop(BudgetAction::Interrupt, 999), &system_ctx(5)), Ok(Vec::new()));
     assert_eq!(running.decide(&stop(BudgetAction::Refuse, 1_000), &system_ctx(5)), Ok(Vec::new()));
     let (op, events) = apply(running, &stop(BudgetAction::Interrupt, 1_000), &system_ctx(5));

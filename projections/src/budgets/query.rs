@@ -64,7 +64,8 @@ pub struct RunScope {
 pub async fn budgets_of_run(db: &ReadDb, run: &RunScope) -> Result<Vec<BudgetRow>, ProjectionError> {
     let mut args: Vec<SqlValue> = vec![run.user_id.as_str().into()];
     let mut terms = vec!["(scope = 'user' AND scope_id = $1)".to_string()];
-    for (kind, id) in [("agent", Some(&run.agent_id)), ("task", run.task_id.as_ref()), ("group", run.group_id.as_ref())] {
+    for (kind, id) in [("agent", Some(&run.agent_id)), ("task", run.task_id.as_ref()), ("group", run.group_id.as_ref())]
+    {
         if let Some(id) = id {
             args.push(id.as_str().into());
             terms.push(format!("(scope = '{kind}' AND scope_id = ${} AND user_id = $1)", args.len()));
