@@ -488,3 +488,30 @@ async fn a_group_dispatch_at_the_limit_is_refused_and_recorded(db: Db) {
 }
 
 both!(a_group_dispatch_at_the_limit_is_refused_and_recorded as a_group_dispatch_at_the_limit_is_refused_and_recorded);
+
+/// A heartbeat tick of a task whose owner is at the limit starts no run: the scheduler records
+/// the refusal (LIMIT) in the task's chain and tells the owner, once per tick.
+async fn a_heartbeat_tick_at_the_limit_is_refused_and_recorded(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    register_agent(&s, &alice, "a1").await;
+    let budget = json!({"id": "mine", "scope": "USER", "period": "DAY", "limitCostMicros": 10});
+    s.data(Some(&alice), SET, json!({"i": budget})).await;
+    let lease = running(&s, &alice, "pre", "a1").await;
+    step(&s, &alice, "pre", &lease, 20).await;
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "Write the report.",
+        "automationMode": "heartbeat", "heartbeat": {"intervalSecs": 1}, "maxTopics": 3});
+    s.data(Some(&alice), "mutation($i: JSON!) { createTask(input: $i) { position } }", json!({"i": task})).await;
+    s.data(Some(&alice), "mutation { changeTaskStatus(id: \"t1\", status: \"scheduled\") { position } }", json!({}))
+        .await;
+    let refusals = "{ events(filter: {eventTypes: [\"reactor.command_refused\"]}) { edges { node { payload } } } }";
+    let d = s.eventually(&alice, refusals, |d| d["events"]["edges"].as_array().is_some_and(|e| !e.is_empty())).await;
+    let p = &d["events"]["edges"][0]["node"]["payload"];
+    assert_eq!((p["command"].as_str(), p["code"].as_str()), (Some("task.start_run"), Some("LIMIT")), "{d}");
+    assert_eq!(p["taskId"], "t1", "{d}");
+    let t = s.data(Some(&alice), "{ task(id: \"t1\") { totalTopics } }", json!({})).await;
+    assert_eq!(t["task"]["totalTopics"], 0, "no run started: {t}");
+    s.stop();
+}
+
+both!(a_heartbeat_tick_at_the_limit_is_refused_and_recorded as a_heartbeat_tick_at_the_limit_is_refused_and_recorded);
