@@ -484,6 +484,15 @@ async fn a_group_dispatch_at_the_limit_is_refused_and_recorded(db: Db) {
     let m1_runs: Vec<&Value> =
         ops["operations"]["edges"].as_array().unwrap().iter().filter(|e| e["node"]["agentId"] == "m1").collect();
     assert_eq!(m1_runs.len(), 1, "only the run before the limit: {ops}");
+    // With alice herself at a limit, a new group run is refused too, and nothing is written.
+    let mine = json!({"id": "alice-cap", "scope": "USER", "period": "TOTAL", "limitCostMicros": 10});
+    s.data(Some(&alice), SET, json!({"i": mine})).await;
+    let start =
+        "mutation { startGroupRun(groupId: \"g1\", operationId: \"sup2\", instruction: \"Again\") { position } }";
+    let r = s.gql(Some(&alice), start, json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{r}");
+    let r = s.gql(Some(&alice), "{ operation(id: \"sup2\") { id } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "nothing written: {r}");
     s.stop();
 }
 
