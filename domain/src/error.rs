@@ -115,6 +115,14 @@ pub enum DomainError {
         /// Its maximum.
         max: u64,
     },
+    /// A budget's limit is reached: no new run of its scope starts until the period resets.
+    #[error("budget {budget_id} on this {scope} is at its limit")]
+    BudgetReached {
+        /// The budget.
+        budget_id: String,
+        /// What it limits (`user`, `agent`, `task`, `group`, `global`).
+        scope: &'static str,
+    },
     /// Another worker holds a valid lease.
     #[error("operation {operation_id} is leased by worker {holder} until {expires_at}")]
     LeaseHeld {
@@ -208,7 +216,7 @@ impl DomainError {
             Self::Validation { .. } | Self::InvalidAnswer { .. } | Self::DependencyCycle { .. } => {
                 ErrorCode::Validation
             }
-            Self::LimitExceeded { .. } => ErrorCode::Limit,
+            Self::LimitExceeded { .. } | Self::BudgetReached { .. } => ErrorCode::Limit,
             Self::AlreadyExists { .. }
             | Self::InvalidTransition { .. }
             | Self::AlreadyFinished { .. }

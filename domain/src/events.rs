@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::agents::AgentEvent;
 use crate::aggregate::DomainEvent;
 use crate::briefs::BriefEvent;
+use crate::budgets::BudgetEvent;
 use crate::conversations::ConversationEvent;
 use crate::cron_jobs::CronEvent;
 use crate::error::DecodeError;
@@ -47,6 +48,8 @@ pub enum AnyEvent {
     Source(SourceEvent),
     /// `reactor.*`
     Refusal(RefusalEvent),
+    /// `budget.*`
+    Budget(BudgetEvent),
 }
 
 /// The stream kind whose events have this event-type prefix.
@@ -63,6 +66,7 @@ pub fn stream_kind_of(event_type: &str) -> Option<StreamKind> {
         "agent" => StreamKind::Agent,
         "signal" => StreamKind::Source,
         "reactor" => StreamKind::Refusal,
+        "budget" => StreamKind::Budget,
         _ => return None,
     })
 }
@@ -102,6 +106,9 @@ pub fn decode_any(
         StreamKind::Refusal => {
             AnyEvent::Refusal(RefusalEvent::decode(event_type, schema_version, payload)?)
         }
+        StreamKind::Budget => {
+            AnyEvent::Budget(BudgetEvent::decode(event_type, schema_version, payload)?)
+        }
     })
 }
 
@@ -118,6 +125,7 @@ pub fn all_event_types() -> Vec<(&'static str, i32)> {
         AgentEvent::event_types(),
         SourceEvent::event_types(),
         RefusalEvent::event_types(),
+        BudgetEvent::event_types(),
     ]
     .concat()
 }

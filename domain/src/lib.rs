@@ -7,7 +7,7 @@
 //!
 //! - core: [`aggregate`] (traits, stream names), [`context`] (time, ids, chain, stamping),
 //!   [`error`], [`event_codec`] (payloads and upcasts), [`events`] (decode any event);
-//! - aggregates: [`operations`], [`agents`], [`conversations`], [`tasks`], [`briefs`],
+//! - aggregates: [`operations`], [`agents`], [`conversations`], [`tasks`], [`briefs`], [`budgets`],
 //!   [`notifications`], [`cron_jobs`], [`groups`], [`signal::source`], [`refusals`] (a reactor's
 //!   refused command);
 //! - pure processes: [`rules`] (cross-aggregate decisions), [`supervisor`] (group
@@ -22,6 +22,7 @@ pub mod event_codec;
 pub mod agents;
 pub mod aggregate;
 pub mod briefs;
+pub mod budgets;
 pub mod context;
 pub mod conversations;
 pub mod cron_jobs;

@@ -23,11 +23,13 @@ pub enum StreamKind {
     Source,
     /// `refusal-<refusalId>` (a reactor's command the domain refused)
     Refusal,
+    /// `budget-<budgetId>`
+    Budget,
 }
 
 impl StreamKind {
     /// Every stream kind.
-    pub const ALL: [StreamKind; 10] = [
+    pub const ALL: [StreamKind; 11] = [
         Self::Operation,
         Self::Task,
         Self::Conversation,
@@ -38,6 +40,7 @@ impl StreamKind {
         Self::Agent,
         Self::Source,
         Self::Refusal,
+        Self::Budget,
     ];
 
     /// The stream-id prefix (without the dash).
@@ -53,6 +56,7 @@ impl StreamKind {
             Self::Agent => "agent",
             Self::Source => "source",
             Self::Refusal => "refusal",
+            Self::Budget => "budget",
         }
     }
 

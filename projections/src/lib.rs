@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod analytics;
 pub mod briefs;
+pub mod budgets;
 pub mod chains;
 pub mod checksum;
 mod columns;
@@ -45,6 +46,7 @@ pub fn all_projections() -> Vec<Arc<dyn Projection>> {
         Arc::new(briefs::BriefsProjection),
         Arc::new(notifications::NotificationsProjection),
         Arc::new(cron_jobs::CronJobsProjection),
+        Arc::new(budgets::BudgetsProjection),
         Arc::new(conversations::ConversationsProjection),
     ]
 }

@@ -64,6 +64,7 @@ pub fn fold_state(kind: StreamKind, events: &[RecordedEvent], at: Option<i64>) -
         StreamKind::Agent => fold::<Agent>(events, at),
         StreamKind::Source => fold::<Source>(events, at),
         StreamKind::Refusal => fold::<Refusal>(events, at),
+        StreamKind::Budget => fold::<agentlog_domain::budgets::Budget>(events, at),
     }
 }
 

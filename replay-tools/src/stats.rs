@@ -13,9 +13,10 @@ use std::{
     process::ExitCode,
 };
 
+use agentlog_domain::values::Usage;
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
-    operations::{Operation, OperationEvent, OperationStatus, Usage},
+    operations::{Operation, OperationEvent, OperationStatus},
 };
 use agentlog_eventlog::{EventFilter, EventStore};
 use anyhow::Context;

@@ -9,6 +9,9 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::CommandError;
 
+use agentlog_projections::budgets::RunScope;
+
+use super::budgets;
 use crate::commands::caller::Commands;
 use crate::commands::checks::check_id;
 use crate::commands::checks::check_replay;
@@ -36,6 +39,13 @@ impl Commands<'_> {
             .clone();
         let agent = self.agent_ref(&loaded.state.user_id, &supervisor).await?;
         let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let run = RunScope {
+            user_id: loaded.state.user_id.clone(),
+            agent_id: agent.agent_id.clone(),
+            task_id: None,
+            group_id: Some(group_id.to_string()),
+        };
+        let budgets = budgets::facts(&budgets::standings(self.state, &run, ctx.now, false).await?);
         let results = self
             .state
             .handler
@@ -43,6 +53,9 @@ impl Commands<'_> {
                 let h = &self.state.handler;
                 let group = h.load::<Group>(group_id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
+                if !operation.state.exists() {
+                    agentlog_domain::budgets::refuse_start(&budgets)?;
+                }
                 let mut create = CreateOperation::new(operation_id, OperationKind::Group, agent.clone());
                 create.group_id = Some(group_id.to_string());
                 create.trigger = Some(format!("group:{group_id}"));

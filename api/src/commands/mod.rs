@@ -4,6 +4,7 @@
 
 pub mod aggregates;
 pub mod briefs;
+pub mod budgets;
 pub mod builtins;
 mod caller;
 mod checks;

@@ -8,12 +8,16 @@ use agentlog_domain::{
     conversations::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
     error::DomainError,
+    ids::derived_id,
     operations::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
     rules::{cancel_cascade, operation_resume, operation_start},
 };
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
 use chrono::{DateTime, Utc};
 
+use agentlog_projections::budgets::RunScope;
+
+use super::budgets;
 use crate::commands::caller::Commands;
 use crate::commands::checks::check_id;
 use crate::commands::checks::check_replay;
@@ -70,6 +74,13 @@ impl Commands<'_> {
             }
         }
         let ctx = self.context(&owner, self.user_actor(), request_id)?.with_lease_token(lease_token);
+        let run = RunScope {
+            user_id: owner.clone(),
+            agent_id: create.agent.agent_id.clone(),
+            task_id: create.task_id.clone(),
+            group_id: create.group_id.clone(),
+        };
+        let budgets = budgets::facts(&budgets::standings(self.state, &run, ctx.now, false).await?);
         let caller = self.caller;
         let results = self
             .state
@@ -77,6 +88,10 @@ impl Commands<'_> {
             .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let existing = h.load::<Operation>(&create.operation_id).await?;
+                // A resent start answers what it wrote; a new run needs room in its budgets.
+                if !existing.state.exists() {
+                    agentlog_domain::budgets::refuse_start(&budgets)?;
+                }
                 let conversation = match &create.topic_id {
                     Some(t) => Some(h.load::<Conversation>(t).await?),
                     None => None,
@@ -171,10 +186,49 @@ impl Commands<'_> {
             })
             .unwrap_or_else(|| self.user_actor());
         let ctx = self.context(&loaded.state.user_id, actor, request_id)?.with_lease_token(lease_token);
+        let mut command = command;
+        let run = loaded.state.spec.as_ref().map(|spec| RunScope {
+            user_id: loaded.state.user_id.clone(),
+            agent_id: spec.agent.agent_id.clone(),
+            task_id: spec.task_id.clone(),
+            group_id: spec.group_id.clone(),
+        });
+        if let (OperationCommand::RecordStep(step), Some(run)) = (&mut command, &run) {
+            step.budgets = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
+        }
         let outcome: CommandOutcome<Operation> = self.state.handler.execute::<Operation>(id, &command, &ctx).await?;
-        let position = outcome.last_position();
+        let mut position = outcome.last_position();
+        let mut state = outcome.state;
+        if let (OperationCommand::RecordStep(step), Some(run)) = (&command, &run)
+            && !step.budgets.is_empty()
+            && position > 0
+            && !state.is_finished()
+        {
+            // Steps of other runs committed beside this one may have reached the limit unseen:
+            // read again, this step included, and end the run now rather than after its next
+            // step. So each worker overspends by at most the one step it reported.
+            let after = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
+            let mut stop_ctx = Context::new(
+                ctx.now,
+                derived_id("budget-stop", &ctx.command_id.to_string(), ctx.now.timestamp_millis()),
+                Actor::system("budgets"),
+                &loaded.state.user_id,
+            );
+            stop_ctx.correlation_id = ctx.correlation_id.clone();
+            let stop = OperationCommand::StopAtBudget { budgets: after };
+            let stopped = self.state.handler.execute::<Operation>(id, &stop, &stop_ctx).await?;
+            position = position.max(stopped.last_position());
+            state = stopped.state;
+        }
         self.state.settle(position).await;
-        Ok((OperationResult { state: outcome.state, position }, ctx))
+        if let (OperationCommand::RecordStep(_), Some(run)) = (&command, &run)
+            && position > 0
+            && let Err(e) = budgets::warn(self.state, run, ctx.now).await
+        {
+            // The step is recorded; the next one tries the warning again.
+            tracing::warn!(error = %e, operation = id, "a budget warning could not be written");
+        }
+        Ok((OperationResult { state, position }, ctx))
     }
 
     /// A worker claims a run: the lease it took, with its token (a resent claim, same

@@ -15,13 +15,14 @@ use agentlog_domain::{
     tasks::{BlocksGraph, DependencyKind, RunTask, RunTrigger, Task, TaskCommand, TopicEnd, TopicOutcome},
     values::{AgentRef, Handoff},
 };
-use agentlog_projections::briefs;
+use agentlog_projections::{briefs, budgets::RunScope};
 use serde::Deserialize;
 
 use agentlog_domain::error::DomainError;
 use agentlog_eventlog::CommandError;
 
 use super::aggregates::Owned;
+use super::budgets;
 use crate::commands::caller::Commands;
 use crate::commands::checks::check_id;
 use crate::commands::checks::check_replay;
@@ -221,6 +222,20 @@ impl Commands<'_> {
         trigger: RunTrigger,
         ctx: &Context,
     ) -> Result<(i64, bool), ApiError> {
+        let task = self.state.handler.load::<Task>(id).await?;
+        // The run's budgets, when its agent can be told (otherwise the start refuses anyway).
+        let budgets = match self.run_agent(&task.state).await {
+            Ok(agent) if task.state.exists() => {
+                let run = RunScope {
+                    user_id: task.state.user_id.clone(),
+                    agent_id: agent.agent_id,
+                    task_id: Some(id.to_string()),
+                    group_id: None,
+                };
+                budgets::facts(&budgets::standings(self.state, &run, ctx.now, false).await?)
+            }
+            _ => Vec::new(),
+        };
         let results = self
             .state
             .handler
@@ -228,6 +243,9 @@ impl Commands<'_> {
                 let h = &self.state.handler;
                 let task = h.load::<Task>(id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
+                if !operation.state.exists() {
+                    agentlog_domain::budgets::refuse_start(&budgets)?;
+                }
                 let conversation = match topic_id.starts_with(SERVER_ID_MARK) {
                     true => Some(h.load::<Conversation>(topic_id).await?).filter(|c| !c.state.exists()),
                     false => None,

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod agents;
 pub mod analytics;
 pub mod briefs;
+pub mod budgets;
 pub mod changes;
 pub mod conversations;
 pub mod cost;
@@ -52,6 +53,7 @@ pub struct Query(
     node::NodeQuery,
     analytics::AnalyticsQueryRoot,
     admin::AdminQuery,
+    budgets::BudgetsQuery,
 );
 
 /// All mutations.
@@ -67,6 +69,7 @@ pub struct Mutation(
     cron_jobs::CronJobsMutation,
     sources::SourcesMutation,
     admin::AdminMutation,
+    budgets::BudgetsMutation,
 );
 
 /// All subscriptions.

@@ -5,10 +5,11 @@ use agentlog_domain::aggregate::DomainEvent;
 use agentlog_domain::operations::{Artifact, MAX_LEASE_SECS, OperationEvent};
 use agentlog_domain::operations::{
     CardAnswer, CreateOperation, HitlCard, Operation as OperationState, OperationCommand, OperationError,
-    OperationKind, Phase, Plan, StepReport, Todo, ToolCall, Usage,
+    OperationKind, Phase, Plan, StepReport, Todo, ToolCall,
 };
 use agentlog_domain::values::AgentRef;
 use agentlog_domain::values::ReviewScore;
+use agentlog_domain::values::Usage;
 use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
@@ -858,6 +859,7 @@ impl OperationsMutation {
                 total_tokens: non_negative("usage.totalTokens", usage.total_tokens)?,
                 cost_micros: non_negative("usage.costMicros", usage.cost_micros)?,
             },
+            budgets: Vec::new(),
         };
         run(ctx, &id, OperationCommand::RecordStep(step), Some(lease_token), request_id).await
     }

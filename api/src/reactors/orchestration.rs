@@ -31,14 +31,20 @@ use agentlog_domain::{
     values::AgentRef,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_projections::budgets::RunScope;
 use serde_json::Value;
 
-use super::refusals;
-use super::refusals::Refused;
-use super::signal_bus;
+use super::{
+    refusals::{self, Refused},
+    signal_bus,
+};
 use crate::reactors::error::ReactorError;
 use crate::reactors::follow::Reactor;
-use crate::{auth::Caller, commands::Commands, state::App};
+use crate::{
+    auth::Caller,
+    commands::{Commands, budgets},
+    state::App,
+};
 
 /// The reactor's name (checkpoint, actor, command-id derivation).
 pub const NAME: &str = "orchestration";
@@ -256,6 +262,17 @@ async fn dispatch(
     let child_ids: Vec<String> = (0..members.len())
         .map(|i| server_id(format_args!("op-{}", ctx.derived_id("member", u32::try_from(i).unwrap_or(u32::MAX)))))
         .collect();
+    // Each member's run counts against its budgets (the group's, the member agent's, the owner's).
+    let mut member_budgets = Vec::with_capacity(members.len());
+    for (agent, _) in members {
+        let run = RunScope {
+            user_id: group.user_id.clone(),
+            agent_id: agent.agent_id.clone(),
+            task_id: None,
+            group_id: Some(group.group_id.clone()),
+        };
+        member_budgets.push(budgets::facts(&budgets::standings(state, &run, fact.recorded_at, false).await?));
+    }
     let outcome = state
         .handler
         .execute_multi(ctx, || async {
@@ -265,8 +282,11 @@ async fn dispatch(
             let mut parent_events = Vec::new();
             let mut stamper = ctx.stamper();
             let mut writes = Vec::new();
-            for ((agent, instruction), child_id) in members.iter().zip(&child_ids) {
+            for (((agent, instruction), child_id), budgets) in members.iter().zip(&child_ids).zip(&member_budgets) {
                 let child = h.load::<Operation>(child_id).await?;
+                if !child.state.exists() {
+                    agentlog_domain::budgets::refuse_start(budgets)?;
+                }
                 let mut create = CreateOperation::new(child_id.clone(), runs.kind, agent.clone());
                 create.parent_operation_id = Some(supervisor_id.to_string());
                 create.group_id = Some(group.group_id.clone());

@@ -33,7 +33,7 @@ use agentlog_domain::{
     tasks::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
-use agentlog_projections::{briefs, cron_jobs, cron_jobs::CronJobRow, tasks};
+use agentlog_projections::{briefs, budgets::RunScope, cron_jobs, cron_jobs::CronJobRow, tasks};
 use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use tokio::sync::watch;
@@ -45,7 +45,7 @@ use super::{
 use crate::reactors::error::ReactorError;
 use crate::{
     auth::Caller,
-    commands::{Commands, is_replay},
+    commands::{Commands, budgets, is_replay},
     error::ApiError,
     state::App,
 };
@@ -184,6 +184,22 @@ async fn fire_cron_job(
         Err(e) => return Err(e.into()),
     };
     let operation_id = server_id(format_args!("op-cron-{}", ctx.derived_id("operation", 0)));
+    let run = RunScope {
+        user_id: job.user_id.clone(),
+        agent_id: agent.agent_id.clone(),
+        task_id: None,
+        group_id: job.group_id.clone(),
+    };
+    // A budget at its limit: the slot does not fire, and the owner is told, once per slot.
+    if let Err(e) = budgets::check_start(state, &run, slot_utc).await {
+        if !matches!(e, ApiError::Domain(_)) {
+            return Err(e.into());
+        }
+        report.skipped.push((job.job_id.clone(), e.to_string()));
+        let stream = CronJob::stream_id(&job.job_id);
+        let refused = Refused::of("scheduler", "cron.fire", stream.clone(), &job.user_id);
+        return refusals::record_for_pass(state, &stream, &ctx, refused, e.code(), e.to_string()).await;
+    }
     let result = state
         .handler
         .execute_multi(&ctx, || async {

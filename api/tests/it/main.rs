@@ -11,6 +11,7 @@ mod support;
 mod worker;
 
 mod bounds;
+mod budgets;
 // The fuzz target's entry point, for its regression inputs (`fuzz_regressions`).
 #[path = "../../../fuzz/server/src/graphql_request.rs"]
 mod fuzz_graphql_request;

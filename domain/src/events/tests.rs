@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::*;
+use crate::values::Usage;
 use crate::values::{AgentRef, Handoff, ReviewScore};
 
 fn dotted_lower_case(t: &str) -> bool {
@@ -104,6 +105,7 @@ fn operation_scenarios(r: &mut Recorder) {
             phase: Phase::Acting,
             tool_calls: vec![],
             usage,
+            budgets: Vec::new(),
         }),
         w,
     );
@@ -549,6 +551,14 @@ fn refusal_scenarios(r: &mut Recorder) {
     r.step(Refusal::default(), RefusalCommand::Record(record), AnyEvent::Refusal);
 }
 
+fn budget_scenarios(r: &mut Recorder) {
+    use crate::budgets::*;
+    let spec = BudgetSpec::user("b", "u1", Some(1_000), None);
+    let set = BudgetCommand::Set { spec, scope_owner: None };
+    let b = r.step(Budget::default(), set, AnyEvent::Budget);
+    r.step(b, BudgetCommand::Remove, AnyEvent::Budget);
+}
+
 fn encode(event: &AnyEvent) -> (&'static str, i32, serde_json::Value) {
     fn parts<E: DomainEvent>(e: &E) -> (&'static str, i32, serde_json::Value) {
         (e.event_type(), e.schema_version(), e.to_payload())
@@ -564,6 +574,7 @@ fn encode(event: &AnyEvent) -> (&'static str, i32, serde_json::Value) {
         AnyEvent::Agent(e) => parts(e),
         AnyEvent::Source(e) => parts(e),
         AnyEvent::Refusal(e) => parts(e),
+        AnyEvent::Budget(e) => parts(e),
     }
 }
 
@@ -574,6 +585,7 @@ fn every_event_type_round_trips_through_its_stored_form() {
     task_scenarios(&mut r);
     small_aggregate_scenarios(&mut r);
     refusal_scenarios(&mut r);
+    budget_scenarios(&mut r);
     let mut seen = BTreeSet::new();
     for event in &r.events {
         let (t, v, payload) = encode(event);

@@ -2,8 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::budgets::BudgetStanding;
+
 use super::hitl::{CardAnswer, HitlCard};
-use super::model::{Artifact, OperationError, OperationKind, Phase, Plan, Todo, ToolCall, Usage};
+use super::model::{Artifact, OperationError, OperationKind, Phase, Plan, Todo, ToolCall};
+use crate::values::Usage;
 use crate::values::{AgentRef, ReviewScore};
 
 /// Everything needed to create an operation.
@@ -101,6 +104,11 @@ pub struct StepReport {
     /// What the step used; fields stay absent when not measured.
     #[serde(default)]
     pub usage: Usage,
+    /// The server's fact: the budgets the run counts against, with what their scopes spent
+    /// before this step. An `interrupt` budget this step makes reach its limit ends the run
+    /// (`cost_limit`). Never read from a client.
+    #[serde(skip)]
+    pub budgets: Vec<BudgetStanding>,
 }
 
 /// A command to an operation.
@@ -186,6 +194,14 @@ pub enum OperationCommand {
     },
     /// The worker reports failure.
     Fail(OperationError),
+    /// The server, right after a step was recorded: end a running run one of whose `interrupt`
+    /// budgets is at its limit (`cost_limit`); nothing when none is. It catches a limit reached
+    /// by steps of other runs committed beside this run's step, which the step's own check
+    /// could not see.
+    StopAtBudget {
+        /// The run's budgets with what their scopes spent, this run's last step included.
+        budgets: Vec<BudgetStanding>,
+    },
     /// Stop it from outside (shutdown, a new turn replacing it).
     Interrupt {
         /// Why.

@@ -26,6 +26,8 @@ pub(super) fn decide(op: &Operation, cmd: &C, ctx: &Context) -> Result<Vec<E>, D
             Err(DomainError::AlreadyExists { aggregate: AGGREGATE, id: id.to_string() })
         }
         C::Resume => resume(op, ctx),
+        // Already ended (by its worker, or by this same check on another instance).
+        C::StopAtBudget { .. } if op.status.is_finished() => Ok(Vec::new()),
         // Reviews usually happen after the run; they do not change its status.
         C::RecordScore(score) => {
             lease::check_token(op, id, ctx)?;
@@ -67,6 +69,20 @@ fn decide_unfinished(
             cascade_from: None,
             at: ctx.now,
         })]),
+        C::StopAtBudget { budgets } => {
+            if op.status != S::Running
+                || crate::budgets::interrupting(budgets, Default::default()).is_none()
+            {
+                return Ok(Vec::new());
+            }
+            Ok(vec![E::Completed(OperationCompleted {
+                reason: CompletionReason::CostLimit,
+                result: None,
+                handoff: None,
+                brief_judgement: None,
+                at: ctx.now,
+            })])
+        }
         C::AnswerCard { card_id, answer } => answer_card(op, card_id, answer, ctx),
         C::TimeoutCard { card_id } => timeout_card(op, card_id, ctx),
         C::ReceiveAsyncResult { key, success, result } => {
@@ -269,6 +285,8 @@ fn record_step(op: &Operation, step: &StepReport, ctx: &Context) -> Result<Vec<E
         Some(CompletionReason::CostLimit)
     } else if spec.and_then(|s| s.max_steps).is_some_and(|max| index >= max) {
         Some(CompletionReason::MaxSteps)
+    } else if crate::budgets::interrupting(&step.budgets, step.usage).is_some() {
+        Some(CompletionReason::CostLimit)
     } else {
         None
     };

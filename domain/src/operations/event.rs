@@ -6,12 +6,11 @@ use serde_json::{Map, Value, json};
 
 use super::command::CreateOperation;
 use super::hitl::{CardAnswer, HitlCard, OnTimeout};
-use super::model::{
-    Artifact, CompletionReason, OperationError, Phase, Plan, Todo, ToolCall, Usage,
-};
+use super::model::{Artifact, CompletionReason, OperationError, Phase, Plan, Todo, ToolCall};
 use crate::error::DecodeError;
 use crate::event_codec::no_idempotency_key;
 use crate::values::ReviewScore;
+use crate::values::Usage;
 
 /// `operation.created`: the operation exists (status idle).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

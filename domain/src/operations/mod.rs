@@ -39,7 +39,7 @@ pub use hitl::{CardAnswer, CardKind, HitlCard, OnTimeout};
 pub use lease::{MAX_LEASE_SECS, lease_token, lease_token_hash};
 pub use model::{
     Artifact, CHILD_RESULT_MAX_CHARS, CompletionReason, Interruption, ItemStatus, Lease,
-    OperationError, OperationKind, OperationStatus, Phase, Plan, PlanStep, Todo, ToolCall, Usage,
+    OperationError, OperationKind, OperationStatus, Phase, Plan, PlanStep, Todo, ToolCall,
     cap_child_result,
 };
 pub use state::{Operation, PendingCard};

@@ -145,50 +145,6 @@ impl CompletionReason {
     }
 }
 
-/// Measured usage. Every field is `None` until something measured it: unknown is never 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// Prompt tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_tokens: Option<u64>,
-    /// Completion tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens: Option<u64>,
-    /// All tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_tokens: Option<u64>,
-    /// Cost in millionths of the currency unit (upstream stores numeric(20,6); integers keep
-    /// sums exact and JSON round trips lossless).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_micros: Option<u64>,
-}
-
-fn add_measured(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.saturating_add(y)),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
-impl Usage {
-    /// The sum of two usages: a field stays `None` only if neither side measured it.
-    pub fn plus(self, other: Usage) -> Usage {
-        Usage {
-            input_tokens: add_measured(self.input_tokens, other.input_tokens),
-            output_tokens: add_measured(self.output_tokens, other.output_tokens),
-            total_tokens: add_measured(self.total_tokens, other.total_tokens),
-            cost_micros: add_measured(self.cost_micros, other.cost_micros),
-        }
-    }
-
-    /// Nothing measured at all.
-    pub fn is_unmeasured(&self) -> bool {
-        *self == Usage::default()
-    }
-}
-
 /// A tool call made in a step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -9,6 +9,7 @@ use super::command::CreateOperation;
 use super::hitl::HitlCard;
 use super::model::*;
 use crate::values::ReviewScore;
+use crate::values::Usage;
 
 /// A card waiting for its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
+use agentlog_domain::values::Usage;
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
     briefs::{Brief, BriefCommand, BriefType, CreateBrief},
     context::Context,
     envelope::Actor,
     error::DomainError,
-    operations::{CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, Usage, lease_token},
+    operations::{CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, lease_token},
     values::AgentRef,
 };
 use agentlog_eventlog::{
@@ -32,6 +33,7 @@ fn step(tokens: u64) -> OperationCommand {
         phase: Phase::Acting,
         tool_calls: Vec::new(),
         usage: Usage { input_tokens: Some(tokens), ..Usage::default() },
+        budgets: Vec::new(),
     })
 }
 

@@ -25,9 +25,10 @@ mod query;
 
 use std::collections::{BTreeMap, HashMap};
 
+use agentlog_domain::values::Usage;
 use agentlog_domain::{
     envelope::RecordedEvent,
-    operations::{OperationEvent, OperationStatus, Usage},
+    operations::{OperationEvent, OperationStatus},
 };
 use async_trait::async_trait;
 

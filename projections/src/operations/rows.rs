@@ -1,10 +1,11 @@
 //! The operations tables' columns, and the rows the fold writes into them.
 
 use agentlog_domain::operations::{
-    Artifact, CardAnswer, OnTimeout, PendingCard, Usage,
+    Artifact, CardAnswer, OnTimeout, PendingCard,
     event::{AsyncResultReceived, StepRecorded},
 };
 use agentlog_domain::values::ReviewScore;
+use agentlog_domain::values::Usage;
 use chrono::{DateTime, Utc};
 
 use crate::{

@@ -1,12 +1,13 @@
 //! A run at work: steps, phases, plans, todos, artifacts, scores, its ending, a cancel, a
 //! human's answer, sub-agents spawned.
 
+use agentlog_domain::values::Usage;
 use agentlog_domain::{
     envelope::Actor,
     error::DomainError,
     operations::{
         Artifact, CreateOperation, ItemStatus, Operation, OperationCommand, OperationError, OperationKind, Phase, Plan,
-        PlanStep, StepReport, Todo, ToolCall, Usage,
+        PlanStep, StepReport, Todo, ToolCall,
     },
     rules::{cancel_cascade::cancel_cascade, operation_start},
     values::ReviewScore,
@@ -114,7 +115,7 @@ impl RunMachine {
             Usage::default()
         };
         let phase = if calls > 0 { Phase::Acting } else { Phase::Thinking };
-        StepReport { phase, tool_calls, usage }
+        StepReport { phase, tool_calls, usage, budgets: Vec::new() }
     }
 
     pub(super) fn poll_end(&mut self, world: &World, g: &mut Gen) -> Result<Poll, DomainError> {

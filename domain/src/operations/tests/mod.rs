@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::envelope::Actor;
 use crate::operations::hitl::{CardKind, ChoiceOption};
 use crate::testing::*;
+use crate::values::Usage;
 use crate::values::{AgentRef, ReviewScore};
 
 pub(crate) fn agent() -> AgentRef {
@@ -73,6 +74,7 @@ fn transition_table_every_command_in_every_status() {
         phase: Phase::Acting,
         tool_calls: vec![],
         usage: Usage::default(),
+        budgets: Vec::new(),
     });
     let artifact = C::RecordArtifact(Artifact {
         artifact_id: "art1".into(),
@@ -319,6 +321,7 @@ fn only_the_lease_holder_reports_with_its_token() {
             phase: Phase::Acting,
             tool_calls: vec![],
             usage: Usage::default(),
+            budgets: Vec::new(),
         }),
         C::UpdatePlan(Plan { explanation: None, steps: vec![] }),
         C::UpdateTodos(vec![]),
@@ -459,6 +462,7 @@ fn cost_and_tokens_are_absent_until_measured() {
             phase: Phase::Thinking,
             tool_calls: vec![],
             usage,
+            budgets: Vec::new(),
         })
     };
     let (op, _) = apply(op, &step(Usage::default()), &system_ctx(5));
@@ -500,6 +504,7 @@ fn max_steps_and_cost_limit_stop_the_run() {
                 arguments: None,
             }],
             usage: Usage { cost_micros: cost, ..Usage::default() },
+            budgets: Vec::new(),
         })
     };
     let (op, _) = apply(start(Some(2), None), &step(None), &system_ctx(2));
@@ -518,6 +523,43 @@ fn max_steps_and_cost_limit_stop_the_run() {
     assert_eq!(types(&events), ["operation.step_recorded", "operation.completed"]);
     assert_eq!(op.completion_reason, Some(CompletionReason::CostLimit));
     assert_eq!(op.status, OperationStatus::Done);
+}
+
+#[test]
+fn an_interrupt_budget_reached_by_a_step_ends_the_run_with_cost_limit() {
+    use crate::budgets::{BudgetAction, BudgetSpec, BudgetStanding, Spend};
+    let standing = |action, spent| BudgetStanding {
+        spec: BudgetSpec { action, ..BudgetSpec::user("b1", "u1", Some(1_000), None) },
+        spent: Spend { cost_micros: spent, tokens: 0 },
+    };
+    let step = |budgets| {
+        OperationCommand::RecordStep(StepReport {
+            phase: Phase::Acting,
+            tool_calls: vec![],
+            usage: Usage { cost_micros: Some(100), ..Usage::default() },
+            budgets,
+        })
+    };
+    let running = op_in(OperationStatus::Running);
+    let (op, _) =
+        apply(running.clone(), &step(vec![standing(BudgetAction::Interrupt, 800)]), &system_ctx(2));
+    assert_eq!(op.status, OperationStatus::Running);
+    // a refuse budget lets a running run go on past its limit
+    let (op, _) = apply(op, &step(vec![standing(BudgetAction::Refuse, 950)]), &system_ctx(3));
+    assert_eq!(op.status, OperationStatus::Running);
+    let (op, events) =
+        apply(op, &step(vec![standing(BudgetAction::Interrupt, 900)]), &system_ctx(4));
+    assert_eq!(types(&events), ["operation.step_recorded", "operation.completed"]);
+    assert_eq!(op.completion_reason, Some(CompletionReason::CostLimit));
+
+    // After a step: the limit reached by other runs' steps beside it ends the run too.
+    let stop =
+        |action, spent| OperationCommand::StopAtBudget { budgets: vec![standing(action, spent)] };
+    assert_eq!(running.decide(&stop(BudgetAction::Interrupt, 999), &system_ctx(5)), Ok(Vec::new()));
+    assert_eq!(running.decide(&stop(BudgetAction::Refuse, 1_000), &system_ctx(5)), Ok(Vec::new()));
+    let (op, events) = apply(running, &stop(BudgetAction::Interrupt, 1_000), &system_ctx(5));
+    assert_eq!(types(&events), ["operation.completed"]);
+    assert_eq!(op.completion_reason, Some(CompletionReason::CostLimit));
 }
 
 #[test]
@@ -698,6 +740,7 @@ fn a_run_with_tools_disabled_refuses_tool_calls() {
             phase: Phase::Acting,
             tool_calls: calls,
             usage: Usage::default(),
+            budgets: Vec::new(),
         })
     };
     let call = ToolCall { id: "t".into(), name: "search".into(), status: None, arguments: None };

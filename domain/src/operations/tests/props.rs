@@ -8,6 +8,7 @@ use crate::envelope::Actor;
 use crate::operations::hitl::{CardKind, ChoiceOption};
 use crate::testing::{exercise, timeline};
 use crate::values::ReviewScore;
+use crate::values::Usage;
 
 fn worker() -> impl Strategy<Value = String> {
     prop_oneof![Just("w1".to_string()), Just("w2".to_string())]
@@ -95,6 +96,7 @@ fn command() -> impl Strategy<Value = OperationCommand> {
                 })
                 .collect(),
             usage,
+            budgets: Vec::new(),
         })),
         Just(C::UpdatePlan(Plan::default())),
         Just(C::UpdateTodos(vec![])),

@@ -1,0 +1,220 @@
+//! Budget use cases: set and remove a budget (ownership of the scope checked against the truth,
+//! the scope's own stream), the period a budget counts over in its time zone, and the
+//! standings the rules decide with, read with the read models settled to the log's head.
+//!
+//! Why settled to the head: a check must see every step committed before it began, on any
+//! instance, or a lagging read model would let runs spend on. What it cannot see is a step
+//! committed while it runs, so concurrent workers can overspend by at most one step each.
+
+use agentlog_domain::{
+    agents::Agent,
+    briefs::{Brief, BriefCommand},
+    budgets::{
+        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, warning,
+    },
+    context::Context,
+    envelope::Actor,
+    error::DomainError,
+    groups::Group,
+    ids::derived_id,
+    tasks::Task,
+};
+use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_projections::budgets::{self, BudgetRow, RunScope};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use chrono_tz::Tz;
+
+use super::aggregates::Outcome;
+use super::aggregates::Owned;
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_id;
+use crate::commands::checks::check_time_zone;
+use crate::{error::ApiError, state::App};
+
+impl Owned for Budget {
+    const WHAT: &'static str = "budget";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+/// The period a budget counts over at a moment: when it began and when it resets (both absent
+/// for a total budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodWindow {
+    /// The period's first instant.
+    pub start: Option<DateTime<Utc>>,
+    /// When the next period begins.
+    pub resets_at: Option<DateTime<Utc>>,
+}
+
+/// Midnight of `day` in `tz` (the first instant of the day where midnight falls in a gap).
+fn day_start(tz: Tz, day: NaiveDate) -> Option<DateTime<Utc>> {
+    let midnight = day.and_hms_opt(0, 0, 0)?;
+    (0..=3)
+        .find_map(|h| tz.from_local_datetime(&(midnight + Duration::hours(h))).earliest())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The period of `spec` that `now` falls in. A zone the server does not know counts as UTC
+/// (`setBudget` refuses one; this only guards the read).
+pub fn period_window(spec: &BudgetSpec, now: DateTime<Utc>) -> PeriodWindow {
+    let tz: Tz = spec.time_zone.parse().unwrap_or(Tz::UTC);
+    let today = now.with_timezone(&tz).date_naive();
+    let (first, next) = match spec.period {
+        BudgetPeriod::Total => return PeriodWindow { start: None, resets_at: None },
+        BudgetPeriod::Day => (Some(today), today.succ_opt()),
+        BudgetPeriod::Month => {
+            let first = today.with_day(1);
+            let next = first.and_then(|f| f.checked_add_months(chrono::Months::new(1)));
+            (first, next)
+        }
+    };
+    PeriodWindow { start: first.and_then(|d| day_start(tz, d)), resets_at: next.and_then(|d| day_start(tz, d)) }
+}
+
+/// A budget that applies, with its period and what its scope spent in it.
+#[derive(Debug, Clone)]
+pub struct Standing {
+    /// The budget as the read model has it.
+    pub row: BudgetRow,
+    /// Its current period.
+    pub window: PeriodWindow,
+    /// The rules' fact.
+    pub standing: BudgetStanding,
+}
+
+/// The budgets a run of `run` counts against at `now` (only `interrupt` ones when
+/// `interrupt_only`), each with what its scope spent in its period. When any applies, the read
+/// models are first settled to the log's head (bounded by the read-your-writes wait; past it the
+/// check answers UNAVAILABLE rather than decide on lagging numbers).
+pub async fn standings(
+    state: &App,
+    run: &RunScope,
+    now: DateTime<Utc>,
+    interrupt_only: bool,
+) -> Result<Vec<Standing>, ApiError> {
+    let wanted = |rows: Vec<BudgetRow>| -> Vec<BudgetRow> {
+        rows.into_iter().filter(|r| !interrupt_only || r.spec.action == BudgetAction::Interrupt).collect()
+    };
+    if wanted(budgets::budgets_of_run(&state.db, run).await?).is_empty() {
+        return Ok(Vec::new());
+    }
+    let head = state.store.head_position().await?;
+    if state
+        .runner
+        .wait_for_projections(&["operations", "budgets"], head, state.settings.read_your_writes)
+        .await
+        .is_err()
+    {
+        return Err(ApiError::Behind { position: head, reached: state.runner.position() });
+    }
+    let mut out = Vec::new();
+    for row in wanted(budgets::budgets_of_run(&state.db, run).await?) {
+        let window = period_window(&row.spec, now);
+        let spent = budgets::spent(&state.db, &row, window.start).await?;
+        out.push(Standing { standing: BudgetStanding { spec: row.spec.clone(), spent }, row, window });
+    }
+    Ok(out)
+}
+
+/// The rules' facts of [`standings`].
+pub fn facts(standings: &[Standing]) -> Vec<BudgetStanding> {
+    standings.iter().map(|s| s.standing.clone()).collect()
+}
+
+/// May a run of `run` start now? LIMIT when one of its budgets is at its limit.
+pub async fn check_start(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(), ApiError> {
+    let standings = standings(state, run, now, false).await?;
+    agentlog_domain::budgets::refuse_start(&facts(&standings))?;
+    Ok(())
+}
+
+/// Tell the owners of `run`'s budgets whose scope is at or past the warning threshold: one
+/// brief per budget and period (its id comes from the budget and the period, and its stream is
+/// created once; the brief brings its notification), however many steps cross it, on however
+/// many instances. Called after a step was recorded and settled, so the read models include it.
+pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(), ApiError> {
+    for row in budgets::budgets_of_run(&state.db, run).await? {
+        let window = period_window(&row.spec, now);
+        let spent = budgets::spent(&state.db, &row, window.start).await?;
+        if !row.spec.warned(spent) {
+            continue;
+        }
+        let brief = warning(&row.spec, window.start, spent);
+        let command_id = derived_id("budget-warning", &brief.brief_id, 0);
+        let ctx = Context::new(now, command_id, Actor::system("budgets"), &row.user_id);
+        let loaded = state.handler.load::<Brief>(&brief.brief_id).await?;
+        if loaded.state.brief.is_some() {
+            continue;
+        }
+        match state.handler.execute::<Brief>(&brief.brief_id.clone(), &BriefCommand::Create(brief), &ctx).await {
+            // Told already: by another step's check, here or on another instance.
+            Ok(_)
+            | Err(CommandError::Domain(DomainError::AlreadyExists { .. }))
+            | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+impl Commands<'_> {
+    /// Create or change budget `spec.budgetId` for `owner` (the caller unless an admin names
+    /// another user). A global budget is admin-only (FORBIDDEN); an agent, task or group
+    /// budget needs the owner's agent, task or group (NOT_FOUND otherwise); a user budget with
+    /// no `scopeId` limits its owner.
+    pub async fn set_budget(
+        &self,
+        mut spec: BudgetSpec,
+        owner: Option<&str>,
+        request_id: Option<&str>,
+    ) -> Result<Outcome<Budget>, ApiError> {
+        check_id("budgetId", &spec.budget_id)?;
+        check_time_zone("input.timeZone", &spec.time_zone)?;
+        if spec.scope == BudgetScopeKind::Global && !self.caller.admin {
+            return Err(ApiError::Forbidden("only an admin sets a global budget".into()));
+        }
+        let h = &self.state.handler;
+        let existing = h.load::<Budget>(&spec.budget_id).await?;
+        // Changing an existing budget keeps its owner; an id taken by another user is the
+        // domain's CONFLICT.
+        let owner = match existing.state.user_id.as_str() {
+            o if !o.is_empty() && self.caller.may_see(o) => o.to_string(),
+            _ => self.owner_for_new(owner)?,
+        };
+        if spec.scope == BudgetScopeKind::User && spec.scope_id.is_none() {
+            spec.scope_id = Some(owner.clone());
+        }
+        // The owner of the agent, task or group limited, read from its own stream.
+        let scope_owner = match (spec.scope, spec.scope_id.clone()) {
+            (BudgetScopeKind::Agent, Some(id)) => {
+                check_id("scopeId", &id)?;
+                let a = h.load::<Agent>(&id).await?.state;
+                a.exists().then_some(a.user_id)
+            }
+            (BudgetScopeKind::Task, Some(id)) => {
+                check_id("scopeId", &id)?;
+                let t = h.load::<Task>(&id).await?.state;
+                t.exists().then_some(t.user_id)
+            }
+            (BudgetScopeKind::Group, Some(id)) => {
+                check_id("scopeId", &id)?;
+                let g = h.load::<Group>(&id).await?.state;
+                g.exists().then_some(g.user_id)
+            }
+            _ => None,
+        };
+        let id = spec.budget_id.clone();
+        let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let outcome = h.execute::<Budget>(&id, &BudgetCommand::Set { spec, scope_owner }, &ctx).await?;
+        let position = outcome.last_position();
+        self.state.settle(position).await;
+        Ok(Outcome { state: outcome.state, position })
+    }
+
+    /// Remove budget `id`: it limits nothing from now on.
+    pub async fn remove_budget(&self, id: &str, request_id: Option<&str>) -> Result<Outcome<Budget>, ApiError> {
+        self.command::<Budget>(id, BudgetCommand::Remove, None, request_id).await
+    }
+}

@@ -1,0 +1,21 @@
+//! The budgets read model: `budgets` (each budget's terms, folded from `budget.*`), and what a
+//! budget's scope spent in a period, summed from `operation_steps` at read time (the usage the
+//! steps reported), so spend is never a counter that could drift and a rebuild answers the same.
+//!
+//! ```no_run
+//! # async fn demo(db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
+//! use agentlog_projections::budgets::{self, RunScope};
+//! let run = RunScope { user_id: "u1".into(), agent_id: "a1".into(), task_id: None, group_id: None };
+//! for budget in budgets::budgets_of_run(&db, &run).await? {
+//!     let spent = budgets::spent(&db, &budget, None).await?;
+//! }
+//! # Ok(()) }
+//! ```
+
+mod projection;
+mod query;
+mod rows;
+
+pub use projection::BudgetsProjection;
+pub use query::{RunScope, budget, budgets, budgets_of_run, spent};
+pub use rows::BudgetRow;
