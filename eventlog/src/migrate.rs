@@ -49,6 +49,7 @@ const FILES: (Files, Files) = migration_files!(
     shared "0012_api_token_last_used.sql",
     shared "0013_notification_created_position.sql",
     shared "0018_export_leases.sql",
+    shared "0022_projection_dropped_indexes.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;

@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod analytics;
 pub mod briefs;
+mod bulk;
 pub mod chains;
 pub mod checksum;
 mod columns;
@@ -19,6 +20,7 @@ pub mod groups;
 pub mod notifications;
 pub mod operations;
 pub mod page;
+mod parallel;
 pub mod projection;
 mod read;
 pub mod runner;
@@ -31,7 +33,7 @@ use std::sync::Arc;
 pub use db::{ReadDb, ReadTx, Row, SqlValue};
 pub use error::ProjectionError;
 pub use projection::Projection;
-pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions, RunnerTimings};
+pub use runner::{BULK_WAL_AUTOCHECKPOINT, ProjectionRunner, ProjectionStatus, RunnerOptions, RunnerTimings};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {

@@ -52,11 +52,20 @@ pub struct RunnerOptions {
     pub batch_size: usize,
     /// Wait after a database failure before resuming (default 500 ms).
     pub retry_delay: Duration,
+    /// Tuned for loading much of the log at once with no server waiting (default off): on
+    /// SQLite the WAL is checkpointed every [`BULK_WAL_AUTOCHECKPOINT`] pages instead of every
+    /// 1,000 (each page a batch rewrites is copied into the database once per checkpoint, not
+    /// once per batch); on PostgreSQL each projection applies a batch in its own transaction,
+    /// all at once, each with its own checkpoint row.
+    pub bulk: bool,
 }
+
+/// SQLite's WAL auto-checkpoint during a bulk load, in pages (400 MB of 4 KiB pages).
+pub const BULK_WAL_AUTOCHECKPOINT: u32 = 100_000;
 
 impl Default for RunnerOptions {
     fn default() -> Self {
-        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500) }
+        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500), bulk: false }
     }
 }
 
@@ -67,7 +76,7 @@ impl RunnerOptions {
     /// 0.7–0.9 GB at 0.3–1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
     /// the write lock, and appends wait.
     pub fn bulk() -> Self {
-        Self { batch_size: 20_000, ..Self::default() }
+        Self { batch_size: 20_000, bulk: true, ..Self::default() }
     }
 }
 
@@ -100,13 +109,13 @@ pub struct RunnerTimings {
     pub commit_micros: u64,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     store: Arc<dyn EventStore>,
-    db: ReadDb,
-    projections: Vec<Arc<dyn Projection>>,
+    pub(crate) db: ReadDb,
+    pub(crate) projections: Vec<Arc<dyn Projection>>,
     options: RunnerOptions,
-    state: Mutex<Vec<ProjectionStatus>>,
-    timings: Mutex<RunnerTimings>,
+    pub(crate) state: Mutex<Vec<ProjectionStatus>>,
+    pub(crate) timings: Mutex<RunnerTimings>,
     progress: watch::Sender<i64>,
     /// Bumped whenever any checkpoint or failure changes (for waits on named projections).
     changes: watch::Sender<u64>,
@@ -202,6 +211,44 @@ impl ProjectionRunner {
             self.spawn();
         }
         Ok(())
+    }
+
+    /// Empty the named projection (all when `None`) and apply the log from position 0 up to its
+    /// current head as a bulk load: the emptied tables' secondary indexes are dropped first and
+    /// created again at the end (also when applying fails; a process that dies meanwhile leaves
+    /// them to the next runner that starts, see [`crate::bulk`]). For a rebuild no server waits
+    /// on (`agentlog-replay rebuild`): until it ends, the tables' queries have no indexes.
+    /// Returns the head reached.
+    pub async fn rebuild_bulk(&self, name: Option<&str>) -> Result<i64, ProjectionError> {
+        self.rebuild(name).await?;
+        let was_running = self.stop().await;
+        let tables: Vec<&str> = self
+            .inner
+            .projections
+            .iter()
+            .filter(|p| name.is_none_or(|n| n == p.name()))
+            .flat_map(|p| p.tables().iter().copied())
+            .collect();
+        let db = &self.inner.db;
+        let dropped = crate::bulk::drop_indexes(db, &tables).await?;
+        let head = self.inner.store.head_position().await;
+        let applied = match head {
+            Ok(head) => run_until(&self.inner, Some(head)).await.map(|()| head),
+            Err(e) => Err(e.into()),
+        };
+        let restored = crate::bulk::restore(db).await;
+        if !db.is_postgres() {
+            // The WAL holds the last checkpoint's worth of pages: copy them now, not in a
+            // reader's way later.
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).await?;
+        }
+        tracing::debug!(dropped, "bulk rebuild: secondary indexes dropped and created again");
+        let head = applied?;
+        restored?;
+        if was_running {
+            self.spawn();
+        }
+        Ok(head)
     }
 
     /// Stop following. Returns whether it was running. A batch in flight is rolled back.
@@ -317,6 +364,7 @@ impl ProjectionRunner {
     /// projection is marked failed here instead.
     async fn load_checkpoints(&self) -> Result<(), ProjectionError> {
         let db = &self.inner.db;
+        crate::bulk::restore(db).await?;
         for p in &self.inner.projections {
             let mut tx = db.begin().await?;
             let created = tx
@@ -358,7 +406,7 @@ fn now_micros() -> SqlValue {
     SqlValue::Int(chrono::Utc::now().timestamp_micros())
 }
 
-fn newer_version(stored: i64, code: i64) -> String {
+pub(crate) fn newer_version(stored: i64, code: i64) -> String {
     format!(
         "the database holds version {stored} of this read model and this server has version {code}: a newer \
          server runs on this database (rebuild the read model to go back)"
@@ -366,16 +414,16 @@ fn newer_version(stored: i64, code: i64) -> String {
 }
 
 /// A checkpoint as committed.
-struct Committed {
-    name: String,
-    version: i64,
-    position: i64,
+pub(crate) struct Committed {
+    pub(crate) name: String,
+    pub(crate) version: i64,
+    pub(crate) position: i64,
 }
 
 /// Read the committed checkpoints (one, or all) and lock them until the transaction ends:
 /// PostgreSQL row locks in name order (two processes never deadlock on them); on SQLite the
 /// transaction already holds the database's write lock (`BEGIN IMMEDIATE`).
-async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Committed>, ProjectionError> {
+pub(crate) async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Committed>, ProjectionError> {
     let lock = if tx.is_postgres() { " FOR UPDATE" } else { "" };
     let rows = match name {
         Some(n) => {
@@ -421,7 +469,7 @@ async fn clear_tables(tx: &mut ReadTx, p: &dyn Projection) -> Result<(), Project
 /// The columns of `projection_checkpoints`.
 const CHECKPOINT_COLUMNS: [&str; 4] = ["name", "version", "position", "updated_at"];
 
-async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) -> Result<(), ProjectionError> {
+pub(crate) async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) -> Result<(), ProjectionError> {
     tx.upsert(
         "projection_checkpoints",
         &CHECKPOINT_COLUMNS,
@@ -444,7 +492,7 @@ async fn reload(inner: &Inner) -> Result<(), ProjectionError> {
     Ok(())
 }
 
-fn publish(inner: &Inner, state: &[ProjectionStatus]) {
+pub(crate) fn publish(inner: &Inner, state: &[ProjectionStatus]) {
     let min = state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min().unwrap_or(i64::MAX);
     inner.progress.send_if_modified(|p| {
         let changed = *p != min;
@@ -523,7 +571,7 @@ async fn read_pages(
     }
 }
 
-fn micros_since(start: Instant) -> u64 {
+pub(crate) fn micros_since(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
@@ -533,7 +581,7 @@ fn add_micros(timings: &Mutex<RunnerTimings>, start: Instant, field: impl FnOnce
 }
 
 /// Aborts the task when dropped (a failed or stopped catch-up leaves no reader behind).
-struct AbortOnDrop<T>(JoinHandle<T>);
+pub(crate) struct AbortOnDrop<T>(pub(crate) JoinHandle<T>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
@@ -565,12 +613,18 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
 /// Apply `batch` to every healthy projection from its committed checkpoint (see the module
 /// doc), in one transaction with the checkpoints.
 async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
+    if inner.options.bulk && inner.db.is_postgres() {
+        return crate::parallel::apply_batch(inner, batch).await;
+    }
     let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
     let positions: Vec<(i64, bool)> = {
         let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         state.iter().map(|s| (s.position, s.failed.is_some())).collect()
     };
     let mut tx = inner.db.begin().await?;
+    if inner.options.bulk {
+        tx.execute(&format!("PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT}"), &[]).await?;
+    }
     let committed = lock_checkpoints(&mut tx, None).await?;
     let mut failures = Vec::new();
     let mut advanced = Vec::new();
