@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(postgres, RECORDED_POSTGRES);
     }
 
-    const RECORDED_SQLITE: [&str; 10] = [
+    const RECORDED_SQLITE: [&str; 11] = [
         "c47c7b2eb67d5e6075beb55d5ec9b6aab0fadeb5e17dbed4a0a3ff5d1841f976ee78d2dc998defa8b51914ed040606df",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -217,9 +217,10 @@ mod tests {
         "5fbf32f28ec194e469ebe632872499c930d98c909729045b86352a4639716bce0a887ef9dd2f56d4ba607d066db7c969",
         "d8a042bdb58d8deba605044782ee87417e24fb02ed24a3b42cce27e535779db38b5e48b9ead8ad1781229c405fde107c",
         "39be24d67b8b6e26b1fcf79945d063776945d8bc1cbce8a797d9f47cc7a26e8bc4c5d53b4c3c7cb16f88a3e614f848d2",
+        "5a6144ef69aa0105dcbe246e316d22f88bcec8c5bf0ea9d952c47afaf92f87e03c8f568f30a37b559a57f3e5e8cd7cfd",
     ];
 
-    const RECORDED_POSTGRES: [&str; 10] = [
+    const RECORDED_POSTGRES: [&str; 11] = [
         "a310766a893f218cda81d192a0f2f8624956b837d5b22624efcf3d3fc6f4281b4b8c109f6024bb27cd1b1f2238d3b29f",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -230,5 +231,6 @@ mod tests {
         "5fbf32f28ec194e469ebe632872499c930d98c909729045b86352a4639716bce0a887ef9dd2f56d4ba607d066db7c969",
         "d8a042bdb58d8deba605044782ee87417e24fb02ed24a3b42cce27e535779db38b5e48b9ead8ad1781229c405fde107c",
         "39be24d67b8b6e26b1fcf79945d063776945d8bc1cbce8a797d9f47cc7a26e8bc4c5d53b4c3c7cb16f88a3e614f848d2",
+        "5a6144ef69aa0105dcbe246e316d22f88bcec8c5bf0ea9d952c47afaf92f87e03c8f568f30a37b559a57f3e5e8cd7cfd",
     ];
 }
