@@ -106,7 +106,9 @@ pub(crate) async fn restore(db: &ReadDb) -> Result<usize, ProjectionError> {
             return Err(ProjectionError::Invalid("projection_dropped_indexes: a row without name or statement".into()));
         };
         let Some(rest) = plain_create(create_sql) else {
-            return Err(ProjectionError::Invalid(format!("projection_dropped_indexes: `{name}` is not a CREATE INDEX")));
+            return Err(ProjectionError::Invalid(format!(
+                "projection_dropped_indexes: `{name}` is not a CREATE INDEX"
+            )));
         };
         // Someone may have created it meanwhile (by hand, or an older build's migration).
         tx.execute(&format!("CREATE INDEX IF NOT EXISTS {rest}"), &[]).await?;

@@ -469,7 +469,11 @@ async fn clear_tables(tx: &mut ReadTx, p: &dyn Projection) -> Result<(), Project
 /// The columns of `projection_checkpoints`.
 const CHECKPOINT_COLUMNS: [&str; 4] = ["name", "version", "position", "updated_at"];
 
-pub(crate) async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) -> Result<(), ProjectionError> {
+pub(crate) async fn write_checkpoint(
+    tx: &mut ReadTx,
+    p: &dyn Projection,
+    position: i64,
+) -> Result<(), ProjectionError> {
     tx.upsert(
         "projection_checkpoints",
         &CHECKPOINT_COLUMNS,
