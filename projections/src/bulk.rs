@@ -69,10 +69,12 @@ fn plain_create(sql: &str) -> Option<&str> {
     (sql.len() > head.len() && sql[..head.len()].eq_ignore_ascii_case(head)).then(|| &sql[head.len()..])
 }
 
-/// Drop the secondary indexes of `tables`, recording each to be restored. Returns how many.
-pub(crate) async fn drop_indexes(db: &ReadDb, tables: &[&str]) -> Result<usize, ProjectionError> {
+/// Drop the secondary indexes of `tables` but those in `kept`, recording each to be restored.
+/// Returns how many.
+pub(crate) async fn drop_indexes(db: &ReadDb, tables: &[&str], kept: &[&str]) -> Result<usize, ProjectionError> {
     let mut tx = db.begin().await?;
-    let indexes = secondary_indexes(&mut tx, tables).await?;
+    let mut indexes = secondary_indexes(&mut tx, tables).await?;
+    indexes.retain(|i| !kept.contains(&i.name.as_str()));
     for index in &indexes {
         tx.execute(
             "INSERT INTO projection_dropped_indexes (index_name, table_name, create_sql) VALUES ($1, $2, $3) \

@@ -229,8 +229,10 @@ impl ProjectionRunner {
             .filter(|p| name.is_none_or(|n| n == p.name()))
             .flat_map(|p| p.tables().iter().copied())
             .collect();
+        let kept: Vec<&str> =
+            self.inner.projections.iter().flat_map(|p| p.bulk_kept_indexes().iter().copied()).collect();
         let db = &self.inner.db;
-        let dropped = crate::bulk::drop_indexes(db, &tables).await?;
+        let dropped = crate::bulk::drop_indexes(db, &tables, &kept).await?;
         let head = self.inner.store.head_position().await;
         let applied = match head {
             Ok(head) => run_until(&self.inner, Some(head)).await.map(|()| head),
