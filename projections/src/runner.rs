@@ -231,25 +231,34 @@ impl ProjectionRunner {
             .collect();
         let kept: Vec<&str> =
             self.inner.projections.iter().flat_map(|p| p.bulk_kept_indexes().iter().copied()).collect();
+        let result = self.load_without_indexes(&tables, &kept).await;
+        if was_running {
+            self.spawn();
+        }
+        result
+    }
+
+    /// The body of [`rebuild_bulk`](Self::rebuild_bulk) once the tables are empty: drop the
+    /// indexes, apply up to the head, create them again (also when applying failed).
+    async fn load_without_indexes(&self, tables: &[&str], kept: &[&str]) -> Result<i64, ProjectionError> {
         let db = &self.inner.db;
-        let dropped = crate::bulk::drop_indexes(db, &tables, &kept).await?;
-        let head = self.inner.store.head_position().await;
-        let applied = match head {
+        let dropped = crate::bulk::drop_indexes(db, tables, kept).await?;
+        let applied = match self.inner.store.head_position().await {
             Ok(head) => run_until(&self.inner, Some(head)).await.map(|()| head),
             Err(e) => Err(e.into()),
         };
         let restored = crate::bulk::restore(db).await;
-        if !db.is_postgres() {
-            // The WAL holds the last checkpoint's worth of pages: copy them now, not in a
-            // reader's way later.
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).await?;
-        }
+        let checkpointed = if db.is_postgres() {
+            Ok(0)
+        } else {
+            // The WAL holds up to a checkpoint's worth of pages: copy them into the database
+            // now rather than in a reader's way later.
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).await
+        };
         tracing::debug!(dropped, "bulk rebuild: secondary indexes dropped and created again");
         let head = applied?;
         restored?;
-        if was_running {
-            self.spawn();
-        }
+        checkpointed?;
         Ok(head)
     }
 
