@@ -203,12 +203,14 @@ fn for_sqlite(sql: &str) -> Cow<'_, str> {
 fn decode_sqlite(row: &SqliteRow) -> Row {
     let mut out = Vec::with_capacity(row.columns().len());
     for i in 0..row.columns().len() {
-        let kind =
-            row.try_get_raw(i).map(|v| if v.is_null() { "NULL".to_string() } else { v.type_info().name().to_string() });
-        let value = match kind.as_deref() {
-            Ok("INTEGER") => row.try_get::<i64, _>(i).map(SqlValue::Int).unwrap_or(SqlValue::Null),
-            Ok("REAL") => row.try_get::<f64, _>(i).map(SqlValue::Float).unwrap_or(SqlValue::Null),
-            Ok("TEXT") => row.try_get::<String, _>(i).map(SqlValue::Text).unwrap_or(SqlValue::Null),
+        // The type's name is borrowed, not copied: this runs for every cell a rebuild reads.
+        let value = match row.try_get_raw(i) {
+            Ok(v) if !v.is_null() => match v.type_info().name() {
+                "INTEGER" => row.try_get::<i64, _>(i).map(SqlValue::Int).unwrap_or(SqlValue::Null),
+                "REAL" => row.try_get::<f64, _>(i).map(SqlValue::Float).unwrap_or(SqlValue::Null),
+                "TEXT" => row.try_get::<String, _>(i).map(SqlValue::Text).unwrap_or(SqlValue::Null),
+                _ => SqlValue::Null,
+            },
             _ => SqlValue::Null,
         };
         out.push(value);

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod analytics;
 pub mod briefs;
 pub mod budgets;
+mod bulk;
 pub mod chains;
 pub mod checksum;
 mod columns;
@@ -20,9 +21,11 @@ pub mod groups;
 pub mod notifications;
 pub mod operations;
 pub mod page;
+mod parallel;
 pub mod projection;
 mod read;
 pub mod runner;
+mod runner_state;
 mod select;
 mod staging;
 pub mod tasks;
@@ -32,7 +35,8 @@ use std::sync::Arc;
 pub use db::{ReadDb, ReadTx, Row, SqlValue};
 pub use error::ProjectionError;
 pub use projection::Projection;
-pub use runner::{ProjectionRunner, ProjectionStatus, RunnerOptions, RunnerTimings};
+pub use runner::{BULK_WAL_AUTOCHECKPOINT, ProjectionRunner};
+pub use runner_state::{ProjectionStatus, RunnerOptions, RunnerTimings};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {

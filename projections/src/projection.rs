@@ -24,6 +24,11 @@ pub trait Projection: Send + Sync + 'static {
     fn handles(&self, _event_type: &str) -> bool {
         true
     }
+    /// Secondary indexes its `apply` reads through (a lookup by a column its table's primary key
+    /// does not lead with): a bulk load keeps them, and drops the others (see `bulk`).
+    fn bulk_kept_indexes(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Apply one batch.
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError>;
 }

@@ -34,84 +34,20 @@ use std::{
 use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::{EventFilter, EventStore};
 use futures_util::{FutureExt, StreamExt};
-use tokio::{
-    sync::{mpsc, watch},
-    task::JoinHandle,
-};
+use tokio::sync::{mpsc, watch};
 
+use crate::runner_state::{
+    AbortOnDrop, CHECKPOINT_COLUMNS, Inner, ProjectionStatus, RunnerOptions, RunnerTimings, lock_checkpoints,
+    micros_since, newer_version, now_micros, publish, write_checkpoint,
+};
 use crate::{
     db::{ReadDb, ReadTx, SqlValue},
     error::ProjectionError,
     projection::Projection,
 };
 
-/// Tunables of the runner.
-#[derive(Debug, Clone)]
-pub struct RunnerOptions {
-    /// Most events applied in one transaction (default 2,000).
-    pub batch_size: usize,
-    /// Wait after a database failure before resuming (default 500 ms).
-    pub retry_delay: Duration,
-}
-
-impl Default for RunnerOptions {
-    fn default() -> Self {
-        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500) }
-    }
-}
-
-impl RunnerOptions {
-    /// For a rebuild that no server waits on (`agentlog-replay rebuild`): batches of 20,000
-    /// events, so a rebuild commits ten times less often and writes a row that many events
-    /// change once per batch. Three batches of decoded events are in memory at once (a peak of
-    /// 0.7–0.9 GB at 0.3–1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
-    /// the write lock, and appends wait.
-    pub fn bulk() -> Self {
-        Self { batch_size: 20_000, ..Self::default() }
-    }
-}
-
-/// Where one projection stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectionStatus {
-    /// Its name.
-    pub name: &'static str,
-    /// Its code version.
-    pub version: i32,
-    /// The last position applied.
-    pub position: i64,
-    /// Why it stopped, when it failed.
-    pub failed: Option<String>,
-    /// Events handed to it since the runner was created.
-    pub applied_events: u64,
-    /// Time spent in its `apply` since the runner was created, in microseconds.
-    pub apply_micros: u64,
-}
-
-/// Where a runner's time went since it was created (microseconds); the time in each
-/// projection's `apply` is in its [`ProjectionStatus`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunnerTimings {
-    /// Batches committed.
-    pub batches: u64,
-    /// Waiting for the log reader during catch-up (reading the log is slower than applying).
-    pub read_wait_micros: u64,
-    /// Writing checkpoints and committing.
-    pub commit_micros: u64,
-}
-
-struct Inner {
-    store: Arc<dyn EventStore>,
-    db: ReadDb,
-    projections: Vec<Arc<dyn Projection>>,
-    options: RunnerOptions,
-    state: Mutex<Vec<ProjectionStatus>>,
-    timings: Mutex<RunnerTimings>,
-    progress: watch::Sender<i64>,
-    /// Bumped whenever any checkpoint or failure changes (for waits on named projections).
-    changes: watch::Sender<u64>,
-    task: Mutex<Option<JoinHandle<()>>>,
-}
+/// SQLite's WAL auto-checkpoint during a bulk load, in pages (400 MB of 4 KiB pages).
+pub const BULK_WAL_AUTOCHECKPOINT: u32 = 100_000;
 
 /// Runs projections; cheap to clone.
 #[derive(Clone)]
@@ -202,6 +138,55 @@ impl ProjectionRunner {
             self.spawn();
         }
         Ok(())
+    }
+
+    /// Empty the named projection (all when `None`) and apply the log from position 0 up to its
+    /// current head as a bulk load: the emptied tables' secondary indexes are dropped first and
+    /// created again at the end (also when applying fails; a process that dies meanwhile leaves
+    /// them to the next runner that starts, see [`crate::bulk`]). For a rebuild no server waits
+    /// on (`agentlog-replay rebuild`): until it ends, the tables' queries have no indexes.
+    /// Returns the head reached.
+    pub async fn rebuild_bulk(&self, name: Option<&str>) -> Result<i64, ProjectionError> {
+        self.rebuild(name).await?;
+        let was_running = self.stop().await;
+        let tables: Vec<&str> = self
+            .inner
+            .projections
+            .iter()
+            .filter(|p| name.is_none_or(|n| n == p.name()))
+            .flat_map(|p| p.tables().iter().copied())
+            .collect();
+        let kept: Vec<&str> =
+            self.inner.projections.iter().flat_map(|p| p.bulk_kept_indexes().iter().copied()).collect();
+        let result = self.load_without_indexes(&tables, &kept).await;
+        if was_running {
+            self.spawn();
+        }
+        result
+    }
+
+    /// The body of [`rebuild_bulk`](Self::rebuild_bulk) once the tables are empty: drop the
+    /// indexes, apply up to the head, create them again (also when applying failed).
+    async fn load_without_indexes(&self, tables: &[&str], kept: &[&str]) -> Result<i64, ProjectionError> {
+        let db = &self.inner.db;
+        let dropped = crate::bulk::drop_indexes(db, tables, kept).await?;
+        let applied = match self.inner.store.head_position().await {
+            Ok(head) => run_until(&self.inner, Some(head)).await.map(|()| head),
+            Err(e) => Err(e.into()),
+        };
+        let restored = crate::bulk::restore(db).await;
+        let checkpointed = if db.is_postgres() {
+            Ok(0)
+        } else {
+            // The WAL holds up to a checkpoint's worth of pages: copy them into the database
+            // now rather than in a reader's way later.
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).await
+        };
+        tracing::debug!(dropped, "bulk rebuild: secondary indexes dropped and created again");
+        let head = applied?;
+        restored?;
+        checkpointed?;
+        Ok(head)
     }
 
     /// Stop following. Returns whether it was running. A batch in flight is rolled back.
@@ -317,6 +302,7 @@ impl ProjectionRunner {
     /// projection is marked failed here instead.
     async fn load_checkpoints(&self) -> Result<(), ProjectionError> {
         let db = &self.inner.db;
+        crate::bulk::restore(db).await?;
         for p in &self.inner.projections {
             let mut tx = db.begin().await?;
             let created = tx
@@ -354,49 +340,6 @@ impl ProjectionRunner {
     }
 }
 
-fn now_micros() -> SqlValue {
-    SqlValue::Int(chrono::Utc::now().timestamp_micros())
-}
-
-fn newer_version(stored: i64, code: i64) -> String {
-    format!(
-        "the database holds version {stored} of this read model and this server has version {code}: a newer \
-         server runs on this database (rebuild the read model to go back)"
-    )
-}
-
-/// A checkpoint as committed.
-struct Committed {
-    name: String,
-    version: i64,
-    position: i64,
-}
-
-/// Read the committed checkpoints (one, or all) and lock them until the transaction ends:
-/// PostgreSQL row locks in name order (two processes never deadlock on them); on SQLite the
-/// transaction already holds the database's write lock (`BEGIN IMMEDIATE`).
-async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Committed>, ProjectionError> {
-    let lock = if tx.is_postgres() { " FOR UPDATE" } else { "" };
-    let rows = match name {
-        Some(n) => {
-            let sql = format!("SELECT name, version, position FROM projection_checkpoints WHERE name = $1{lock}");
-            tx.fetch(&sql, &[n.into()]).await?
-        }
-        None => {
-            let sql = format!("SELECT name, version, position FROM projection_checkpoints ORDER BY name{lock}");
-            tx.fetch(&sql, &[]).await?
-        }
-    };
-    Ok(rows
-        .iter()
-        .map(|r| Committed {
-            name: r.str(0).unwrap_or_default().to_string(),
-            version: r.i64(1).unwrap_or(0),
-            position: r.i64(2).unwrap_or(0),
-        })
-        .collect())
-}
-
 /// Empty a projection's tables and set its checkpoint to 0 at its current version.
 async fn reset(db: &ReadDb, p: &dyn Projection) -> Result<(), ProjectionError> {
     let mut tx = db.begin().await?;
@@ -418,19 +361,6 @@ async fn clear_tables(tx: &mut ReadTx, p: &dyn Projection) -> Result<(), Project
     Ok(())
 }
 
-/// The columns of `projection_checkpoints`.
-const CHECKPOINT_COLUMNS: [&str; 4] = ["name", "version", "position", "updated_at"];
-
-async fn write_checkpoint(tx: &mut ReadTx, p: &dyn Projection, position: i64) -> Result<(), ProjectionError> {
-    tx.upsert(
-        "projection_checkpoints",
-        &CHECKPOINT_COLUMNS,
-        &["name"],
-        &[vec![p.name().into(), p.version().into(), position.into(), now_micros()]],
-    )
-    .await
-}
-
 /// Re-read committed checkpoints into memory (after a start, a reset or a failed batch).
 async fn reload(inner: &Inner) -> Result<(), ProjectionError> {
     let rows = inner.db.fetch("SELECT name, position FROM projection_checkpoints", &[]).await?;
@@ -442,16 +372,6 @@ async fn reload(inner: &Inner) -> Result<(), ProjectionError> {
     }
     publish(inner, &state);
     Ok(())
-}
-
-fn publish(inner: &Inner, state: &[ProjectionStatus]) {
-    let min = state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min().unwrap_or(i64::MAX);
-    inner.progress.send_if_modified(|p| {
-        let changed = *p != min;
-        *p = min;
-        changed
-    });
-    inner.changes.send_modify(|g| *g = g.wrapping_add(1));
 }
 
 /// Apply the log from the lowest checkpoint, until `until` (inclusive) or for ever.
@@ -523,22 +443,9 @@ async fn read_pages(
     }
 }
 
-fn micros_since(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
 fn add_micros(timings: &Mutex<RunnerTimings>, start: Instant, field: impl FnOnce(&mut RunnerTimings) -> &mut u64) {
     let mut t = timings.lock().unwrap_or_else(|p| p.into_inner());
     *field(&mut t) += micros_since(start);
-}
-
-/// Aborts the task when dropped (a failed or stopped catch-up leaves no reader behind).
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Follow the log live after `from`, applying what has arrived in batches of at most
@@ -565,12 +472,18 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
 /// Apply `batch` to every healthy projection from its committed checkpoint (see the module
 /// doc), in one transaction with the checkpoints.
 async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
+    if inner.options.bulk && inner.db.is_postgres() {
+        return crate::parallel::apply_batch(inner, batch).await;
+    }
     let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
     let positions: Vec<(i64, bool)> = {
         let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         state.iter().map(|s| (s.position, s.failed.is_some())).collect()
     };
     let mut tx = inner.db.begin().await?;
+    if inner.options.bulk {
+        tx.execute(&format!("PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT}"), &[]).await?;
+    }
     let committed = lock_checkpoints(&mut tx, None).await?;
     let mut failures = Vec::new();
     let mut advanced = Vec::new();

@@ -1,5 +1,7 @@
 //! `agentlog-replay rebuild [--projection NAME]`: empty one read model (or all) and apply the
-//! log again from position 0, with a progress bar. A running server notices the checkpoint
+//! log again from position 0 as a bulk load (`ProjectionRunner::rebuild_bulk`: batches of
+//! 20,000, secondary indexes dropped and created again at the end, projections in parallel on
+//! PostgreSQL), with a progress bar. A running server notices the checkpoint
 //! move back and applies along from the committed checkpoints (each event once), but its
 //! queries see the read model empty and filling meanwhile: stop it first for a quiet rebuild.
 
@@ -75,7 +77,6 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
     let head = store.head_position().await.context("reading the log head")?;
     let db = ReadDb::from(store.database());
     let runner = ProjectionRunner::new(store, db, all, RunnerOptions::bulk());
-    runner.rebuild(projection).await.context("emptying the read models")?;
     let bar = output::progress(u64::try_from(head).unwrap_or(0), "rebuild", json);
     let mut progress = runner.watch_position();
     let watcher_bar = bar.clone();
@@ -87,10 +88,11 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
             }
         }
     });
-    let reached = runner.catch_up().await;
+    // A bulk load: the emptied tables' secondary indexes are dropped, then created again.
+    let reached = runner.rebuild_bulk(projection).await;
     watcher.abort();
     bar.finish_and_clear();
-    let reached = reached.context("applying the log")?;
+    let reached = reached.context("rebuilding the read models")?;
     let failed: Vec<String> =
         runner.status().into_iter().filter_map(|s| s.failed.map(|reason| format!("{}: {reason}", s.name))).collect();
     if !failed.is_empty() {

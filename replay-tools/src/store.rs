@@ -32,7 +32,9 @@ pub async fn open(url: &str, create: Create) -> anyhow::Result<Arc<dyn EventStor
         // A CLI process does not need to hear about other instances' appends quickly.
         listen_notify: false,
         poll_interval: Duration::from_secs(5),
-        read_connections: 4,
+        // A bulk rebuild on PostgreSQL applies every projection at once, each on a connection
+        // of its own, beside the log's reader.
+        read_connections: 8,
         ..StoreOptions::default()
     };
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))

@@ -120,7 +120,10 @@ async fn compare_groups(
 ) -> anyhow::Result<()> {
     for (position, projections) in groups {
         let prefix: Arc<dyn EventStore> = Arc::new(LogPrefix { inner: Arc::clone(store), up_to: position });
-        let runner = ProjectionRunner::new(prefix, scratch.clone(), projections.clone(), RunnerOptions::default());
+        // A bulk load into the scratch tables, in batches of 5,000: three batches of decoded
+        // events are in memory at once, and verify's memory must not grow with the log.
+        let options = RunnerOptions { batch_size: 5_000, ..RunnerOptions::bulk() };
+        let runner = ProjectionRunner::new(prefix, scratch.clone(), projections.clone(), options);
         let bar = output::progress(u64::try_from(position).unwrap_or(0), "rebuild", json);
         let mut progress = runner.watch_position();
         let watcher_bar = bar.clone();
@@ -132,7 +135,7 @@ async fn compare_groups(
                 }
             }
         });
-        let caught_up = runner.catch_up().await;
+        let caught_up = runner.rebuild_bulk(None).await;
         watcher.abort();
         bar.finish_and_clear();
         if let Err(e) = caught_up {

@@ -61,6 +61,10 @@ impl Projection for ConversationsProjection {
         // Tracked operations are the operations read model's business.
         event_type.starts_with("conversation.") && event_type != "conversation.operation_attached"
     }
+    fn bulk_kept_indexes(&self) -> &'static [&'static str] {
+        // The tree cache reads a topic's messages changed since its cached version.
+        &["conversation_messages_by_change"]
+    }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_batch::<E>(events)?;
         let mut b = Batch::default();

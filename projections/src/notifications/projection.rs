@@ -118,6 +118,10 @@ impl Projection for NotificationsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("notification.")
     }
+    fn bulk_kept_indexes(&self) -> &'static [&'static str] {
+        // Mark-all-read, archive-all and purge update a user's rows by `user_id`.
+        &["notifications_by_dedupe_key"]
+    }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_batch::<E>(events)?;
         let mut rows = Staged::<NotificationRow>::new();

@@ -45,6 +45,10 @@ impl Projection for TasksProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("task.")
     }
+    fn bulk_kept_indexes(&self) -> &'static [&'static str] {
+        // A batch loads the topic links of the topics it names (the key leads with the task).
+        &["task_topics_by_topic"]
+    }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_batch::<E>(events)?;
         let mut batch = Batch::default();

@@ -2,7 +2,8 @@
 //! aggregate, 5,000+ events) is appended while the projections follow it live — and the runner
 //! is killed between batches and in the middle of one, then restarted from its checkpoints —
 //! and the result equals, table by table (order-independent checksums), a rebuild of every
-//! projection from position 0 into a fresh database.
+//! projection from position 0 into a fresh database. Then a bulk rebuild of the live tables
+//! beside a second instance, and one killed midway, end with the same tables and indexes.
 
 use std::{
     collections::BTreeMap,
@@ -48,6 +49,9 @@ impl Projection for Tripwire {
     fn handles(&self, event_type: &str) -> bool {
         self.inner.handles(event_type)
     }
+    fn bulk_kept_indexes(&self) -> &'static [&'static str] {
+        self.inner.bulk_kept_indexes()
+    }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
         // The projections before this one have written into the open transaction already.
         self.inner.apply(tx, events).await?;
@@ -67,7 +71,7 @@ fn workload() -> &'static Workload {
 }
 
 fn runner(log: &TestLog, db: &ReadDb, projections: Vec<Arc<dyn Projection>>, batch_size: usize) -> ProjectionRunner {
-    let options = RunnerOptions { batch_size, retry_delay: Duration::from_millis(20) };
+    let options = RunnerOptions { batch_size, retry_delay: Duration::from_millis(20), bulk: false };
     ProjectionRunner::new(Arc::clone(&log.store), db.clone(), projections, options)
 }
 
@@ -164,6 +168,90 @@ async fn live_with_kills_equals_rebuild(log: TestLog, fresh: TestLog) {
     for table in ["conversation_messages", "chains", "analytics_rollups"] {
         assert!(want.get(table).is_some_and(|c| c.rows > 0), "{table} is empty");
     }
+    let indexes = secondary_indexes(&fresh_db).await;
+    assert!(indexes.len() > 20, "{indexes:?}");
+    assert_eq!(secondary_indexes(&db).await, indexes);
+
+    // 6. a bulk rebuild of the live tables (secondary indexes dropped and created again; on
+    //    PostgreSQL each projection in its own transaction, all at once) while a second
+    //    instance catches up on the same tables: each event is applied once, and the tables and
+    //    their indexes equal the rebuild's
+    let bulk_options = || RunnerOptions { batch_size: 300, ..RunnerOptions::bulk() };
+    let bulk = ProjectionRunner::new(Arc::clone(&log.store), db.clone(), all_projections(), bulk_options());
+    let other = runner(&log, &db, all_projections(), 250);
+    let mut progress = bulk.watch_position();
+    let (rebuilt, caught_up) = tokio::join!(bulk.rebuild_bulk(None), async {
+        progress.wait_for(|p| *p > 0).await.unwrap();
+        other.catch_up().await
+    });
+    assert_eq!(rebuilt.unwrap(), head);
+    assert_eq!(caught_up.unwrap(), head);
+    assert!(bulk.status().iter().chain(other.status().iter()).all(|s| s.failed.is_none() && s.position == head));
+    assert_same(&checksums(&db).await, &want, "bulk rebuild beside another instance");
+    assert_eq!(secondary_indexes(&db).await, indexes, "the indexes are back");
+    assert_eq!(dropped_indexes(&db).await, 0);
+
+    // 7. a bulk rebuild killed in the middle of a batch leaves the indexes dropped; the next
+    //    runner that starts creates them again, and finishes from the checkpoints
+    let tripped = Arc::new(Notify::new());
+    let mut projections = all_projections();
+    let last = projections.pop().unwrap();
+    projections.push(Arc::new(Tripwire {
+        inner: last,
+        calls: Arc::new(AtomicUsize::new(0)),
+        trip_at: 3,
+        tripped: Arc::clone(&tripped),
+    }));
+    let killed = ProjectionRunner::new(Arc::clone(&log.store), db.clone(), projections, bulk_options());
+    let rebuilding = tokio::spawn(async move { killed.rebuild_bulk(None).await });
+    tokio::time::timeout(WAIT, tripped.notified()).await.expect("the tripwire was reached");
+    rebuilding.abort();
+    assert!(rebuilding.await.is_err(), "killed");
+    let mut kept: Vec<String> =
+        all_projections().iter().flat_map(|p| p.bulk_kept_indexes().iter().map(|i| i.to_string())).collect();
+    kept.sort();
+    assert_eq!(kept.len(), 3);
+    assert_eq!(secondary_indexes(&db).await, kept.iter().filter(|i| indexes.contains(i)).cloned().collect::<Vec<_>>());
+    assert_eq!(dropped_indexes(&db).await, indexes.len() - kept.len(), "the others dropped while it ran");
+    let restarted = runner(&log, &db, all_projections(), 500);
+    restarted.start().await.unwrap();
+    assert_eq!(secondary_indexes(&db).await, indexes, "created again at start");
+    assert_eq!(dropped_indexes(&db).await, 0);
+    restarted.wait_for(head, WAIT).await.unwrap();
+    restarted.stop().await;
+    assert_same(&checksums(&db).await, &want, "after a killed bulk rebuild");
+}
+
+fn assert_same(got: &BTreeMap<String, TableChecksum>, want: &BTreeMap<String, TableChecksum>, when: &str) {
+    let differ: Vec<String> = want
+        .iter()
+        .filter(|(t, c)| got.get(*t) != Some(*c))
+        .map(|(t, c)| format!("{t}: got {:?} rebuilt {c}", got.get(t).map(ToString::to_string)))
+        .collect();
+    assert!(differ.is_empty(), "{when}: read models differ from a rebuild:\n{}", differ.join("\n"));
+}
+
+/// The plain secondary indexes of the read-model tables, by name.
+async fn secondary_indexes(db: &ReadDb) -> Vec<String> {
+    let tables: Vec<String> = all_tables().iter().map(|t| format!("'{t}'")).collect();
+    let sql = if db.is_postgres() {
+        format!(
+            "SELECT indexname::TEXT FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN ({}) \
+             AND indexdef LIKE 'CREATE INDEX %' ORDER BY 1",
+            tables.join(", ")
+        )
+    } else {
+        format!(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ({}) AND sql LIKE 'CREATE INDEX %' \
+             ORDER BY 1",
+            tables.join(", ")
+        )
+    };
+    db.fetch(&sql, &[]).await.unwrap().iter().map(|r| r.str(0).unwrap().to_string()).collect()
+}
+
+async fn dropped_indexes(db: &ReadDb) -> usize {
+    db.fetch("SELECT index_name FROM projection_dropped_indexes", &[]).await.unwrap().len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,174 @@
+//! What the runner keeps and shares with the parallel applier: its options, each projection's
+//! status and checkpoint, timings, and the checkpoint rows' reads and writes.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use agentlog_eventlog::EventStore;
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    db::{ReadDb, ReadTx, SqlValue},
+    error::ProjectionError,
+    projection::Projection,
+};
+
+/// Tunables of the runner.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Most events applied in one transaction (default 2,000).
+    pub batch_size: usize,
+    /// Wait after a database failure before resuming (default 500 ms).
+    pub retry_delay: Duration,
+    /// Tuned for loading much of the log at once with no server waiting (default off): on
+    /// SQLite the WAL is checkpointed every [`BULK_WAL_AUTOCHECKPOINT`] pages instead of every
+    /// 1,000 (each page a batch rewrites is copied into the database once per checkpoint, not
+    /// once per batch); on PostgreSQL each projection applies a batch in its own transaction,
+    /// all at once, each with its own checkpoint row.
+    pub bulk: bool,
+}
+
+impl Default for RunnerOptions {
+    fn default() -> Self {
+        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500), bulk: false }
+    }
+}
+
+impl RunnerOptions {
+    /// For a rebuild that no server waits on (`agentlog-replay rebuild`): batches of 20,000
+    /// events, so a rebuild commits ten times less often and writes a row that many events
+    /// change once per batch. Three batches of decoded events are in memory at once (a peak of
+    /// 0.7–0.9 GB at 0.3–1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
+    /// the write lock, and appends wait.
+    pub fn bulk() -> Self {
+        Self { batch_size: 20_000, bulk: true, ..Self::default() }
+    }
+}
+
+/// Where one projection stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectionStatus {
+    /// Its name.
+    pub name: &'static str,
+    /// Its code version.
+    pub version: i32,
+    /// The last position applied.
+    pub position: i64,
+    /// Why it stopped, when it failed.
+    pub failed: Option<String>,
+    /// Events handed to it since the runner was created.
+    pub applied_events: u64,
+    /// Time spent in its `apply` since the runner was created, in microseconds.
+    pub apply_micros: u64,
+}
+
+/// Where a runner's time went since it was created (microseconds); the time in each
+/// projection's `apply` is in its [`ProjectionStatus`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunnerTimings {
+    /// Batches committed.
+    pub batches: u64,
+    /// Waiting for the log reader during catch-up (reading the log is slower than applying).
+    pub read_wait_micros: u64,
+    /// Writing checkpoints and committing.
+    pub commit_micros: u64,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn EventStore>,
+    pub(crate) db: ReadDb,
+    pub(crate) projections: Vec<Arc<dyn Projection>>,
+    pub(crate) options: RunnerOptions,
+    pub(crate) state: Mutex<Vec<ProjectionStatus>>,
+    pub(crate) timings: Mutex<RunnerTimings>,
+    pub(crate) progress: watch::Sender<i64>,
+    /// Bumped whenever any checkpoint or failure changes (for waits on named projections).
+    pub(crate) changes: watch::Sender<u64>,
+    pub(crate) task: Mutex<Option<JoinHandle<()>>>,
+}
+
+pub(crate) fn newer_version(stored: i64, code: i64) -> String {
+    format!(
+        "the database holds version {stored} of this read model and this server has version {code}: a newer \
+         server runs on this database (rebuild the read model to go back)"
+    )
+}
+
+/// A checkpoint as committed.
+pub(crate) struct Committed {
+    pub(crate) name: String,
+    pub(crate) version: i64,
+    pub(crate) position: i64,
+}
+
+/// Read the committed checkpoints (one, or all) and lock them until the transaction ends:
+/// PostgreSQL row locks in name order (two processes never deadlock on them); on SQLite the
+/// transaction already holds the database's write lock (`BEGIN IMMEDIATE`).
+pub(crate) async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Committed>, ProjectionError> {
+    let lock = if tx.is_postgres() { " FOR UPDATE" } else { "" };
+    let rows = match name {
+        Some(n) => {
+            let sql = format!("SELECT name, version, position FROM projection_checkpoints WHERE name = $1{lock}");
+            tx.fetch(&sql, &[n.into()]).await?
+        }
+        None => {
+            let sql = format!("SELECT name, version, position FROM projection_checkpoints ORDER BY name{lock}");
+            tx.fetch(&sql, &[]).await?
+        }
+    };
+    Ok(rows
+        .iter()
+        .map(|r| Committed {
+            name: r.str(0).unwrap_or_default().to_string(),
+            version: r.i64(1).unwrap_or(0),
+            position: r.i64(2).unwrap_or(0),
+        })
+        .collect())
+}
+
+pub(crate) async fn write_checkpoint(
+    tx: &mut ReadTx,
+    p: &dyn Projection,
+    position: i64,
+) -> Result<(), ProjectionError> {
+    tx.upsert(
+        "projection_checkpoints",
+        &CHECKPOINT_COLUMNS,
+        &["name"],
+        &[vec![p.name().into(), p.version().into(), position.into(), now_micros()]],
+    )
+    .await
+}
+
+pub(crate) fn publish(inner: &Inner, state: &[ProjectionStatus]) {
+    let min = state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min().unwrap_or(i64::MAX);
+    inner.progress.send_if_modified(|p| {
+        let changed = *p != min;
+        *p = min;
+        changed
+    });
+    inner.changes.send_modify(|g| *g = g.wrapping_add(1));
+}
+
+pub(crate) fn micros_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Aborts the task when dropped (a failed or stopped catch-up leaves no reader behind).
+pub(crate) struct AbortOnDrop<T>(pub(crate) JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Now, as the checkpoint rows store it.
+pub(crate) fn now_micros() -> SqlValue {
+    SqlValue::Int(chrono::Utc::now().timestamp_micros())
+}
+
+/// The columns of `projection_checkpoints`.
+pub(crate) const CHECKPOINT_COLUMNS: [&str; 4] = ["name", "version", "position", "updated_at"];
