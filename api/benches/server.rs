@@ -166,10 +166,10 @@ async fn subscriber(
 /// The parse alone, in this process, on the topic's messages as the server reads them (its
 /// `messageMap`, in creation order): median of repeated runs, without and with writing the JSON.
 async fn parse_alone(client: &Client, topic: &str) -> Result<(), BoxError> {
-    let q = format!("{{ conversation(topicId: \"{topic}\") {{ messageMap }} }}");
+    let q = format!("{{ conversation(topicId: \"{topic}\") {{ tree {{ messageMap }} }} }}");
     let d = client.gql(&q, json!({})).await?;
     let mut messages: Vec<Value> =
-        d["conversation"]["messageMap"].as_object().map(|m| m.values().cloned().collect()).unwrap_or_default();
+        d["conversation"]["tree"]["messageMap"].as_object().map(|m| m.values().cloned().collect()).unwrap_or_default();
     messages.sort_by(|a, b| a["createdAt"].as_f64().unwrap_or(0.0).total_cmp(&b["createdAt"].as_f64().unwrap_or(0.0)));
     let messages: Vec<agentlog_conversation_flow::Value> = messages.into_iter().map(Into::into).collect();
     let runs = if messages.len() > 5_000 { 21 } else { 51 };
@@ -283,7 +283,16 @@ async fn measure(base: String, admin: String, user: String, subscribers: usize, 
                 let id = format!("c{c}-m{i}");
                 let role = if i % 2 == 0 { "user" } else { "assistant" };
                 let m = json!({"messageId": id, "role": role, "content": format!("message {i} with a little text"), "parentId": parent});
-                client.gql("mutation($m: JSON!) { appendMessage(topicId: \"bench-topic-10k\", message: $m) { position } }", json!({"m": m})).await?;
+                // Eight writers on one stream: a CONFLICT (the stream kept changing) wrote
+                // nothing, and a client sends it again, as any client would.
+                let q = "mutation($m: JSON!) { appendMessage(topicId: \"bench-topic-10k\", message: $m) { position } }";
+                let mut attempt = 0;
+                while let Err(e) = client.gql(q, json!({"m": m})).await {
+                    attempt += 1;
+                    if attempt > 20 || !e.to_string().contains("CONFLICT") {
+                        return Err(e);
+                    }
+                }
                 parent = Some(id);
             }
             Ok::<_, BoxError>(())
