@@ -42,13 +42,3 @@ impl From<agentlog_domain::error::DomainError> for ReactorError {
         Self::Command(ApiError::Domain(e))
     }
 }
-
-impl ReactorError {
-    /// The use-case error inside, if this is one (to tell a refusal from a failure).
-    pub fn as_command(&self) -> Option<&ApiError> {
-        match self {
-            Self::Command(e) => Some(e),
-            _ => None,
-        }
-    }
-}
