@@ -185,25 +185,29 @@ try {
     on: ta,
   });
   const briefId = `brief-${ta}`;
-  await gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, {
-    i: {
-      briefId,
-      type: "result",
-      title: `${ta} done`,
-      summary: "Finished.",
-      taskId: ta,
-      actions: [
-        { key: "approve", label: "Approve", type: "resolve" },
-        { key: "comment", label: "Comment", type: "comment" },
-        { key: "open", label: "Open", type: "link", url: "javascript:alert(document.cookie)" },
-        { key: "docs", label: "Docs", type: "link", url: "http://127.0.0.1:9/docs" },
-      ],
-    },
+  const resultBrief = (open) => ({
+    briefId,
+    type: "result",
+    title: `${ta} done`,
+    summary: "Finished.",
+    taskId: ta,
+    actions: [
+      { key: "approve", label: "Approve", type: "resolve" },
+      { key: "comment", label: "Comment", type: "comment" },
+      { key: "open", label: "Open", type: "link", url: open },
+      { key: "docs", label: "Docs", type: "link", url: "http://127.0.0.1:9/docs" },
+    ],
   });
+  // The server refuses a script URL, so the page never has one to draw.
+  await assert.rejects(
+    gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, { i: resultBrief("javascript:alert(document.cookie)") }),
+    /VALIDATION/,
+  );
+  await gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, { i: resultBrief(`/tasks/${ta}`) });
   const brief = page.locator(`li[data-brief="${briefId}"]`);
   await brief.waitFor({ timeout: 3000 });
-  // A link action is a link only to http(s); a script URL is not shown at all.
   assert.equal(await brief.locator('a[href^="javascript"]').count(), 0);
+  assert.equal(await brief.getByRole("link", { name: "Open" }).getAttribute("href"), `/tasks/${ta}`);
   assert.equal(await brief.getByRole("link", { name: "Docs" }).getAttribute("href"), "http://127.0.0.1:9/docs");
   await brief.getByRole("button", { name: "Approve" }).click();
   await brief.getByText("Resolved: approve").waitFor({ timeout: 3000 });
@@ -235,10 +239,14 @@ try {
   });
   await page.getByRole("link", { name: "Schedules" }).click();
   const job = page.locator(`tr[data-job="${jobId}"]`);
+  const next = (await gql(userToken, `query($id: String!) { cronJob(id: $id) { nextFireAt } }`, { id: jobId })).cronJob.nextFireAt;
+  assert.ok(next, "an enabled job fires next");
+  await job.locator(`[data-next-fire="${next}"]`).waitFor();
   await job.getByRole("button", { name: "Enabled" }).click();
   await job.getByRole("button", { name: "Disabled" }).waitFor({ timeout: 3000 });
   const enabled = async () => (await gql(userToken, `query($id: String!) { cronJob(id: $id) { enabled } }`, { id: jobId })).cronJob.enabled;
   assert.equal(await enabled(), false);
+  await job.locator('[data-next-fire=""]').waitFor({ timeout: 3000 });
   await shot(page, "schedules");
 
   step("analytics: a finished run is counted and charted");

@@ -5,14 +5,18 @@
 //!   `maxExecutions` resets `remainingExecutions`;
 //! - a fire counts one execution, and a job whose remaining executions reach 0 disables itself;
 //! - reset re-enables it and restores its counters;
-//! - [`should_fire`] is the pure fire rule (pattern, enabled, remaining, conditions).
+//! - [`should_fire`] is the pure fire rule (pattern, enabled, remaining, conditions), and
+//!   [`next_fire_at`] the forward search for the next minute it holds.
 //!
 //! The fire event's id is derived from the job and the minute it fires for, so two scheduler
 //! instances firing the same minute write one event.
 
 pub mod conditions;
+pub mod next_fire;
 pub mod pattern;
 
+#[cfg(test)]
+mod next_fire_tests;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +24,7 @@ use chrono::{DateTime, Datelike, FixedOffset, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use conditions::{ActiveHours, ExecutionConditions, FireSkip};
+pub use next_fire::next_fire_at;
 use pattern::CronPattern;
 
 use crate::aggregate::{Aggregate, DomainEvent};
