@@ -320,18 +320,53 @@ try {
   if (shots) await giql.screenshot({ path: `${shots}/graphiql.png`, mask: [giql.getByText(`Bearer ${userToken}`)] });
   await giql.context().close();
 
-  step("a narrow window and the dark theme");
-  const narrow = await newPage({ viewport: { width: 390, height: 800 }, colorScheme: "dark" });
-  await narrow.goto(`${base}/`);
-  await narrow.evaluate((t) => sessionStorage.setItem("agentlog.token", t), userToken);
-  await narrow.goto(`${base}/runs/${encodeURIComponent(id)}`);
-  await narrow.getByRole("heading", { name: "Timeline" }).waitFor();
-  const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a narrow window`);
-  const bg = await narrow.evaluate(() => getComputedStyle(document.body).backgroundColor);
-  assert.notEqual(bg, "rgb(255, 255, 255)", "dark theme");
-  await shot(narrow, "run-narrow-dark");
-  await narrow.context().close();
+  step("every page at 1280×800 and in a narrow window, light and dark: no sideways scroll, no error");
+  const everyPage = [
+    ["runs", "/runs", "Runs"],
+    ["run", `/runs/${encodeURIComponent(id)}`, "Timeline"],
+    ["inbox", "/inbox", "Inbox"],
+    ["tasks", "/tasks", "Tasks"],
+    ["task", `/tasks/${encodeURIComponent(tb)}`, "Dependencies"],
+    ["conversations", "/conversations", "Conversations"],
+    ["conversation", `/conversations/${encodeURIComponent(topic)}`, "Release notes"],
+    ["schedules", "/schedules", "Schedules"],
+    ["analytics", "/analytics", "Analytics"],
+    ["log", "/log", "Log"],
+  ];
+  const variants = [
+    { width: 1280, height: 800, colorScheme: "light" },
+    { width: 1280, height: 800, colorScheme: "dark" },
+    { width: 420, height: 860, colorScheme: "light" },
+    { width: 420, height: 860, colorScheme: "dark" },
+  ];
+  // Screenshots of these pages narrow and dark too (docs/console/*-narrow-dark.png).
+  const narrowShots = new Set(["runs", "run", "inbox", "task", "schedules"]);
+  for (const v of variants) {
+    const p = await newPage({ viewport: { width: v.width, height: v.height }, colorScheme: v.colorScheme });
+    await p.goto(`${base}/`);
+    await p.evaluate((t) => sessionStorage.setItem("agentlog.token", t), userToken);
+    for (const [name, path, heading] of everyPage) {
+      await p.goto(`${base}${path}`);
+      await p.getByRole("heading", { name: heading }).first().waitFor();
+      await p.waitForTimeout(250);
+      const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${name} at ${v.width}px (${v.colorScheme}) is ${overflow}px wider than the window`);
+      const bg = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      if (v.colorScheme === "dark") assert.notEqual(bg, "rgb(255, 255, 255)", `${name}: dark theme`);
+      else assert.equal(bg, "rgb(255, 255, 255)", `${name}: light theme`);
+      if (v.width < 1280 && v.colorScheme === "dark" && narrowShots.has(name)) await shot(p, `${name}-narrow-dark`);
+    }
+    await p.context().close();
+  }
+
+  step("the task's dependency graph: a node per task, an arrow per dependency, each node a link");
+  await page.goto(`${base}/tasks/${encodeURIComponent(tb)}`);
+  const graph = page.getByRole("group", { name: "Dependencies of this task" });
+  await graph.locator(`[data-node="${ta}"]`).waitFor();
+  await graph.locator(`[data-edge="${ta}>${tb}"]`).waitFor();
+  await graph.locator(`a[data-node="${ta}"]`).focus();
+  await page.keyboard.press("Enter");
+  await page.waitForURL(new RegExp(`/tasks/${ta}$`));
 
   step("sign-out forgets the token");
   await page.getByRole("button", { name: "Sign out" }).click();
