@@ -449,7 +449,12 @@ impl Operation {
     /// absent) after stream version `afterVersion` (0, the start, when absent); the next page
     /// is after the last event's `streamVersion`.
     #[graphql(complexity = "super::cost::log_read(first, 500, child_complexity)")]
-    async fn history(&self, ctx: &Context<'_>, first: Option<i32>, after_version: Option<i64>) -> GqlResult<Vec<Event>> {
+    async fn history(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after_version: Option<i64>,
+    ) -> GqlResult<Vec<Event>> {
         let first = page_size(ctx, first.or(Some(500)))?;
         let after = after_version.unwrap_or(0);
         if after < 0 {

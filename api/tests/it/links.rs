@@ -7,8 +7,7 @@ use serde_json::json;
 use crate::support::{Db, Server, error_code};
 
 const BRIEF: &str = "mutation($i: JSON!) { createBrief(input: $i) { position } }";
-const NOTIFY: &str =
-    "mutation($u: String) { createNotification(input: {category: \"c\", type: \"t\", title: \"T\", body: \"B\", actionUrl: $u}) { position } }";
+const NOTIFY: &str = "mutation($u: String) { createNotification(input: {category: \"c\", type: \"t\", title: \"T\", body: \"B\", actionUrl: $u}) { position } }";
 const HEAD: &str = "{ headPosition }";
 
 fn brief(id: &str, url: &str) -> serde_json::Value {
@@ -21,7 +20,14 @@ async fn only_http_and_relative_links_are_written(db: Db) {
     let alice = s.user_token("alice").await;
     s.data(Some(&alice), "mutation { createConversation(topicId: \"t1\") { position } }", json!({})).await;
     let head = s.data(Some(&alice), HEAD, json!({})).await["headPosition"].clone();
-    for url in ["javascript:alert(1)", "JavaScript:alert(1)", "java\tscript:alert(1)", " javascript:x", "data:text/html,<b>x</b>", "vbscript:x"] {
+    for url in [
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        "java\tscript:alert(1)",
+        " javascript:x",
+        "data:text/html,<b>x</b>",
+        "vbscript:x",
+    ] {
         let r = s.gql(Some(&alice), BRIEF, brief("b-bad", url)).await;
         assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{url:?}: {r}");
         assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("http(s)")), "{r}");

@@ -27,7 +27,8 @@ async fn a_cron_jobs_next_fire_follows_its_zone_and_conditions(db: Db) {
     let alice = s.user_token("alice").await;
     let now = Utc::now();
     let mut expected = Vec::new();
-    for (id, zone) in [("utc", chrono_tz::UTC), ("tokyo", chrono_tz::Asia::Tokyo), ("ny", chrono_tz::America::New_York)] {
+    for (id, zone) in [("utc", chrono_tz::UTC), ("tokyo", chrono_tz::Asia::Tokyo), ("ny", chrono_tz::America::New_York)]
+    {
         let (at, weekday) = nine_three_days_on(zone, now);
         let job = json!({"jobId": id, "agentId": "a1", "pattern": "0 9 * * *", "timezone": zone.name(),
             "content": "report", "enabled": true, "conditions": {"activeDays": [weekday]}});
@@ -38,7 +39,13 @@ async fn a_cron_jobs_next_fire_follows_its_zone_and_conditions(db: Db) {
     let d = s.data(Some(&alice), JOBS, json!({})).await;
     let listed: Vec<(String, Option<DateTime<Utc>>)> = d["cronJobs"]["edges"]
         .as_array()
-        .map(|e| e.iter().map(|n| (n["node"]["jobId"].as_str().unwrap_or_default().to_string(), instant(&n["node"]["nextFireAt"]))).collect())
+        .map(|e| {
+            e.iter()
+                .map(|n| {
+                    (n["node"]["jobId"].as_str().unwrap_or_default().to_string(), instant(&n["node"]["nextFireAt"]))
+                })
+                .collect()
+        })
         .unwrap_or_default();
     for (id, at) in &expected {
         assert!(listed.contains(&(id.to_string(), Some(*at))), "{id} {at}: {d}");
@@ -47,7 +54,9 @@ async fn a_cron_jobs_next_fire_follows_its_zone_and_conditions(db: Db) {
     assert_eq!(expected[1].1.format("%H:%M").to_string(), "00:00");
 
     // Disabled: none; enabled again: the same instant.
-    let d = s.data(Some(&alice), "mutation { disableCronJob(id: \"ny\") { cronJob { enabled nextFireAt } } }", json!({})).await;
+    let d = s
+        .data(Some(&alice), "mutation { disableCronJob(id: \"ny\") { cronJob { enabled nextFireAt } } }", json!({}))
+        .await;
     assert_eq!(d["disableCronJob"]["cronJob"], json!({"enabled": false, "nextFireAt": null}), "{d}");
     let d = s.data(Some(&alice), "mutation { enableCronJob(id: \"ny\") { cronJob { nextFireAt } } }", json!({})).await;
     assert_eq!(instant(&d["enableCronJob"]["cronJob"]["nextFireAt"]), Some(expected[2].1), "{d}");

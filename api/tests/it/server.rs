@@ -169,14 +169,16 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     let (mut paged, mut after) = (Vec::new(), 0);
     loop {
         let q = "query($a: Int) { operation(id: \"op-a\") { history(first: 2, afterVersion: $a) { eventType streamVersion } } }";
-        let page = s.data(Some(&alice), q, json!({"a": after})).await["operation"]["history"].as_array().unwrap().clone();
+        let page =
+            s.data(Some(&alice), q, json!({"a": after})).await["operation"]["history"].as_array().unwrap().clone();
         let Some(last) = page.last() else { break };
         after = last["streamVersion"].as_i64().unwrap();
         assert!(page.len() <= 2);
         paged.extend(page);
     }
     assert_eq!(paged, all);
-    let r = s.gql(Some(&alice), "{ operation(id: \"op-a\") { history(afterVersion: -1) { eventType } } }", json!({})).await;
+    let r =
+        s.gql(Some(&alice), "{ operation(id: \"op-a\") { history(afterVersion: -1) { eventType } } }", json!({})).await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
 
     // the chain of the claim: one source and what it caused

@@ -125,10 +125,21 @@ fn a_result_brief_offers_approve_and_comment() {
 #[test]
 fn link_urls_are_http_or_relative() {
     use crate::values::is_safe_link;
-    for ok in ["https://example.com/a", "HTTP://x", "/settings/billing", "runs/1", "?q=1", "#top", "/a:b"] {
+    for ok in
+        ["https://example.com/a", "HTTP://x", "/settings/billing", "runs/1", "?q=1", "#top", "/a:b"]
+    {
         assert!(is_safe_link(ok), "{ok}");
     }
-    for bad in ["javascript:alert(1)", "JavaScript:x", "java\tscript:x", " javascript:x", "data:text/html,x", "vbscript:x", "x:y", ""] {
+    for bad in [
+        "javascript:alert(1)",
+        "JavaScript:x",
+        "java\tscript:x",
+        " javascript:x",
+        "data:text/html,x",
+        "vbscript:x",
+        "x:y",
+        "",
+    ] {
         assert!(!is_safe_link(bad), "{bad}");
     }
     let mut hostile = match create(BriefType::Result) {

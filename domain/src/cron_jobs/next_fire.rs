@@ -6,7 +6,9 @@
 //! The zone is any `chrono::TimeZone` (the api passes chrono-tz's): the domain holds no
 //! time-zone database, and `now` is passed in.
 
-use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDateTime, NaiveTime, TimeZone, Timelike, Utc};
+use chrono::{
+    DateTime, Datelike, Duration, LocalResult, NaiveDateTime, NaiveTime, TimeZone, Timelike, Utc,
+};
 
 use super::{CronJob, pattern::CronPattern};
 
@@ -54,11 +56,17 @@ pub fn next_fire_at<Z: TimeZone>(
 
 /// The instant local `slot` falls on that is after `now`: of a repeated minute the first one
 /// still ahead; none in a gap.
-fn instant_after<Z: TimeZone>(zone: &Z, slot: NaiveDateTime, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+fn instant_after<Z: TimeZone>(
+    zone: &Z,
+    slot: NaiveDateTime,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
     let utc = |t: DateTime<Z>| t.with_timezone(&Utc);
     match zone.from_local_datetime(&slot) {
         LocalResult::Single(t) => Some(utc(t)),
-        LocalResult::Ambiguous(first, second) => Some(if utc(first.clone()) > now { utc(first) } else { utc(second) }),
+        LocalResult::Ambiguous(first, second) => {
+            Some(if utc(first.clone()) > now { utc(first) } else { utc(second) })
+        }
         LocalResult::None => None,
     }
     .filter(|t| *t > now)

@@ -40,9 +40,17 @@ fn a_minute_in_the_spring_gap_is_skipped() {
 fn a_repeated_hour_fires_once() {
     // 2026-11-01 02:00 EDT falls back to 01:00 EST: 01:30 happens twice.
     let mut j = job("30 1 * * *", ExecutionConditions::default());
-    assert_eq!(next(&j, &New_York, utc(2026, 11, 1, 5, 0)), Some(utc(2026, 11, 1, 5, 30)), "the first 01:30");
+    assert_eq!(
+        next(&j, &New_York, utc(2026, 11, 1, 5, 0)),
+        Some(utc(2026, 11, 1, 5, 30)),
+        "the first 01:30"
+    );
     j.last_executed_at = Some(utc(2026, 11, 1, 5, 30));
-    assert_eq!(next(&j, &New_York, utc(2026, 11, 1, 6, 0)), Some(utc(2026, 11, 2, 6, 30)), "not the second");
+    assert_eq!(
+        next(&j, &New_York, utc(2026, 11, 1, 6, 0)),
+        Some(utc(2026, 11, 2, 6, 30)),
+        "not the second"
+    );
     // Never fired and past the first 01:30: the second one is still ahead.
     j.last_executed_at = None;
     assert_eq!(next(&j, &New_York, utc(2026, 11, 1, 6, 10)), Some(utc(2026, 11, 1, 6, 30)));
@@ -62,9 +70,15 @@ fn conditions_move_it_to_the_next_allowed_minute() {
     // Tuesday 18:30 → Wednesday 09:00; Tuesday 10:05 → 11:00, or Wednesday once fired today.
     assert_eq!(next(&j, &Tz::UTC, utc(2026, 12, 1, 18, 30)), Some(utc(2026, 12, 2, 9, 0)));
     assert_eq!(next(&j, &Tz::UTC, utc(2026, 12, 1, 10, 5)), Some(utc(2026, 12, 1, 11, 0)));
-    assert_eq!(next_fire_at(&j, &Tz::UTC, utc(2026, 12, 1, 10, 5), 1), Some(utc(2026, 12, 2, 9, 0)));
+    assert_eq!(
+        next_fire_at(&j, &Tz::UTC, utc(2026, 12, 1, 10, 5), 1),
+        Some(utc(2026, 12, 2, 9, 0))
+    );
     // Night hours wrap past midnight.
-    j.conditions = ExecutionConditions { active_hours: Some(ActiveHours { start: 22, end: 6 }), ..Default::default() };
+    j.conditions = ExecutionConditions {
+        active_hours: Some(ActiveHours { start: 22, end: 6 }),
+        ..Default::default()
+    };
     assert_eq!(next(&j, &Tz::UTC, utc(2026, 12, 1, 6, 0)), Some(utc(2026, 12, 1, 22, 0)));
 }
 
@@ -78,7 +92,11 @@ fn disabled_used_up_or_never_matching_jobs_have_none() {
     j.enabled = true;
     j.remaining_executions = Some(0);
     assert_eq!(next(&j, &New_York, now), None);
-    assert_eq!(next(&job("0 0 30 2 *", ExecutionConditions::default()), &New_York, now), None, "Feb 30");
+    assert_eq!(
+        next(&job("0 0 30 2 *", ExecutionConditions::default()), &New_York, now),
+        None,
+        "Feb 30"
+    );
 }
 
 #[test]
@@ -89,7 +107,11 @@ fn the_forward_search_mirrors_the_backward_one() {
     while let Some(s) = p.earliest_at_or_after(t, end) {
         let back = p.latest_at_or_before(s, t);
         assert_eq!(back, Some(s), "{s}");
-        assert_eq!(p.latest_at_or_before(s - chrono::Duration::minutes(1), t), None, "nothing between {t} and {s}");
+        assert_eq!(
+            p.latest_at_or_before(s - chrono::Duration::minutes(1), t),
+            None,
+            "nothing between {t} and {s}"
+        );
         t = s + chrono::Duration::minutes(1);
     }
 }
