@@ -10,29 +10,29 @@ use chrono::{
     DateTime, Datelike, Duration, LocalResult, NaiveDateTime, NaiveTime, TimeZone, Timelike, Utc,
 };
 
-use super::{CronJob, pattern::CronPattern};
+use super::{conditions::ExecutionConditions, pattern::CronPattern};
 
-/// How far ahead [`next_fire_at`] looks; a job with no fire within it has none.
+/// How far ahead [`next_slot`] looks; a schedule with no fire within it has none.
 pub const HORIZON_DAYS: i64 = 366;
 
-/// The instant `job` fires next after `now` in `zone`, having fired `fires_today` times on
-/// now's local day; `None` when it is disabled, used up, or fires within no [`HORIZON_DAYS`].
-pub fn next_fire_at<Z: TimeZone>(
-    job: &CronJob,
+/// The instant a schedule of `pattern` under `conditions`, last fired at `last`, fires next
+/// after `now` in `zone`, having fired `fires_today` times on now's local day; `None` when the
+/// pattern does not parse or nothing fires within [`HORIZON_DAYS`].
+pub fn next_slot<Z: TimeZone>(
+    pattern: &str,
+    conditions: &ExecutionConditions,
+    last: Option<DateTime<Utc>>,
     zone: &Z,
     now: DateTime<Utc>,
     fires_today: u32,
 ) -> Option<DateTime<Utc>> {
-    if !job.enabled || job.deleted || job.remaining_executions == Some(0) {
-        return None;
-    }
-    let pattern = CronPattern::parse(&job.pattern).ok()?;
+    let pattern = CronPattern::parse(pattern).ok()?;
     let local = |t: DateTime<Utc>| t.with_timezone(zone).naive_local();
     let today = local(now).date();
-    let after = job.last_executed_at.map_or(local(now), |last| local(last).max(local(now)));
+    let after = last.map_or(local(now), |last| local(last).max(local(now)));
     let mut from = after.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
     let horizon = from + Duration::days(HORIZON_DAYS);
-    let c = &job.conditions;
+    let c = conditions;
     while let Some(slot) = pattern.earliest_at_or_after(from, horizon) {
         let date = slot.date();
         let weekday = date.weekday().num_days_from_sunday() as u8;
