@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/console/*.png: the browser test (api/tests/it/console.rs) against a real
-# server, saving each page it visits at 1280×800 (and one narrow, dark one). Needs Node,
+# server, saving each page it visits at 1280×800 (and a few 420 px wide, dark). Needs Node,
 # `npm ci --prefix console` and Chromium (`apt-get install chromium`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

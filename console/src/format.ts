@@ -29,3 +29,10 @@ export function when(t?: string | null): string {
 export function pretty(v: unknown): string {
   return JSON.stringify(v, null, 2);
 }
+
+/** `url` if a page may link to it (http(s) or relative, as the server enforces), else null. */
+export function safeHref(url?: string | null): string | null {
+  if (!url || /[\s\u0000-\u001f\u007f-\u009f]/.test(url)) return null;
+  const m = /^([^:/?#]*):/.exec(url);
+  return !m || /^https?$/i.test(m[1]) ? url : null;
+}

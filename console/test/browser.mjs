@@ -185,25 +185,29 @@ try {
     on: ta,
   });
   const briefId = `brief-${ta}`;
-  await gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, {
-    i: {
-      briefId,
-      type: "result",
-      title: `${ta} done`,
-      summary: "Finished.",
-      taskId: ta,
-      actions: [
-        { key: "approve", label: "Approve", type: "resolve" },
-        { key: "comment", label: "Comment", type: "comment" },
-        { key: "open", label: "Open", type: "link", url: "javascript:alert(document.cookie)" },
-        { key: "docs", label: "Docs", type: "link", url: "http://127.0.0.1:9/docs" },
-      ],
-    },
+  const resultBrief = (open) => ({
+    briefId,
+    type: "result",
+    title: `${ta} done`,
+    summary: "Finished.",
+    taskId: ta,
+    actions: [
+      { key: "approve", label: "Approve", type: "resolve" },
+      { key: "comment", label: "Comment", type: "comment" },
+      { key: "open", label: "Open", type: "link", url: open },
+      { key: "docs", label: "Docs", type: "link", url: "http://127.0.0.1:9/docs" },
+    ],
   });
+  // The server refuses a script URL, so the page never has one to draw.
+  await assert.rejects(
+    gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, { i: resultBrief("javascript:alert(document.cookie)") }),
+    /VALIDATION/,
+  );
+  await gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, { i: resultBrief(`/tasks/${ta}`) });
   const brief = page.locator(`li[data-brief="${briefId}"]`);
   await brief.waitFor({ timeout: 3000 });
-  // A link action is a link only to http(s); a script URL is not shown at all.
   assert.equal(await brief.locator('a[href^="javascript"]').count(), 0);
+  assert.equal(await brief.getByRole("link", { name: "Open" }).getAttribute("href"), `/tasks/${ta}`);
   assert.equal(await brief.getByRole("link", { name: "Docs" }).getAttribute("href"), "http://127.0.0.1:9/docs");
   await brief.getByRole("button", { name: "Approve" }).click();
   await brief.getByText("Resolved: approve").waitFor({ timeout: 3000 });
@@ -235,10 +239,14 @@ try {
   });
   await page.getByRole("link", { name: "Schedules" }).click();
   const job = page.locator(`tr[data-job="${jobId}"]`);
+  const next = (await gql(userToken, `query($id: String!) { cronJob(id: $id) { nextFireAt } }`, { id: jobId })).cronJob.nextFireAt;
+  assert.ok(next, "an enabled job fires next");
+  await job.locator(`[data-next-fire="${next}"]`).waitFor();
   await job.getByRole("button", { name: "Enabled" }).click();
   await job.getByRole("button", { name: "Disabled" }).waitFor({ timeout: 3000 });
   const enabled = async () => (await gql(userToken, `query($id: String!) { cronJob(id: $id) { enabled } }`, { id: jobId })).cronJob.enabled;
   assert.equal(await enabled(), false);
+  await job.locator('[data-next-fire=""]').waitFor({ timeout: 3000 });
   await shot(page, "schedules");
 
   step("analytics: a finished run is counted and charted");
@@ -312,18 +320,53 @@ try {
   if (shots) await giql.screenshot({ path: `${shots}/graphiql.png`, mask: [giql.getByText(`Bearer ${userToken}`)] });
   await giql.context().close();
 
-  step("a narrow window and the dark theme");
-  const narrow = await newPage({ viewport: { width: 390, height: 800 }, colorScheme: "dark" });
-  await narrow.goto(`${base}/`);
-  await narrow.evaluate((t) => sessionStorage.setItem("agentlog.token", t), userToken);
-  await narrow.goto(`${base}/runs/${encodeURIComponent(id)}`);
-  await narrow.getByRole("heading", { name: "Timeline" }).waitFor();
-  const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a narrow window`);
-  const bg = await narrow.evaluate(() => getComputedStyle(document.body).backgroundColor);
-  assert.notEqual(bg, "rgb(255, 255, 255)", "dark theme");
-  await shot(narrow, "run-narrow-dark");
-  await narrow.context().close();
+  step("every page at 1280×800 and in a narrow window, light and dark: no sideways scroll, no error");
+  const everyPage = [
+    ["runs", "/runs", "Runs"],
+    ["run", `/runs/${encodeURIComponent(id)}`, "Timeline"],
+    ["inbox", "/inbox", "Inbox"],
+    ["tasks", "/tasks", "Tasks"],
+    ["task", `/tasks/${encodeURIComponent(tb)}`, "Dependencies"],
+    ["conversations", "/conversations", "Conversations"],
+    ["conversation", `/conversations/${encodeURIComponent(topic)}`, "Release notes"],
+    ["schedules", "/schedules", "Schedules"],
+    ["analytics", "/analytics", "Analytics"],
+    ["log", "/log", "Log"],
+  ];
+  const variants = [
+    { width: 1280, height: 800, colorScheme: "light" },
+    { width: 1280, height: 800, colorScheme: "dark" },
+    { width: 420, height: 860, colorScheme: "light" },
+    { width: 420, height: 860, colorScheme: "dark" },
+  ];
+  // Screenshots of these pages narrow and dark too (docs/console/*-narrow-dark.png).
+  const narrowShots = new Set(["runs", "run", "inbox", "task", "schedules"]);
+  for (const v of variants) {
+    const p = await newPage({ viewport: { width: v.width, height: v.height }, colorScheme: v.colorScheme });
+    await p.goto(`${base}/`);
+    await p.evaluate((t) => sessionStorage.setItem("agentlog.token", t), userToken);
+    for (const [name, path, heading] of everyPage) {
+      await p.goto(`${base}${path}`);
+      await p.getByRole("heading", { name: heading }).first().waitFor();
+      await p.waitForTimeout(250);
+      const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${name} at ${v.width}px (${v.colorScheme}) is ${overflow}px wider than the window`);
+      const bg = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      if (v.colorScheme === "dark") assert.notEqual(bg, "rgb(255, 255, 255)", `${name}: dark theme`);
+      else assert.equal(bg, "rgb(255, 255, 255)", `${name}: light theme`);
+      if (v.width < 1280 && v.colorScheme === "dark" && narrowShots.has(name)) await shot(p, `${name}-narrow-dark`);
+    }
+    await p.context().close();
+  }
+
+  step("the task's dependency graph: a node per task, an arrow per dependency, each node a link");
+  await page.goto(`${base}/tasks/${encodeURIComponent(tb)}`);
+  const graph = page.getByRole("group", { name: "Dependencies of this task" });
+  await graph.locator(`[data-node="${ta}"]`).waitFor();
+  await graph.locator(`[data-edge="${ta}>${tb}"]`).waitFor();
+  await graph.locator(`a[data-node="${ta}"]`).focus();
+  await page.keyboard.press("Enter");
+  await page.waitForURL(new RegExp(`/tasks/${ta}$`));
 
   step("sign-out forgets the token");
   await page.getByRole("button", { name: "Sign out" }).click();

@@ -1,7 +1,8 @@
 //! Value types several aggregates share: what a run ran under ([`AgentRef`]), what it used
 //! ([`Usage`]), how it was scored ([`ReviewScore`]) and what it hands to the next run
-//! ([`Handoff`]). They live here, not in one aggregate, so operations, tasks and budgets each
-//! depend on this module and not on each other.
+//! ([`Handoff`]), and which links a person may be sent to ([`is_safe_link`]). They live here,
+//! not in one aggregate, so operations, tasks and budgets each depend on this module and not on
+//! each other.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -150,5 +151,22 @@ fn add_measured(a: Option<u64>, b: Option<u64>) -> Option<u64> {
         (Some(x), Some(y)) => Some(x.saturating_add(y)),
         (x, None) => x,
         (None, y) => y,
+    }
+}
+
+/// May a page link to `url`: an `http(s)` address or a relative one? Any other scheme
+/// (`javascript:`, `data:`, …) is refused, and so are blanks and control characters, which
+/// browsers strip (`java\tscript:` is `javascript:` to them).
+pub fn is_safe_link(url: &str) -> bool {
+    if url.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
+    // A scheme is what precedes the first `:` when no `/`, `?` or `#` comes before it.
+    match url.find([':', '/', '?', '#']) {
+        Some(i) if url[i..].starts_with(':') => {
+            let scheme = &url[..i];
+            scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")
+        }
+        _ => true,
     }
 }

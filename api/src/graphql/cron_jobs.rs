@@ -1,6 +1,6 @@
 //! Cron jobs: an agent prompted on a schedule, in a time zone, under conditions.
 
-use agentlog_domain::cron_jobs::{CreateCronJob, CronCommand, CronJob};
+use agentlog_domain::cron_jobs::{CreateCronJob, CronCommand, CronJob, next_fire_at};
 use agentlog_projections::cron_jobs::{self, CronJobFilter, CronJobRow};
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
@@ -51,6 +51,10 @@ pub struct CronJobNode {
     pub conditions: Json<Value>,
     /// Last fire.
     pub last_executed_at: Option<DateTime<Utc>>,
+    /// When it fires next, after the moment of the read: its pattern in its time zone (a
+    /// daylight-saving gap skipped, a repeated hour fired once) under its conditions; absent
+    /// while disabled or used up, or when nothing matches within a year.
+    pub next_fire_at: Option<DateTime<Utc>>,
     /// Fires so far.
     pub total_executions: i64,
     /// Created.
@@ -59,9 +63,17 @@ pub struct CronJobNode {
     pub updated_at: DateTime<Utc>,
 }
 
+/// When the job fires next after `now` (`cron_jobs::next_fire_at`, in its zone).
+fn next_fire(j: &CronJobRow, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let zone = j.timezone.parse::<chrono_tz::Tz>().ok()?;
+    let today = now.with_timezone(&zone).date_naive().to_string();
+    next_fire_at(&j.to_domain(), &zone, now, j.fires_on(&today))
+}
+
 impl From<CronJobRow> for CronJobNode {
     fn from(j: CronJobRow) -> Self {
         Self {
+            next_fire_at: next_fire(&j, Utc::now()),
             global_id: global_id(NodeType::CronJob, &j.user_id, &j.job_id),
             conditions: json(&j.conditions),
             job_id: j.job_id,

@@ -445,12 +445,30 @@ impl Operation {
         Ok(connection(page, Operation::from))
     }
 
-    /// Every event of this operation's stream, oldest first.
+    /// This operation's stream, oldest first, a page at a time: `first` events (500 when
+    /// absent) after stream version `afterVersion` (0, the start, when absent); the next page
+    /// is after the last event's `streamVersion`.
     #[graphql(complexity = "super::cost::log_read(first, 500, child_complexity)")]
-    async fn history(&self, ctx: &Context<'_>, first: Option<i32>) -> GqlResult<Vec<Event>> {
+    async fn history(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after_version: Option<i64>,
+    ) -> GqlResult<Vec<Event>> {
         let first = page_size(ctx, first.or(Some(500)))?;
-        let events = app(ctx).store.read_stream(&operation_stream(&self.id), 1, first).await.map_err(ApiError::from)?;
+        let after = after_version.unwrap_or(0);
+        if after < 0 {
+            return Err(ApiError::validation("afterVersion", "must not be negative").into());
+        }
+        let stream = operation_stream(&self.id);
+        let events = app(ctx).store.read_stream(&stream, after.saturating_add(1), first).await.map_err(ApiError::from)?;
         Ok(events.into_iter().map(Event::from).collect())
+    }
+
+    /// How many events its stream holds (its last `streamVersion`), when read by
+    /// `operation(id)`; absent in lists.
+    async fn history_length(&self) -> Option<i64> {
+        self.stream_version
     }
 
     /// The operation as it was right after the event at `position` (a replay of its stream).

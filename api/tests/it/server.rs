@@ -162,6 +162,24 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     assert!(types.contains(&"operation.human_answered") && types.last() == Some(&"operation.completed"), "{types:?}");
     assert_eq!(d["operation"]["stateAt"]["status"], "running");
     assert_eq!(d["operation"]["stateAt"]["stepCount"], 2);
+    // the same history a page of 2 at a time, after the last stream version seen
+    let all: Vec<Value> = d["operation"]["history"].as_array().unwrap().clone();
+    let length = s.data(Some(&alice), "{ operation(id: \"op-a\") { historyLength } }", json!({})).await;
+    assert_eq!(length["operation"]["historyLength"].as_u64(), Some(all.len() as u64), "{length}");
+    let (mut paged, mut after) = (Vec::new(), 0);
+    loop {
+        let q = "query($a: Int) { operation(id: \"op-a\") { history(first: 2, afterVersion: $a) { eventType streamVersion } } }";
+        let page =
+            s.data(Some(&alice), q, json!({"a": after})).await["operation"]["history"].as_array().unwrap().clone();
+        let Some(last) = page.last() else { break };
+        after = last["streamVersion"].as_i64().unwrap();
+        assert!(page.len() <= 2);
+        paged.extend(page);
+    }
+    assert_eq!(paged, all);
+    let r =
+        s.gql(Some(&alice), "{ operation(id: \"op-a\") { history(afterVersion: -1) { eventType } } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
 
     // the chain of the claim: one source and what it caused
     let all = s

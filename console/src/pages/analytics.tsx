@@ -116,6 +116,7 @@ export function Analytics() {
             </>
           )}
           <h2>How runs ended</h2>
+          <div class="scroll">
           <table>
             <tbody>
               {Object.entries(report.total.completionReasons as Record<string, number>).map(([reason, n]) => (
@@ -126,6 +127,7 @@ export function Analytics() {
               ))}
             </tbody>
           </table>
+          </div>
         </>
       )}
     </section>

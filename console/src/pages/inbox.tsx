@@ -3,12 +3,12 @@
 import { useState } from "preact/hooks";
 import { gql, useLiveEvents, useQuery } from "../api";
 import { CardForm, type Card } from "../card";
-import { when } from "../format";
+import { safeHref, when } from "../format";
 
 const INBOX = `{
   pendingCards(first: 50) { nodes { operationId cardId kind title card askedAt deadline } }
   briefs(first: 50) { nodes { briefId type priority title summary actions taskId operationId resolvedAction resolvedComment resolvedAt createdAt origin { event { rootSourceId } } } }
-  notifications(first: 50) { nodes { notificationId category type title body isRead createdAt origin { event { rootSourceId } } } }
+  notifications(first: 50) { nodes { notificationId category type title body actionUrl isRead createdAt origin { event { rootSourceId } } } }
   unreadNotificationCount
 }`;
 const RESOLVE = `mutation($id: String!, $action: String!, $comment: String) { resolveBrief(id: $id, action: $action, comment: $comment) { position } }`;
@@ -62,11 +62,22 @@ function Brief({ b, onDone }: { b: any; onDone: () => void }) {
             Comment <input value={comment} onInput={(e) => setComment((e.target as HTMLInputElement).value)} />
           </label>
           {(b.actions as Action[]).map((a) =>
-            a.url && /^https?:\/\//i.test(a.url) ? (
-              <a key={a.key} href={a.url} data-external rel="noreferrer noopener">
+            safeHref(a.url) ? (
+              <a
+                key={a.key}
+                href={safeHref(a.url) ?? undefined}
+                target="_blank"
+                data-external
+                rel="noreferrer noopener"
+                onClick={() => act(a.key)}
+              >
                 {a.label}
               </a>
-            ) : a.url ? null : (
+            ) : a.url ? (
+              <button key={a.key} disabled title="Not an http(s) or relative link">
+                {a.label}
+              </button>
+            ) : (
               <button key={a.key} onClick={() => act(a.key)}>
                 {a.label}
               </button>
@@ -126,6 +137,11 @@ export function Inbox() {
             <li key={n.notificationId} class={n.isRead ? "read" : "unread"}>
               <strong>{n.title}</strong> <small>{n.category} · {when(n.createdAt)}</small>
               <p>{n.body}</p>
+              {safeHref(n.actionUrl) && (
+                <a href={safeHref(n.actionUrl) ?? undefined} data-external rel="noreferrer noopener">
+                  open
+                </a>
+              )}{" "}
               {n.origin && <a href={`/log?root=${n.origin.event.rootSourceId}`}>why?</a>}
             </li>
           ))}

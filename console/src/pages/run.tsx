@@ -1,11 +1,13 @@
-// A run: its figures, timeline (every event of its stream), the card it waits on, its
+// A run: its figures, timeline (its stream, a page at a time), the card it waits on, its
 // sub-agents as a tree, plan, todos, artifacts, scores, the config it ran under, and a
-// position slider showing its state at any event (`stateAt`, a replay of its stream).
+// position slider over its whole stream showing its state at any event (`stateAt`, a replay).
 import { useEffect, useState } from "preact/hooks";
 import { gql, useQuery, useSubscription } from "../api";
 import { CardForm, type Card } from "../card";
 import { cost, count, duration, pretty, when } from "../format";
 
+/** Timeline events read per page. */
+const PAGE = 200;
 const RUN = `query($id: String!) {
   operation(id: $id) {
     id userId status phase kind completionReason agentId agentConfigVersion model provider topicId taskId trigger
@@ -14,9 +16,12 @@ const RUN = `query($id: String!) {
     origin { path { position eventType streamId } }
     steps(first: 200) { nodes { stepIndex phase toolCalls toolCallCount totalTokens costMicros at position } }
     cards { cardId kind title outcome answer askedAt closedAt waitedMs }
-    history(first: 500) { position eventType recordedAt payload rootSourceId eventId }
+    historyLength
+    history(first: ${PAGE}) { position streamVersion eventType recordedAt payload rootSourceId eventId }
   }
 }`;
+const MORE = `query($id: String!, $after: Int!) { operation(id: $id) { history(first: ${PAGE}, afterVersion: $after) { position streamVersion eventType recordedAt payload rootSourceId eventId } } }`;
+const POSITION = `query($id: String!, $after: Int!) { operation(id: $id) { history(first: 1, afterVersion: $after) { position } } }`;
 /** The fields the slider shows, read from `stateAt`. */
 export const STATE_FIELDS = "status phase stepCount totalTokens costMicros toolCalls pendingCard plan todos completionReason";
 const STATE_AT = `query($id: String!, $p: Int!) { operation(id: $id) { stateAt(position: $p) { ${STATE_FIELDS} } } }`;
@@ -43,31 +48,36 @@ function SubTree({ id }: { id: string }) {
   );
 }
 
-/** The state at the slider's position. */
-function Replay({ id, positions }: { id: string; positions: number[] }) {
-  const [index, setIndex] = useState(positions.length - 1);
-  const at = positions[Math.min(index, positions.length - 1)];
+/** The state at the slider's position: the slider runs over every stream version; a
+ * version's global position comes from the loaded timeline or, beyond it, from one read. */
+function Replay({ id, length, known }: { id: string; length: number; known: Map<number, number> }) {
+  const [version, setVersion] = useState(length);
   // The state shown and the position it is for (the slider may move on before it arrives).
   const [shown, setShown] = useState<{ at: number; state: unknown } | null>(null);
   useEffect(() => {
     let live = true;
-    gql(STATE_AT, { id, p: at }).then((d) => live && setShown({ at, state: d.operation.stateAt }));
+    const position = known.has(version)
+      ? Promise.resolve(known.get(version)!)
+      : gql(POSITION, { id, after: version - 1 }).then((d) => d.operation.history[0]?.position as number);
+    position
+      .then((at) => gql(STATE_AT, { id, p: at }).then((d) => live && setShown({ at, state: d.operation.stateAt })))
+      .catch(() => live && setShown(null));
     return () => {
       live = false;
     };
-  }, [id, at]);
+  }, [id, version]);
   return (
     <section aria-labelledby="replay">
       <h2 id="replay">State at a position</h2>
       <label class="slider">
-        Position <output data-position>{at}</output>
+        Event <output data-version>{version}</output> of {length}, position <output data-position>{shown?.at ?? "…"}</output>
         <input
           type="range"
-          min={0}
-          max={positions.length - 1}
-          value={index}
+          min={1}
+          max={length}
+          value={version}
           aria-label="Event position"
-          onInput={(e) => setIndex(Number((e.target as HTMLInputElement).value))}
+          onInput={(e) => setVersion(Number((e.target as HTMLInputElement).value))}
         />
       </label>
       {shown ? <pre data-state={shown.at}>{pretty(shown.state)}</pre> : <p>Loading…</p>}
@@ -90,10 +100,26 @@ export function Run({ id }: { id: string }) {
   const run = useQuery(RUN, { id });
   useSubscription(CHANGED, { id }, () => run.reload());
   const [open, setOpen] = useState<number | null>(null);
+  // Pages after the first, read on "Load more" (events never change, so they stay valid).
+  const [more, setMore] = useState<{ id: string; events: any[] }>({ id, events: [] });
+  const [loading, setLoading] = useState(false);
   if (run.error && !run.data) return <p role="alert" class="error">{run.error.message}</p>;
   const o = run.data?.operation;
   if (!o) return <p>Loading…</p>;
-  const positions: number[] = o.history.map((e: any) => e.position);
+  const first: any[] = o.history;
+  const extra = more.id === id ? more.events.filter((e) => e.streamVersion > (first.at(-1)?.streamVersion ?? 0)) : [];
+  const history = [...first, ...extra];
+  const known = new Map<number, number>(history.map((e) => [e.streamVersion, e.position]));
+  const length: number = o.historyLength ?? history.length;
+  const loadMore = async () => {
+    setLoading(true);
+    try {
+      const d = await gql(MORE, { id, after: history.at(-1)?.streamVersion ?? 0 });
+      setMore({ id, events: [...extra, ...d.operation.history] });
+    } finally {
+      setLoading(false);
+    }
+  };
   return (
     <section>
       <h1>
@@ -176,8 +202,13 @@ export function Run({ id }: { id: string }) {
       )}
       <section aria-labelledby="timeline">
         <h2 id="timeline">Timeline</h2>
+        <p>
+          <small data-timeline-shown>
+            {history.length} of {length} events
+          </small>
+        </p>
         <ol class="timeline">
-          {o.history.map((e: any, i: number) => (
+          {history.map((e: any, i: number) => (
             <li key={e.position} data-event={e.eventType}>
               <button class="link" aria-expanded={open === i} onClick={() => setOpen(open === i ? null : i)}>
                 <span class="pos">#{e.position}</span> <strong>{e.eventType}</strong> <small>{when(e.recordedAt)}</small>
@@ -191,8 +222,13 @@ export function Run({ id }: { id: string }) {
             </li>
           ))}
         </ol>
+        {history.length < length && (
+          <button onClick={loadMore} disabled={loading}>
+            Load {Math.min(PAGE, length - history.length)} more
+          </button>
+        )}
       </section>
-      {positions.length > 0 && <Replay key={positions.length} id={o.id} positions={positions} />}
+      {length > 0 && <Replay key={`${id}:${length}`} id={o.id} length={length} known={known} />}
       <section aria-labelledby="steps">
         <h2 id="steps">Steps</h2>
         {o.steps.nodes.length === 0 && <p>No steps recorded.</p>}

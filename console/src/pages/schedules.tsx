@@ -1,11 +1,11 @@
-// Schedules: cron jobs (enabled or not, toggled here) and tasks that run on a heartbeat or a
-// schedule, with their next heartbeat.
+// Schedules: cron jobs (enabled or not, toggled here, with their next fire) and tasks that run
+// on a heartbeat or a schedule, with their next heartbeat.
 import { useState } from "preact/hooks";
 import { gql, useLiveEvents, useQuery } from "../api";
 import { when } from "../format";
 
 const SCHEDULES = `{
-  cronJobs(first: 200) { nodes { jobId agentId name pattern timezone content enabled remainingExecutions lastExecutedAt totalExecutions } }
+  cronJobs(first: 200) { nodes { jobId agentId name pattern timezone content enabled remainingExecutions lastExecutedAt nextFireAt totalExecutions } }
   tasks(first: 500) { nodes { taskId identifier name instruction status automationMode heartbeatIntervalSecs nextHeartbeatAt lastHeartbeatAt schedulePattern scheduleTimezone } }
 }`;
 const ENABLE = `mutation($id: String!) { enableCronJob(id: $id) { position } }`;
@@ -43,6 +43,7 @@ export function Schedules() {
               <th>Agent</th>
               <th>Pattern</th>
               <th>Last fired</th>
+              <th>Next fire</th>
               <th class="num">Fires</th>
               <th class="num">Left</th>
               <th>Enabled</th>
@@ -61,6 +62,7 @@ export function Schedules() {
                   <code>{j.pattern}</code> <small>{j.timezone}</small>
                 </td>
                 <td>{when(j.lastExecutedAt)}</td>
+                <td data-next-fire={j.nextFireAt ?? ""}>{j.enabled ? when(j.nextFireAt) : "–"}</td>
                 <td class="num">{j.totalExecutions}</td>
                 <td class="num">{j.remainingExecutions ?? "∞"}</td>
                 <td>

@@ -1,8 +1,10 @@
-// Tasks: a board by status (live), and one task with its dependencies, subtask layers, runs
-// (topics with hand-offs), comments and documents; a task is run from its page.
+// Tasks: a board by status (live), and one task with its dependencies and subtask layers drawn
+// as graphs, runs (topics with hand-offs and review scores), comments and documents; a task is
+// run from its page.
 import { useState } from "preact/hooks";
 import { ApiError, gql, useLiveEvents, useQuery } from "../api";
 import { pretty, when } from "../format";
+import { DepGraph, type GraphEdge, type GraphNode } from "../depgraph";
 
 const BOARD = `query($first: Int) { tasks(first: $first) { pageInfo { hasNextPage } nodes { taskId identifier name instruction status priority assigneeAgentId totalTopics updatedAt } } }`;
 const TASK = `query($id: String!) {
@@ -11,7 +13,8 @@ const TASK = `query($id: String!) {
     nextHeartbeatAt schedulePattern totalTopics maxTopics consecutiveFailures error createdAt startedAt completedAt
     dependencies { taskId dependsOnId kind } dependants { taskId dependsOnId kind }
     layers { layers totalRunnable alreadyDone cycles blockedByCycle blockedExternally ineligible }
-    topics(first: 100) { nodes { topicId seq operationId agentId status trigger handoff error } }
+    topics(first: 100) { nodes { topicId seq operationId agentId status trigger handoff error reviewScore reviewPassed startedAt endedAt } }
+    subtasks(first: 200) { nodes { taskId identifier status dependencies { dependsOnId kind } } }
     comments(first: 100) { nodes { commentId authorKind authorId content } }
     documents { documentId pinnedBy pinnedAt }
   }
@@ -59,6 +62,51 @@ export function Tasks() {
   );
 }
 
+const taskHref = (id: string) => `/tasks/${encodeURIComponent(id)}`;
+
+/** The task between what it depends on (left) and what depends on it (right). */
+function around(t: any): { nodes: GraphNode[]; edges: GraphEdge[] } {
+  const me: GraphNode = { id: t.taskId, label: t.identifier, status: t.status, column: t.dependencies.length ? 1 : 0 };
+  const nodes: GraphNode[] = [me];
+  const edges: GraphEdge[] = [];
+  for (const d of t.dependencies) {
+    nodes.push({ id: d.dependsOnId, label: `${d.dependsOnId} (${d.kind})`, href: taskHref(d.dependsOnId), column: 0 });
+    edges.push({ from: d.dependsOnId, to: t.taskId });
+  }
+  for (const d of t.dependants) {
+    nodes.push({ id: d.taskId, label: `${d.taskId} (${d.kind})`, href: taskHref(d.taskId), column: me.column + 1 });
+    edges.push({ from: t.taskId, to: d.taskId });
+  }
+  return t.dependencies.length + t.dependants.length ? { nodes, edges } : { nodes: [], edges: [] };
+}
+
+/** The subtasks in their layers (done ones first, then each layer; blocked ones last), with
+ * an arrow per `blocks` dependency between them. */
+function subtaskGraph(t: any): { nodes: GraphNode[]; edges: GraphEdge[] } {
+  const l = t.layers;
+  const done = l.alreadyDone.length ? 1 : 0;
+  const column = new Map<string, number>();
+  l.alreadyDone.forEach((id: string) => column.set(id, 0));
+  l.layers.forEach((layer: string[], i: number) => layer.forEach((id) => column.set(id, i + done)));
+  const last = l.layers.length + done;
+  const subtasks: any[] = t.subtasks.nodes;
+  const known = new Set(subtasks.map((s) => s.identifier));
+  const nodes: GraphNode[] = subtasks.map((s) => ({
+    id: s.taskId,
+    label: s.identifier,
+    status: s.status,
+    href: taskHref(s.taskId),
+    column: column.get(s.identifier) ?? last,
+  }));
+  // Deeper descendants are in the layers by identifier only.
+  for (const [id, c] of column) if (!known.has(id)) nodes.push({ id, label: id, column: c });
+  const ids = new Set(subtasks.map((s) => s.taskId));
+  const edges = subtasks.flatMap((s) =>
+    s.dependencies.filter((d: any) => d.kind === "blocks" && ids.has(d.dependsOnId)).map((d: any) => ({ from: d.dependsOnId, to: s.taskId })),
+  );
+  return { nodes, edges };
+}
+
 /** One task. */
 export function Task({ id }: { id: string }) {
   const q = useQuery(TASK, { id });
@@ -97,48 +145,38 @@ export function Task({ id }: { id: string }) {
       {t.error && <p class="error">{t.error}</p>}
       <section aria-labelledby="deps">
         <h2 id="deps">Dependencies</h2>
-        <div class="graph">
-          <ul aria-label="Depends on">
-            {t.dependencies.length === 0 && <li>nothing</li>}
-            {t.dependencies.map((d: any) => (
-              <li key={d.dependsOnId}>
-                <a href={`/tasks/${encodeURIComponent(d.dependsOnId)}`}>{d.dependsOnId}</a> <small>{d.kind}</small>
-              </li>
-            ))}
-          </ul>
-          <span aria-hidden="true">→</span>
-          <strong>{t.identifier}</strong>
-          <span aria-hidden="true">→</span>
-          <ul aria-label="Depended on by">
-            {t.dependants.length === 0 && <li>nothing</li>}
-            {t.dependants.map((d: any) => (
-              <li key={d.taskId}>
-                <a href={`/tasks/${encodeURIComponent(d.taskId)}`}>{d.taskId}</a> <small>{d.kind}</small>
-              </li>
-            ))}
-          </ul>
-        </div>
-        {layers.totalRunnable > 0 && (
+        {t.dependencies.length + t.dependants.length === 0 && <p>No dependencies.</p>}
+        <DepGraph label="Dependencies of this task" {...around(t)} />
+        {layers.totalRunnable + layers.alreadyDone.length > 0 && (
           <>
             <h3>Subtask layers</h3>
-            <ol>
-              {layers.layers.map((l: string[], i: number) => (
-                <li key={i}>{l.join(", ")}</li>
-              ))}
-            </ol>
+            <DepGraph label="Subtasks by layer" {...subtaskGraph(t)} />
           </>
         )}
         {layers.cycles.length > 0 && <p class="error">Cycle: {layers.cycles.join(", ")}</p>}
       </section>
       <section aria-labelledby="topics">
-        <h2 id="topics">Runs</h2>
+        <h2 id="topics">Runs (topics)</h2>
         {t.topics.nodes.length === 0 && <p>Not run yet.</p>}
         <ol>
           {t.topics.nodes.map((tp: any) => (
             <li key={tp.topicId} data-topic={tp.topicId}>
               <a href={`/runs/${encodeURIComponent(tp.operationId)}`}>{tp.operationId}</a> <span class={`status s-${tp.status}`}>{tp.status}</span>{" "}
-              <small>{tp.trigger}</small>
-              {tp.handoff && <pre>{pretty(tp.handoff)}</pre>}
+              <small>
+                {tp.trigger} · {when(tp.startedAt)}
+              </small>
+              {tp.reviewScore != null && (
+                <p class="scores" data-score={tp.reviewScore}>
+                  Review score <strong>{tp.reviewScore}</strong>{" "}
+                  {tp.reviewPassed != null && <span class={tp.reviewPassed ? "s-completed" : "s-failed"}>{tp.reviewPassed ? "passed" : "not passed"}</span>}
+                </p>
+              )}
+              {tp.handoff && (
+                <details open={tp.seq === t.totalTopics}>
+                  <summary>Hand-off{tp.handoff.title ? `: ${tp.handoff.title}` : ""}</summary>
+                  <pre>{pretty(tp.handoff)}</pre>
+                </details>
+              )}
               {tp.error && <p class="error">{tp.error}</p>}
             </li>
           ))}

@@ -360,6 +360,16 @@ impl Aggregate for Brief {
                 {
                     return Err(DomainError::validation("actions", "a link action needs a url"));
                 }
+                if let Some(url) = actions
+                    .iter()
+                    .filter_map(|a| a.url.as_deref())
+                    .find(|u| !crate::values::is_safe_link(u))
+                {
+                    return Err(DomainError::validation(
+                        "actions",
+                        format!("url '{url}' is neither http(s) nor relative"),
+                    ));
+                }
                 brief.actions = Some(actions);
                 Ok(vec![BriefEvent::Created(BriefCreated {
                     brief,

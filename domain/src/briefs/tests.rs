@@ -123,6 +123,35 @@ fn a_result_brief_offers_approve_and_comment() {
 }
 
 #[test]
+fn link_urls_are_http_or_relative() {
+    use crate::values::is_safe_link;
+    for ok in
+        ["https://example.com/a", "HTTP://x", "/settings/billing", "runs/1", "?q=1", "#top", "/a:b"]
+    {
+        assert!(is_safe_link(ok), "{ok}");
+    }
+    for bad in [
+        "javascript:alert(1)",
+        "JavaScript:x",
+        "java\tscript:x",
+        " javascript:x",
+        "data:text/html,x",
+        "vbscript:x",
+        "x:y",
+        "",
+    ] {
+        assert!(!is_safe_link(bad), "{bad}");
+    }
+    let mut hostile = match create(BriefType::Result) {
+        BriefCommand::Create(c) => c,
+        other => panic!("{other:?}"),
+    };
+    hostile.actions = Some(vec![link_action("open", "Open", "javascript:alert(1)")]);
+    let e = refused(&Brief::default(), &BriefCommand::Create(hostile), &system_ctx(1));
+    assert!(matches!(e, DomainError::Validation { .. }), "{e:?}");
+}
+
+#[test]
 fn resolved_once_unlike_upstream() {
     let b = run_all::<Brief>(&[create(BriefType::Decision), resolve("approve", None)]);
     let e = refused(&b, &resolve("feedback", Some("changed my mind")), &system_ctx(9));

@@ -5,14 +5,18 @@
 //!   `maxExecutions` resets `remainingExecutions`;
 //! - a fire counts one execution, and a job whose remaining executions reach 0 disables itself;
 //! - reset re-enables it and restores its counters;
-//! - [`should_fire`] is the pure fire rule (pattern, enabled, remaining, conditions).
+//! - [`should_fire`] is the pure fire rule (pattern, enabled, remaining, conditions), and
+//!   [`next_fire_at`] the forward search for the next minute it holds (`next_fire`).
 //!
 //! The fire event's id is derived from the job and the minute it fires for, so two scheduler
 //! instances firing the same minute write one event.
 
 pub mod conditions;
+pub mod next_fire;
 pub mod pattern;
 
+#[cfg(test)]
+mod next_fire_tests;
 #[cfg(test)]
 mod tests;
 
@@ -248,6 +252,28 @@ impl CronJob {
     pub fn exists(&self) -> bool {
         !self.job_id.is_empty() && !self.deleted
     }
+}
+
+/// The instant `job` fires next after `now` in `zone` (its `timezone`, resolved by the
+/// caller), having fired `fires_today` times on now's local day; `None` while it is disabled
+/// or used up, or when nothing fires within [`next_fire::HORIZON_DAYS`].
+pub fn next_fire_at<Z: chrono::TimeZone>(
+    job: &CronJob,
+    zone: &Z,
+    now: DateTime<Utc>,
+    fires_today: u32,
+) -> Option<DateTime<Utc>> {
+    if !job.enabled || job.deleted || job.remaining_executions == Some(0) {
+        return None;
+    }
+    next_fire::next_slot(
+        &job.pattern,
+        &job.conditions,
+        job.last_executed_at,
+        zone,
+        now,
+        fires_today,
+    )
 }
 
 fn check_common(

@@ -183,6 +183,47 @@ impl CronPattern {
     }
 }
 
+impl CronPattern {
+    /// The earliest local minute at or after `at` that matches, not later than `not_after`;
+    /// the forward twin of [`Self::latest_at_or_before`], with the same few-hundred-step cost.
+    pub fn earliest_at_or_after(
+        &self,
+        at: NaiveDateTime,
+        not_after: NaiveDateTime,
+    ) -> Option<NaiveDateTime> {
+        let minute_of = |t: NaiveDateTime| t.with_second(0)?.with_nanosecond(0);
+        let mut t = minute_of(at)?;
+        if t < at {
+            t += Duration::minutes(1);
+        }
+        let midnight = NaiveTime::MIN;
+        while t <= not_after {
+            let date = t.date();
+            if !self.matches_day(date) {
+                t = date.succ_opt()?.and_time(midnight);
+                continue;
+            }
+            let hour = t.hour() as u8;
+            if !self.hours.contains(&hour) {
+                t = match self.hours.range(hour..).next() {
+                    Some(h) => date.and_time(NaiveTime::from_hms_opt(u32::from(*h), 0, 0)?),
+                    None => date.succ_opt()?.and_time(midnight),
+                };
+                continue;
+            }
+            let minute = t.minute() as u8;
+            if self.minutes.contains(&minute) {
+                return Some(t);
+            }
+            t = match self.minutes.range(minute..).next() {
+                Some(m) => t.with_minute(u32::from(*m))?,
+                None => t.with_minute(59)? + Duration::minutes(1),
+            };
+        }
+        None
+    }
+}
+
 fn field_error(spec: &FieldSpec, text: &str, reason: impl Into<String>) -> CronPatternError {
     CronPatternError::Field { field: spec.name, text: text.to_string(), reason: reason.into() }
 }

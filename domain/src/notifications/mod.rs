@@ -216,6 +216,12 @@ impl Aggregate for Notifications {
                         "must not be empty (leave it out instead)",
                     ));
                 }
+                if n.action_url.as_deref().is_some_and(|u| !crate::values::is_safe_link(u)) {
+                    return Err(DomainError::validation(
+                        "actionUrl",
+                        "must be an http(s) or relative url",
+                    ));
+                }
                 let notification_id = match &n.dedupe_key {
                     Some(key) => deduped_notification_id(&n.user_id, key),
                     None => ctx.derived_id("notification", 0),
