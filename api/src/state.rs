@@ -52,6 +52,9 @@ pub struct ApiLimits {
     /// How long a query may run; then it is stopped (its database work dropped) and answered
     /// with LIMIT. Mutations are not cut off: their outcome must not be left in doubt.
     pub query_timeout: Duration,
+    /// Most items one `reportBatch` may carry; a longer batch is refused (VALIDATION) before
+    /// anything is loaded or decided.
+    pub max_batch_items: usize,
 }
 
 impl Default for ApiLimits {
@@ -73,6 +76,7 @@ impl Default for ApiLimits {
             connection_init_timeout: Duration::from_secs(10),
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
+            max_batch_items: 500,
         }
     }
 }

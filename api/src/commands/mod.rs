@@ -3,6 +3,7 @@
 //! GraphQL resolvers only parse arguments and call these.
 
 pub mod aggregates;
+pub mod batch;
 pub mod briefs;
 pub mod budgets;
 pub mod builtins;

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod admission;
 pub mod agents;
 pub mod analytics;
+pub mod batch;
 pub mod briefs;
 pub mod budgets;
 pub mod changes;
@@ -70,6 +71,7 @@ pub struct Mutation(
     sources::SourcesMutation,
     admin::AdminMutation,
     budgets::BudgetsMutation,
+    batch::BatchMutation,
 );
 
 /// All subscriptions.

@@ -10,6 +10,7 @@ mod support;
 #[path = "../../examples/worker.rs"]
 mod worker;
 
+mod batch;
 mod bounds;
 mod budgets;
 // The fuzz target's entry point, for its regression inputs (`fuzz_regressions`).

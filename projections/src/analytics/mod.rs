@@ -19,6 +19,11 @@
 //!
 //! Rows are additive: any set of rollup rows of one granularity can be summed, histograms
 //! merged, and percentiles read from the merge — which is what [`query`] does.
+//!
+//! **Two scopes.** `analytics_rollups` has a row per owner; `analytics_fleet_rollups` has the
+//! same cells summed over every owner, counted at the same moment from the same runs. A user's
+//! report reads the first, an admin's (every user) the second, so neither reads more rows than
+//! its answer's buckets × dimensions hold.
 
 pub mod histogram;
 mod query;
@@ -46,7 +51,8 @@ use crate::{
     read::RowExt,
 };
 
-/// Projects operation lifecycles into `analytics_runs` and `analytics_rollups`.
+/// Projects operation lifecycles into `analytics_runs`, `analytics_rollups` and
+/// `analytics_fleet_rollups`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AnalyticsProjection;
 
@@ -182,11 +188,48 @@ const CELL_COLUMNS: [&str; 20] = [
     "updated_position",
 ];
 
-/// The key of a cell: its dimensions, separated by a control character no id contains.
-fn cell_key(granularity: &str, bucket_start: i64, run: &Run, status: &str) -> String {
+/// Which rollup table a cell lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// `analytics_rollups`: one row per owner.
+    Owner,
+    /// `analytics_fleet_rollups`: every owner summed (no `user_id` column).
+    Fleet,
+}
+
+impl Scope {
+    fn table(self) -> &'static str {
+        match self {
+            Self::Owner => "analytics_rollups",
+            Self::Fleet => "analytics_fleet_rollups",
+        }
+    }
+
+    /// The table's columns, in [`CELL_COLUMNS`] order.
+    fn columns(self) -> Vec<&'static str> {
+        CELL_COLUMNS.iter().copied().filter(|c| self == Self::Owner || *c != "user_id").collect()
+    }
+
+    /// What to select to read a row as [`Cell::from_row`] does (the fleet reads `''` as owner).
+    fn select_list(self) -> String {
+        CELL_COLUMNS
+            .iter()
+            .map(|c| if self == Self::Fleet && *c == "user_id" { "'' AS user_id" } else { c })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The key of a cell: its dimensions, separated by a control character no id contains (the
+/// fleet's keys have no owner).
+fn cell_key(scope: Scope, granularity: &str, bucket_start: i64, run: &Run, status: &str) -> String {
+    let owner = match scope {
+        Scope::Owner => format!("\u{1f}{}", run.user_id),
+        Scope::Fleet => String::new(),
+    };
     format!(
-        "{granularity}\u{1f}{bucket_start}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{status}",
-        run.user_id, run.agent_id, run.model, run.provider
+        "{granularity}\u{1f}{bucket_start}{owner}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{status}",
+        run.agent_id, run.model, run.provider
     )
 }
 
@@ -249,8 +292,8 @@ impl Cell {
         self.updated_position = self.updated_position.max(position);
     }
 
-    fn row(&self, key: &str) -> Result<Vec<SqlValue>, ProjectionError> {
-        Ok(vec![
+    fn row(&self, scope: Scope, key: &str) -> Result<Vec<SqlValue>, ProjectionError> {
+        let mut row = vec![
             key.into(),
             self.granularity.into(),
             self.bucket_start.into(),
@@ -271,7 +314,11 @@ impl Cell {
             json_text(&self.histogram)?.into(),
             json_text(&self.reasons)?.into(),
             self.updated_position.into(),
-        ])
+        ];
+        if scope == Scope::Fleet {
+            row.remove(3);
+        }
+        Ok(row)
     }
 }
 
@@ -347,10 +394,11 @@ impl Projection for AnalyticsProjection {
         "analytics"
     }
     fn version(&self) -> i32 {
-        1
+        // 2: the fleet rollups (a database at 1 rebuilds analytics to fill them).
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
-        &["analytics_runs", "analytics_rollups"]
+        &["analytics_runs", "analytics_rollups", "analytics_fleet_rollups"]
     }
     fn handles(&self, event_type: &str) -> bool {
         is_fed_by(event_type)
@@ -375,7 +423,8 @@ impl Projection for AnalyticsProjection {
             run_rows.put(id.clone(), run.row(id));
         }
         run_rows.upsert(tx, "analytics_runs", &RUN_COLUMNS, &["operation_id"]).await?;
-        count_finished(tx, &finished).await
+        count_finished(tx, Scope::Owner, &finished).await?;
+        count_finished(tx, Scope::Fleet, &finished).await
     }
 }
 
@@ -395,8 +444,8 @@ async fn load_runs(tx: &mut ReadTx, ids: &[&str]) -> Result<HashMap<String, Run>
     Ok(out)
 }
 
-/// Add the runs that finished in this batch to their hour and day cells.
-async fn count_finished(tx: &mut ReadTx, finished: &[Finished]) -> Result<(), ProjectionError> {
+/// Add the runs that finished in this batch to their hour and day cells of one scope.
+async fn count_finished(tx: &mut ReadTx, scope: Scope, finished: &[Finished]) -> Result<(), ProjectionError> {
     if finished.is_empty() {
         return Ok(());
     }
@@ -406,11 +455,11 @@ async fn count_finished(tx: &mut ReadTx, finished: &[Finished]) -> Result<(), Pr
         let at = f.run.finished_at.unwrap_or(0);
         for (granularity, width) in [("hour", HOUR_MICROS), ("day", DAY_MICROS)] {
             let bucket_start = at.div_euclid(width) * width;
-            let key = cell_key(granularity, bucket_start, &f.run, &f.status);
+            let key = cell_key(scope, granularity, bucket_start, &f.run, &f.status);
             cells.entry(key.clone()).or_insert_with(|| Cell {
                 granularity,
                 bucket_start,
-                user_id: f.run.user_id.clone(),
+                user_id: if scope == Scope::Owner { f.run.user_id.clone() } else { String::new() },
                 agent_id: f.run.agent_id.clone(),
                 model: f.run.model.clone(),
                 provider: f.run.provider.clone(),
@@ -424,8 +473,9 @@ async fn count_finished(tx: &mut ReadTx, finished: &[Finished]) -> Result<(), Pr
     let mut stored = HashMap::new();
     for chunk in keys.chunks(10_000) {
         let sql = format!(
-            "SELECT {} FROM analytics_rollups WHERE rollup_key IN ({})",
-            CELL_COLUMNS.join(", "),
+            "SELECT {} FROM {} WHERE rollup_key IN ({})",
+            scope.select_list(),
+            scope.table(),
             placeholders(chunk.len())
         );
         let args: Vec<SqlValue> = chunk.iter().map(|k| SqlValue::from(*k)).collect();
@@ -443,7 +493,7 @@ async fn count_finished(tx: &mut ReadTx, finished: &[Finished]) -> Result<(), Pr
     }
     let mut rows = RowSet::default();
     for (key, cell) in &cells {
-        rows.put(key.clone(), cell.row(key)?);
+        rows.put(key.clone(), cell.row(scope, key)?);
     }
-    rows.upsert(tx, "analytics_rollups", &CELL_COLUMNS, &["rollup_key"]).await
+    rows.upsert(tx, scope.table(), &scope.columns(), &["rollup_key"]).await
 }

@@ -206,13 +206,15 @@ impl Accumulator {
 
 type BucketKey = (i64, Option<String>, Option<String>, Option<String>, Option<String>);
 
-/// Figures for finished runs matching `q` (the owner's runs, or everyone's for an admin).
+/// Figures for finished runs matching `q` (the owner's runs, or everyone's for an admin: read
+/// from the rollups summed over every owner).
 pub async fn query(db: &ReadDb, owner: Option<&str>, q: &AnalyticsQuery) -> Result<AnalyticsReport, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("granularity", Some(q.granularity.as_str()));
     w.at_least("bucket_start", q.from.map(|t| t.timestamp_micros()));
     w.below("bucket_start", q.to.map(|t| t.timestamp_micros()));
     w.owner("user_id", owner);
+    let table = if owner.is_some() { "analytics_rollups" } else { "analytics_fleet_rollups" };
     w.eq("agent_id", q.agent_id.as_deref());
     w.eq("model", q.model.as_deref());
     w.eq("provider", q.provider.as_deref());
@@ -220,7 +222,7 @@ pub async fn query(db: &ReadDb, owner: Option<&str>, q: &AnalyticsQuery) -> Resu
     let sql = format!(
         "SELECT bucket_start, agent_id, model, provider, status, runs, input_tokens, output_tokens, total_tokens, \
          cost_micros, duration_count, duration_sum_ms, duration_min_ms, duration_max_ms, duration_histogram, \
-         completion_reasons FROM analytics_rollups {}",
+         completion_reasons FROM {table} {}",
         w.sql()
     );
     let by = |d: AnalyticsDimension| q.group_by.contains(&d);
@@ -229,7 +231,7 @@ pub async fn query(db: &ReadDb, owner: Option<&str>, q: &AnalyticsQuery) -> Resu
     for r in db.fetch(&sql, w.args()).await? {
         let histogram: DurationHistogram = r
             .json_as(14)
-            .ok_or_else(|| ProjectionError::Invalid("analytics_rollups: a duration histogram is unreadable".into()))?;
+            .ok_or_else(|| ProjectionError::Invalid(format!("{table}: a duration histogram is unreadable")))?;
         let row = Accumulator {
             runs: r.int_or_zero(5),
             tokens: [r.i64(6), r.i64(7), r.i64(8), r.i64(9)],

@@ -6,6 +6,7 @@
 #[macro_use]
 mod support;
 
+mod analytics_rollups;
 mod determinism;
 mod read_db;
 mod read_model_conversations;

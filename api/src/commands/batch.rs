@@ -1,0 +1,202 @@
+//! A worker's batch report: several reports on one run (steps, phase changes, plan, todos,
+//! artifacts, and its assistant or tool messages) decided in order, each by the domain's own
+//! `decide` against the state the items before it left, and appended in one atomic write —
+//! or, when any item is refused, nothing written and that item's error answered.
+
+use agentlog_domain::{
+    aggregate::Aggregate,
+    context::Context,
+    conversations::{ChatMessage, Conversation, ConversationCommand},
+    envelope::Actor,
+    error::DomainError,
+    ids::derived_id,
+    operations::{Operation, OperationCommand},
+    stamp::StreamWrite,
+};
+use agentlog_eventlog::{CommandError, Loaded};
+
+use agentlog_projections::budgets::RunScope;
+
+use super::budgets;
+use crate::commands::caller::Commands;
+use crate::commands::checks::check_replay;
+use crate::commands::operations::OperationResult;
+use crate::error::ApiError;
+
+/// One report of a batch.
+#[derive(Debug, Clone)]
+pub enum BatchItem {
+    /// A report on the run itself (a step, a phase, the plan, the todos, an artifact).
+    Operation(OperationCommand),
+    /// An assistant or tool message of the run, appended to the run's conversation.
+    Message(ChatMessage),
+}
+
+/// What a batch wrote.
+pub struct BatchResult {
+    /// The run after the batch.
+    pub run: OperationResult,
+    /// Events appended (0 for a resent batch).
+    pub events: usize,
+}
+
+/// The operation commands a batch may carry: a worker's reports that keep the run's lease.
+fn allowed(command: &OperationCommand) -> bool {
+    matches!(
+        command,
+        OperationCommand::RecordStep(_)
+            | OperationCommand::ChangePhase(_)
+            | OperationCommand::UpdatePlan(_)
+            | OperationCommand::UpdateTodos(_)
+            | OperationCommand::RecordArtifact(_)
+    )
+}
+
+impl Commands<'_> {
+    /// Report `items` on run `id` as the holder of its lease (`lease_token`), all or nothing.
+    /// A resent batch (same `request_id`) answers what the first wrote. Each step counts
+    /// against the run's budgets with the steps before it in the batch added to their spend.
+    /// More than `max` items (or none) is refused before anything is read.
+    pub async fn report_batch(
+        &self,
+        id: &str,
+        lease_token: String,
+        items: Vec<BatchItem>,
+        max: usize,
+        request_id: Option<&str>,
+    ) -> Result<BatchResult, ApiError> {
+        if items.is_empty() || items.len() > max {
+            return Err(ApiError::validation("items", format!("a batch holds 1 to {max} items, not {}", items.len())));
+        }
+        if let Some(i) = items.iter().position(|i| matches!(i, BatchItem::Operation(c) if !allowed(c))) {
+            return Err(ApiError::validation(format!("items[{i}]"), "not a report a batch may carry"));
+        }
+        let loaded = self.load_operation(id).await?;
+        let owner = loaded.state.user_id.clone();
+        let actor =
+            loaded.state.lease.as_ref().map_or_else(|| self.user_actor(), |l| Actor::worker(l.worker_id.clone()));
+        let ctx = self.context(&owner, actor, request_id)?.with_lease_token(Some(lease_token));
+        let run = loaded.state.spec.as_ref().map(|spec| RunScope {
+            user_id: owner.clone(),
+            agent_id: spec.agent.agent_id.clone(),
+            task_id: spec.task_id.clone(),
+            group_id: spec.group_id.clone(),
+        });
+        let has_steps = items.iter().any(|i| matches!(i, BatchItem::Operation(OperationCommand::RecordStep(_))));
+        let standings = match (&run, has_steps) {
+            (Some(run), true) => budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?),
+            _ => Vec::new(),
+        };
+        let results =
+            self.state.handler.execute_multi(&ctx, || self.decide_batch(id, &items, &standings, &ctx)).await?;
+        check_replay(&results, &Operation::stream_id(id))?;
+        let events = results.iter().filter(|r| !r.duplicate).map(|r| r.positions.len()).sum();
+        let mut position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
+        let mut state = self.state.handler.load::<Operation>(id).await?.state;
+        if let Some(run) = &run
+            && has_steps
+            && !standings.is_empty()
+            && events > 0
+            && !state.is_finished()
+        {
+            // As after a single step: other runs' steps committed beside this batch may have
+            // reached a limit unseen, so read again and end the run now.
+            let after = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
+            let mut stop_ctx = Context::new(
+                ctx.now,
+                derived_id("budget-stop", &ctx.command_id.to_string(), ctx.now.timestamp_millis()),
+                Actor::system("budgets"),
+                &owner,
+            );
+            stop_ctx.correlation_id = ctx.correlation_id.clone();
+            let stop = OperationCommand::StopAtBudget { budgets: after };
+            let stopped = self.state.handler.execute::<Operation>(id, &stop, &stop_ctx).await?;
+            position = position.max(stopped.last_position());
+            state = stopped.state;
+        }
+        self.state.settle(position).await;
+        if let Some(run) = &run
+            && has_steps
+            && position > 0
+            && let Err(e) = budgets::warn(self.state, run, ctx.now).await
+        {
+            // The steps are recorded; the next step tries the warning again.
+            tracing::warn!(error = %e, operation = id, "a budget warning could not be written");
+        }
+        Ok(BatchResult { run: OperationResult { state, position }, events })
+    }
+
+    /// Decide every item in order on the evolving states; the writes of the run's stream and
+    /// (with messages) its conversation's, at the versions loaded.
+    async fn decide_batch(
+        &self,
+        id: &str,
+        items: &[BatchItem],
+        standings: &[agentlog_domain::budgets::BudgetStanding],
+        ctx: &Context,
+    ) -> Result<Vec<(StreamWrite, i64)>, CommandError> {
+        let h = &self.state.handler;
+        let op: Loaded<Operation> = h.load::<Operation>(id).await?;
+        let conversation = match op.state.topic_id() {
+            Some(t) if items.iter().any(|i| matches!(i, BatchItem::Message(_))) => {
+                Some(h.load::<Conversation>(t).await?)
+            }
+            _ => None,
+        };
+        let mut stamper = ctx.stamper();
+        let mut run = op.state.clone();
+        let mut chat = conversation.as_ref().map(|c| c.state.clone());
+        let mut spent = standings.to_vec();
+        let (mut run_events, mut chat_events) = (Vec::new(), Vec::new());
+        for (i, item) in items.iter().enumerate() {
+            let at = |e: DomainError| CommandError::from(in_item(i, e));
+            match item {
+                BatchItem::Operation(command) => {
+                    let mut command = command.clone();
+                    if let OperationCommand::RecordStep(step) = &mut command {
+                        step.budgets = spent.clone();
+                        for s in &mut spent {
+                            s.spent = s.spent.plus(step.usage);
+                        }
+                    }
+                    let decided = run.decide(&command, ctx).map_err(at)?;
+                    run_events.extend(stamper.stamp(&run, &decided));
+                    run = decided.iter().fold(run, |s, e| s.evolve(e));
+                }
+                BatchItem::Message(message) => {
+                    run.check_lease_token(ctx).map_err(at)?;
+                    let Some(state) = chat.as_mut() else {
+                        return Err(at(DomainError::validation("message", "this run has no conversation")));
+                    };
+                    if message.operation_id.as_deref() != Some(id)
+                        || !matches!(message.role.as_str(), "assistant" | "tool")
+                    {
+                        return Err(at(DomainError::validation(
+                            "message",
+                            "a batch carries the run's own assistant or tool messages (operationId = the run)",
+                        )));
+                    }
+                    let command = ConversationCommand::AppendMessage(message.clone());
+                    let decided = state.decide(&command, ctx).map_err(at)?;
+                    chat_events.extend(stamper.stamp(&*state, &decided));
+                    *state = decided.iter().fold(state.clone(), |s, e| s.evolve(e));
+                }
+            }
+        }
+        let mut writes = vec![(StreamWrite { stream_id: op.stream_id.clone(), events: run_events }, op.version)];
+        if let Some(c) = &conversation {
+            writes.push((StreamWrite { stream_id: c.stream_id.clone(), events: chat_events }, c.version));
+        }
+        Ok(writes)
+    }
+}
+
+/// The refusal of item `i`, its field named by its place in the batch.
+fn in_item(i: usize, e: DomainError) -> DomainError {
+    match e {
+        DomainError::Validation { field, reason } => {
+            DomainError::Validation { field: format!("items[{i}].{field}"), reason }
+        }
+        other => other,
+    }
+}
