@@ -46,6 +46,7 @@ say "instances $a (:$PORT_A) and $b (:$PORT_B) ready; output in $OUT"
 # utime + stime of a process, in clock ticks.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz="$(getconf CLK_TCK)"
+cpu_since() { awk -v now="$(ticks "$1")" -v then="$2" -v hz="$hz" 'BEGIN { printf "%.1f", (now - then) / hz }'; }
 printf 'phase\tacked_per_s\tcpu_a_s\tcpu_b_s\n' >"$OUT/cpu.tsv"
 
 phase() {
@@ -60,7 +61,7 @@ phase() {
     local rate
     rate="$(sed -nE '1s/.*acknowledged \(([0-9]+)\/s\).*/\1/p' "$OUT/$name.txt")"
     printf '%s\t%s\t%s\t%s\n' "$name" "$rate" \
-        "$(echo "scale=1; ($(ticks "$a") - $a0) / $hz" | bc)" "$(echo "scale=1; ($(ticks "$b") - $b0) / $hz" | bc)" >>"$OUT/cpu.tsv"
+        "$(cpu_since "$a" "$a0")" "$(cpu_since "$b" "$b0")" >>"$OUT/cpu.tsv"
     sleep 5
 }
 
