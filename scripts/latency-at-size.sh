@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Mutation latency on an empty log against a large one, the same clients in one run
+# (BENCHMARKS.md, "Mutation latency at size").
+#
+#   cargo build --release -p agentlog-api -p agentlog-load
+#   bash scripts/latency-at-size.sh sqlite:/tmp/empty.db sqlite:/path/to/copy-of-1m.db
+#
+# Two servers run side by side, one on each database; phases alternate between them so the
+# machine's drift falls on both: for each CLIENTS_LIST entry, SECS seconds of the mixed load
+# against the small log, then against the large one (no subscribers). The large log should be
+# a copy whose read models are built (`agentlog-replay rebuild`) and whose reactors are at its
+# head (a server that ran on it, or reactor_checkpoints set to the head on a copy of a
+# generated log): a server on a log its reactors never followed first reacts to all of it.
+# Per phase: agentlog-load's report ($OUT/<phase>.json) and the server's CPU seconds; at the
+# end, p50 and p99 per mutation type, large / small.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SMALL="${1:?usage: $0 SMALL_DATABASE_URL LARGE_DATABASE_URL}"
+LARGE="${2:?usage: $0 SMALL_DATABASE_URL LARGE_DATABASE_URL}"
+SECS="${SECS:-30}"
+CLIENTS_LIST="${CLIENTS_LIST:-4 16}"
+PORT_S="${PORT_S:-18110}"
+PORT_L="${PORT_L:-18111}"
+BIN="${BIN:-${CARGO_TARGET_DIR:-target}/release}"
+OUT="${OUT:-$(mktemp -d)}"
+
+say() { printf '[latency-at-size] %s\n' "$*" >&2; }
+mkdir -p "$OUT/small" "$OUT/large"
+
+start() { # name database port
+    "$BIN/agentlog" token create --user size-admin --admin --name latency-at-size --database "$2" | tail -n 1 >"$OUT/$1/token"
+    "$BIN/agentlog" serve --database "$2" --bind "127.0.0.1:$3" --data-dir "$OUT/$1" 2>"$OUT/$1/server.log" &
+    echo $! >"$OUT/$1/pid"
+}
+start small "$SMALL" "$PORT_S"
+start large "$LARGE" "$PORT_L"
+trap 'kill "$(cat "$OUT/small/pid")" "$(cat "$OUT/large/pid")" 2>/dev/null || true' EXIT
+for side in small:$PORT_S large:$PORT_L; do
+    name="${side%%:*}"; port="${side##*:}"
+    for _ in $(seq 1 900); do
+        curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+        kill -0 "$(cat "$OUT/$name/pid")" 2>/dev/null || { tail -n 20 "$OUT/$name/server.log" >&2; exit 1; }
+        sleep 1
+    done
+done
+say "servers ready (small :$PORT_S, large :$PORT_L); output in $OUT"
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz="$(getconf CLK_TCK)"
+
+phase() { # side port clients
+    local pid t0 code=0
+    pid="$(cat "$OUT/$1/pid")"
+    t0="$(ticks "$pid")"
+    say "phase $1-$3: $3 clients for $SECS s"
+    "$BIN/agentlog-load" --url "http://127.0.0.1:$2" --token "$(cat "$OUT/$1/token")" --clients "$3" \
+        --subscribers 0 --duration "$SECS" --seed "$3" --json >"$OUT/$1-$3.json" || code=$?
+    [ "$code" -eq 0 ] || say "phase $1-$3: agentlog-load exited $code"
+    awk -v now="$(ticks "$pid")" -v then="$t0" -v hz="$hz" 'BEGIN { printf "%.1f", (now - then) / hz }' >"$OUT/$1-$3.cpu"
+    sleep 3
+}
+
+sleep 5
+for clients in $CLIENTS_LIST; do
+    phase small "$PORT_S" "$clients"
+    phase large "$PORT_L" "$clients"
+done
+
+python3 - "$OUT" $CLIENTS_LIST <<'EOF'
+import json, sys
+out, lists = sys.argv[1], sys.argv[2:]
+for c in lists:
+    s = json.load(open(f"{out}/small-{c}.json"))
+    l = json.load(open(f"{out}/large-{c}.json"))
+    cs, cl = (open(f"{out}/{x}-{c}.cpu").read().strip() for x in ("small", "large"))
+    print(f"--- {c} clients: small log {s['acknowledged']} acked ({cs} s server CPU), "
+          f"head {s['headPosition']}; large log {l['acknowledged']} acked ({cl} s server CPU), head {l['headPosition']}")
+    print(f"{'mutation':<22} {'acked s/l':>11} {'p50 small':>10} {'p50 large':>10} {'ratio':>6} {'p99 small':>10} {'p99 large':>10} {'ratio':>6}")
+    for op, a in sorted(s["operations"].items()):
+        b = l["operations"].get(op)
+        if not b or not a["acknowledged"] or not b["acknowledged"]:
+            continue
+        r50 = b["p50Ms"] / max(a["p50Ms"], 1e-9)
+        r99 = b["p99Ms"] / max(a["p99Ms"], 1e-9)
+        print(f"{op:<22} {a['acknowledged']:>5}/{b['acknowledged']:<5} {a['p50Ms']:>10.1f} {b['p50Ms']:>10.1f} {r50:>6.2f} "
+              f"{a['p99Ms']:>10.1f} {b['p99Ms']:>10.1f} {r99:>6.2f}")
+EOF
