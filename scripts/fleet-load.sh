@@ -59,7 +59,8 @@ phase() {
     cat "$OUT/$name.txt"
     [ "$code" -eq 0 ] || say "phase $name: agentlog-load exited $code"
     local rate
-    rate="$(sed -nE '1s/.*acknowledged \(([0-9]+)\/s\).*/\1/p' "$OUT/$name.txt")"
+    # From the report's first line, "…, 45.4 s: N mutations sent, M acknowledged (…/s), …".
+    rate="$(sed -nE '1s/.*, ([0-9.]+) s: .* ([0-9]+) acknowledged.*/\2 \1/p' "$OUT/$name.txt" | awk '{printf "%.2f", $1 / $2}')"
     printf '%s\t%s\t%s\t%s\n' "$name" "$rate" \
         "$(cpu_since "$a" "$a0")" "$(cpu_since "$b" "$b0")" >>"$OUT/cpu.tsv"
     sleep 5
