@@ -10,13 +10,15 @@ use agentlog_domain::{
     agents::Agent,
     briefs::{Brief, BriefCommand},
     budgets::{
-        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, warning,
+        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, period_key,
+        period_name, warning,
     },
     context::Context,
     envelope::Actor,
     error::DomainError,
     groups::Group,
     ids::derived_id,
+    notifications::CreateNotification,
     tasks::Task,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
@@ -157,6 +159,38 @@ pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The notification telling `user_id` that budget `budget_id` refused a run at `now`: keyed
+/// on the budget and its period (`budget-limit:<budgetId>:<period>`), so the owner hears of it
+/// once per period however many cron fires, heartbeat ticks or group dispatches it refuses.
+/// `None` when the budget is gone (the refusal is then told as any other).
+pub async fn limit_notification(
+    state: &App,
+    budget_id: &str,
+    user_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<CreateNotification>, ApiError> {
+    let Some(spec) = state.handler.load::<Budget>(budget_id).await?.state.spec else { return Ok(None) };
+    let window = period_window(&spec, now);
+    let until = window.resets_at.map_or_else(
+        || "until its limit is raised or it is removed".to_string(),
+        |t| format!("until {}", t.format("%Y-%m-%dT%H:%M:%SZ")),
+    );
+    let scope = spec.scope_id.as_deref().map_or_else(|| "everything".to_string(), |id| format!("{} {id}", spec.scope.as_str()));
+    Ok(Some(CreateNotification {
+        user_id: user_id.to_string(),
+        category: "system".into(),
+        notification_type: "budget_limit".into(),
+        title: format!("Budget {budget_id} is at its limit for {scope}"),
+        body: format!(
+            "In the period from {}, new runs of {scope} are refused {until}. Each refused run is recorded.",
+            period_name(window.start)
+        ),
+        dedupe_key: Some(format!("budget-limit:{}", period_key(budget_id, window.start))),
+        action_url: None,
+        metadata: Some(serde_json::json!({"budgetId": budget_id, "period": period_name(window.start)})),
+    }))
 }
 
 impl Commands<'_> {

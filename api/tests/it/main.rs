@@ -32,6 +32,7 @@ mod genai_metrics;
 mod global_ids;
 mod hostile;
 mod idempotency;
+mod idle_ticks;
 mod instances;
 mod isolation;
 mod leases;
