@@ -11,6 +11,8 @@ mod support;
 mod worker;
 
 mod bounds;
+mod budget_history;
+mod budget_refusals;
 mod budgets;
 // The fuzz target's entry point, for its regression inputs (`fuzz_regressions`).
 #[path = "../../../fuzz/server/src/graphql_request.rs"]

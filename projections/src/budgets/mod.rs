@@ -17,5 +17,5 @@ mod query;
 mod rows;
 
 pub use projection::BudgetsProjection;
-pub use query::{RunScope, budget, budgets, budgets_of_run, spent};
+pub use query::{RunScope, budget, budgets, budgets_of_run, spend_over_time, spent};
 pub use rows::BudgetRow;
