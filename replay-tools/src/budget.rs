@@ -152,7 +152,8 @@ impl BudgetLog {
             for e in &page {
                 let decoding = || format!("decoding {} at position {}", e.event_type, e.position);
                 if let Some(id) = e.stream_id.strip_prefix("budget-") {
-                    let typed = BudgetEvent::decode(&e.event_type, e.schema_version, &e.payload).with_context(decoding)?;
+                    let typed =
+                        BudgetEvent::decode(&e.event_type, e.schema_version, &e.payload).with_context(decoding)?;
                     let state = states.remove(id).unwrap_or_default().evolve(&typed);
                     if let Some(spec) = &state.spec {
                         log.budgets.insert(id.to_string(), (spec.clone(), state.user_id.clone()));
@@ -338,7 +339,8 @@ fn spend_table(rows: &[PeriodSpend]) -> String {
 }
 
 fn crossings_text(c: &Crossings) -> String {
-    let mut t = Table::new(["PERIOD", "CROSSED", "RUN", "STEP", "POSITION", "COST BEFORE → AFTER", "RUNS IN THE PERIOD"]);
+    let mut t =
+        Table::new(["PERIOD", "CROSSED", "RUN", "STEP", "POSITION", "COST BEFORE → AFTER", "RUNS IN THE PERIOD"]);
     for x in &c.crossings {
         let runs: Vec<String> = x.runs.iter().map(|(id, s)| format!("{id} ({})", s.cost_micros)).collect();
         t.row([

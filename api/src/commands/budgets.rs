@@ -141,7 +141,8 @@ pub async fn limit_notification(
         || "until its limit is raised or it is removed".to_string(),
         |t| format!("until {}", t.format("%Y-%m-%dT%H:%M:%SZ")),
     );
-    let scope = spec.scope_id.as_deref().map_or_else(|| "everything".to_string(), |id| format!("{} {id}", spec.scope.as_str()));
+    let scope =
+        spec.scope_id.as_deref().map_or_else(|| "everything".to_string(), |id| format!("{} {id}", spec.scope.as_str()));
     Ok(Some(CreateNotification {
         user_id: user_id.to_string(),
         category: "system".into(),

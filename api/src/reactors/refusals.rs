@@ -121,7 +121,12 @@ enum Told {
 
 /// How the owner is told of a refusal with `error` at `now`: once per budget and period for a
 /// budget at its limit, else by the default notification.
-async fn told_of(state: &App, error: &DomainError, user_id: &str, now: chrono::DateTime<chrono::Utc>) -> Result<Told, ReactorError> {
+async fn told_of(
+    state: &App,
+    error: &DomainError,
+    user_id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Told, ReactorError> {
     let DomainError::BudgetReached { budget_id, .. } = error else { return Ok(Told::Default) };
     Ok(budgets::limit_notification(state, budget_id, user_id, now).await?.map_or(Told::Default, Told::Shared))
 }

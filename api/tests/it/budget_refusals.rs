@@ -34,7 +34,8 @@ async fn spend(state: &AppState, op: &str, agent: &str, cost: u64, t: DateTime<U
         usage: Usage { cost_micros: Some(cost), ..Usage::default() },
         budgets: Vec::new(),
     });
-    let worker = Context::new(t, Uuid::now_v7(), Actor::worker("w1"), "alice").with_lease_token(Some(lease_token(&claim)));
+    let worker =
+        Context::new(t, Uuid::now_v7(), Actor::worker("w1"), "alice").with_lease_token(Some(lease_token(&claim)));
     state.handler.execute::<Operation>(op, &step, &worker).await.expect("step");
 }
 
@@ -64,12 +65,8 @@ async fn a_budget_refusal_is_told_once_per_period(db: Db) {
     )
     .await;
     let budget = json!({"id": "daily", "scope": "AGENT", "scopeId": "a1", "period": "DAY", "timeZone": "UTC", "limitCostMicros": 10});
-    s.data(
-        Some(&alice),
-        "mutation($i: BudgetInput!) { setBudget(input: $i) { position } }",
-        json!({"i": budget}),
-    )
-    .await;
+    s.data(Some(&alice), "mutation($i: BudgetInput!) { setBudget(input: $i) { position } }", json!({"i": budget}))
+        .await;
     let job = json!({"jobId": "j1", "agentId": "a1", "pattern": "* * * * *", "timezone": "UTC", "content": "run", "enabled": true});
     s.data(Some(&alice), "mutation($i: JSON!) { createCronJob(input: $i) { position } }", json!({"i": job})).await;
     let db = s.stop();

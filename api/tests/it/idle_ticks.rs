@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use support::{Db, Server};
 
 const TASK: &str = "{ task(id: \"t1\") { status totalTopics heartbeatRequireInput skippedTicks lastSkippedTickAt topics { edges { node { operationId status } } } } }";
-const SKIPPED: &str = "{ events(first: 100, filter: {eventTypes: [\"task.tick_skipped\"]}) { edges { node { streamId payload } } } }";
+const SKIPPED: &str =
+    "{ events(first: 100, filter: {eventTypes: [\"task.tick_skipped\"]}) { edges { node { streamId payload } } } }";
 
 fn topics(d: &Value) -> Vec<Value> {
     d["task"]["topics"]["edges"].as_array().map(|e| e.iter().map(|n| n["node"].clone()).collect()).unwrap_or_default()
@@ -17,9 +18,8 @@ fn topics(d: &Value) -> Vec<Value> {
 /// Claim the task's running topic `n` and complete it with a hand-off that names no next
 /// action: the run left nothing to do.
 async fn finish_run(s: &Server, token: &str, n: usize) {
-    let d = s
-        .eventually(token, TASK, |d| topics(d).len() == n && topics(d).iter().any(|t| t["status"] == "running"))
-        .await;
+    let d =
+        s.eventually(token, TASK, |d| topics(d).len() == n && topics(d).iter().any(|t| t["status"] == "running")).await;
     let op = topics(&d).into_iter().find(|t| t["status"] == "running").expect("a running topic")["operationId"]
         .as_str()
         .expect("an operation")

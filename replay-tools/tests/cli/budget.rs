@@ -100,12 +100,22 @@ async fn budget_reports(f: Fixture) {
     let c = json_ok(&replay(&f.url, &["--json", "budget-crossings", "ledger"]));
     let crossings = c["crossings"].as_array().cloned().unwrap_or_default();
     assert_eq!(crossings.len(), 2, "{c}");
-    assert_eq!((crossings[0]["what"].as_str(), crossings[0]["operationId"].as_str()), (Some("warning"), Some("ledger-r1")));
+    assert_eq!(
+        (crossings[0]["what"].as_str(), crossings[0]["operationId"].as_str()),
+        (Some("warning"), Some("ledger-r1"))
+    );
     assert_eq!(crossings[0]["stepIndex"], 2, "{c}");
-    assert_eq!((crossings[1]["what"].as_str(), crossings[1]["operationId"].as_str()), (Some("limit"), Some("ledger-r2")));
+    assert_eq!(
+        (crossings[1]["what"].as_str(), crossings[1]["operationId"].as_str()),
+        (Some("limit"), Some("ledger-r2"))
+    );
     assert_eq!(crossings[1]["before"]["costMicros"], 90, "{c}");
     assert_eq!(crossings[1]["after"]["costMicros"], 120, "{c}");
-    assert_eq!(crossings[1]["runs"], json!([["ledger-r1", {"costMicros": 90, "tokens": 10}], ["ledger-r2", {"costMicros": 30, "tokens": 5}]]), "{c}");
+    assert_eq!(
+        crossings[1]["runs"],
+        json!([["ledger-r1", {"costMicros": 90, "tokens": 10}], ["ledger-r2", {"costMicros": 30, "tokens": 5}]]),
+        "{c}"
+    );
     let refusals = c["refusals"].as_array().cloned().unwrap_or_default();
     assert_eq!(refusals.len(), 1, "{c}");
     assert_eq!(refusals[0]["command"], "cron.fire", "{c}");
