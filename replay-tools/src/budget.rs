@@ -139,6 +139,12 @@ pub struct Crossings {
     pub refusals: Vec<RefusalRow>,
 }
 
+/// A period's first instant (`None`: a total budget's only period).
+type PeriodStart = Option<DateTime<Utc>>;
+
+/// What runs spent in a period: the sum, and each run's share in the order they spent.
+type PeriodRuns = (Spend, Vec<(String, Spend)>);
+
 fn add(a: Spend, b: Spend) -> Spend {
     Spend { cost_micros: a.cost_micros.saturating_add(b.cost_micros), tokens: a.tokens.saturating_add(b.tokens) }
 }
@@ -199,7 +205,7 @@ impl BudgetLog {
     }
 
     /// The steps counted against `budget_id`, in log order, each with its period's start.
-    fn counted(&self, budget_id: &str) -> Option<(&BudgetSpec, Vec<(Option<DateTime<Utc>>, &StepFact)>)> {
+    fn counted(&self, budget_id: &str) -> Option<(&BudgetSpec, Vec<(PeriodStart, &StepFact)>)> {
         let (spec, owner) = self.budgets.get(budget_id)?;
         let steps = self
             .steps
@@ -249,7 +255,7 @@ impl BudgetLog {
     pub fn crossings(&self, budget_id: &str) -> Option<Crossings> {
         let (spec, steps) = self.counted(budget_id)?;
         let mut crossings = Vec::new();
-        let mut periods: BTreeMap<Option<DateTime<Utc>>, (Spend, Vec<(String, Spend)>)> = BTreeMap::new();
+        let mut periods: BTreeMap<PeriodStart, PeriodRuns> = BTreeMap::new();
         let mut first_limit: Option<i64> = None;
         for (period_start, step) in steps {
             let (sum, runs) = periods.entry(period_start).or_default();

@@ -9,8 +9,8 @@ use agentlog_domain::{
     agents::Agent,
     briefs::{Brief, BriefCommand},
     budgets::{
-        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, period_key,
-        period_name, warning,
+        Budget, BudgetAction, BudgetCommand, BudgetScopeKind, BudgetSpec, BudgetStanding, period_key, period_name,
+        warning,
     },
     context::Context,
     envelope::Actor,
