@@ -1,10 +1,11 @@
-//! `agentlog-replay`: audit, replay, verify, rebuild, export/import, stats, generate.
+//! `agentlog-replay`: audit, replay, verify, rebuild, export/import, stats, budgets, generate.
 //!
 //! One subcommand per module; `main` only parses arguments, opens the log and dispatches.
 //! Every command works on a SQLite file or a PostgreSQL URL (`--database`, or
 //! `AGENTLOG_DATABASE_URL`, the same default as the server), prints a table by default and JSON
 //! with `--json`, and exits non-zero with a message on stderr when anything fails.
 
+mod budget;
 mod chain;
 mod conversation_parse;
 mod generate;
@@ -68,6 +69,13 @@ enum Command {
     /// Parse a topic's messages (JSON on stdin) into LobeHub's contextTree, flatList and
     /// messageMap (JSON on stdout).
     ConversationParse(conversation_parse::Args),
+    /// Spend against budget per period, from the log: every budget (or `--budget`), its days or
+    /// months in its zone (a total budget: days with the running total), against its limits.
+    BudgetSpend(budget::SpendArgs),
+    /// Which runs made a budget cross its warning threshold and its limit (per period, the step
+    /// that crossed it and every run that spent up to it), and the LIMIT refusals that followed
+    /// with their chains, from the log.
+    BudgetCrossings(budget::CrossingsArgs),
     /// Fill an empty log with a synthetic, deterministic workload of at least `--events`
     /// events (to try or benchmark the server and the read models at a realistic size).
     Generate(generate::Args),
@@ -103,6 +111,8 @@ async fn dispatch(global: Global, command: Command) -> anyhow::Result<ExitCode> 
         Command::Import(args) => transfer::import(&global, &args).await,
         Command::Copy(args) => transfer::copy(&global, &args).await,
         Command::Stats(args) => stats::run(&global, &args).await,
+        Command::BudgetSpend(args) => budget::spend(&global, &args).await,
+        Command::BudgetCrossings(args) => budget::crossings(&global, &args).await,
         Command::ConversationParse(args) => conversation_parse::run(&args),
         Command::Generate(args) => generate::run(&global, &args).await,
     }

@@ -1,6 +1,5 @@
 //! Budget use cases: set and remove a budget (ownership of the scope checked against the truth,
-//! the scope's own stream), the period a budget counts over in its time zone, and the
-//! standings the rules decide with, read with the read models settled to the log's head.
+//! the scope's own stream), the standings the rules decide with, read with the read models settled to the log's head.
 //!
 //! Why settled to the head: a check must see every step committed before it began, on any
 //! instance, or a lagging read model would let runs spend on. What it cannot see is a step
@@ -10,19 +9,21 @@ use agentlog_domain::{
     agents::Agent,
     briefs::{Brief, BriefCommand},
     budgets::{
-        Budget, BudgetAction, BudgetCommand, BudgetPeriod, BudgetScopeKind, BudgetSpec, BudgetStanding, warning,
+        Budget, BudgetAction, BudgetCommand, BudgetScopeKind, BudgetSpec, BudgetStanding, period_key, period_name,
+        warning,
     },
     context::Context,
     envelope::Actor,
     error::DomainError,
     groups::Group,
     ids::derived_id,
+    notifications::CreateNotification,
     tasks::Task,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::budgets::{self, BudgetRow, RunScope};
-use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
-use chrono_tz::Tz;
+pub use agentlog_projections::budgets::{PeriodWindow, period_window};
+use chrono::{DateTime, Utc};
 
 use super::aggregates::Outcome;
 use super::aggregates::Owned;
@@ -36,41 +37,6 @@ impl Owned for Budget {
     fn owner(&self) -> Option<&str> {
         self.exists().then_some(self.user_id.as_str())
     }
-}
-
-/// The period a budget counts over at a moment: when it began and when it resets (both absent
-/// for a total budget).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PeriodWindow {
-    /// The period's first instant.
-    pub start: Option<DateTime<Utc>>,
-    /// When the next period begins.
-    pub resets_at: Option<DateTime<Utc>>,
-}
-
-/// Midnight of `day` in `tz` (the first instant of the day where midnight falls in a gap).
-fn day_start(tz: Tz, day: NaiveDate) -> Option<DateTime<Utc>> {
-    let midnight = day.and_hms_opt(0, 0, 0)?;
-    (0..=3)
-        .find_map(|h| tz.from_local_datetime(&(midnight + Duration::hours(h))).earliest())
-        .map(|t| t.with_timezone(&Utc))
-}
-
-/// The period of `spec` that `now` falls in. A zone the server does not know counts as UTC
-/// (`setBudget` refuses one; this only guards the read).
-pub fn period_window(spec: &BudgetSpec, now: DateTime<Utc>) -> PeriodWindow {
-    let tz: Tz = spec.time_zone.parse().unwrap_or(Tz::UTC);
-    let today = now.with_timezone(&tz).date_naive();
-    let (first, next) = match spec.period {
-        BudgetPeriod::Total => return PeriodWindow { start: None, resets_at: None },
-        BudgetPeriod::Day => (Some(today), today.succ_opt()),
-        BudgetPeriod::Month => {
-            let first = today.with_day(1);
-            let next = first.and_then(|f| f.checked_add_months(chrono::Months::new(1)));
-            (first, next)
-        }
-    };
-    PeriodWindow { start: first.and_then(|d| day_start(tz, d)), resets_at: next.and_then(|d| day_start(tz, d)) }
 }
 
 /// A budget that applies, with its period and what its scope spent in it.
@@ -157,6 +123,39 @@ pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The notification telling `user_id` that budget `budget_id` refused a run at `now`: keyed
+/// on the budget and its period (`budget-limit:<budgetId>:<period>`), so the owner hears of it
+/// once per period however many cron fires, heartbeat ticks or group dispatches it refuses.
+/// `None` when the budget is gone (the refusal is then told as any other).
+pub async fn limit_notification(
+    state: &App,
+    budget_id: &str,
+    user_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<CreateNotification>, ApiError> {
+    let Some(spec) = state.handler.load::<Budget>(budget_id).await?.state.spec else { return Ok(None) };
+    let window = period_window(&spec, now);
+    let until = window.resets_at.map_or_else(
+        || "until its limit is raised or it is removed".to_string(),
+        |t| format!("until {}", t.format("%Y-%m-%dT%H:%M:%SZ")),
+    );
+    let scope =
+        spec.scope_id.as_deref().map_or_else(|| "everything".to_string(), |id| format!("{} {id}", spec.scope.as_str()));
+    Ok(Some(CreateNotification {
+        user_id: user_id.to_string(),
+        category: "system".into(),
+        notification_type: "budget_limit".into(),
+        title: format!("Budget {budget_id} is at its limit for {scope}"),
+        body: format!(
+            "In the period from {}, new runs of {scope} are refused {until}. Each refused run is recorded.",
+            period_name(window.start)
+        ),
+        dedupe_key: Some(format!("budget-limit:{}", period_key(budget_id, window.start))),
+        action_url: None,
+        metadata: Some(serde_json::json!({"budgetId": budget_id, "period": period_name(window.start)})),
+    }))
 }
 
 impl Commands<'_> {

@@ -168,7 +168,7 @@ impl BudgetNode {
 }
 
 /// What a scope spent in a budget's current period, against its limits.
-#[derive(SimpleObject)]
+#[derive(SimpleObject, Debug, Clone, PartialEq)]
 pub struct BudgetSpend {
     /// Cost spent, micro-units (the usage its runs' steps reported; unmeasured counts 0).
     pub cost_micros: i64,
@@ -190,15 +190,109 @@ impl BudgetNode {
     async fn spent(&self, ctx: &Context<'_>) -> GqlResult<BudgetSpend> {
         let window = period_window(&self.row.spec, Utc::now());
         let spent: Spend = budgets::spent(&app(ctx).db, &self.row, window.start).await.map_err(ApiError::from)?;
-        let s = &self.row.spec;
-        Ok(BudgetSpend {
-            cost_micros: signed(spent.cost_micros),
-            tokens: signed(spent.tokens),
-            remaining_cost_micros: s.limit_cost_micros.map(|l| signed(l.saturating_sub(spent.cost_micros))),
-            remaining_tokens: s.limit_tokens.map(|l| signed(l.saturating_sub(spent.tokens))),
-            warned: s.warned(spent),
-            reached: s.reached(spent),
+        Ok(standing(&self.row.spec, spent))
+    }
+
+    /// What the scope spent per period from `from` to `to` (now when absent), against the
+    /// limits: one entry per period with spend, oldest first — the budget's days or months in
+    /// its zone, or for a total budget its days with the running total. Summed from the steps
+    /// the runs reported (the read model), never a counter. At most 1,000 periods.
+    async fn history(
+        &self,
+        ctx: &Context<'_>,
+        from: DateTime<Utc>,
+        to: Option<DateTime<Utc>>,
+    ) -> GqlResult<Vec<BudgetPeriodSpend>> {
+        let to = to.unwrap_or_else(Utc::now);
+        if to <= from {
+            return Err(ApiError::validation("to", "must be after from").into());
+        }
+        let db = &app(ctx).db;
+        let steps = budgets::spend_over_time(db, &self.row, from, to).await.map_err(ApiError::from)?;
+        // A total budget counts what was spent before the range too.
+        let before = if self.row.spec.period == agentlog_domain::budgets::BudgetPeriod::Total {
+            let all = budgets::spent(db, &self.row, None).await.map_err(ApiError::from)?;
+            let since = budgets::spent(db, &self.row, Some(from)).await.map_err(ApiError::from)?;
+            Spend {
+                cost_micros: all.cost_micros.saturating_sub(since.cost_micros),
+                tokens: all.tokens.saturating_sub(since.tokens),
+            }
+        } else {
+            Spend::default()
+        };
+        let history = spend_history(&self.row.spec, before, &steps);
+        if history.len() > MAX_HISTORY {
+            return Err(ApiError::validation("from", "at most 1000 periods: narrow the range").into());
+        }
+        Ok(history)
+    }
+}
+
+/// The most periods `history` answers.
+const MAX_HISTORY: usize = 1_000;
+
+/// One period of a budget's history.
+#[derive(SimpleObject, Debug, Clone, PartialEq)]
+pub struct BudgetPeriodSpend {
+    /// The period's first instant (a total budget: the day's, in its zone).
+    pub start: DateTime<Utc>,
+    /// When the next period begins.
+    pub end: Option<DateTime<Utc>>,
+    /// Cost spent in the period, micro-units.
+    pub cost_micros: i64,
+    /// Tokens used in the period.
+    pub tokens: i64,
+    /// What counts against the limit at the period's end: the period's spend, or for a total
+    /// budget everything spent up to then.
+    pub counted: BudgetSpend,
+}
+
+/// Bucket `steps` (oldest first) into `spec`'s periods; a total budget's running total starts
+/// at `before`.
+fn spend_history(spec: &BudgetSpec, before: Spend, steps: &[(DateTime<Utc>, Spend)]) -> Vec<BudgetPeriodSpend> {
+    let mut days = spec.clone();
+    if days.period == agentlog_domain::budgets::BudgetPeriod::Total {
+        days.period = agentlog_domain::budgets::BudgetPeriod::Day;
+    }
+    let total = spec.period == agentlog_domain::budgets::BudgetPeriod::Total;
+    let mut out: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, Spend)> = Vec::new();
+    for (at, spend) in steps {
+        let window = period_window(&days, *at);
+        let start = window.start.unwrap_or(*at);
+        match out.last_mut() {
+            Some((s, _, sum)) if *s == start => *sum = add(*sum, *spend),
+            _ => out.push((start, window.resets_at, *spend)),
+        }
+    }
+    let mut running = before;
+    out.into_iter()
+        .map(|(start, end, spent)| {
+            running = add(running, spent);
+            let counted = if total { running } else { spent };
+            BudgetPeriodSpend {
+                start,
+                end,
+                cost_micros: signed(spent.cost_micros),
+                tokens: signed(spent.tokens),
+                counted: standing(spec, counted),
+            }
         })
+        .collect()
+}
+
+fn add(a: Spend, b: Spend) -> Spend {
+    Spend { cost_micros: a.cost_micros.saturating_add(b.cost_micros), tokens: a.tokens.saturating_add(b.tokens) }
+}
+
+/// `spent` against `spec`'s limits.
+fn standing(spec: &BudgetSpec, spent: Spend) -> BudgetSpend {
+    BudgetSpend {
+        cost_micros: signed(spent.cost_micros),
+        tokens: signed(spent.tokens),
+        remaining_cost_micros: spec.limit_cost_micros.map(|l| signed(l.saturating_sub(spent.cost_micros))),
+        remaining_tokens: spec.limit_tokens.map(|l| signed(l.saturating_sub(spent.tokens))),
+        warned: spec.warned(spent),
+        reached: spec.reached(spent),
     }
 }
 

@@ -66,6 +66,14 @@ pub struct TaskNode {
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     /// When the next heartbeat tick falls due.
     pub next_heartbeat_at: Option<DateTime<Utc>>,
+    /// A heartbeat tick runs only with new input since the last run started (a user's comment
+    /// or document, a dependency completed, or the last run's hand-off naming a `nextAction`);
+    /// without it the tick is skipped (`task.tick_skipped`) and counted in `skippedTicks`.
+    pub heartbeat_require_input: bool,
+    /// Heartbeat ticks skipped for want of new input.
+    pub skipped_ticks: i64,
+    /// When the latest tick was skipped.
+    pub last_skipped_tick_at: Option<DateTime<Utc>>,
     /// Cron pattern of a scheduled task.
     pub schedule_pattern: Option<String>,
     /// Time zone of the pattern.
@@ -117,6 +125,9 @@ impl From<TaskRow> for TaskNode {
             heartbeat_timeout_secs: t.heartbeat_timeout_secs,
             last_heartbeat_at: t.last_heartbeat_at,
             next_heartbeat_at: t.next_heartbeat_at,
+            heartbeat_require_input: t.heartbeat_require_input,
+            skipped_ticks: t.skipped_ticks,
+            last_skipped_tick_at: t.last_skipped_tick_at,
             schedule_pattern: t.schedule_pattern,
             schedule_timezone: t.schedule_timezone,
             schedule_max_executions: t.schedule_max_executions,
@@ -488,7 +499,8 @@ impl TasksMutation {
     }
 
     /// How it runs on its own: `mode` `heartbeat`, `schedule` or null (manual); `heartbeat`
-    /// `{intervalSecs?, timeoutSecs?}`; `schedule` `{pattern?, timezone, maxExecutions?}`.
+    /// `{intervalSecs?, timeoutSecs?, requireInput?}` (`requireInput`: a tick with no new input
+    /// since the last run is skipped, not run); `schedule` `{pattern?, timezone, maxExecutions?}`.
     async fn configure_task_automation(
         &self,
         ctx: &Context<'_>,

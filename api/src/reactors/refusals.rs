@@ -7,6 +7,10 @@
 //! The refusal's ids derive from the refused command's id, so a reactor that meets the same
 //! refusal again — after a restart, or in a second server — writes nothing new; only the
 //! instance whose append wrote it counts it.
+//!
+//! A refusal by a budget at its limit (LIMIT) is told once per budget and period
+//! ([`budgets::limit_notification`]): every refused fire, tick or dispatch is still recorded on
+//! its chain, but only the first of the period brings the notification.
 
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
@@ -19,8 +23,8 @@ use agentlog_domain::{
 };
 
 use crate::reactors::error::ReactorError;
-use crate::{error::ApiError, state::App};
-use agentlog_eventlog::EventLogError;
+use crate::{commands::budgets, error::ApiError, state::App};
+use agentlog_eventlog::{CommandError, EventLogError};
 
 /// What a reactor asked that was refused, and whom it concerns.
 #[derive(Debug, Clone)]
@@ -97,7 +101,34 @@ pub async fn record_with(
         rctx
     };
     let reason = Reason { code: error.code().as_str(), message: error.to_string() };
-    write(state, fact, ctx, rctx, refused, reason, notification).await
+    let told = match notification {
+        Some(n) => Told::Own(n),
+        None => told_of(state, error, &refused.user_id, rctx.now).await?,
+    };
+    write(state, fact, ctx, rctx, refused, reason, told).await
+}
+
+/// How the owner is told of a refusal.
+enum Told {
+    /// With the default notification, keyed on the refusal.
+    Default,
+    /// With this notification, keyed on the refusal.
+    Own(CreateNotification),
+    /// With this notification, keyed on something many refusals share (a budget's period): a
+    /// refusal that finds it already told is recorded alone.
+    Shared(CreateNotification),
+}
+
+/// How the owner is told of a refusal with `error` at `now`: once per budget and period for a
+/// budget at its limit, else by the default notification.
+async fn told_of(
+    state: &App,
+    error: &DomainError,
+    user_id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Told, ReactorError> {
+    let DomainError::BudgetReached { budget_id, .. } = error else { return Ok(Told::Default) };
+    Ok(budgets::limit_notification(state, budget_id, user_id, now).await?.map_or(Told::Default, Told::Shared))
 }
 
 /// Record that a clock pass's command (a cron fire, a scheduled or heartbeat run) was refused
@@ -110,8 +141,7 @@ pub async fn record_for_pass(
     stream_id: &str,
     ctx: &Context,
     refused: Refused,
-    code: &str,
-    message: String,
+    error: &ApiError,
 ) -> Result<(), ReactorError> {
     let version = state.store.stream_version(stream_id).await?;
     let Some(fact) = state.store.read_stream(stream_id, version.max(1), 1).await?.into_iter().next() else {
@@ -120,7 +150,12 @@ pub async fn record_for_pass(
     let mut rctx = Context::reacting_to(&fact, refused.reactor, Actor::system(refused.reactor));
     rctx.now = ctx.now;
     rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), ctx.now.timestamp_millis());
-    match write(state, &fact, ctx, rctx, refused, Reason { code, message }, None).await {
+    let told = match error {
+        ApiError::Domain(e) => told_of(state, e, &refused.user_id, ctx.now).await?,
+        _ => Told::Default,
+    };
+    let reason = Reason { code: error.code(), message: error.to_string() };
+    match write(state, &fact, ctx, rctx, refused, reason, told).await {
         // The same slot's refusal, recorded by an earlier pass whose latest event was another.
         Err(
             ReactorError::Log(EventLogError::IdempotencyConflict { .. })
@@ -140,7 +175,9 @@ struct Reason<'a> {
 }
 
 /// Append the refusal and the owner's notification in one write, as `rctx`; count it when this
-/// instance's append wrote it.
+/// instance's append wrote it. A shared notification already in the log (another refusal of
+/// the same budget and period told it) makes the append an idempotency conflict: the refusal is
+/// then appended alone.
 async fn write(
     state: &App,
     fact: &RecordedEvent,
@@ -148,7 +185,7 @@ async fn write(
     mut rctx: Context,
     refused: Refused,
     Reason { code, message }: Reason<'_>,
-    notification: Option<CreateNotification>,
+    told: Told,
 ) -> Result<(), ReactorError> {
     tracing::warn!(
         reactor = refused.reactor,
@@ -176,29 +213,48 @@ async fn write(
         task_id: refused.task_id,
         user_id: refused.user_id,
     };
-    let notification = notification.unwrap_or_else(|| refusal_notification(&record));
+    let (notification, shared) = match told {
+        Told::Default => (refusal_notification(&record), false),
+        Told::Own(n) => (n, false),
+        Told::Shared(n) => (n, true),
+    };
     rctx.user_id = record.user_id.clone();
-    let refusal_stream = record.refusal_id.clone();
-    let user = notification.user_id.clone();
-    let results = state
-        .handler
-        .execute_multi(&rctx, || async {
-            let h = &state.handler;
-            let refusal = h.load::<Refusal>(&refusal_stream).await?;
-            let recorded = refusal.state.decide(&RefusalCommand::Record(record.clone()), &rctx)?;
-            let inbox = h.load::<Notifications>(&user).await?;
-            let told = inbox.state.decide(&NotificationCommand::Create(notification.clone()), &rctx)?;
-            let mut stamper = rctx.stamper();
-            let refusal_part = StreamEvents::new(refusal.stream_id.clone(), recorded);
-            let inbox_part = StreamEvents::new(inbox.stream_id.clone(), told);
-            Ok(vec![
-                (stamper.write(&refusal.state, &refusal_part), refusal.version),
-                (stamper.write(&inbox.state, &inbox_part), inbox.version),
-            ])
-        })
-        .await?;
+    let results = match append(state, &rctx, &record, Some(&notification)).await {
+        Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) if shared => {
+            append(state, &rctx, &record, None).await?
+        }
+        other => other?,
+    };
     if results.iter().any(|r| !r.duplicate && !r.positions.is_empty()) {
         state.metrics.refused(refused.reactor, code);
     }
     Ok(())
+}
+
+/// Append `record` to its refusal stream and, when given, `notification` to its user's inbox,
+/// in one write.
+async fn append(
+    state: &App,
+    rctx: &Context,
+    record: &RecordRefusal,
+    notification: Option<&CreateNotification>,
+) -> Result<Vec<agentlog_eventlog::AppendResult>, CommandError> {
+    state
+        .handler
+        .execute_multi(rctx, || async {
+            let h = &state.handler;
+            let refusal = h.load::<Refusal>(&record.refusal_id).await?;
+            let recorded = refusal.state.decide(&RefusalCommand::Record(record.clone()), rctx)?;
+            let mut stamper = rctx.stamper();
+            let refusal_part = StreamEvents::new(refusal.stream_id.clone(), recorded);
+            let mut writes = vec![(stamper.write(&refusal.state, &refusal_part), refusal.version)];
+            if let Some(notification) = notification {
+                let inbox = h.load::<Notifications>(&notification.user_id).await?;
+                let told = inbox.state.decide(&NotificationCommand::Create(notification.clone()), rctx)?;
+                let inbox_part = StreamEvents::new(inbox.stream_id.clone(), told);
+                writes.push((stamper.write(&inbox.state, &inbox_part), inbox.version));
+            }
+            Ok(writes)
+        })
+        .await
 }

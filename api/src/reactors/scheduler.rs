@@ -70,6 +70,8 @@ pub struct PassReport {
     pub tasks_completed: Vec<String>,
     /// Running tasks whose heartbeat timed out.
     pub tasks_timed_out: Vec<String>,
+    /// Heartbeat ticks skipped for want of new input (`task.tick_skipped`), as task ids.
+    pub ticks_skipped: Vec<String>,
     /// Candidates skipped, with the rule's reason.
     pub skipped: Vec<(String, String)>,
 }
@@ -171,15 +173,7 @@ async fn fire_cron_job(
         Err(e @ (ApiError::NotFound { .. } | ApiError::Domain(_))) => {
             report.skipped.push((job.job_id.clone(), format!("agent {}: {e}", job.agent_id)));
             let refused = Refused::of("scheduler", "cron.fire", CronJob::stream_id(&job.job_id), &job.user_id);
-            return refusals::record_for_pass(
-                state,
-                &CronJob::stream_id(&job.job_id),
-                &ctx,
-                refused,
-                e.code(),
-                e.to_string(),
-            )
-            .await;
+            return refusals::record_for_pass(state, &CronJob::stream_id(&job.job_id), &ctx, refused, &e).await;
         }
         Err(e) => return Err(e.into()),
     };
@@ -190,7 +184,8 @@ async fn fire_cron_job(
         task_id: None,
         group_id: job.group_id.clone(),
     };
-    // A budget at its limit: the slot does not fire, and the owner is told, once per slot.
+    // A budget at its limit: the slot does not fire; the refusal is recorded once per slot and
+    // the owner told once per budget period.
     if let Err(e) = budgets::check_start(state, &run, slot_utc).await {
         if !matches!(e, ApiError::Domain(_)) {
             return Err(e.into());
@@ -198,7 +193,7 @@ async fn fire_cron_job(
         report.skipped.push((job.job_id.clone(), e.to_string()));
         let stream = CronJob::stream_id(&job.job_id);
         let refused = Refused::of("scheduler", "cron.fire", stream.clone(), &job.user_id);
-        return refusals::record_for_pass(state, &stream, &ctx, refused, e.code(), e.to_string()).await;
+        return refusals::record_for_pass(state, &stream, &ctx, refused, &e).await;
     }
     let result = state
         .handler
@@ -246,9 +241,52 @@ async fn heartbeat_tick(
         report.skipped.push((task_id.to_string(), skip.as_str().to_string()));
         return Ok(());
     }
+    if task.heartbeat.require_input {
+        let dependency_finished_at = dependency_finished_at(state, &task).await?;
+        if !domain_task::tick::new_input(&task, dependency_finished_at) {
+            return skip_idle_tick(state, &task, token, dependency_finished_at, now, report).await;
+        }
+    }
     // `now` (not the due time) starts the run: it is also the run's first heartbeat.
     let ctx = system_context("heartbeat", &format!("{task_id}\u{0}{token}"), now, &task.user_id);
     start_run(state, &task, RunTrigger::Heartbeat, &ctx, report).await
+}
+
+/// When the latest of `task`'s dependencies completed, read from their own streams.
+async fn dependency_finished_at(state: &App, task: &Task) -> Result<Option<DateTime<Utc>>, ReactorError> {
+    let mut latest = None;
+    for id in task.dependencies.keys() {
+        let dependency = state.handler.load::<Task>(id).await?.state;
+        if dependency.status == TaskStatus::Completed {
+            latest = latest.max(dependency.completed_at);
+        }
+    }
+    Ok(latest)
+}
+
+/// Record heartbeat tick `token` of `task` as skipped (nothing new to work on) and schedule the
+/// next one. The command id derives from the task and the tick, so a second instance or pass
+/// meeting the same tick writes nothing: it finds the tick replaced, or the same events.
+async fn skip_idle_tick(
+    state: &App,
+    task: &Task,
+    token: String,
+    dependency_finished_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    report: &mut PassReport,
+) -> Result<(), ReactorError> {
+    let task_id = task.id();
+    let ctx = system_context("heartbeat-skip", &format!("{task_id}\u{0}{token}"), now, &task.user_id);
+    let command = domain_task::TaskCommand::SkipIdleTick { tick_token: token, dependency_finished_at };
+    match state.handler.execute::<Task>(task_id, &command, &ctx).await {
+        Ok(o) if o.appended.iter().all(|a| a.duplicate) => {}
+        Ok(_) => report.ticks_skipped.push(task_id.to_string()),
+        Err(e) if already_done(&e) => {}
+        // The tick was replaced meanwhile (another instance skipped or ran it), or input came.
+        Err(CommandError::Domain(e)) => report.skipped.push((task_id.to_string(), e.to_string())),
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
 }
 
 async fn schedule_tick(
@@ -357,7 +395,7 @@ async fn start_run(
             report.skipped.push((task.id().to_string(), e.to_string()));
             let stream = Task::stream_id(task.id());
             let refused = Refused::of("scheduler", "task.start_run", stream.clone(), &task.user_id).task(task.id());
-            refusals::record_for_pass(state, &stream, ctx, refused, e.code(), e.to_string()).await?;
+            refusals::record_for_pass(state, &stream, ctx, refused, &e).await?;
         }
         Err(e) => return Err(e.into()),
     }

@@ -412,8 +412,8 @@ async fn the_warning_is_told_once(db: Db) {
 both!(the_warning_is_told_once as the_warning_is_told_once);
 
 /// A cron slot of an agent at its budget's limit does not fire: the scheduler records the
-/// refusal (LIMIT) in the job's chain and tells the owner, once per slot across passes and
-/// instances; without the budget the same slot fires.
+/// refusal (LIMIT) in the job's chain, once per slot across passes and instances, and tells the
+/// owner once for the budget's period; without the budget the same slot fires.
 async fn a_cron_fire_at_the_limit_is_refused_and_recorded_once(db: Db) {
     use agentlog_api::reactors::scheduler;
     use agentlog_eventlog::EventFilter;
@@ -444,7 +444,7 @@ async fn a_cron_fire_at_the_limit_is_refused_and_recorded_once(db: Db) {
     assert_eq!((p["command"].as_str(), p["code"].as_str()), (Some("cron.fire"), Some("LIMIT")), "{p}");
     assert!(p["message"].as_str().is_some_and(|m| m.contains("capped")), "{p}");
     let told = a.store.read_all(0, &EventFilter::types(["notification.created"]), 100).await.expect("read");
-    assert_eq!(told.iter().filter(|e| e.payload["type"] == "reactor_refused").count(), 1, "told once");
+    assert_eq!(told.iter().filter(|e| e.payload["type"] == "budget_limit").count(), 1, "told once");
 
     // The budget removed, the next year's slot fires.
     let owner = agentlog_api::auth::Caller { user_id: "alice".into(), admin: false };

@@ -12,6 +12,8 @@ mod worker;
 
 mod batch;
 mod bounds;
+mod budget_history;
+mod budget_refusals;
 mod budgets;
 // The fuzz target's entry point, for its regression inputs (`fuzz_regressions`).
 #[path = "../../../fuzz/server/src/graphql_request.rs"]
@@ -33,6 +35,7 @@ mod genai_metrics;
 mod global_ids;
 mod hostile;
 mod idempotency;
+mod idle_ticks;
 mod instances;
 mod isolation;
 mod leases;

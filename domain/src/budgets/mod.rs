@@ -264,6 +264,16 @@ pub fn interrupting(standings: &[BudgetStanding], usage: Usage) -> Option<&Budge
         .find(|s| s.spec.action == BudgetAction::Interrupt && s.spec.reached(s.spent.plus(usage)))
 }
 
+/// The period starting at `period_start` as text (`total` for a total budget).
+pub fn period_name(period_start: Option<DateTime<Utc>>) -> String {
+    period_start.map_or_else(|| "total".to_string(), |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
+/// `<budgetId>:<period>`: what is told once per budget and period is keyed on it.
+pub fn period_key(budget_id: &str, period_start: Option<DateTime<Utc>>) -> String {
+    format!("{budget_id}:{}", period_name(period_start))
+}
+
 /// The brief that tells the owner a budget's scope reached its warning threshold in the period
 /// starting at `period_start` (`None`: a total budget). Its id is derived from the budget and
 /// the period, so however many steps cross the threshold, on however many instances, there is
@@ -273,9 +283,8 @@ pub fn warning(
     period_start: Option<DateTime<Utc>>,
     spent: Spend,
 ) -> CreateBrief {
-    let period = period_start
-        .map_or_else(|| "total".to_string(), |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
-    let key = format!("{}:{period}", spec.budget_id);
+    let period = period_name(period_start);
+    let key = period_key(&spec.budget_id, period_start);
     let scope = match &spec.scope_id {
         Some(id) => format!("{} {id}", spec.scope.as_str()),
         None => "everything".to_string(),

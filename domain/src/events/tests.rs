@@ -188,7 +188,11 @@ fn task_scenarios(r: &mut Recorder) {
     use crate::values::{AgentRef, ReviewScore};
     let w = AnyEvent::Task;
     let mut c = CreateTask::new("t1", "T-1", "do");
-    c.heartbeat = HeartbeatConfig { interval_secs: Some(60), timeout_secs: Some(5) };
+    c.heartbeat = HeartbeatConfig {
+        interval_secs: Some(60),
+        timeout_secs: Some(5),
+        ..HeartbeatConfig::default()
+    };
     c.automation_mode = Some(AutomationMode::Heartbeat);
     let mut t = r.step(Task::default(), TaskCommand::Create(c), w);
     t = r.step(t, TaskCommand::Update(TaskPatch { priority: Some(2), ..TaskPatch::default() }), w);
@@ -197,7 +201,11 @@ fn task_scenarios(r: &mut Recorder) {
         t,
         TaskCommand::ConfigureAutomation {
             mode: Some(AutomationMode::Heartbeat),
-            heartbeat: HeartbeatConfig { interval_secs: Some(60), timeout_secs: Some(5) },
+            heartbeat: HeartbeatConfig {
+                interval_secs: Some(60),
+                timeout_secs: Some(5),
+                require_input: true,
+            },
             schedule: ScheduleConfig::default(),
         },
         w,
@@ -276,6 +284,8 @@ fn task_scenarios(r: &mut Recorder) {
         },
         w,
     );
+    let tick_token = t.tick_token.clone().unwrap_or_default();
+    t = r.step(t, TaskCommand::SkipIdleTick { tick_token, dependency_finished_at: None }, w);
     t = r.step(t, run("p3"), w);
     t = r.step(
         t,

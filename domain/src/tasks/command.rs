@@ -1,5 +1,6 @@
 //! What may be asked of a task.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::model::{
@@ -281,4 +282,12 @@ pub enum TaskCommand {
     /// The lazy heartbeat-timeout check: a running task whose heartbeat is older than its
     /// timeout pauses and its running topics time out.
     CheckHeartbeatTimeout,
+    /// Skip heartbeat tick `tick_token` of a task that requires input and has none new
+    /// ([`super::tick::new_input`]); refused when there is new input.
+    SkipIdleTick {
+        /// The tick.
+        tick_token: String,
+        /// The server's fact: when the latest of the task's dependencies completed.
+        dependency_finished_at: Option<DateTime<Utc>>,
+    },
 }

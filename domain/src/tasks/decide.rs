@@ -254,7 +254,8 @@ pub(super) fn decide(task: &Task, cmd: &C, ctx: &Context) -> Result<Vec<E>, Doma
         | C::RunFailed { .. }
         | C::CompleteTopic(_)
         | C::CancelTopic { .. }
-        | C::CheckHeartbeatTimeout => {
+        | C::CheckHeartbeatTimeout
+        | C::SkipIdleTick { .. } => {
             Err(DomainError::transition(AGGREGATE, task.status, "route this command through"))
         }
     }

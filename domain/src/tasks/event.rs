@@ -303,6 +303,19 @@ pub struct HeartbeatScheduled {
     pub tick_token: String,
 }
 
+/// `task.tick_skipped`: a heartbeat tick of a task that requires input found nothing new
+/// since the last run and started none (the next tick is scheduled with it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TickSkipped {
+    /// The skipped tick's token.
+    pub tick_token: String,
+    /// Why (`no-new-input`).
+    pub reason: String,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
 crate::domain_events! {
     /// Everything a task records.
     pub enum TaskEvent (upcast = no_upcasts, key = no_idempotency_key) {
@@ -350,5 +363,7 @@ crate::domain_events! {
         HeartbeatRecorded(HeartbeatRecorded) = "task.heartbeat_recorded" v 1,
         /// Next heartbeat tick scheduled.
         HeartbeatScheduled(HeartbeatScheduled) = "task.heartbeat_scheduled" v 1,
+        /// A heartbeat tick skipped for want of new input.
+        TickSkipped(TickSkipped) = "task.tick_skipped" v 1,
     }
 }

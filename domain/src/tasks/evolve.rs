@@ -1,7 +1,7 @@
 //! How each task event changes the state. Never fails: events are facts.
 
 use super::event::TaskEvent as E;
-use super::model::{TaskStatus as S, Topic, TopicReview, TopicStatus};
+use super::model::{CommentAuthor, PinnedBy, TaskStatus as S, Topic, TopicReview, TopicStatus};
 use super::state::Task;
 
 pub(super) fn evolve(mut task: Task, event: &E) -> Task {
@@ -70,12 +70,18 @@ pub(super) fn evolve(mut task: Task, event: &E) -> Task {
         }
         E::DocumentPinned(e) => {
             task.documents.insert(e.document_id.clone(), e.pinned_by);
+            if e.pinned_by == PinnedBy::User {
+                task.last_input_at = task.last_input_at.max(Some(e.at));
+            }
         }
         E::DocumentUnpinned(e) => {
             task.documents.remove(&e.document_id);
         }
         E::CommentAdded(e) => {
             task.comment_ids.insert(e.comment_id.clone());
+            if matches!(e.author, CommentAuthor::User(_)) {
+                task.last_input_at = task.last_input_at.max(Some(e.at));
+            }
         }
         E::CommentDeleted(e) => {
             task.comment_ids.remove(&e.comment_id);
@@ -133,6 +139,10 @@ pub(super) fn evolve(mut task: Task, event: &E) -> Task {
         E::HeartbeatScheduled(e) => {
             task.tick_token = Some(e.tick_token.clone());
             task.next_tick_at = Some(e.due_at);
+        }
+        E::TickSkipped(e) => {
+            task.skipped_ticks = task.skipped_ticks.saturating_add(1);
+            task.last_skipped_tick_at = Some(e.at);
         }
     }
     task

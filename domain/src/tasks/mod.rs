@@ -56,6 +56,9 @@ impl Aggregate for Task {
             C::RunFailed { topic_id, error } => run::run_failed(self, topic_id, error, ctx),
             C::CancelTopic { topic_id } => run::cancel_topic(self, topic_id, ctx),
             C::CheckHeartbeatTimeout => run::check_heartbeat_timeout(self, ctx),
+            C::SkipIdleTick { tick_token, dependency_finished_at } => {
+                tick::skip_idle(self, tick_token, *dependency_finished_at, ctx)
+            }
             C::CompleteTopic(outcome) => lifecycle::complete_topic(self, outcome, ctx),
             other => decide::decide(self, other, ctx),
         }

@@ -88,6 +88,10 @@ pub struct HeartbeatConfig {
     /// A run without a heartbeat for this long is timed out (none = off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// A tick runs only when there is new input since the last run ([`super::tick::new_input`]);
+    /// otherwise it is skipped (`task.tick_skipped`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_input: bool,
 }
 
 /// Schedule settings.

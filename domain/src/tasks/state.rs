@@ -72,6 +72,15 @@ pub struct Task {
     /// The hand-off of the last completed topic: the next run starts from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handoff: Option<Handoff>,
+    /// The latest comment or document a user (not a run) added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_input_at: Option<DateTime<Utc>>,
+    /// Heartbeat ticks skipped for want of new input.
+    #[serde(default)]
+    pub skipped_ticks: u32,
+    /// When the latest tick was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_skipped_tick_at: Option<DateTime<Utc>>,
 }
 
 impl Task {

@@ -4,9 +4,19 @@
 //!
 //! One deliberate difference: upstream's heartbeat tick has no `paused` check (a pending tick
 //! runs a task the user paused); here both ticks skip paused tasks.
+//!
+//! **No idle burn.** A heartbeat task with `requireInput` runs a tick only when there is new
+//! input since its last run started ([`new_input`]); otherwise the tick is skipped
+//! ([`skip_idle`]: `task.tick_skipped` and the next tick, nothing run).
 
+use chrono::{DateTime, Utc};
+
+use super::event::{HeartbeatScheduled, TaskEvent as E, TickSkipped};
 use super::model::{AutomationMode, TaskStatus as S};
 use super::state::Task;
+use crate::context::Context;
+use crate::deadline::after;
+use crate::error::DomainError;
 
 /// Why a tick does not run the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,4 +120,52 @@ fn common(task: &Task, human_waiting: bool) -> Result<(), TickSkip> {
         return Err(TickSkip::InFlight);
     }
     Ok(())
+}
+
+/// Is there new input for `task` since its last run started: no run yet, a comment or document
+/// a user added since, a dependency that completed since (`dependency_finished_at`, the
+/// server's fact), or a last completed run whose hand-off names a `nextAction`? Comments and
+/// documents of agents do not count: a run writes them.
+pub fn new_input(task: &Task, dependency_finished_at: Option<DateTime<Utc>>) -> bool {
+    let Some(last_run) = task.topics.values().max_by_key(|t| t.started_at) else { return true };
+    let since = |at: Option<DateTime<Utc>>| at.is_some_and(|at| at >= last_run.started_at);
+    let next_action = task.last_completed_topic_id.as_deref() == Some(last_run.topic_id.as_str())
+        && task
+            .last_handoff
+            .as_ref()
+            .and_then(|h| h.next_action.as_deref())
+            .is_some_and(|a| !a.trim().is_empty());
+    since(task.last_input_at) || since(dependency_finished_at) || next_action
+}
+
+/// Skip heartbeat tick `tick_token` of a task that requires input and has none new: the tick
+/// is recorded as skipped and the next one scheduled an interval on. Refused when the tick
+/// may not run at all, the task does not require input, or there is new input.
+pub(super) fn skip_idle(
+    task: &Task,
+    tick_token: &str,
+    dependency_finished_at: Option<DateTime<Utc>>,
+    ctx: &Context,
+) -> Result<Vec<E>, DomainError> {
+    let refused =
+        |reason: &str| DomainError::validation("tickToken", format!("not an idle tick: {reason}"));
+    heartbeat_tick(task, Some(tick_token), false).map_err(|skip| refused(skip.as_str()))?;
+    if !task.heartbeat.require_input {
+        return Err(refused("the task does not require input"));
+    }
+    if new_input(task, dependency_finished_at) {
+        return Err(refused("there is new input"));
+    }
+    let interval = task.heartbeat.interval_secs.unwrap_or(1);
+    Ok(vec![
+        E::TickSkipped(TickSkipped {
+            tick_token: tick_token.to_string(),
+            reason: "no-new-input".into(),
+            at: ctx.now,
+        }),
+        E::HeartbeatScheduled(HeartbeatScheduled {
+            due_at: after(ctx.now, interval),
+            tick_token: ctx.derived_id("tick", 0),
+        }),
+    ])
 }

@@ -12,10 +12,12 @@
 //! # Ok(()) }
 //! ```
 
+mod period;
 mod projection;
 mod query;
 mod rows;
 
+pub use period::{PeriodWindow, period_window};
 pub use projection::BudgetsProjection;
-pub use query::{RunScope, budget, budgets, budgets_of_run, spent};
+pub use query::{RunScope, budget, budgets, budgets_of_run, spend_over_time, spent};
 pub use rows::BudgetRow;

@@ -84,6 +84,58 @@ pub async fn budgets_of_run(db: &ReadDb, run: &RunScope) -> Result<Vec<BudgetRow
 /// What `budget`'s scope spent from `from` on (everything when `None`): the usage its runs'
 /// steps reported, summed (an unmeasured cost or token count adds 0).
 pub async fn spent(db: &ReadDb, budget: &BudgetRow, from: Option<DateTime<Utc>>) -> Result<Spend, ProjectionError> {
+    let (mut args, mut terms) = scope_terms(budget);
+    if let Some(from) = from {
+        args.push(micros(from));
+        terms.push(format!("s.at >= ${}", args.len()));
+    }
+    let filter = if terms.is_empty() { String::new() } else { format!("WHERE {}", terms.join(" AND ")) };
+    let sql = format!(
+        "SELECT CAST(COALESCE(SUM(COALESCE(s.cost_micros, 0)), 0) AS BIGINT), \
+         CAST(COALESCE(SUM({TOKENS}), 0) AS BIGINT) \
+         FROM operation_steps s JOIN operations o ON o.id = s.operation_id {filter}"
+    );
+    let rows = db.fetch(&sql, &args).await?;
+    let row = rows.first();
+    let read = |i: usize| row.and_then(|r| r.i64(i)).map_or(0, |n| u64::try_from(n).unwrap_or(0));
+    Ok(Spend { cost_micros: read(0), tokens: read(1) })
+}
+
+/// A step's tokens: its total, else input plus output (unmeasured counts 0).
+const TOKENS: &str = "COALESCE(s.total_tokens, COALESCE(s.input_tokens, 0) + COALESCE(s.output_tokens, 0))";
+
+/// What `budget`'s scope spent in `[from, to)`, oldest first: each time its runs' steps were
+/// reported with their cost and tokens (steps at the same microsecond summed). The caller
+/// buckets them into periods.
+pub async fn spend_over_time(
+    db: &ReadDb,
+    budget: &BudgetRow,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<(DateTime<Utc>, Spend)>, ProjectionError> {
+    let (mut args, mut terms) = scope_terms(budget);
+    args.push(micros(from));
+    terms.push(format!("s.at >= ${}", args.len()));
+    args.push(micros(to));
+    terms.push(format!("s.at < ${}", args.len()));
+    let sql = format!(
+        "SELECT s.at, CAST(SUM(COALESCE(s.cost_micros, 0)) AS BIGINT), CAST(SUM({TOKENS}) AS BIGINT) \
+         FROM operation_steps s JOIN operations o ON o.id = s.operation_id WHERE {} GROUP BY s.at ORDER BY s.at",
+        terms.join(" AND ")
+    );
+    let unsigned = |n: Option<i64>| n.map_or(0, |n| u64::try_from(n).unwrap_or(0));
+    db.fetch(&sql, &args)
+        .await?
+        .iter()
+        .map(|r| {
+            let at = r.i64(0).and_then(DateTime::<Utc>::from_timestamp_micros).unwrap_or_default();
+            Ok((at, Spend { cost_micros: unsigned(r.i64(1)), tokens: unsigned(r.i64(2)) }))
+        })
+        .collect()
+}
+
+/// The conditions that keep the steps of `budget`'s scope (none for a global budget).
+fn scope_terms(budget: &BudgetRow) -> (Vec<SqlValue>, Vec<String>) {
     let mut args: Vec<SqlValue> = Vec::new();
     let mut terms: Vec<String> = Vec::new();
     let column = match budget.spec.scope {
@@ -99,18 +151,5 @@ pub async fn spent(db: &ReadDb, budget: &BudgetRow, from: Option<DateTime<Utc>>)
         args.push(budget.user_id.as_str().into());
         terms.push(format!("o.user_id = ${}", args.len()));
     }
-    if let Some(from) = from {
-        args.push(micros(from));
-        terms.push(format!("s.at >= ${}", args.len()));
-    }
-    let filter = if terms.is_empty() { String::new() } else { format!("WHERE {}", terms.join(" AND ")) };
-    let sql = format!(
-        "SELECT CAST(COALESCE(SUM(COALESCE(s.cost_micros, 0)), 0) AS BIGINT), \
-         CAST(COALESCE(SUM(COALESCE(s.total_tokens, COALESCE(s.input_tokens, 0) + COALESCE(s.output_tokens, 0))), 0) AS BIGINT) \
-         FROM operation_steps s JOIN operations o ON o.id = s.operation_id {filter}"
-    );
-    let rows = db.fetch(&sql, &args).await?;
-    let row = rows.first();
-    let read = |i: usize| row.and_then(|r| r.i64(i)).map_or(0, |n| u64::try_from(n).unwrap_or(0));
-    Ok(Spend { cost_micros: read(0), tokens: read(1) })
+    (args, terms)
 }

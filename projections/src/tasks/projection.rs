@@ -113,6 +113,9 @@ fn new_task(task_id: &str, e: &agentlog_domain::tasks::event::TaskCreated, at: D
         completed_at: None,
         created_at: e.at,
         updated_at: at,
+        heartbeat_require_input: s.heartbeat.require_input,
+        skipped_ticks: 0,
+        last_skipped_tick_at: None,
     }
 }
 
@@ -271,6 +274,7 @@ fn fold_task(task: &mut TaskRow, event: &E) {
             task.automation_mode = e.mode;
             task.heartbeat_interval_secs = e.heartbeat.interval_secs.map(saturating_i64);
             task.heartbeat_timeout_secs = e.heartbeat.timeout_secs.map(saturating_i64);
+            task.heartbeat_require_input = e.heartbeat.require_input;
             task.schedule_pattern = e.schedule.pattern.clone();
             task.schedule_timezone = e.schedule.timezone.clone();
             task.schedule_max_executions = e.schedule.max_executions.map(i64::from);
@@ -311,6 +315,10 @@ fn fold_task(task: &mut TaskRow, event: &E) {
         E::HeartbeatScheduled(e) => {
             task.heartbeat_tick_token = Some(e.tick_token.clone());
             task.next_heartbeat_at = Some(e.due_at);
+        }
+        E::TickSkipped(e) => {
+            task.skipped_ticks += 1;
+            task.last_skipped_tick_at = Some(e.at);
         }
         E::DependencyAdded(_)
         | E::DependencyRemoved(_)

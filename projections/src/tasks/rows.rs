@@ -83,6 +83,12 @@ pub struct TaskRow {
     pub created_at: DateTime<Utc>,
     /// Last changed (log time of its last event).
     pub updated_at: DateTime<Utc>,
+    /// A heartbeat tick runs only with new input since the last run.
+    pub heartbeat_require_input: bool,
+    /// Heartbeat ticks skipped for want of new input.
+    pub skipped_ticks: i64,
+    /// When the latest tick was skipped.
+    pub last_skipped_tick_at: Option<DateTime<Utc>>,
 }
 
 impl TableRow for TaskRow {
@@ -121,6 +127,9 @@ impl TableRow for TaskRow {
         "completed_at",
         "created_at",
         "updated_at",
+        "heartbeat_require_input",
+        "skipped_ticks",
+        "last_skipped_tick_at",
     ];
     const KEY: &'static [&'static str] = &["task_id"];
 
@@ -164,6 +173,9 @@ impl TableRow for TaskRow {
             opt_micros(self.completed_at),
             micros(self.created_at),
             micros(self.updated_at),
+            i64::from(self.heartbeat_require_input).into(),
+            self.skipped_ticks.into(),
+            opt_micros(self.last_skipped_tick_at),
         ]
     }
     fn from_row(row: &Row) -> Result<Self, ProjectionError> {
@@ -201,6 +213,9 @@ impl TableRow for TaskRow {
             completed_at: c.opt_time()?,
             created_at: c.time()?,
             updated_at: c.time()?,
+            heartbeat_require_input: c.int()? != 0,
+            skipped_ticks: c.int()?,
+            last_skipped_tick_at: c.opt_time()?,
         })
     }
 }

@@ -2,6 +2,7 @@
 //! (`Workload`) on SQLite and on PostgreSQL. PostgreSQL tests need `AGENTLOG_TEST_PG_URL`
 //! (skipped with a message without it, failing under `CI=true`).
 
+mod budget;
 mod conversation_parse;
 mod generate;
 mod inspect;

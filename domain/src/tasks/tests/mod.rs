@@ -451,7 +451,11 @@ fn command() -> impl Strategy<Value = TaskCommand> {
         status.prop_map(to),
         mode.prop_map(|mode| C::ConfigureAutomation {
             mode,
-            heartbeat: HeartbeatConfig { interval_secs: Some(60), timeout_secs: Some(120) },
+            heartbeat: HeartbeatConfig {
+                interval_secs: Some(60),
+                timeout_secs: Some(120),
+                ..HeartbeatConfig::default()
+            },
             schedule: ScheduleConfig {
                 pattern: Some("* * * * *".into()),
                 max_executions: Some(2),

@@ -15,7 +15,11 @@ fn manual() -> Task {
 fn automated(mode: AutomationMode, f: impl FnOnce(&mut CreateTask)) -> Task {
     run_all::<Task>(&[create_with(|c| {
         c.automation_mode = Some(mode);
-        c.heartbeat = HeartbeatConfig { interval_secs: Some(600), timeout_secs: Some(60) };
+        c.heartbeat = HeartbeatConfig {
+            interval_secs: Some(600),
+            timeout_secs: Some(60),
+            ..HeartbeatConfig::default()
+        };
         c.schedule.pattern = Some("0 9 * * *".into());
         f(c);
     })])
@@ -534,4 +538,42 @@ fn the_next_runs_prompt_carries_the_last_hand_off() {
     );
     let (t, _) = apply(t, &failed, &system_ctx(4));
     assert_eq!(crate::rules::task_run::run_prompt(&t), prompt);
+}
+
+#[test]
+fn an_idle_tick_is_skipped_until_new_input() {
+    use super::super::tick::new_input;
+    let t = automated(AutomationMode::Heartbeat, |c| c.heartbeat.require_input = true);
+    let (t, _) = apply(
+        t,
+        &TaskCommand::ChangeStatus { to: TaskStatus::Scheduled, error: None },
+        &system_ctx(1),
+    );
+    assert!(new_input(&t, None), "no run yet");
+    let skip = |t: &Task, deps| TaskCommand::SkipIdleTick {
+        tick_token: t.tick_token.clone().unwrap(),
+        dependency_finished_at: deps,
+    };
+    assert_eq!(variant(&refused(&t, &skip(&t, None), &system_ctx(2))), "Validation");
+    let (t, _) = apply(t, &run("tp1", "op1", RunTrigger::Heartbeat), &system_ctx(2));
+    let (t, _) =
+        apply(t, &end("tp1", "op1", TopicEnd::Done, RunTrigger::Heartbeat), &system_ctx(3));
+    assert!(!new_input(&t, None), "nothing since the run started");
+    assert!(new_input(&t, Some(at(2))), "a dependency finished since");
+    let (t, events) = apply(t.clone(), &skip(&t, None), &system_ctx(10));
+    assert_eq!(types(&events), ["task.tick_skipped", "task.heartbeat_scheduled"]);
+    assert_eq!((t.skipped_ticks, t.last_skipped_tick_at), (1, Some(at(10))));
+    // An agent's comment is the run's own; a user's is new input.
+    let comment = |id: &str, author| TaskCommand::AddComment {
+        comment_id: id.into(),
+        author,
+        content: "x".into(),
+        brief_id: None,
+        topic_id: None,
+    };
+    let (t, _) = apply(t, &comment("c1", CommentAuthor::Agent("a1".into())), &system_ctx(11));
+    assert!(!new_input(&t, None));
+    let (t, _) = apply(t, &comment("c2", CommentAuthor::User("u1".into())), &system_ctx(12));
+    assert!(new_input(&t, None));
+    assert_eq!(variant(&refused(&t, &skip(&t, None), &system_ctx(13))), "Validation");
 }
