@@ -363,7 +363,7 @@ try {
   await page.goto(`${base}/tasks/${encodeURIComponent(tb)}`);
   const graph = page.getByRole("group", { name: "Dependencies of this task" });
   await graph.locator(`[data-node="${ta}"]`).waitFor();
-  await graph.locator(`[data-edge="${ta}>${tb}"]`).waitFor();
+  await graph.locator(`[data-edge="${ta}>${tb}"]`).waitFor({ state: "attached" });
   await graph.locator(`a[data-node="${ta}"]`).focus();
   await page.keyboard.press("Enter");
   await page.waitForURL(new RegExp(`/tasks/${ta}$`));

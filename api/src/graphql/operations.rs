@@ -461,7 +461,8 @@ impl Operation {
             return Err(ApiError::validation("afterVersion", "must not be negative").into());
         }
         let stream = operation_stream(&self.id);
-        let events = app(ctx).store.read_stream(&stream, after.saturating_add(1), first).await.map_err(ApiError::from)?;
+        let events =
+            app(ctx).store.read_stream(&stream, after.saturating_add(1), first).await.map_err(ApiError::from)?;
         Ok(events.into_iter().map(Event::from).collect())
     }
 
