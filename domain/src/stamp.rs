@@ -35,7 +35,11 @@ impl Stamper<'_> {
 
     /// [`stamp`](Self::stamp) for a caller that keeps the state: takes it and returns it after
     /// `events` beside their stamps, so each event is evolved once and the state never cloned.
-    pub fn stamp_owned<A: Aggregate>(&mut self, state: A, events: &[A::Event]) -> (A, Vec<NewEvent>) {
+    pub fn stamp_owned<A: Aggregate>(
+        &mut self,
+        state: A,
+        events: &[A::Event],
+    ) -> (A, Vec<NewEvent>) {
         let mut current = state;
         let mut out = Vec::with_capacity(events.len());
         for event in events {
