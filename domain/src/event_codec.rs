@@ -65,6 +65,26 @@ pub fn payload_of<T: Serialize>(payload: &T) -> Value {
         .unwrap_or_else(|e| serde_json::json!({ "payloadEncodeError": e.to_string() }))
 }
 
+/// Decode a payload struct of `event_type` stored at `version` (current: `current`): read in
+/// place when it is current (no copy of the JSON), else upcast first.
+pub fn decode_payload<T: serde::de::DeserializeOwned>(
+    event_type: &str,
+    version: i32,
+    current: i32,
+    payload: &Value,
+    step: UpcastStep,
+) -> Result<T, DecodeError> {
+    if version == current {
+        return T::deserialize(payload).map_err(|e| DecodeError::InvalidPayload {
+            event_type: event_type.to_string(),
+            version,
+            reason: e.to_string(),
+        });
+    }
+    let upcast = upcast_to_current(event_type, version, current, payload, step)?;
+    payload_from(event_type, current, upcast)
+}
+
 /// Deserialize a payload struct of `event_type` (already upcast to `version`).
 pub fn payload_from<T: serde::de::DeserializeOwned>(
     event_type: &str,
@@ -128,13 +148,10 @@ macro_rules! domain_events {
             ) -> Result<Self, $crate::error::DecodeError> {
                 match event_type {
                     $(
-                        $etype => {
-                            let current = $crate::event_codec::upcast_to_current(
-                                event_type, schema_version, $version, payload, $upcast,
-                            )?;
-                            $crate::event_codec::payload_from::<$payload>(event_type, $version, current)
-                                .map(Self::$variant)
-                        }
+                        $etype => $crate::event_codec::decode_payload::<$payload>(
+                            event_type, schema_version, $version, payload, $upcast,
+                        )
+                        .map(Self::$variant),
                     )+
                     other => Err($crate::error::DecodeError::UnknownEventType {
                         event_type: other.to_string(),

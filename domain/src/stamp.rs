@@ -30,7 +30,17 @@ impl Stamper<'_> {
     /// Stamp `events` decided on `state` (the state before them). Each event's scope key comes
     /// from the state after it, so a creating event already knows its topic or task.
     pub fn stamp<A: Aggregate>(&mut self, state: &A, events: &[A::Event]) -> Vec<NewEvent> {
-        let mut current = state.clone();
+        self.stamp_owned(state.clone(), events).1
+    }
+
+    /// [`stamp`](Self::stamp) for a caller that keeps the state: takes it and returns it after
+    /// `events` beside their stamps, so each event is evolved once and the state never cloned.
+    pub fn stamp_owned<A: Aggregate>(
+        &mut self,
+        state: A,
+        events: &[A::Event],
+    ) -> (A, Vec<NewEvent>) {
+        let mut current = state;
         let mut out = Vec::with_capacity(events.len());
         for event in events {
             current = current.evolve(event);
@@ -50,7 +60,7 @@ impl Stamper<'_> {
                     .with_schema_version(event.schema_version()),
             );
         }
-        out
+        (current, out)
     }
 
     /// Stamp one stream's part of a multi-stream decision; `state` is that stream's state.

@@ -59,11 +59,9 @@ impl<A: Aggregate> Streams<A> {
 
     fn write(&mut self, id: &str, events: &[A::Event], stamper: &mut Stamper<'_>) -> StreamAppend {
         let entry = self.map.entry(id.to_string()).or_default();
-        let stamped = stamper.stamp(&entry.state, events);
+        let (state, stamped) = stamper.stamp_owned(std::mem::take(&mut entry.state), events);
+        entry.state = state;
         let expected = ExpectedVersion::from_version(entry.version);
-        for event in events {
-            entry.state = std::mem::take(&mut entry.state).evolve(event);
-        }
         entry.version += events.len() as i64;
         StreamAppend::new(A::stream_id(id), expected, stamped)
     }
