@@ -25,6 +25,20 @@ pub(crate) fn stream_entity(e: &RecordedEvent) -> Result<&str, ProjectionError> 
     })
 }
 
+/// The owner of an event's aggregate: the one an owned stream id names, else the event's
+/// `userId` (every event of a stream names its aggregate's owner).
+pub(crate) fn stream_owner(e: &RecordedEvent) -> String {
+    agentlog_domain::streams::StreamKind::parse_owner(&e.stream_id).unwrap_or_else(|| e.user_id().to_string())
+}
+
+/// Decode every event of a batch with the owner and instance id of its stream, for a kind
+/// whose ids are per owner.
+pub(crate) fn decode_owned_batch<'a, E: DomainEvent>(
+    events: &[&'a RecordedEvent],
+) -> Result<Vec<(&'a RecordedEvent, (String, String), E)>, ProjectionError> {
+    events.iter().map(|e| Ok((*e, (stream_owner(e), stream_entity(e)?.to_string()), decode::<E>(e)?))).collect()
+}
+
 /// Decode every event of a batch with the instance id of its stream.
 pub(crate) fn decode_batch<'a, E: DomainEvent>(
     events: &[&'a RecordedEvent],

@@ -37,6 +37,7 @@ mod isolation;
 mod leases;
 mod message_groups;
 mod mutations;
+mod namespaces;
 mod orchestration;
 mod otlp;
 mod paging;
