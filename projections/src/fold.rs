@@ -14,7 +14,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
     db::{ReadTx, SqlValue},
-    decoding::{stream_entity, stream_owner},
+    decoding::{OwnedKey, stream_entity, stream_owner},
     error::ProjectionError,
 };
 
@@ -184,13 +184,16 @@ impl<K: Ord> RowSet<K> {
     }
 }
 
+/// One instance's events in a batch.
+pub(crate) type OwnedGroup<'a> = (OwnedKey, Vec<&'a RecordedEvent>);
+
 /// Events grouped by owner and instance id (a kind whose ids are per owner), each group in log
 /// order, groups in order of first appearance.
 pub(crate) fn group_by_owned_instance<'a>(
     events: &[&'a RecordedEvent],
-) -> Result<Vec<((String, String), Vec<&'a RecordedEvent>)>, ProjectionError> {
-    let mut index: HashMap<(String, String), usize> = HashMap::new();
-    let mut groups: Vec<((String, String), Vec<&'a RecordedEvent>)> = Vec::new();
+) -> Result<Vec<OwnedGroup<'a>>, ProjectionError> {
+    let mut index: HashMap<OwnedKey, usize> = HashMap::new();
+    let mut groups: Vec<OwnedGroup<'a>> = Vec::new();
     for event in events {
         let key = (stream_owner(event), stream_entity(event)?.to_string());
         match index.get(&key) {
