@@ -237,6 +237,7 @@ impl GroupsMutation {
     }
 
     /// Add a member (`role` `participant` (default) or `supervisor`, at most one supervisor).
+    #[allow(clippy::too_many_arguments)] // the member's fields and the owner are the GraphQL signature
     async fn add_group_member(
         &self,
         ctx: &Context<'_>,
@@ -255,6 +256,7 @@ impl GroupsMutation {
     }
 
     /// Change a member's role (`participant` or `supervisor`), enabled flag or order.
+    #[allow(clippy::too_many_arguments)] // the member's fields and the owner are the GraphQL signature
     async fn update_group_member(
         &self,
         ctx: &Context<'_>,
