@@ -30,6 +30,15 @@ impl Caller {
         if self.admin { None } else { Some(&self.user_id) }
     }
 
+    /// Whose ids the caller names: its own, or the `ownerId` it gives when it may see that
+    /// user's data; `None` (someone else's, not an admin) finds nothing.
+    pub fn namespace<'a>(&'a self, owner_id: Option<&'a str>) -> Option<&'a str> {
+        match owner_id {
+            None => Some(&self.user_id),
+            Some(o) => self.may_see(o).then_some(o),
+        }
+    }
+
     /// May this caller see data owned by `owner`?
     pub fn may_see(&self, owner: &str) -> bool {
         self.admin || self.user_id == owner

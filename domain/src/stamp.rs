@@ -26,6 +26,11 @@ pub struct Stamper<'a> {
     source_node: Option<(Uuid, String)>,
 }
 
+/// An idempotency key within `owner`'s ids.
+pub fn owned_key(owner: &str, key: &str) -> String {
+    format!("{owner}\u{0}{key}")
+}
+
 impl Stamper<'_> {
     /// Stamp `events` decided on `state` (the state before them). Each event's scope key comes
     /// from the state after it, so a creating event already knows its topic or task.
@@ -44,7 +49,7 @@ impl Stamper<'_> {
         let mut out = Vec::with_capacity(events.len());
         for event in events {
             current = current.evolve(event);
-            let event_id = self.event_id(event);
+            let event_id = self.event_id(event, A::KIND.per_owner());
             let scope_key = current.scope_key(&self.ctx.user_id);
             let chain = self.chain_for(event_id);
             let metadata = EventMetadata {
@@ -68,10 +73,15 @@ impl Stamper<'_> {
         StreamWrite { stream_id: part.stream_id.clone(), events: self.stamp(state, &part.events) }
     }
 
-    fn event_id<E: DomainEvent>(&mut self, event: &E) -> Uuid {
+    /// An event's id: from its idempotency key when it has one (within its owner's ids for a
+    /// kind whose ids are per owner: two users' job `j1` fire apart), else from the command.
+    fn event_id<E: DomainEvent>(&mut self, event: &E, per_owner: bool) -> Uuid {
         let index = self.next_index;
         self.next_index += 1;
         match event.idempotency_key() {
+            Some(key) if per_owner => {
+                derived_id(event.event_type(), &owned_key(&self.ctx.user_id, &key), 0)
+            }
             Some(key) => derived_id(event.event_type(), &key, 0),
             None => self.ctx.nth_event_id(index),
         }

@@ -1,4 +1,6 @@
-//! Stream names: every aggregate type is a kind of stream, `<prefix>-<id>`.
+//! Stream names: every aggregate type is a kind of stream, `<prefix>-<id>`; a kind whose ids a
+//! client chooses per owner names its streams `<prefix>@<owner>/<id>` (the owner percent-encoded,
+//! so the first `/` ends it), and reads its older global streams `<prefix>-<id>` too.
 
 /// The kinds of stream, i.e. the aggregate types, and their stream-id prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,20 +62,40 @@ impl StreamKind {
         }
     }
 
-    /// The stream of instance `id`.
+    /// Are ids of this kind chosen per owner (two users may each hold an instance `id`)?
+    pub fn per_owner(self) -> bool {
+        matches!(self, Self::Cron | Self::Group)
+    }
+
+    /// The global stream of instance `id`.
     pub fn stream_id(self, id: &str) -> String {
         format!("{}-{id}", self.prefix())
     }
 
-    /// Split a stream id into its kind and instance id.
+    /// The stream of `owner`'s instance `id` (`%` and `/` in the owner percent-encoded).
+    pub fn owned_stream_id(self, owner: &str, id: &str) -> String {
+        let owner = owner.replace('%', "%25").replace('/', "%2F");
+        format!("{}@{owner}/{id}", self.prefix())
+    }
+
+    /// Split a stream id (either form) into its kind and instance id.
     pub fn parse(stream_id: &str) -> Option<(StreamKind, &str)> {
         Self::ALL.into_iter().find_map(|kind| {
-            stream_id
-                .strip_prefix(kind.prefix())
-                .and_then(|rest| rest.strip_prefix('-'))
-                .filter(|id| !id.is_empty())
-                .map(|id| (kind, id))
+            let rest = stream_id.strip_prefix(kind.prefix())?;
+            let id = match rest.strip_prefix('@') {
+                Some(owned) => owned.split_once('/').filter(|(owner, _)| !owner.is_empty())?.1,
+                None => rest.strip_prefix('-')?,
+            };
+            (!id.is_empty()).then_some((kind, id))
         })
+    }
+
+    /// The owner an owned stream id names (`None` for a global one).
+    pub fn parse_owner(stream_id: &str) -> Option<String> {
+        let (kind, _) = Self::parse(stream_id)?;
+        let owned = stream_id.strip_prefix(kind.prefix())?.strip_prefix('@')?;
+        let (owner, _) = owned.split_once('/')?;
+        Some(owner.replace("%2F", "/").replace("%25", "%"))
     }
 }
 
@@ -91,5 +113,17 @@ mod tests {
         assert_eq!(StreamKind::parse("operation-"), None);
         assert_eq!(StreamKind::parse("operations-x"), None);
         assert_eq!(StreamKind::parse("bogus-x"), None);
+    }
+
+    #[test]
+    fn owned_stream_ids_round_trip_with_any_owner() {
+        for owner in ["alice", "a/b", "100%", "%2F", "x@y/z"] {
+            let id = StreamKind::Cron.owned_stream_id(owner, "j/1");
+            assert_eq!(StreamKind::parse(&id), Some((StreamKind::Cron, "j/1")));
+            assert_eq!(StreamKind::parse_owner(&id).as_deref(), Some(owner));
+        }
+        assert_eq!(StreamKind::parse_owner("cron-j1"), None);
+        assert_eq!(StreamKind::parse("cron@/j1"), None);
+        assert_eq!(StreamKind::parse("cron@alice/"), None);
     }
 }

@@ -131,11 +131,36 @@ impl CommandHandler {
         &self.store
     }
 
-    /// Load aggregate `A`'s instance `id`.
+    /// Load aggregate `A`'s instance `id` (a kind whose ids are global).
     pub async fn load<A: Aggregate>(&self, id: &str) -> Result<Loaded<A>, CommandError> {
-        let stream_id = A::stream_id(id);
-        let (state, version, _) = self.fold::<A>(&stream_id, None).await?;
-        Ok(Loaded { state, version, stream_id })
+        self.load_stream::<A>(&A::stream_id(id)).await
+    }
+
+    /// Load `owner`'s instance `id` of aggregate `A`, from [`Self::stream_of`].
+    pub async fn load_of<A: Aggregate>(&self, owner: &str, id: &str) -> Result<Loaded<A>, CommandError> {
+        self.load_stream::<A>(&self.stream_of::<A>(owner, id).await?).await
+    }
+
+    /// Load aggregate `A` from its stream `stream_id`.
+    pub async fn load_stream<A: Aggregate>(&self, stream_id: &str) -> Result<Loaded<A>, CommandError> {
+        let (state, version, _) = self.fold::<A>(stream_id, None).await?;
+        Ok(Loaded { state, version, stream_id: stream_id.to_string() })
+    }
+
+    /// The stream of `owner`'s instance `id` of `A`. For a kind whose ids are per owner: the
+    /// global stream `<kind>-<id>` written before ids were per owner, when it exists and its
+    /// first event names `owner`; otherwise the owned stream `<kind>@<owner>/<id>`. Someone
+    /// else's global stream is never `owner`'s. Other kinds: the global stream.
+    pub async fn stream_of<A: Aggregate>(&self, owner: &str, id: &str) -> Result<String, CommandError> {
+        if !A::KIND.per_owner() {
+            return Ok(A::stream_id(id));
+        }
+        let global = A::KIND.stream_id(id);
+        let first = self.store.read_stream(&global, 1, 1).await?;
+        Ok(match first.first() {
+            Some(e) if e.user_id() == owner => global,
+            _ => A::KIND.owned_stream_id(owner, id),
+        })
     }
 
     /// Fold a stream, from a snapshot when there is one; also reports whether `watch_id` is
@@ -165,14 +190,36 @@ impl CommandHandler {
         Ok((state, version, seen))
     }
 
-    /// Decide `command` on aggregate `A`'s instance `id` and append what it decided.
+    /// Decide `command` on aggregate `A`'s instance `id` (a kind whose ids are global) and
+    /// append what it decided.
     pub async fn execute<A: Aggregate>(
         &self,
         id: &str,
         command: &A::Command,
         ctx: &Context,
     ) -> Result<CommandOutcome<A>, CommandError> {
-        let stream_id = A::stream_id(id);
+        self.execute_stream::<A>(&A::stream_id(id), command, ctx).await
+    }
+
+    /// [`Self::execute`] on `owner`'s instance `id`, in [`Self::stream_of`].
+    pub async fn execute_of<A: Aggregate>(
+        &self,
+        owner: &str,
+        id: &str,
+        command: &A::Command,
+        ctx: &Context,
+    ) -> Result<CommandOutcome<A>, CommandError> {
+        self.execute_stream::<A>(&self.stream_of::<A>(owner, id).await?, command, ctx).await
+    }
+
+    /// [`Self::execute`] on the aggregate in stream `stream_id`.
+    pub async fn execute_stream<A: Aggregate>(
+        &self,
+        stream_id: &str,
+        command: &A::Command,
+        ctx: &Context,
+    ) -> Result<CommandOutcome<A>, CommandError> {
+        let stream_id = stream_id.to_string();
         let first_id = ctx.first_event_id();
         for _ in 0..self.attempts {
             let (state, version, already) = self.fold::<A>(&stream_id, Some(first_id)).await?;

@@ -14,6 +14,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
     db::{ReadTx, SqlValue},
+    decoding::{OwnedKey, stream_entity, stream_owner},
     error::ProjectionError,
 };
 
@@ -61,6 +62,38 @@ pub(crate) async fn load_states<S: DeserializeOwned>(
             let state = serde_json::from_str(text)
                 .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
             out.insert(id.to_string(), state);
+        }
+    }
+    Ok(out)
+}
+
+/// [`load_states`] for a table keyed by `(user_id, key_column)` (ids per owner): the states of
+/// the rows with these keys, by key.
+pub(crate) async fn load_owned_states<S: DeserializeOwned>(
+    tx: &mut ReadTx,
+    table: &str,
+    key_column: &str,
+    keys: &[(String, String)],
+) -> Result<HashMap<(String, String), S>, ProjectionError> {
+    let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
+    let mut out = HashMap::with_capacity(keys.len());
+    for chunk in ids.chunks(IDS_PER_QUERY) {
+        let sql = format!(
+            "SELECT user_id, {key_column}, state FROM {table} WHERE {key_column} IN ({})",
+            placeholders(chunk.len())
+        );
+        let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
+        for row in tx.fetch(&sql, &args).await? {
+            let (Some(owner), Some(id), Some(text)) = (row.str(0), row.str(1), row.str(2)) else {
+                return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
+            };
+            let key = (owner.to_string(), id.to_string());
+            if !keys.contains(&key) {
+                continue;
+            }
+            let state = serde_json::from_str(text)
+                .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
+            out.insert(key, state);
         }
     }
     Ok(out)
@@ -149,6 +182,29 @@ impl<K: Ord> RowSet<K> {
         let rows: Vec<Vec<SqlValue>> = self.rows.into_values().collect();
         tx.upsert(table, columns, key, &rows).await
     }
+}
+
+/// One instance's events in a batch.
+pub(crate) type OwnedGroup<'a> = (OwnedKey, Vec<&'a RecordedEvent>);
+
+/// Events grouped by owner and instance id (a kind whose ids are per owner), each group in log
+/// order, groups in order of first appearance.
+pub(crate) fn group_by_owned_instance<'a>(
+    events: &[&'a RecordedEvent],
+) -> Result<Vec<OwnedGroup<'a>>, ProjectionError> {
+    let mut index: HashMap<OwnedKey, usize> = HashMap::new();
+    let mut groups: Vec<OwnedGroup<'a>> = Vec::new();
+    for event in events {
+        let key = (stream_owner(event), stream_entity(event)?.to_string());
+        match index.get(&key) {
+            Some(&i) => groups[i].1.push(event),
+            None => {
+                index.insert(key.clone(), groups.len());
+                groups.push((key, vec![*event]));
+            }
+        }
+    }
+    Ok(groups)
 }
 
 /// Events grouped by instance id, each group in log order, groups in order of first appearance.

@@ -148,7 +148,8 @@ impl Story for CronStory {
             Step::Fire => {
                 self.fires_left -= 1;
                 self.last_fire_round = g.round();
-                let events = stream_events(appends, &agentlog_domain::cron_jobs::CronJob::stream_id(&self.job_id));
+                let events =
+                    stream_events(appends, &agentlog_domain::streams::StreamKind::Cron.stream_id(&self.job_id));
                 if let Some(fired) = find(events, "cron.fired") {
                     self.last_fire_minute =
                         fired.payload.get("at").and_then(|v| v.as_str()).and_then(|t| t.parse().ok());

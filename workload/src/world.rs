@@ -63,7 +63,9 @@ impl<A: Aggregate> Streams<A> {
         entry.state = state;
         let expected = ExpectedVersion::from_version(entry.version);
         entry.version += events.len() as i64;
-        StreamAppend::new(A::stream_id(id), expected, stamped)
+        // The global form for every kind, per-owner ones too: a log from before ids were per
+        // owner, which the read models and the server still read.
+        StreamAppend::new(A::KIND.stream_id(id), expected, stamped)
     }
 }
 
@@ -120,8 +122,9 @@ impl Part {
             Self::Task(id, _) => Task::stream_id(id),
             Self::Brief(id, _) => Brief::stream_id(id),
             Self::Notification(id, _) => Notifications::stream_id(id),
-            Self::Cron(id, _) => CronJob::stream_id(id),
-            Self::Group(id, _) => Group::stream_id(id),
+            // Global streams, as `Tracked::write` (a log from before ids were per owner).
+            Self::Cron(id, _) => CronJob::KIND.stream_id(id),
+            Self::Group(id, _) => Group::KIND.stream_id(id),
             Self::Agent(id, _) => Agent::stream_id(id),
             Self::Source(id, _) => Source::stream_id(id),
         }

@@ -73,18 +73,22 @@ pub struct Outcome<A> {
 }
 
 impl Commands<'_> {
-    /// Load an aggregate the caller may act on; someone else's, or a missing one, is NOT_FOUND.
+    /// Load an aggregate the caller may act on, `id` named in [`Commands::namespace`] for a
+    /// kind whose ids are per owner; someone else's, or a missing one, is NOT_FOUND.
     pub async fn load_owned<A: Owned>(&self, id: &str) -> Result<Loaded<A>, ApiError> {
         check_id(A::WHAT, id)?;
-        let loaded = self.state.handler.load::<A>(id).await?;
+        let loaded = self.state.handler.load_of::<A>(self.namespace(), id).await?;
         match loaded.state.owner() {
-            Some(owner) if self.caller.may_see(owner) => Ok(loaded),
+            Some(owner) if self.caller.may_see(owner) && (!A::KIND.per_owner() || owner == self.namespace()) => {
+                Ok(loaded)
+            }
             _ => Err(ApiError::not_found(A::WHAT, id)),
         }
     }
 
-    /// Create aggregate `id` for `owner` (the caller unless an admin names another user).
-    /// An id already taken by someone else answers like any taken id: the domain's CONFLICT.
+    /// Create aggregate `id` for `owner` (the caller unless an admin names another user). For
+    /// a kind whose ids are per owner, another user's `id` is no obstacle: the new one is the
+    /// owner's own. An id the owner already holds answers the domain's CONFLICT.
     pub async fn create<A: Owned>(
         &self,
         id: &str,
@@ -95,10 +99,11 @@ impl Commands<'_> {
         check_id(A::WHAT, id)?;
         let owner = self.owner_for_new(owner)?;
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        let stream_id = self.state.handler.stream_of::<A>(&owner, id).await?;
         if request_id.is_some() {
-            self.check_request_target(&A::stream_id(id), &ctx).await?;
+            self.check_request_target(&stream_id, &ctx).await?;
         }
-        let outcome = self.state.handler.execute::<A>(id, &command, &ctx).await?;
+        let outcome = self.state.handler.execute_stream::<A>(&stream_id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;
         Ok(Outcome { state: outcome.state, position })
@@ -126,9 +131,9 @@ impl Commands<'_> {
         let owner = loaded.state.owner().unwrap_or_default().to_string();
         let ctx = self.context(&owner, actor.unwrap_or_else(|| self.user_actor()), request_id)?;
         if request_id.is_some() {
-            self.check_request_target(&A::stream_id(id), &ctx).await?;
+            self.check_request_target(&loaded.stream_id, &ctx).await?;
         }
-        let outcome = self.state.handler.execute::<A>(id, &command, &ctx).await?;
+        let outcome = self.state.handler.execute_stream::<A>(&loaded.stream_id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;
         Ok(Outcome { state: outcome.state, position })

@@ -199,7 +199,7 @@ impl Commands<'_> {
             }
             (BudgetScopeKind::Group, Some(id)) => {
                 check_id("scopeId", &id)?;
-                let g = h.load::<Group>(&id).await?.state;
+                let g = h.load_of::<Group>(&owner, &id).await?.state;
                 g.exists().then_some(g.user_id)
             }
             _ => None,

@@ -13,12 +13,26 @@ pub struct Commands<'a> {
     pub state: &'a App,
     /// Who asks.
     pub caller: &'a Caller,
+    /// Whose ids the caller names (an admin's `ownerId`); `None`: the caller's own.
+    owner: Option<String>,
 }
 
 impl<'a> Commands<'a> {
     /// Use cases for `caller`.
     pub fn new(state: &'a App, caller: &'a Caller) -> Self {
-        Self { state, caller }
+        Self { state, caller, owner: None }
+    }
+
+    /// The same use cases naming ids of `owner` (an admin's `ownerId`; `None`: the caller's
+    /// own). A user naming someone else finds nothing there it may see: NOT_FOUND.
+    pub fn owned_by(mut self, owner: Option<&str>) -> Self {
+        self.owner = owner.map(str::to_string);
+        self
+    }
+
+    /// Whose ids the caller names: the owner given to [`Self::owned_by`], else the caller.
+    pub fn namespace(&self) -> &str {
+        self.owner.as_deref().unwrap_or(&self.caller.user_id)
     }
 
     /// The context of a command on data owned by `owner`. A client `request_id` makes the

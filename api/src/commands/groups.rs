@@ -20,14 +20,14 @@ use crate::error::ApiError;
 impl Commands<'_> {
     /// Start a run of group `group_id`: its supervisor agent's operation `operation_id` (kind
     /// group), told `instruction`, and the orchestration's first step (call the supervisor).
-    /// Answers the position of the last event appended.
+    /// Answers the group's owner and the position of the last event appended.
     pub async fn start_group_run(
         &self,
         group_id: &str,
         operation_id: &str,
         instruction: Option<String>,
         request_id: Option<&str>,
-    ) -> Result<i64, ApiError> {
+    ) -> Result<(String, i64), ApiError> {
         check_id("operationId", operation_id)?;
         let loaded = self.load_owned::<Group>(group_id).await?;
         let supervisor = loaded
@@ -51,7 +51,7 @@ impl Commands<'_> {
             .handler
             .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
-                let group = h.load::<Group>(group_id).await?;
+                let group = h.load_stream::<Group>(&loaded.stream_id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
                 if !operation.state.exists() {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
@@ -75,6 +75,6 @@ impl Commands<'_> {
         check_replay(&results, &Operation::stream_id(operation_id))?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
-        Ok(position)
+        Ok((loaded.state.user_id, position))
     }
 }

@@ -95,8 +95,10 @@ impl From<CronJobRow> for CronJobNode {
     }
 }
 
-pub(crate) async fn cron_job_node(ctx: &Context<'_>, id: &str) -> Result<CronJobNode, ApiError> {
-    let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+/// Cron job `id` of `owner` (the caller's own when `None`), as the caller may see it.
+pub(crate) async fn cron_job_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<CronJobNode, ApiError> {
+    let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("cron job", id)) };
+    let row = cron_jobs::cron_job(&app(ctx).db, owner, id).await?;
     row.map(CronJobNode::from).ok_or_else(|| ApiError::not_found("cron job", id))
 }
 
@@ -106,9 +108,10 @@ pub struct CronJobsQuery;
 
 #[Object]
 impl CronJobsQuery {
-    /// One cron job. NOT_FOUND when missing or someone else's.
-    async fn cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobNode> {
-        Ok(cron_job_node(ctx, &id).await?)
+    /// One cron job, `id` among the caller's own (an admin names another owner with
+    /// `ownerId`). NOT_FOUND when missing or someone else's.
+    async fn cron_job(&self, ctx: &Context<'_>, id: String, owner_id: Option<String>) -> GqlResult<CronJobNode> {
+        Ok(cron_job_node(ctx, owner_id.as_deref(), &id).await?)
     }
 
     /// Cron jobs.
@@ -137,6 +140,9 @@ pub struct CronJobPayload {
     /// The job it answers for.
     #[graphql(skip)]
     pub(crate) id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    pub(crate) owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -146,7 +152,7 @@ impl CronJobPayload {
     /// The job after the command (read model, settled; read when asked for; absent once
     /// deleted).
     async fn cron_job(&self, ctx: &Context<'_>) -> GqlResult<Option<CronJobNode>> {
-        let row = cron_jobs::cron_job(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        let row = cron_jobs::cron_job(&app(ctx).db, &self.owner, &self.id).await?;
         let reached = app(ctx).runner.position();
         match row {
             Some(row) => Ok(Some(CronJobNode::from(row))),
@@ -157,9 +163,15 @@ impl CronJobPayload {
     }
 }
 
-async fn cron_command(ctx: &Context<'_>, id: &str, command: CronCommand) -> GqlResult<CronJobPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?).command::<CronJob>(id, command, None, None).await?;
-    Ok(CronJobPayload { id: id.to_string(), position: out.position })
+async fn cron_command(
+    ctx: &Context<'_>,
+    id: &str,
+    owner_id: Option<&str>,
+    command: CronCommand,
+) -> GqlResult<CronJobPayload> {
+    let out =
+        Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id).command::<CronJob>(id, command, None, None).await?;
+    Ok(CronJobPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
 fn non_negative_u32(field: &str, v: Option<i32>) -> Result<Option<u32>, ApiError> {
@@ -175,6 +187,8 @@ impl CronJobsMutation {
     /// Create a cron job (`{jobId, agentId, groupId?, name?, pattern, timezone, content,
     /// enabled, maxExecutions?, conditions?}`; `timezone` an IANA zone, `conditions`
     /// `{activeDays?, activeHours?, maxExecutionsPerDay?}`; anything else is VALIDATION).
+    /// Job ids are per owner: another user's `jobId` is no obstacle (CONFLICT only for one the
+    /// owner already holds); `ownerId` (admin) creates it for that user.
     async fn create_cron_job(
         &self,
         ctx: &Context<'_>,
@@ -187,26 +201,45 @@ impl CronJobsMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<CronJob>(&id, CronCommand::Create(create), owner_id.as_deref(), None)
             .await?;
-        Ok(CronJobPayload { id: id.to_string(), position: out.position })
+        Ok(CronJobPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
     /// Change a cron job (`{name?, pattern?, timezone?, content?, conditions?, …}`).
-    async fn update_cron_job(&self, ctx: &Context<'_>, id: String, patch: Json<Value>) -> GqlResult<CronJobPayload> {
+    async fn update_cron_job(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        patch: Json<Value>,
+        #[graphql(desc = "Whose job `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
+    ) -> GqlResult<CronJobPayload> {
         let patch: agentlog_domain::cron_jobs::CronJobPatch = decode("patch", patch)?;
         if let Some(zone) = &patch.timezone {
             check_time_zone("patch.timezone", zone)?;
         }
-        cron_command(ctx, &id, CronCommand::Update(patch)).await
+        cron_command(ctx, &id, owner_id.as_deref(), CronCommand::Update(patch)).await
     }
 
     /// Turn a cron job on.
-    async fn enable_cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobPayload> {
-        cron_command(ctx, &id, CronCommand::Enable).await
+    async fn enable_cron_job(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(desc = "Whose job `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
+    ) -> GqlResult<CronJobPayload> {
+        cron_command(ctx, &id, owner_id.as_deref(), CronCommand::Enable).await
     }
 
     /// Turn a cron job off.
-    async fn disable_cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobPayload> {
-        cron_command(ctx, &id, CronCommand::Disable).await
+    async fn disable_cron_job(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(desc = "Whose job `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
+    ) -> GqlResult<CronJobPayload> {
+        cron_command(ctx, &id, owner_id.as_deref(), CronCommand::Disable).await
     }
 
     /// Re-enable and restore the counters; `maxExecutions` replaces the max when given
@@ -217,14 +250,22 @@ impl CronJobsMutation {
         id: String,
         max_executions: Option<i32>,
         #[graphql(default)] keep_max: bool,
+        #[graphql(desc = "Whose job `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
     ) -> GqlResult<CronJobPayload> {
         let max = non_negative_u32("maxExecutions", max_executions)?;
         let max_executions = if keep_max { None } else { Some(max) };
-        cron_command(ctx, &id, CronCommand::ResetExecutions { max_executions }).await
+        cron_command(ctx, &id, owner_id.as_deref(), CronCommand::ResetExecutions { max_executions }).await
     }
 
     /// Delete a cron job.
-    async fn delete_cron_job(&self, ctx: &Context<'_>, id: String) -> GqlResult<CronJobPayload> {
-        cron_command(ctx, &id, CronCommand::Delete).await
+    async fn delete_cron_job(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(desc = "Whose job `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
+    ) -> GqlResult<CronJobPayload> {
+        cron_command(ctx, &id, owner_id.as_deref(), CronCommand::Delete).await
     }
 }

@@ -93,13 +93,15 @@ impl From<GroupMemberRow> for GroupMemberNode {
 impl GroupNode {
     /// Members, in order.
     async fn members(&self, ctx: &Context<'_>) -> GqlResult<Vec<GroupMemberNode>> {
-        let rows = groups::members(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        let rows = groups::members(&app(ctx).db, &self.user_id, &self.id).await?;
         Ok(rows.into_iter().map(GroupMemberNode::from).collect())
     }
 }
 
-pub(crate) async fn group_node(ctx: &Context<'_>, id: &str) -> Result<GroupNode, ApiError> {
-    let row = groups::get(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+/// Group `id` of `owner` (the caller's own when `None`), as the caller may see it.
+pub(crate) async fn group_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<GroupNode, ApiError> {
+    let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("group", id)) };
+    let row = groups::get(&app(ctx).db, owner, id).await?;
     row.map(GroupNode::from).ok_or_else(|| ApiError::not_found("group", id))
 }
 
@@ -109,9 +111,10 @@ pub struct GroupsQuery;
 
 #[Object]
 impl GroupsQuery {
-    /// One group. NOT_FOUND when missing or someone else's.
-    async fn group(&self, ctx: &Context<'_>, id: String) -> GqlResult<GroupNode> {
-        Ok(group_node(ctx, &id).await?)
+    /// One group, `id` among the caller's own (an admin names another owner with `ownerId`).
+    /// NOT_FOUND when missing or someone else's.
+    async fn group(&self, ctx: &Context<'_>, id: String, owner_id: Option<String>) -> GqlResult<GroupNode> {
+        Ok(group_node(ctx, owner_id.as_deref(), &id).await?)
     }
 
     /// Groups (deleted ones only when asked for; `memberAgentId`: groups with this member).
@@ -140,6 +143,9 @@ pub struct GroupPayload {
     /// The id it answers for.
     #[graphql(skip)]
     pub(crate) id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    pub(crate) owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -148,13 +154,19 @@ pub struct GroupPayload {
 impl GroupPayload {
     /// The group after the command (read model, settled); read when asked for).
     async fn group(&self, ctx: &Context<'_>) -> GqlResult<GroupNode> {
-        node_after(ctx, self.position, group_node(ctx, &self.id)).await
+        node_after(ctx, self.position, group_node(ctx, Some(&self.owner), &self.id)).await
     }
 }
 
-async fn group_command(ctx: &Context<'_>, id: &str, command: GroupCommand) -> GqlResult<GroupPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?).command::<Group>(id, command, None, None).await?;
-    Ok(GroupPayload { id: id.to_string(), position: out.position })
+async fn group_command(
+    ctx: &Context<'_>,
+    id: &str,
+    owner_id: Option<&str>,
+    command: GroupCommand,
+) -> GqlResult<GroupPayload> {
+    let out =
+        Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id).command::<Group>(id, command, None, None).await?;
+    Ok(GroupPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
 /// Group mutations.
@@ -178,15 +190,21 @@ impl GroupsMutation {
         operation_id: String,
         instruction: Option<String>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose group `groupId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<GroupPayload> {
-        let position = Commands::new(app(ctx), caller(ctx)?)
-            .start_group_run(&group_id, &operation_id, instruction, request_id.as_deref())
-            .await?;
-        Ok(GroupPayload { id: group_id.to_string(), position })
+        let commands = Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id.as_deref());
+        let (owner, position) =
+            commands.start_group_run(&group_id, &operation_id, instruction, request_id.as_deref()).await?;
+        Ok(GroupPayload { id: group_id.to_string(), owner, position })
     }
 
     /// Create a group (`config` `{maxRounds, systemPrompt?, …}`; `members` `[{agentId, role,
-    /// enabled, order}]`).
+    /// enabled, order}]`). Group ids are per owner: another user's `id` is no obstacle
+    /// (CONFLICT only for one the owner already holds); `ownerId` (admin) creates it for that
+    /// user.
     async fn create_group(
         &self,
         ctx: &Context<'_>,
@@ -201,15 +219,25 @@ impl GroupsMutation {
         let command = GroupCommand::Create { group_id: id.clone(), title, config, members };
         let out =
             Commands::new(app(ctx), caller(ctx)?).create::<Group>(&id, command, owner_id.as_deref(), None).await?;
-        Ok(GroupPayload { id: id.to_string(), position: out.position })
+        Ok(GroupPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
     /// Replace a group's config.
-    async fn update_group_config(&self, ctx: &Context<'_>, id: String, config: Json<Value>) -> GqlResult<GroupPayload> {
-        group_command(ctx, &id, GroupCommand::UpdateConfig(decode("config", config)?)).await
+    async fn update_group_config(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        config: Json<Value>,
+        #[graphql(
+            desc = "Whose group `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<GroupPayload> {
+        group_command(ctx, &id, owner_id.as_deref(), GroupCommand::UpdateConfig(decode("config", config)?)).await
     }
 
     /// Add a member (`role` `participant` (default) or `supervisor`, at most one supervisor).
+    #[allow(clippy::too_many_arguments)] // the member's fields and the owner are the GraphQL signature
     async fn add_group_member(
         &self,
         ctx: &Context<'_>,
@@ -218,12 +246,17 @@ impl GroupsMutation {
         role: Option<String>,
         #[graphql(default = true)] enabled: bool,
         order: Option<i32>,
+        #[graphql(
+            desc = "Whose group `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<GroupPayload> {
         let role: MemberRole = from_wire("role", role.as_deref().unwrap_or("participant"))?;
-        group_command(ctx, &id, GroupCommand::AddMember { agent_id, role, enabled, order }).await
+        group_command(ctx, &id, owner_id.as_deref(), GroupCommand::AddMember { agent_id, role, enabled, order }).await
     }
 
     /// Change a member's role (`participant` or `supervisor`), enabled flag or order.
+    #[allow(clippy::too_many_arguments)] // the member's fields and the owner are the GraphQL signature
     async fn update_group_member(
         &self,
         ctx: &Context<'_>,
@@ -232,18 +265,40 @@ impl GroupsMutation {
         role: Option<String>,
         enabled: Option<bool>,
         order: Option<i32>,
+        #[graphql(
+            desc = "Whose group `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<GroupPayload> {
         let role = role.as_deref().map(|r| from_wire::<MemberRole>("role", r)).transpose()?;
-        group_command(ctx, &id, GroupCommand::UpdateMember { agent_id, role, enabled, order }).await
+        group_command(ctx, &id, owner_id.as_deref(), GroupCommand::UpdateMember { agent_id, role, enabled, order })
+            .await
     }
 
     /// Remove a member.
-    async fn remove_group_member(&self, ctx: &Context<'_>, id: String, agent_id: String) -> GqlResult<GroupPayload> {
-        group_command(ctx, &id, GroupCommand::RemoveMember { agent_id }).await
+    async fn remove_group_member(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        agent_id: String,
+        #[graphql(
+            desc = "Whose group `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<GroupPayload> {
+        group_command(ctx, &id, owner_id.as_deref(), GroupCommand::RemoveMember { agent_id }).await
     }
 
     /// Delete a group.
-    async fn delete_group(&self, ctx: &Context<'_>, id: String) -> GqlResult<GroupPayload> {
-        group_command(ctx, &id, GroupCommand::Delete).await
+    async fn delete_group(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(
+            desc = "Whose group `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<GroupPayload> {
+        group_command(ctx, &id, owner_id.as_deref(), GroupCommand::Delete).await
     }
 }

@@ -87,7 +87,10 @@ impl Reactor for Orchestration {
 async fn supervised_group(state: &App, fact: &RecordedEvent) -> Result<Option<(Operation, String)>, ReactorError> {
     let op = signal_bus::state_at::<Operation>(state, fact).await?;
     let group = op.spec.as_ref().filter(|s| s.kind == OperationKind::Group).and_then(|s| s.group_id.clone());
-    Ok(group.map(|g| (op, g)))
+    let Some(group_id) = group else { return Ok(None) };
+    // The group is named in the namespace of the fact's owner.
+    let stream = state.handler.stream_of::<Group>(fact.user_id(), &group_id).await?;
+    Ok(Some((op, stream)))
 }
 
 /// A decision the table does not carry out ends the supervisor's run with the refusal as its
@@ -111,13 +114,13 @@ async fn unsupported(state: &App, fact: &RecordedEvent, refused: &DomainError) -
 
 /// Record an executor result on the group (idempotently).
 async fn advance(state: &App, fact: &RecordedEvent, result: ExecutorResult) -> Result<(), ReactorError> {
-    let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
+    let Some((op, group_stream)) = supervised_group(state, fact).await? else { return Ok(()) };
     // An orchestration that is gone (finished, its group deleted) refuses the step: recorded
     // as a refusal, never skipped unseen.
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
     let command = GroupCommand::AdvanceOrchestration { operation_id: op.id().to_string(), result };
-    let outcome = state.handler.execute::<Group>(&group_id, &command, &ctx).await.map(|_| ());
-    let refused = Refused::new(NAME, ADVANCE, Group::stream_id(&group_id), fact).operation(op.id());
+    let outcome = state.handler.execute_stream::<Group>(&group_stream, &command, &ctx).await.map(|_| ());
+    let refused = Refused::new(NAME, ADVANCE, group_stream, fact).operation(op.id());
     settle(state, fact, &ctx, outcome, refused).await
 }
 
@@ -193,7 +196,7 @@ async fn carry_out(state: &App, fact: &RecordedEvent, step: &OrchestrationAdvanc
             .operation(supervisor_id);
         return settle(state, fact, &ctx, outcome, refused).await;
     }
-    let group = state.handler.load::<Group>(fact.stream_id.trim_start_matches("group-")).await?.state;
+    let group = state.handler.load_stream::<Group>(&fact.stream_id).await?.state;
     let Some(calls) = calls(&step.instruction, &group) else { return Ok(()) };
     // Only enabled, runnable members take part; the supervisor hears about the rest.
     // As the group's owner, never as an admin: a group cannot run another user's agent.
@@ -216,8 +219,8 @@ async fn carry_out(state: &App, fact: &RecordedEvent, step: &OrchestrationAdvanc
         let payload = ActionPayload { error: Some(Value::String(error)), ..ActionPayload::default() };
         let result = result_for(&step.instruction, payload);
         let command = GroupCommand::AdvanceOrchestration { operation_id: supervisor_id.to_string(), result };
-        let outcome = state.handler.execute::<Group>(&group.group_id, &command, &ctx).await.map(|_| ());
-        let refused = Refused::new(NAME, ADVANCE, Group::stream_id(&group.group_id), fact).operation(supervisor_id);
+        let outcome = state.handler.execute_stream::<Group>(&fact.stream_id, &command, &ctx).await.map(|_| ());
+        let refused = Refused::new(NAME, ADVANCE, fact.stream_id.clone(), fact).operation(supervisor_id);
         return settle(state, fact, &ctx, outcome, refused).await;
     }
     if !strangers.is_empty() {
@@ -337,9 +340,9 @@ fn result_for(instruction: &SupervisorInstruction, payload: ActionPayload) -> Ex
 
 /// Every member the supervisor waited on reported: record the action's result on the group.
 async fn barrier_opened(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
-    let Some((op, group_id)) = supervised_group(state, fact).await? else { return Ok(()) };
+    let Some((op, group_stream)) = supervised_group(state, fact).await? else { return Ok(()) };
     // The instruction being waited on: the group's last step for this supervisor.
-    let steps = state.store.read_stream(&format!("group-{group_id}"), 1, usize::MAX).await?;
+    let steps = state.store.read_stream(&group_stream, 1, usize::MAX).await?;
     let Some(instruction) = steps.iter().rev().find_map(|e| match signal_bus::decode::<GroupEvent>(e).ok()? {
         GroupEvent::OrchestrationAdvanced(s) if s.operation_id == op.id() => Some(s.instruction),
         _ => None,

@@ -30,6 +30,7 @@ use agentlog_domain::{
     error::DomainError,
     ids::{derived_id, server_id},
     operations::{CreateOperation, Operation, OperationCommand, OperationKind},
+    streams::StreamKind,
     tasks::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
@@ -161,7 +162,11 @@ async fn fire_cron_job(
     let last = job.last_executed_at.unwrap_or(job.created_at);
     let Some(slot) = latest_slot(&job.pattern, tz, now, last) else { return Ok(()) };
     let slot_utc = slot.with_timezone(&Utc);
-    let key = format!("{}@{}", job.job_id, slot.naive_local().format("%Y-%m-%dT%H:%M"));
+    let stream = state.handler.stream_of::<CronJob>(&job.user_id, &job.job_id).await?;
+    // A job in an owned stream is named with its owner: two users' jobs `j1` fire apart. A
+    // global stream's job keeps the key its slots always had.
+    let name = if StreamKind::parse_owner(&stream).is_some() { stream.as_str() } else { job.job_id.as_str() };
+    let key = format!("{name}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
     let fires_today = job.fires_on(&slot.date_naive().to_string());
     let ctx = system_context("cron", &key, slot_utc, &job.user_id);
     let caller = owner_caller(&job.user_id);
@@ -172,8 +177,8 @@ async fn fire_cron_job(
         // once per slot.
         Err(e @ (ApiError::NotFound { .. } | ApiError::Domain(_))) => {
             report.skipped.push((job.job_id.clone(), format!("agent {}: {e}", job.agent_id)));
-            let refused = Refused::of("scheduler", "cron.fire", CronJob::stream_id(&job.job_id), &job.user_id);
-            return refusals::record_for_pass(state, &CronJob::stream_id(&job.job_id), &ctx, refused, &e).await;
+            let refused = Refused::of("scheduler", "cron.fire", stream.clone(), &job.user_id);
+            return refusals::record_for_pass(state, &stream, &ctx, refused, &e).await;
         }
         Err(e) => return Err(e.into()),
     };
@@ -191,7 +196,6 @@ async fn fire_cron_job(
             return Err(e.into());
         }
         report.skipped.push((job.job_id.clone(), e.to_string()));
-        let stream = CronJob::stream_id(&job.job_id);
         let refused = Refused::of("scheduler", "cron.fire", stream.clone(), &job.user_id);
         return refusals::record_for_pass(state, &stream, &ctx, refused, &e).await;
     }
@@ -199,7 +203,7 @@ async fn fire_cron_job(
         .handler
         .execute_multi(&ctx, || async {
             let h = &state.handler;
-            let cron = h.load::<CronJob>(&job.job_id).await?;
+            let cron = h.load_stream::<CronJob>(&stream).await?;
             let operation = h.load::<Operation>(&operation_id).await?;
             let fired = cron.state.decide(&CronCommand::Fire { at: slot.fixed_offset(), fires_today }, &ctx)?;
             let mut create = CreateOperation::new(operation_id.clone(), OperationKind::Conversation, agent.clone());

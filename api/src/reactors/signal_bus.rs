@@ -98,14 +98,33 @@ pub async fn reactions(state: &App, fact: &RecordedEvent) -> Result<Vec<(&'stati
         }
         Fact::Cron(CronEvent::Fired(fired)) => {
             let job = state_at::<CronJob>(state, fact).await?;
-            tagged(ids::CRON_FIRED, policy::on_cron_fired(&job, &fired))
+            tagged(ids::CRON_FIRED, owned_sources(fact, policy::on_cron_fired(&job, &fired)))
         }
         Fact::Cron(CronEvent::AutoDisabled(disabled)) => {
             let job = state_at::<CronJob>(state, fact).await?;
-            tagged(ids::CRON_EXHAUSTED, policy::on_cron_exhausted(&job, &disabled))
+            tagged(ids::CRON_EXHAUSTED, owned_sources(fact, policy::on_cron_exhausted(&job, &disabled)))
         }
         _ => Vec::new(),
     })
+}
+
+/// A source bridged from a fact of an owned stream is named with that stream: the policy
+/// derives its id from the instance id, which two users' jobs `j1` share. A global stream's
+/// fact keeps the id it always had.
+fn owned_sources(fact: &RecordedEvent, reactions: Vec<Reaction>) -> Vec<Reaction> {
+    if StreamKind::parse_owner(&fact.stream_id).is_none() {
+        return reactions;
+    }
+    reactions
+        .into_iter()
+        .map(|r| match r {
+            Reaction::ReceiveSource(mut source) => {
+                source.source_id = format!("{}@{}", source.source_id, fact.stream_id);
+                Reaction::ReceiveSource(source)
+            }
+            other => other,
+        })
+        .collect()
 }
 
 enum Fact {

@@ -176,7 +176,13 @@ async fn a_users_cron_job_cannot_start_another_users_agent(db: Db) {
             max_executions: None,
             conditions: ExecutionConditions::default(),
         };
-        state.handler.execute::<CronJob>(job, &CronCommand::Create(create), &ctx(owner)).await.expect("create job");
+        // Written in the global form, as before job ids were per owner.
+        let stream = agentlog_domain::streams::StreamKind::Cron.stream_id(job);
+        state
+            .handler
+            .execute_stream::<CronJob>(&stream, &CronCommand::Create(create), &ctx(owner))
+            .await
+            .expect("create job");
     }
     state.runner.catch_up().await.expect("catch up");
     let report = scheduler::pass(&state, Utc::now()).await.expect("pass");

@@ -42,6 +42,7 @@ mod leases;
 mod links;
 mod message_groups;
 mod mutations;
+mod namespaces;
 mod next_fire;
 mod orchestration;
 mod otlp;

@@ -114,7 +114,13 @@ async fn every_query_root_is_owner_isolated(db: Db) {
         if !path.is_empty() {
             assert!(mine.pointer(path).is_some_and(|v| !v.is_null()), "{root}: alice sees her data: {mine}");
         }
-        let all = s.data(Some(&s.admin_token), query, json!({})).await;
+        // Cron job and group ids are per owner: an admin names the owner of one.
+        let as_admin = if root == "cronJob" || root == "group" {
+            query.replace("(id:", &format!("(ownerId: \"{ALICE}\", id:"))
+        } else {
+            query.to_string()
+        };
+        let all = s.data(Some(&s.admin_token), &as_admin, json!({})).await;
         if !path.is_empty() {
             assert_eq!(all.pointer(path), mine.pointer(path), "{root}: the admin sees it too");
         }

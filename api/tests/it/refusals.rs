@@ -47,7 +47,7 @@ async fn a_refused_orchestration_step_is_recorded_counted_and_told(db: Db) {
     let p = &r["payload"];
     assert_eq!(p["reactor"], "orchestration", "{r}");
     assert_eq!(p["command"], "group.advance_orchestration", "{r}");
-    assert_eq!(p["targetStreamId"], "group-g1", "{r}");
+    assert_eq!(p["targetStreamId"], "group@alice/g1", "{r}");
     assert_eq!(p["code"], "NOT_FOUND", "{r}");
     assert_eq!(p["operationId"], "sup1", "{r}");
     assert_eq!(p["userId"], "alice", "{r}");
@@ -143,7 +143,7 @@ async fn a_cron_slot_that_cannot_fire_is_recorded_once(db: Db) {
         conditions: ExecutionConditions::default(),
     };
     let ctx = Context::new(at("2026-11-30T10:00:30Z"), uuid::Uuid::now_v7(), Actor::user("alice"), "alice");
-    a.handler.execute::<CronJob>("j-ghost", &CronCommand::Create(create), &ctx).await.expect("create job");
+    a.handler.execute_stream::<CronJob>("cron-j-ghost", &CronCommand::Create(create), &ctx).await.expect("create job");
     caught_up(&[&a, &b]).await;
     let refusals =
         || async { a.store.read_all(0, &EventFilter::types(["reactor.command_refused"]), 100).await.expect("read") };

@@ -269,7 +269,13 @@ pub(crate) async fn create_job(
         max_executions: max,
         conditions: ExecutionConditions::default(),
     };
-    state.handler.execute::<CronJob>(id, &CronCommand::Create(create), &ctx(now, "alice")).await.expect("create job");
+    // Written in the global form, as before job ids were per owner (the scheduler reads both).
+    let stream = agentlog_domain::streams::StreamKind::Cron.stream_id(id);
+    state
+        .handler
+        .execute_stream::<CronJob>(&stream, &CronCommand::Create(create), &ctx(now, "alice"))
+        .await
+        .expect("create job");
 }
 
 pub(crate) async fn fired(state: &AppState, job: &str) -> Vec<Value> {
@@ -366,7 +372,7 @@ async fn cron_slots_fire_once(db: Db) {
     caught_up(&[&one]).await;
     scheduler::pass(&one, at("2026-12-05T14:00:30Z")).await.expect("pass");
     assert_eq!(fired(&one, "j2").await.len(), 2);
-    let job = one.handler.load::<CronJob>("j2").await.expect("load").state;
+    let job = one.handler.load_stream::<CronJob>("cron-j2").await.expect("load").state;
     assert!(!job.enabled);
     assert_eq!(job.remaining_executions, Some(0));
 

@@ -549,9 +549,9 @@ impl Aggregate for CronJob {
     }
 }
 
-/// The id `cron.fired` gets for `job_id` firing at `at`: the handler can check it to tell a
-/// minute that already fired.
-pub fn fire_event_id(job_id: &str, at: DateTime<Utc>) -> uuid::Uuid {
+/// The id `cron.fired` gets for `owner`'s job `job_id` firing at `at`: the handler can check
+/// it to tell a minute that already fired.
+pub fn fire_event_id(owner: &str, job_id: &str, at: DateTime<Utc>) -> uuid::Uuid {
     let probe = CronEvent::Fired(CronFired {
         job_id: job_id.to_string(),
         local_time: at.fixed_offset(),
@@ -560,5 +560,5 @@ pub fn fire_event_id(job_id: &str, at: DateTime<Utc>) -> uuid::Uuid {
         at,
     });
     let key = probe.idempotency_key().unwrap_or_default();
-    crate::ids::derived_id(probe.event_type(), &key, 0)
+    crate::ids::derived_id(probe.event_type(), &crate::stamp::owned_key(owner, &key), 0)
 }

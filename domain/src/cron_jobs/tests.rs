@@ -197,7 +197,16 @@ fn firing_the_same_minute_twice_is_one_event_id() {
     let b =
         crate::stamp::stamp(&job, &job.decide(&fire(local(0, 9, 0), 0), &b_ctx).unwrap(), &b_ctx);
     assert_eq!(a[0].event_id, b[0].event_id);
-    assert_eq!(a[0].event_id, fire_event_id("j1", local(0, 9, 0).with_timezone(&chrono::Utc)));
+    assert_eq!(
+        a[0].event_id,
+        fire_event_id(&a_ctx.user_id, "j1", local(0, 9, 0).with_timezone(&chrono::Utc))
+    );
+    // Job ids are per owner: another user's job `j1` firing that minute is another event.
+    let mut other = a_ctx.clone();
+    other.user_id = format!("{}-other", a_ctx.user_id);
+    let c =
+        crate::stamp::stamp(&job, &job.decide(&fire(local(0, 9, 0), 0), &other).unwrap(), &other);
+    assert_ne!(a[0].event_id, c[0].event_id);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::rows::CronJobRow;
 use crate::{
     db::ReadTx,
-    decoding::decode_batch,
+    decoding::decode_owned_batch,
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -22,7 +22,7 @@ impl Projection for CronJobsProjection {
         "cron_jobs"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[CronJobRow::TABLE]
@@ -31,17 +31,18 @@ impl Projection for CronJobsProjection {
         event_type.starts_with("cron.")
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let decoded = decode_batch::<E>(events)?;
+        let decoded = decode_owned_batch::<E>(events)?;
         let mut jobs = Staged::<CronJobRow>::new();
-        jobs.load(tx, "job_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
-        for (recorded, job_id, event) in &decoded {
+        jobs.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;
+        for (recorded, key, event) in &decoded {
+            let job_id = &key.1;
             let at = recorded.recorded_at;
             match event {
                 E::Created(e) => {
                     let s = &e.spec;
                     jobs.put(CronJobRow {
                         job_id: job_id.clone(),
-                        user_id: e.user_id.clone(),
+                        user_id: key.0.clone(),
                         agent_id: s.agent_id.clone(),
                         group_id: s.group_id.clone(),
                         name: s.name.clone(),
@@ -62,12 +63,12 @@ impl Projection for CronJobsProjection {
                     continue;
                 }
                 E::Deleted(_) => {
-                    jobs.remove(job_id);
+                    jobs.remove(key);
                     continue;
                 }
                 _ => {}
             }
-            let Some(job) = jobs.get_mut(job_id) else { continue };
+            let Some(job) = jobs.get_mut(key) else { continue };
             match event {
                 E::Created(_) | E::Deleted(_) => {}
                 E::Updated(e) => {

@@ -21,10 +21,10 @@ pub struct CronJobFilter {
     pub enabled: Option<bool>,
 }
 
-/// One cron job by id.
-pub async fn cron_job(db: &ReadDb, owner: Option<&str>, job_id: &str) -> Result<Option<CronJobRow>, ProjectionError> {
+/// `owner`'s cron job `job_id` (job ids are per owner).
+pub async fn cron_job(db: &ReadDb, owner: &str, job_id: &str) -> Result<Option<CronJobRow>, ProjectionError> {
     let mut q = Select::new(CronJobRow::COLUMNS, CronJobRow::TABLE);
-    q.eq("job_id", job_id).owner(owner);
+    q.eq("user_id", owner).eq("job_id", job_id);
     q.one(db).await?.as_ref().map(CronJobRow::from_row).transpose()
 }
 

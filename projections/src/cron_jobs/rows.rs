@@ -86,7 +86,8 @@ impl CronJobRow {
 }
 
 impl TableRow for CronJobRow {
-    type Key = String;
+    /// `(user_id, job_id)`: job ids are per owner.
+    type Key = (String, String);
     const TABLE: &'static str = "cron_jobs";
     const COLUMNS: &'static [&'static str] = &[
         "job_id",
@@ -108,13 +109,13 @@ impl TableRow for CronJobRow {
         "created_at",
         "updated_at",
     ];
-    const KEY: &'static [&'static str] = &["job_id"];
+    const KEY: &'static [&'static str] = &["user_id", "job_id"];
 
-    fn key(&self) -> String {
-        self.job_id.clone()
+    fn key(&self) -> (String, String) {
+        (self.user_id.clone(), self.job_id.clone())
     }
-    fn key_values(key: &String) -> Vec<SqlValue> {
-        vec![key.into()]
+    fn key_values(key: &(String, String)) -> Vec<SqlValue> {
+        vec![key.0.as_str().into(), key.1.as_str().into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![

@@ -23,7 +23,7 @@ pub use query::{GroupFilter, GroupMemberRow, GroupRow, get, list, members};
 use crate::{
     db::{ReadTx, SqlValue},
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_instance, int, json_text, load_states, micros, placeholders, wire_name},
+    fold::{RowSet, decode, group_by_owned_instance, int, json_text, load_owned_states, micros, wire_name},
     projection::Projection,
 };
 
@@ -91,7 +91,7 @@ impl Projection for GroupsProjection {
         "groups"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &["groups", "group_members"]
@@ -100,14 +100,14 @@ impl Projection for GroupsProjection {
         event_type.starts_with("group.")
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let groups = group_by_instance(events, "group")?;
-        let ids: Vec<&str> = groups.iter().map(|(id, _)| id.as_str()).collect();
-        let mut folds: HashMap<String, GroupFold> = load_states(tx, "groups", "id", &ids).await?;
+        let groups = group_by_owned_instance(events)?;
+        let keys: Vec<(String, String)> = groups.iter().map(|(key, _)| key.clone()).collect();
+        let mut folds: HashMap<(String, String), GroupFold> = load_owned_states(tx, "groups", "id", &keys).await?;
         let mut rows = RowSet::default();
         let mut members = RowSet::default();
-        let mut rewritten: Vec<&str> = Vec::new();
-        for (id, events) in &groups {
-            let mut fold = folds.remove(id).unwrap_or_default();
+        let mut rewritten: Vec<&(String, String)> = Vec::new();
+        for (key, events) in &groups {
+            let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
                 let event: GroupEvent = decode(recorded)?;
                 match &event {
@@ -121,18 +121,20 @@ impl Projection for GroupsProjection {
                 fold.updated_position = recorded.position;
             }
             if fold.group.group_id.is_empty() {
-                tracing::warn!(group = %id, "events for a group that was never created; skipped");
+                tracing::warn!(group = %key.1, owner = %key.0, "events for a group that was never created; skipped");
                 continue;
             }
-            rows.put(id.clone(), group_row(&fold)?);
-            rewritten.push(id.as_str());
+            // The row's owner is the stream's: the key it is loaded by next time.
+            fold.group.user_id.clone_from(&key.0);
+            rows.put(key.clone(), group_row(&fold)?);
+            rewritten.push(key);
             for m in fold.group.members.values() {
                 members.put(
-                    (id.clone(), m.agent_id.clone()),
+                    (key.0.clone(), key.1.clone(), m.agent_id.clone()),
                     vec![
-                        id.as_str().into(),
+                        key.1.as_str().into(),
                         m.agent_id.as_str().into(),
-                        fold.group.user_id.as_str().into(),
+                        key.0.as_str().into(),
                         wire_name(&m.role)?.into(),
                         m.enabled.into(),
                         m.order.into(),
@@ -140,12 +142,18 @@ impl Projection for GroupsProjection {
                 );
             }
         }
-        rows.upsert(tx, "groups", &GROUP_COLUMNS, &["id"]).await?;
-        for chunk in rewritten.chunks(10_000) {
-            let sql = format!("DELETE FROM group_members WHERE group_id IN ({})", placeholders(chunk.len()));
-            let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
+        rows.upsert(tx, "groups", &GROUP_COLUMNS, &["user_id", "id"]).await?;
+        // SQLite parses an OR chain one level deeper per term: keep chains short.
+        for chunk in rewritten.chunks(400) {
+            let terms: Vec<String> =
+                (0..chunk.len()).map(|i| format!("(user_id = ${} AND group_id = ${})", 2 * i + 1, 2 * i + 2)).collect();
+            let sql = format!("DELETE FROM group_members WHERE {}", terms.join(" OR "));
+            let args: Vec<SqlValue> = chunk
+                .iter()
+                .flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())])
+                .collect();
             tx.execute(&sql, &args).await?;
         }
-        members.upsert(tx, "group_members", &MEMBER_COLUMNS, &["group_id", "agent_id"]).await
+        members.upsert(tx, "group_members", &MEMBER_COLUMNS, &["user_id", "group_id", "agent_id"]).await
     }
 }

@@ -1,4 +1,5 @@
-//! Queries over the groups read model (`owner = None` reads as an admin).
+//! Queries over the groups read model (`owner = None` lists as an admin; one group is always
+//! named with its owner, as group ids are per owner).
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -81,11 +82,11 @@ pub struct GroupFilter {
     pub member_agent_id: Option<String>,
 }
 
-/// One group by id (deleted ones too); `None` when absent or someone else's.
-pub async fn get(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<Option<GroupRow>, ProjectionError> {
+/// `owner`'s group `id` (deleted ones too; group ids are per owner).
+pub async fn get(db: &ReadDb, owner: &str, id: &str) -> Result<Option<GroupRow>, ProjectionError> {
     let mut w = Conditions::default();
+    w.eq("user_id", Some(owner));
     w.eq("id", Some(id));
-    w.owner("user_id", owner);
     let rows = db.fetch(&format!("{GROUP_SELECT} {}", w.sql()), w.args()).await?;
     Ok(rows.first().map(GroupRow::from_row))
 }
@@ -104,7 +105,10 @@ pub async fn list(
     }
     if let Some(agent) = &filter.member_agent_id {
         let p = w.bind(agent.as_str());
-        w.push(format!("id IN (SELECT group_id FROM group_members WHERE agent_id = {p})"));
+        w.push(format!(
+            "EXISTS (SELECT 1 FROM group_members m WHERE m.user_id = groups.user_id AND m.group_id = groups.id \
+             AND m.agent_id = {p})"
+        ));
     }
     let keyset = Keyset { sort: "created_at", id: "id", order: Order::Asc };
     keyset
@@ -135,11 +139,11 @@ pub struct GroupMemberRow {
     pub order: i64,
 }
 
-/// The members of a group, in speaking order.
-pub async fn members(db: &ReadDb, owner: Option<&str>, group_id: &str) -> Result<Vec<GroupMemberRow>, ProjectionError> {
+/// The members of `owner`'s group `group_id`, in speaking order.
+pub async fn members(db: &ReadDb, owner: &str, group_id: &str) -> Result<Vec<GroupMemberRow>, ProjectionError> {
     let mut w = Conditions::default();
+    w.eq("user_id", Some(owner));
     w.eq("group_id", Some(group_id));
-    w.owner("user_id", owner);
     let sql = format!(
         "SELECT group_id, agent_id, role, enabled, member_order FROM group_members {} ORDER BY member_order, agent_id",
         w.sql()

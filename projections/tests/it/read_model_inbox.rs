@@ -219,13 +219,13 @@ async fn cron_jobs_fold_and_query(log: TestLog) {
     h.sync().await;
 
     let db = &h.db;
-    let j1 = cron_jobs::cron_job(db, Some(U), "j1").await.unwrap().expect("j1");
+    let j1 = cron_jobs::cron_job(db, U, "j1").await.unwrap().expect("j1");
     assert_eq!((j1.total_executions, j1.remaining_executions, j1.enabled), (2, Some(0), false));
     assert_eq!(j1.last_executed_at, Some(at(2).to_utc()));
     assert_eq!(j1.fires_on("2026-11-30"), 2);
-    let j2 = cron_jobs::cron_job(db, Some(U), "j2").await.unwrap().expect("j2");
+    let j2 = cron_jobs::cron_job(db, U, "j2").await.unwrap().expect("j2");
     assert_eq!((j2.name.as_deref(), j2.enabled), (Some("news"), false));
-    assert!(cron_jobs::cron_job(db, Some(U), "j3").await.unwrap().is_none(), "a deleted job's row goes");
+    assert!(cron_jobs::cron_job(db, U, "j3").await.unwrap().is_none(), "a deleted job's row goes");
     assert!(cron_jobs::dispatchable_jobs(db, Some(U)).await.unwrap().is_empty());
 
     h.exec::<CronJob>(U, "j1", CronCommand::ResetExecutions { max_executions: Some(Some(5)) }).await;
@@ -238,7 +238,7 @@ async fn cron_jobs_fold_and_query(log: TestLog) {
     assert_eq!(due.len(), 2);
     let enabled = cron_jobs::CronJobFilter { enabled: Some(true), ..Default::default() };
     assert_eq!(cron_jobs::cron_jobs(db, None, &enabled, &PageRequest::default()).await.unwrap().items.len(), 2);
-    assert!(cron_jobs::cron_job(db, Some("user-2"), "j1").await.unwrap().is_none());
+    assert!(cron_jobs::cron_job(db, "user-2", "j1").await.unwrap().is_none());
 
     let before = cron_jobs::cron_jobs(db, None, &Default::default(), &PageRequest::default()).await.unwrap();
     h.rebuild().await;

@@ -58,7 +58,7 @@ impl Harness {
     ) -> Result<(), agentlog_eventlog::CommandError> {
         let ctx = Context::new(self.now(), Uuid::now_v7(), Actor::user(user), user);
         self.ticks += 1;
-        self.handler.execute::<A>(id, &cmd, &ctx).await.map(|_| ())
+        self.handler.execute_of::<A>(user, id, &cmd, &ctx).await.map(|_| ())
     }
 
     /// Apply everything appended so far.
