@@ -158,6 +158,29 @@ try {
   }
   await shot(page, "run");
 
+  step("a long run's timeline is paged: 200 events, then Load more shows the rest");
+  const long = `console-long-${Date.now()}`;
+  await gql(userToken, `mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }`, {
+    i: { operationId: long, kind: "TASK", agentId: "inbox", model: "gpt-4.1-mini", instruction: "A long run" },
+  });
+  const longLease = (
+    await gql(userToken, `mutation($id: String!) { claimOperation(id: $id, workerId: "w1") { lease { token } } }`, { id: long })
+  ).claimOperation.lease.token;
+  const steps = Array.from({ length: 240 }, () => ({ step: { phase: "THINKING", usage: { inputTokens: 1, outputTokens: 1 } } }));
+  await gql(
+    userToken,
+    `mutation($id: String!, $lt: String!, $items: [BatchItemInput!]!) { reportBatch(operationId: $id, leaseToken: $lt, items: $items) { position } }`,
+    { id: long, lt: longLease, items: steps },
+  );
+  const total = (await gql(userToken, `query($id: String!) { operation(id: $id) { historyLength } }`, { id: long })).operation
+    .historyLength;
+  assert.ok(total > 200, `the long run has ${total} events`);
+  await page.goto(`${base}/runs/${encodeURIComponent(long)}`);
+  await page.getByRole("heading", { name: "Timeline" }).waitFor();
+  await eventually("the first page", async () => (await page.locator("ol.timeline > li").count()) === 200);
+  await page.getByRole("button", { name: `Load ${total - 200} more` }).click();
+  await eventually("every event", async () => (await page.locator("ol.timeline > li").count()) === total);
+
   step("answering the card on the Inbox page resumes the run");
   await page.getByRole("link", { name: /Inbox/ }).click();
   await page.getByRole("heading", { name: "Inbox" }).waitFor();
