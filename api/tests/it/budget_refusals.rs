@@ -82,7 +82,7 @@ async fn a_budget_refusal_is_told_once_per_period(db: Db) {
     let refusals = of_type(&a, "reactor.command_refused").await;
     assert_eq!(refusals.len(), 3, "each refused slot recorded once: {refusals:?}");
     assert!(refusals.iter().all(|r| r.payload["code"] == "LIMIT" && r.payload["command"] == "cron.fire"));
-    assert!(refusals.iter().all(|r| r.payload["fact"]["streamId"] == "cron-j1"), "on the job's chain");
+    assert!(refusals.iter().all(|r| r.payload["fact"]["streamId"] == "cron@alice/j1"), "on the job's chain");
     let notes = told(&a).await;
     assert_eq!(notes.len(), 1, "one notification for the period: {notes:?}");
     assert_eq!(notes[0].payload["metadata"]["budgetId"], "daily");
