@@ -13,7 +13,7 @@ const GAP_X = 56;
 const GAP_Y = 12;
 
 /** Node labels are cut to fit the box; the full text is in its title. */
-const fit = (s: string) => (s.length > 20 ? `${s.slice(0, 19)}…` : s);
+const fit = (s: string) => (s.length > 17 ? `${s.slice(0, 16)}…` : s);
 
 /** The graph; nothing when it has no nodes. */
 export function DepGraph({ nodes, edges, label }: { nodes: GraphNode[]; edges: GraphEdge[]; label: string }) {
