@@ -9,13 +9,10 @@ use agentlog_domain::{
     conversations::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
     error::DomainError,
-    ids::derived_id,
     operations::{Operation, OperationCommand},
     stamp::StreamWrite,
 };
 use agentlog_eventlog::{CommandError, Loaded};
-
-use agentlog_projections::budgets::RunScope;
 
 use super::budgets;
 use crate::commands::caller::Commands;
@@ -76,12 +73,7 @@ impl Commands<'_> {
         let actor =
             loaded.state.lease.as_ref().map_or_else(|| self.user_actor(), |l| Actor::worker(l.worker_id.clone()));
         let ctx = self.context(&owner, actor, request_id)?.with_lease_token(Some(lease_token));
-        let run = loaded.state.spec.as_ref().map(|spec| RunScope {
-            user_id: owner.clone(),
-            agent_id: spec.agent.agent_id.clone(),
-            task_id: spec.task_id.clone(),
-            group_id: spec.group_id.clone(),
-        });
+        let run = budgets::run_scope(&loaded.state);
         let has_steps = items.iter().any(|i| matches!(i, BatchItem::Operation(OperationCommand::RecordStep(_))));
         let standings = match (&run, has_steps) {
             (Some(run), true) => budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?),
@@ -99,18 +91,7 @@ impl Commands<'_> {
             && events > 0
             && !state.is_finished()
         {
-            // As after a single step: other runs' steps committed beside this batch may have
-            // reached a limit unseen, so read again and end the run now.
-            let after = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
-            let mut stop_ctx = Context::new(
-                ctx.now,
-                derived_id("budget-stop", &ctx.command_id.to_string(), ctx.now.timestamp_millis()),
-                Actor::system("budgets"),
-                &owner,
-            );
-            stop_ctx.correlation_id = ctx.correlation_id.clone();
-            let stop = OperationCommand::StopAtBudget { budgets: after };
-            let stopped = self.state.handler.execute::<Operation>(id, &stop, &stop_ctx).await?;
+            let stopped = budgets::stop_at_limit(self.state, id, run, &ctx).await?;
             position = position.max(stopped.last_position());
             state = stopped.state;
         }
@@ -160,12 +141,13 @@ impl Commands<'_> {
                         }
                     }
                     let decided = run.decide(&command, ctx).map_err(at)?;
-                    run_events.extend(stamper.stamp(&run, &decided));
-                    run = decided.iter().fold(run, |s, e| s.evolve(e));
+                    let (next, events) = stamper.stamp_owned(run, &decided);
+                    run_events.extend(events);
+                    run = next;
                 }
                 BatchItem::Message(message) => {
                     run.check_lease_token(ctx).map_err(at)?;
-                    let Some(state) = chat.as_mut() else {
+                    let Some(state) = chat.take() else {
                         return Err(at(DomainError::validation("message", "this run has no conversation")));
                     };
                     if message.operation_id.as_deref() != Some(id)
@@ -178,8 +160,9 @@ impl Commands<'_> {
                     }
                     let command = ConversationCommand::AppendMessage(message.clone());
                     let decided = state.decide(&command, ctx).map_err(at)?;
-                    chat_events.extend(stamper.stamp(&*state, &decided));
-                    *state = decided.iter().fold(state.clone(), |s, e| s.evolve(e));
+                    let (next, events) = stamper.stamp_owned(state, &decided);
+                    chat_events.extend(events);
+                    chat = Some(next);
                 }
             }
         }

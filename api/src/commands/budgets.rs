@@ -18,9 +18,10 @@ use agentlog_domain::{
     groups::Group,
     ids::derived_id,
     notifications::CreateNotification,
+    operations::{Operation, OperationCommand},
     tasks::Task,
 };
-use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_eventlog::{CommandError, CommandOutcome, EventLogError};
 use agentlog_projections::budgets::{self, BudgetRow, RunScope};
 pub use agentlog_projections::budgets::{PeriodWindow, period_window};
 use chrono::{DateTime, Utc};
@@ -87,6 +88,38 @@ pub async fn standings(
 /// The rules' facts of [`standings`].
 pub fn facts(standings: &[Standing]) -> Vec<BudgetStanding> {
     standings.iter().map(|s| s.standing.clone()).collect()
+}
+
+/// The scopes whose budgets a run counts against (none before it is created).
+pub fn run_scope(run: &Operation) -> Option<RunScope> {
+    run.spec.as_ref().map(|spec| RunScope {
+        user_id: run.user_id.clone(),
+        agent_id: spec.agent.agent_id.clone(),
+        task_id: spec.task_id.clone(),
+        group_id: spec.group_id.clone(),
+    })
+}
+
+/// After a run's steps were appended (with `ctx`): steps of other runs committed beside them
+/// may have reached a limit unseen, so read the standings again, these steps included, and let
+/// the run's rules end it now rather than after its next step. So each worker overspends by at
+/// most the one report it sent. The run after the check.
+pub async fn stop_at_limit(
+    state: &App,
+    id: &str,
+    run: &RunScope,
+    ctx: &Context,
+) -> Result<CommandOutcome<Operation>, ApiError> {
+    let after = facts(&standings(state, run, ctx.now, true).await?);
+    let mut stop_ctx = Context::new(
+        ctx.now,
+        derived_id("budget-stop", &ctx.command_id.to_string(), ctx.now.timestamp_millis()),
+        Actor::system("budgets"),
+        &run.user_id,
+    );
+    stop_ctx.correlation_id = ctx.correlation_id.clone();
+    let stop = OperationCommand::StopAtBudget { budgets: after };
+    Ok(state.handler.execute::<Operation>(id, &stop, &stop_ctx).await?)
 }
 
 /// May a run of `run` start now? LIMIT when one of its budgets is at its limit.

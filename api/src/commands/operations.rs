@@ -8,7 +8,6 @@ use agentlog_domain::{
     conversations::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
     error::DomainError,
-    ids::derived_id,
     operations::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
     rules::{cancel_cascade, operation_resume, operation_start},
 };
@@ -187,12 +186,7 @@ impl Commands<'_> {
             .unwrap_or_else(|| self.user_actor());
         let ctx = self.context(&loaded.state.user_id, actor, request_id)?.with_lease_token(lease_token);
         let mut command = command;
-        let run = loaded.state.spec.as_ref().map(|spec| RunScope {
-            user_id: loaded.state.user_id.clone(),
-            agent_id: spec.agent.agent_id.clone(),
-            task_id: spec.task_id.clone(),
-            group_id: spec.group_id.clone(),
-        });
+        let run = budgets::run_scope(&loaded.state);
         if let (OperationCommand::RecordStep(step), Some(run)) = (&mut command, &run) {
             step.budgets = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
         }
@@ -204,19 +198,7 @@ impl Commands<'_> {
             && position > 0
             && !state.is_finished()
         {
-            // Steps of other runs committed beside this one may have reached the limit unseen:
-            // read again, this step included, and end the run now rather than after its next
-            // step. So each worker overspends by at most the one step it reported.
-            let after = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
-            let mut stop_ctx = Context::new(
-                ctx.now,
-                derived_id("budget-stop", &ctx.command_id.to_string(), ctx.now.timestamp_millis()),
-                Actor::system("budgets"),
-                &loaded.state.user_id,
-            );
-            stop_ctx.correlation_id = ctx.correlation_id.clone();
-            let stop = OperationCommand::StopAtBudget { budgets: after };
-            let stopped = self.state.handler.execute::<Operation>(id, &stop, &stop_ctx).await?;
+            let stopped = budgets::stop_at_limit(self.state, id, run, &ctx).await?;
             position = position.max(stopped.last_position());
             state = stopped.state;
         }
