@@ -8,11 +8,17 @@
 //! again and forgets it in one transaction. The runner restores before it loads its checkpoints
 //! (a server starting, the next rebuild), so a bulk rebuild that dies midway leaves no table
 //! without its indexes once the read models are opened again.
+//!
+//! Both take every projection's checkpoint row first, as a runner's batch does before it
+//! writes: on PostgreSQL, `DROP INDEX`/`CREATE INDEX` lock whole tables, and taking them while
+//! another instance's batch holds some of those tables deadlocks (40P01). Behind the checkpoint
+//! locks they wait for the batch instead.
 
 use crate::{
     db::{ReadDb, ReadTx, SqlValue},
     error::ProjectionError,
     fold::placeholders,
+    runner_state::lock_checkpoints,
 };
 
 /// A secondary index: its name, its table, and the statement that creates it.
@@ -73,6 +79,7 @@ fn plain_create(sql: &str) -> Option<&str> {
 /// Returns how many.
 pub(crate) async fn drop_indexes(db: &ReadDb, tables: &[&str], kept: &[&str]) -> Result<usize, ProjectionError> {
     let mut tx = db.begin().await?;
+    lock_checkpoints(&mut tx, None).await?;
     let mut indexes = secondary_indexes(&mut tx, tables).await?;
     indexes.retain(|i| !kept.contains(&i.name.as_str()));
     for index in &indexes {
@@ -92,6 +99,7 @@ pub(crate) async fn drop_indexes(db: &ReadDb, tables: &[&str], kept: &[&str]) ->
 /// restoring at once: the second finds nothing left). Returns how many.
 pub(crate) async fn restore(db: &ReadDb) -> Result<usize, ProjectionError> {
     let mut tx = db.begin().await?;
+    lock_checkpoints(&mut tx, None).await?;
     let lock = if tx.is_postgres() {
         // Building an index on a large table may take longer than a server's per-statement
         // bound, and it must finish.

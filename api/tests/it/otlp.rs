@@ -19,6 +19,9 @@ use opentelemetry_proto::tonic::{
 use prost::Message;
 use serde_json::json;
 
+use agentlog_eventlog::{StoreOptions, open_store};
+use agentlog_projections::ReadDb;
+
 use crate::support::{Db, Server};
 
 /// An OTLP/HTTP trace receiver on loopback.
@@ -143,7 +146,8 @@ async fn runs_are_exported_as_genai_traces(db: Db) {
     .await;
     let lt = s.claim(&t, "p", "w1").await;
     s.data(Some(&t), STEP, json!({"id": "p", "lt": lt, "u": {"inputTokens": 50, "outputTokens": 10}})).await;
-    s.data(Some(&t), DONE, json!({"id": "p", "lt": lt})).await;
+    let done = s.data(Some(&t), DONE, json!({"id": "p", "lt": lt})).await;
+    let done_at = done["completeOperation"]["position"].as_i64().expect("the end's position");
 
     // The collector is down: the exporter keeps trying and sends nothing else meanwhile.
     for _ in 0..100 {
@@ -188,7 +192,10 @@ async fn runs_are_exported_as_genai_traces(db: Db) {
     assert!(chats.iter().any(|c| c.span_id == search.parent_span_id && c.parent_span_id == parent.span_id));
     assert_eq!(tools["execute_tool fs/read"].status.as_ref().map(|st| st.code), Some(2), "a failed call is an error");
 
-    // A restart sends nothing again; a new run after it is sent once.
+    // A restart sends nothing again; a new run after it is sent once. The exporter is
+    // at-least-once (it sends, then saves its checkpoint) and the restart is a kill, so wait for
+    // the checkpoint first: a kill between the two would rightly send the page again.
+    exported_up_to(&s, done_at).await;
     s.restart().await;
     s.data(Some(&t), START, json!({"i": {"operationId": "q", "kind": "CONVERSATION", "agentId": "writer"}})).await;
     let lt = s.claim(&t, "q", "w1").await;
@@ -209,6 +216,24 @@ async fn runs_are_exported_as_genai_traces(db: Db) {
 }
 
 both!(runs_are_exported_as_genai_traces as runs_are_exported_as_genai_traces);
+
+/// Wait until the exporter's checkpoint has reached `position`.
+async fn exported_up_to(s: &Server, position: i64) {
+    let store = open_store(&s.db.url(), StoreOptions::default()).await.expect("open the log");
+    let read = ReadDb::from(store.database());
+    for _ in 0..200 {
+        let rows = read
+            .fetch("SELECT position FROM reactor_checkpoints WHERE name = 'otlp_export'", &[])
+            .await
+            .expect("checkpoint");
+        if rows.first().and_then(|r| r.i64(0)).is_some_and(|at| at >= position) {
+            store.close().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the exporter's checkpoint never reached {position}");
+}
 
 /// Two instances with the exporter on one database: each run's spans are sent once.
 async fn two_instances_export_each_run_once(db: Db) {

@@ -186,7 +186,8 @@ async fn live_with_kills_equals_rebuild(log: TestLog, fresh: TestLog) {
     });
     assert_eq!(rebuilt.unwrap(), head);
     assert_eq!(caught_up.unwrap(), head);
-    assert!(bulk.status().iter().chain(other.status().iter()).all(|s| s.failed.is_none() && s.position == head));
+    let statuses: Vec<_> = bulk.status().into_iter().chain(other.status()).collect();
+    assert!(statuses.iter().all(|s| s.failed.is_none() && s.position == head), "{statuses:?}");
     assert_same(&checksums(&db).await, &want, "bulk rebuild beside another instance");
     assert_eq!(secondary_indexes(&db).await, indexes, "the indexes are back");
     assert_eq!(dropped_indexes(&db).await, 0);
