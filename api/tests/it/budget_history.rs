@@ -12,6 +12,12 @@ const HISTORY: &str = "query($id: String!, $from: DateTime!, $to: DateTime) { bu
 const STEP: &str = "mutation($id: String!, $l: String!, $c: Int!) { reportStep(id: $id, leaseToken: $l, phase: ACTING, usage: {costMicros: $c, totalTokens: 10}) { operation { status } } }";
 
 async fn spend_over_time_against_the_limit(db: Db) {
+    // The spend below must land on one UTC day: a run that would straddle midnight waits for it.
+    let now = chrono::Utc::now();
+    let midnight = (now.date_naive() + chrono::Duration::days(1)).and_time(chrono::NaiveTime::MIN).and_utc();
+    if midnight - now < chrono::Duration::seconds(60) {
+        tokio::time::sleep((midnight - now).to_std().unwrap_or_default() + std::time::Duration::from_secs(1)).await;
+    }
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;
     let bob = s.user_token("bob").await;
