@@ -13,6 +13,11 @@ pub enum Scenario {
     Mixed,
     /// Every client on the same conversation, the same task and the same operation at once.
     Contention,
+    /// The write path, closed loop: each client a worker reporting steps on runs of its own as
+    /// fast as the server answers (`reportStep`, or `reportBatch` with `--batch`).
+    Write,
+    /// Against `agentlog-baseline`: one single-insert `append` per request, closed loop.
+    Baseline,
 }
 
 /// How to run the load.
@@ -53,6 +58,8 @@ pub struct Config {
     pub drain_timeout: Duration,
     /// Show a progress bar on stderr.
     pub progress: bool,
+    /// [`Scenario::Write`]: steps per request (0 or 1: `reportStep`; more: `reportBatch`).
+    pub batch: usize,
 }
 
 impl Config {
@@ -75,6 +82,7 @@ impl Config {
             request_timeout: Duration::from_secs(30),
             drain_timeout: Duration::from_secs(30),
             progress: false,
+            batch: 0,
         }
     }
 }

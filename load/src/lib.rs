@@ -32,6 +32,7 @@ mod run;
 mod stats;
 mod subscriber;
 mod target;
+mod write;
 
 pub use config::{Config, Scenario};
 pub use error::LoadError;

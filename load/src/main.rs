@@ -53,6 +53,9 @@ struct Cli {
     /// What the clients do.
     #[arg(long, value_enum, default_value_t = Scenario::Mixed)]
     scenario: Scenario,
+    /// `--scenario write`: steps per request (1: `reportStep`; more: one `reportBatch`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=500))]
+    batch: u64,
     /// Seed of the clients' choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -101,6 +104,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     config.record = cli.record;
     config.scenario = cli.scenario;
     config.seed = cli.seed;
+    config.batch = usize::try_from(cli.batch).unwrap_or(1);
     config.progress = !cli.json && std::io::stderr().is_terminal();
     let report = agentlog_load::run(config).await?;
     if cli.json {

@@ -73,6 +73,8 @@ pub struct Report {
     pub operations: BTreeMap<String, OpReport>,
     /// The log's head when the load ended.
     pub head_position: i64,
+    /// Events the log gained during the run (every writer's, reactors' included).
+    pub appended: i64,
     /// Each subscriber.
     pub subscribers: Vec<SubscriberReport>,
 }
@@ -111,7 +113,17 @@ impl Report {
                 },
             );
         }
-        Self { scenario, clients, elapsed, sent, acknowledged, operations, head_position: 0, subscribers: Vec::new() }
+        Self {
+            scenario,
+            clients,
+            elapsed,
+            sent,
+            acknowledged,
+            operations,
+            head_position: 0,
+            appended: 0,
+            subscribers: Vec::new(),
+        }
     }
 
     /// One line for the normal subscribers and one for the slow ones: how many reached the
@@ -150,12 +162,14 @@ impl fmt::Display for Report {
         let secs = self.elapsed.as_secs_f64();
         writeln!(
             f,
-            "{:?} load, {} clients, {secs:.1} s: {} mutations sent, {} acknowledged ({:.0}/s), log head at {}",
+            "{:?} load, {} clients, {secs:.1} s: {} mutations sent, {} acknowledged ({:.0}/s), {} events appended ({:.0}/s), log head at {}",
             self.scenario,
             self.clients,
             self.sent,
             self.acknowledged,
             self.acknowledged as f64 / secs.max(1e-9),
+            self.appended,
+            self.appended as f64 / secs.max(1e-9),
             self.head_position
         )?;
         writeln!(

@@ -28,6 +28,7 @@ use crate::subscriber;
 use crate::subscriber::Pace;
 use crate::subscriber::Stop;
 use crate::target::Target;
+use crate::write;
 
 /// Run the load described by `config` against a running server and report what it measured.
 /// Refuses a target that is not this machine before sending anything.
@@ -104,6 +105,19 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
                 clients.spawn(async move { contention::client(s, token, &c).await });
             }
         }
+        Scenario::Write => {
+            let tokens = user_tokens(&gql, &config.token, &shared.run_id, config.clients).await?;
+            for (i, tokens) in tokens.into_iter().enumerate() {
+                let s = Session::new(Arc::clone(&shared), i, config.seed);
+                clients.spawn(write::client(s, tokens, config.batch));
+            }
+        }
+        Scenario::Baseline => {
+            for i in 0..config.clients {
+                let s = Session::new(Arc::clone(&shared), i, config.seed);
+                clients.spawn(write::baseline_client(s, config.token.clone()));
+            }
+        }
     }
     let mut failure = None;
     while let Some(joined) = clients.join_next().await {
@@ -124,6 +138,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     let _ = stop_tx.send(Some(Stop { head: head.unwrap_or(i64::MAX), give_up: Instant::now() + config.drain_timeout }));
     let mut report = Report::build(config.scenario, config.clients, elapsed, shared.budget.sent(), stats);
     report.head_position = head.unwrap_or(-1);
+    report.appended = head.map_or(0, |h| h - start_head);
     while let Some(joined) = subscribers.join_next().await {
         if let Ok(s) = joined {
             report.subscribers.push(s);

@@ -62,3 +62,4 @@ mod subscription_cap;
 mod tasks_flow;
 mod units;
 mod unwritable_log;
+mod write_load;
