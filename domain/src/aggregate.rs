@@ -26,7 +26,7 @@
 //! // 3. stamp ids, chain and scope, then append with the expected version
 //! let new_events = stamp(&state, &events, &ctx);
 //! assert_eq!(new_events[0].event_type, "brief.created");
-//! assert_eq!(Brief::stream_id("b1"), "brief-b1");
+//! assert_eq!(Brief::KIND.owned_stream_id("u1", "b1"), "brief@u1/b1");
 //! ```
 
 use std::fmt::Debug;

@@ -11,7 +11,7 @@ pub enum StreamKind {
     Task,
     /// `conversation-<topicId>`
     Conversation,
-    /// `brief-<briefId>`
+    /// `brief@<owner>/<briefId>` (per owner; a global `brief-<briefId>` from before stays its owner's)
     Brief,
     /// `notification-<userId>` (one stream per user)
     Notification,
@@ -64,7 +64,7 @@ impl StreamKind {
 
     /// Are ids of this kind chosen per owner (two users may each hold an instance `id`)?
     pub fn per_owner(self) -> bool {
-        matches!(self, Self::Cron | Self::Group)
+        matches!(self, Self::Cron | Self::Group | Self::Brief)
     }
 
     /// The global stream of instance `id`.

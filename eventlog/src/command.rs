@@ -7,7 +7,7 @@
 //! use agentlog_eventlog::CommandHandler;
 //! let handler = CommandHandler::new(store);
 //! let cmd = BriefCommand::Create(CreateBrief::new("b1", BriefType::Insight, "Title", "Summary"));
-//! let outcome = handler.execute::<Brief>("b1", &cmd, &ctx).await?;
+//! let outcome = handler.execute_of::<Brief>("u1", "b1", &cmd, &ctx).await?;
 //! println!("brief at version {}", outcome.version);
 //! # Ok(()) }
 //! ```

@@ -53,6 +53,15 @@ pub fn stream(kind: &str, id: &str) -> String {
     format!("{kind}-{id}")
 }
 
+/// The stream of `owner`'s instance `id` of a kind whose ids are per owner (`%` and `/` in
+/// the owner percent-encoded); an unknown owner (`None`): any owner's stream of that kind.
+pub fn owned_stream(kind: &str, owner: Option<&str>, id: &str) -> String {
+    match owner {
+        Some(o) => format!("{kind}@{}/{id}", o.replace('%', "%25").replace('/', "%2F")),
+        None => format!("{kind}@*"),
+    }
+}
+
 /// An operation waiting for a worker.
 #[derive(Debug, Clone)]
 struct WorkItem {
@@ -345,7 +354,8 @@ impl Client {
         let brief = self.next("b");
         let input = json!({"briefId": brief, "type": "decision", "priority": "normal", "title": "Approve the plan?",
                            "summary": "The load generator asks."});
-        let on = || Effect::on(stream("brief", &brief)).id("briefId", &brief);
+        let owner = self.tokens.user_id.clone();
+        let on = || Effect::on(owned_stream("brief", owner.as_deref(), &brief)).id("briefId", &brief);
         let call = Call {
             op: "createBrief",
             query: CREATE_BRIEF,

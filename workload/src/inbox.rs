@@ -9,6 +9,7 @@ use agentlog_domain::{
     error::DomainError,
     notifications::{CreateNotification, NotificationCommand},
     rules::brief_resolution::resolve_brief,
+    streams::StreamKind,
     tasks::TaskStatus,
 };
 use agentlog_eventlog::StreamAppend;
@@ -66,7 +67,11 @@ impl InboxStory {
             created.actions.iter().flatten().any(|a| a.key == action && a.action_type == BriefActionType::Comment);
         let comment = (needs_comment || g.rng.chance(20)).then(|| g.rng.words(3, 15));
         let ctx = g.ctx(Actor::user(self.user.clone()), &self.user, None);
-        let resolution = resolve_brief(brief, task, &action, comment, &ctx)?;
+        // The workload writes global streams (a log from before ids were per owner).
+        let (brief_stream, task_stream) =
+            (StreamKind::Brief.stream_id(&brief_id), created.task_id.as_deref().map(|t| StreamKind::Task.stream_id(t)));
+        let task = task.zip(task_stream.as_deref());
+        let resolution = resolve_brief(brief, &brief_stream, task, &action, comment, &ctx)?;
         let mut parts = vec![Part::brief(resolution.brief)];
         parts.extend(resolution.task.map(Part::task));
         Ok(Poll::Decide(Decision { ctx, parts }))

@@ -143,11 +143,11 @@ pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(),
         let brief = warning(&row.spec, window.start, spent);
         let command_id = derived_id("budget-warning", &brief.brief_id, 0);
         let ctx = Context::new(now, command_id, Actor::system("budgets"), &row.user_id);
-        let loaded = state.handler.load::<Brief>(&brief.brief_id).await?;
+        let loaded = state.handler.load_of::<Brief>(&row.user_id, &brief.brief_id).await?;
         if loaded.state.brief.is_some() {
             continue;
         }
-        match state.handler.execute::<Brief>(&brief.brief_id.clone(), &BriefCommand::Create(brief), &ctx).await {
+        match state.handler.execute_stream::<Brief>(&loaded.stream_id, &BriefCommand::Create(brief), &ctx).await {
             // Told already: by another step's check, here or on another instance.
             Ok(_)
             | Err(CommandError::Domain(DomainError::AlreadyExists { .. }))

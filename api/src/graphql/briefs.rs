@@ -1,6 +1,5 @@
 //! Briefs: short reports a human reads and acts on (approve, comment, …), and their commands.
 
-use agentlog_domain::aggregate::Aggregate;
 use agentlog_domain::briefs::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
 use agentlog_projections::briefs::{self, BriefFilter, BriefRow};
 use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
@@ -125,16 +124,25 @@ pub struct BriefFilterInput {
 #[derive(Default)]
 pub struct BriefsQuery;
 
-pub(crate) async fn brief_node(ctx: &Context<'_>, brief_id: &str) -> Result<BriefNode, ApiError> {
-    let row = briefs::brief(&app(ctx).db, caller(ctx)?.owner(), brief_id).await?;
+/// Brief `brief_id` of `owner` (the caller's own when `None`), as the caller may see it.
+pub(crate) async fn brief_node(ctx: &Context<'_>, owner: Option<&str>, brief_id: &str) -> Result<BriefNode, ApiError> {
+    let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("brief", brief_id)) };
+    let row = briefs::brief(&app(ctx).db, owner, brief_id).await?;
     row.map(BriefNode::from).ok_or_else(|| ApiError::not_found("brief", brief_id))
 }
 
 #[Object]
 impl BriefsQuery {
-    /// One brief. NOT_FOUND when missing or someone else's.
-    async fn brief(&self, ctx: &Context<'_>, id: String) -> GqlResult<BriefNode> {
-        Ok(brief_node(ctx, &id).await?)
+    /// One brief, `id` among the caller's own (an admin names another owner with `ownerId`).
+    /// NOT_FOUND when missing or someone else's.
+    async fn brief(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(desc = "Whose brief `id` is: an admin reading another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
+    ) -> GqlResult<BriefNode> {
+        Ok(brief_node(ctx, owner_id.as_deref(), &id).await?)
     }
 
     /// Briefs, newest first.
@@ -171,6 +179,9 @@ pub struct BriefPayload {
     /// The id it answers for.
     #[graphql(skip)]
     pub(crate) id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    pub(crate) owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -179,7 +190,7 @@ pub struct BriefPayload {
 impl BriefPayload {
     /// The brief after the command (read model, settled); read when asked for).
     async fn brief(&self, ctx: &Context<'_>) -> GqlResult<BriefNode> {
-        node_after(ctx, self.position, brief_node(ctx, &self.id)).await
+        node_after(ctx, self.position, brief_node(ctx, Some(&self.owner), &self.id)).await
     }
 }
 
@@ -190,18 +201,24 @@ pub struct BriefsMutation;
 async fn brief_command(
     ctx: &Context<'_>,
     id: &str,
+    owner_id: Option<&str>,
     command: BriefCommand,
     request_id: Option<String>,
 ) -> GqlResult<BriefPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?).command::<Brief>(id, command, None, request_id.as_deref()).await?;
-    Ok(BriefPayload { id: id.to_string(), position: out.position })
+    let out = Commands::new(app(ctx), caller(ctx)?)
+        .owned_by(owner_id)
+        .command::<Brief>(id, command, None, request_id.as_deref())
+        .await?;
+    Ok(BriefPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
 #[Object]
 impl BriefsMutation {
     /// Create a brief (`{briefId, type, priority?, title, summary, taskId?, topicId?,
     /// operationId?, cronJobId?, agentId?, actions?, documents?, trigger?, errorCode?,
-    /// metadata?}`); without `actions` the type's defaults apply.
+    /// metadata?}`); without `actions` the type's defaults apply. Brief ids are per owner:
+    /// another user's `briefId` is no obstacle (CONFLICT only for one the owner already holds);
+    /// `ownerId` (admin) creates it for that user. `taskId` names a task of the brief's owner.
     async fn create_brief(
         &self,
         ctx: &Context<'_>,
@@ -214,12 +231,20 @@ impl BriefsMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Brief>(&id, BriefCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
             .await?;
-        Ok(BriefPayload { id: id.to_string(), position: out.position })
+        Ok(BriefPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
     /// The human saw the brief.
-    async fn mark_brief_read(&self, ctx: &Context<'_>, id: String) -> GqlResult<BriefPayload> {
-        brief_command(ctx, &id, BriefCommand::MarkRead, None).await
+    async fn mark_brief_read(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(
+            desc = "Whose brief `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<BriefPayload> {
+        brief_command(ctx, &id, owner_id.as_deref(), BriefCommand::MarkRead, None).await
     }
 
     /// The human chose one of the brief's actions (once). Approving a result brief completes
@@ -231,10 +256,16 @@ impl BriefsMutation {
         action: String,
         comment: Option<String>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose brief `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<BriefPayload> {
-        let position =
-            Commands::new(app(ctx), caller(ctx)?).resolve_brief(&id, &action, comment, request_id.as_deref()).await?;
-        Ok(BriefPayload { id: id.to_string(), position })
+        let (owner, position) = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
+            .resolve_brief(&id, &action, comment, request_id.as_deref())
+            .await?;
+        Ok(BriefPayload { id: id.to_string(), owner, position })
     }
 }
 
@@ -244,6 +275,8 @@ impl BriefNode {
     /// causes from the chain's root source (a failed run, a finished topic, a user's call).
     #[graphql(complexity = "cost::once(cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
-        Ok(origin(ctx, &Brief::stream_id(&self.brief_id)).await?)
+        let stream =
+            app(ctx).handler.stream_of::<Brief>(&self.user_id, &self.brief_id).await.map_err(ApiError::from)?;
+        Ok(origin(ctx, &stream).await?)
     }
 }

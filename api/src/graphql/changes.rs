@@ -6,7 +6,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use agentlog_domain::{envelope::RecordedEvent, operations::OperationKind};
+use agentlog_domain::{envelope::RecordedEvent, operations::OperationKind, streams::StreamKind};
 use agentlog_eventlog::EventFilter;
 use agentlog_projections::{briefs, conversations, notifications, operations, tasks};
 use async_graphql::{Context, OutputType, SimpleObject, Subscription};
@@ -258,12 +258,12 @@ impl ChangesSubscription {
             counted,
             filter,
             |_| true,
-            move |state, event| {
-                let owner = who.owner().map(str::to_string);
-                async move {
-                    let row = briefs::brief(&state.db, owner.as_deref(), &id_of(&event, "brief-")).await?;
-                    Ok(Loaded::Row(row.map(BriefNode::from)))
-                }
+            move |state, event| async move {
+                // The event's stream names the brief and its owner (brief ids are per owner).
+                let id = StreamKind::parse(&event.stream_id).map(|(_, id)| id.to_string()).unwrap_or_default();
+                let owner = StreamKind::parse_owner(&event.stream_id).unwrap_or_else(|| event.user_id().to_string());
+                let row = briefs::brief(&state.db, &owner, &id).await?;
+                Ok(Loaded::Row(row.map(BriefNode::from)))
             },
         )
     }

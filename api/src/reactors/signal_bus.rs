@@ -151,15 +151,19 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
     for (i, (policy_id, reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
         let ctx = Context::reacting_to(fact, &format!("{policy_id}#{i}"), Actor::system(NAME));
         let (command, target) = match &reaction {
-            Reaction::CreateBrief(b) => ("brief.create", Brief::stream_id(&b.brief_id)),
+            // The brief is the fact owner's: its id is named in that owner's namespace.
+            Reaction::CreateBrief(b) => {
+                ("brief.create", state.handler.stream_of::<Brief>(&ctx.user_id, &b.brief_id).await?)
+            }
             Reaction::CreateNotification(n) => ("notification.create", Notifications::stream_id(&n.user_id)),
             Reaction::ReceiveSource(src) => ("source.receive", Source::stream_id(&src.source_id)),
         };
         let outcome = match reaction {
-            Reaction::CreateBrief(brief) => {
-                let id = brief.brief_id.clone();
-                state.handler.execute::<Brief>(&id, &BriefCommand::Create(brief), &ctx).await.map(|o| o.last_position())
-            }
+            Reaction::CreateBrief(brief) => state
+                .handler
+                .execute_stream::<Brief>(&target, &BriefCommand::Create(brief), &ctx)
+                .await
+                .map(|o| o.last_position()),
             Reaction::CreateNotification(n) => {
                 let user = n.user_id.clone();
                 let command = NotificationCommand::Create(n);

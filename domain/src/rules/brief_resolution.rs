@@ -11,9 +11,9 @@ use crate::tasks::{Task, TaskEvent, TaskStatus};
 /// The events of a resolution, per stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BriefResolution {
-    /// `brief-<id>`: resolved.
+    /// The brief's stream: resolved.
     pub brief: StreamEvents<BriefEvent>,
-    /// `task-<id>`: completed, when a result brief was approved.
+    /// The task's stream: completed, when a result brief was approved.
     pub task: Option<StreamEvents<TaskEvent>>,
 }
 
@@ -33,10 +33,12 @@ impl BriefResolution {
 /// cleared) unless the task is `scheduled` (an automated task parked for its next tick) or
 /// already finished; a decision brief never completes its task. The completion then starts the
 /// dependants it released (the api's task cascade, [`crate::tasks::graph::cascade_on_completion`]).
-/// `task` is the brief's task, when it has one and it still exists.
+/// `task` is the brief's task, when it has one and it still exists; each comes with its stream
+/// (ids are per owner: the api names them in the brief owner's namespace).
 pub fn resolve_brief(
     brief: &Brief,
-    task: Option<&Task>,
+    brief_stream: &str,
+    task: Option<(&Task, &str)>,
     action: &str,
     comment: Option<String>,
     ctx: &Context,
@@ -46,7 +48,9 @@ pub fn resolve_brief(
     let b = brief.brief.as_ref();
     let completes = action == APPROVE && b.is_some_and(|b| b.brief_type == BriefType::Result);
     let task_part = match (completes, b.and_then(|b| b.task_id.as_deref()), task) {
-        (true, Some(task_id), Some(task)) if task.exists() && task.id() == task_id => {
+        (true, Some(task_id), Some((task, task_stream)))
+            if task.exists() && task.id() == task_id =>
+        {
             let finishable =
                 !matches!(task.status, TaskStatus::Scheduled) && !task.status.is_terminal();
             finishable.then(|| {
@@ -70,13 +74,10 @@ pub fn resolve_brief(
                     schedule_started_at: None,
                     at: ctx.now,
                 }));
-                StreamEvents::new(Task::stream_id(task_id), events)
+                StreamEvents::new(task_stream, events)
             })
         }
         _ => None,
     };
-    Ok(BriefResolution {
-        brief: StreamEvents::new(Brief::stream_id(brief.id()), events),
-        task: task_part,
-    })
+    Ok(BriefResolution { brief: StreamEvents::new(brief_stream, events), task: task_part })
 }

@@ -398,7 +398,8 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
     ]);
     let r = resolve_brief(
         &brief(BriefType::Result, Some("t1")),
-        Some(&paused),
+        "brief@u1/b1",
+        Some((&paused, "task-t1")),
         "approve",
         None,
         &system_ctx(5),
@@ -412,7 +413,8 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
     // a decision brief never completes its task; other actions neither
     let r = resolve_brief(
         &brief(BriefType::Decision, Some("t1")),
-        Some(&paused),
+        "brief@u1/b1",
+        Some((&paused, "task-t1")),
         "approve",
         None,
         &system_ctx(5),
@@ -421,7 +423,8 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
     assert!(r.task.is_none());
     let r = resolve_brief(
         &brief(BriefType::Result, Some("t1")),
-        Some(&paused),
+        "brief@u1/b1",
+        Some((&paused, "task-t1")),
         "read",
         None,
         &system_ctx(5),
@@ -438,7 +441,8 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
     ]);
     let r = resolve_brief(
         &brief(BriefType::Result, Some("t1")),
-        Some(&scheduled),
+        "brief@u1/b1",
+        Some((&scheduled, "task-t1")),
         "approve",
         None,
         &system_ctx(5),
@@ -447,22 +451,37 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
     assert!(r.task.is_none());
     // a brief without a task, or whose task is gone, resolves alone
     assert!(
-        resolve_brief(&brief(BriefType::Result, None), None, "approve", None, &system_ctx(5))
-            .unwrap()
-            .task
-            .is_none()
+        resolve_brief(
+            &brief(BriefType::Result, None),
+            "brief@u1/b1",
+            None,
+            "approve",
+            None,
+            &system_ctx(5)
+        )
+        .unwrap()
+        .task
+        .is_none()
     );
     assert!(
-        resolve_brief(&brief(BriefType::Result, Some("t1")), None, "approve", None, &system_ctx(5))
-            .unwrap()
-            .task
-            .is_none()
+        resolve_brief(
+            &brief(BriefType::Result, Some("t1")),
+            "brief@u1/b1",
+            None,
+            "approve",
+            None,
+            &system_ctx(5)
+        )
+        .unwrap()
+        .task
+        .is_none()
     );
     // resolved once
     let resolved = fold(
         brief(BriefType::Result, Some("t1")),
         &resolve_brief(
             &brief(BriefType::Result, Some("t1")),
+            "brief@u1/b1",
             None,
             "approve",
             None,
@@ -472,7 +491,15 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
         .brief,
     );
     assert!(matches!(
-        resolve_brief(&resolved, Some(&paused), "approve", None, &system_ctx(6)).unwrap_err(),
+        resolve_brief(
+            &resolved,
+            "brief@u1/b1",
+            Some((&paused, "task-t1")),
+            "approve",
+            None,
+            &system_ctx(6)
+        )
+        .unwrap_err(),
         DomainError::AlreadyResolved { .. }
     ));
 }
@@ -485,7 +512,8 @@ fn approving_while_a_run_is_going_cancels_the_run_first() {
     let running = fold(t, &start.task);
     let r = resolve_brief(
         &brief(BriefType::Result, Some("t1")),
-        Some(&running),
+        "brief@u1/b1",
+        Some((&running, "task-t1")),
         "approve",
         None,
         &system_ctx(5),

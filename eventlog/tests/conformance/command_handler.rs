@@ -40,42 +40,42 @@ fn step(tokens: u64) -> OperationCommand {
 async fn decide_append_and_refuse(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
     let create = BriefCommand::Create(CreateBrief::new("b1", BriefType::Insight, "Title", "Summary"));
-    let out = h.execute::<Brief>("b1", &create, &ctx()).await.unwrap();
+    let out = h.execute_of::<Brief>("u1", "b1", &create, &ctx()).await.unwrap();
     assert_eq!(out.version, 1);
     assert!(out.last_position() > 0);
     // the domain's refusal comes back typed, and nothing is written
-    let again = h.execute::<Brief>("b1", &create, &ctx()).await.unwrap_err();
+    let again = h.execute_of::<Brief>("u1", "b1", &create, &ctx()).await.unwrap_err();
     assert!(matches!(again, CommandError::Domain(DomainError::AlreadyExists { .. })), "{again}");
     let resolve = BriefCommand::Resolve { action: "acknowledge".into(), comment: None };
-    h.execute::<Brief>("b1", &resolve, &ctx()).await.unwrap();
-    let twice = h.execute::<Brief>("b1", &resolve, &ctx()).await.unwrap_err();
+    h.execute_of::<Brief>("u1", "b1", &resolve, &ctx()).await.unwrap();
+    let twice = h.execute_of::<Brief>("u1", "b1", &resolve, &ctx()).await.unwrap_err();
     assert!(matches!(twice, CommandError::Domain(DomainError::AlreadyResolved { .. })), "{twice}");
-    let loaded = h.load::<Brief>("b1").await.unwrap();
+    let loaded = h.load_of::<Brief>("u1", "b1").await.unwrap();
     assert_eq!(loaded.version, 2);
-    assert_eq!(log.store.stream_version("brief-b1").await.unwrap(), 2);
+    assert_eq!(log.store.stream_version("brief@u1/b1").await.unwrap(), 2);
 }
 
 async fn a_retried_command_is_applied_once(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
     let c = ctx();
     let create = BriefCommand::Create(CreateBrief::new("b2", BriefType::Decision, "T", "S"));
-    let first = h.execute::<Brief>("b2", &create, &c).await.unwrap();
+    let first = h.execute_of::<Brief>("u1", "b2", &create, &c).await.unwrap();
     // the same command (same context, as a client retry after a lost answer) is not refused
     // and not applied twice
-    let retry = h.execute::<Brief>("b2", &create, &c).await.unwrap();
+    let retry = h.execute_of::<Brief>("u1", "b2", &create, &c).await.unwrap();
     assert!(retry.replayed);
     assert_eq!(retry.version, first.version);
     // answered with where the first attempt's event landed
     assert_eq!(retry.last_position(), first.last_position());
     assert!(retry.appended.iter().all(|a| a.duplicate));
-    assert_eq!(log.store.stream_version("brief-b2").await.unwrap(), 1);
+    assert_eq!(log.store.stream_version("brief@u1/b2").await.unwrap(), 1);
 }
 
 /// Create briefs `a` and `b` in one decision under `c`.
 async fn create_two(h: &CommandHandler, c: &Context, a: &str, b: &str) -> Result<Vec<AppendResult>, CommandError> {
     h.execute_multi(c, || async {
-        let la = h.load::<Brief>(a).await?;
-        let lb = h.load::<Brief>(b).await?;
+        let la = h.load_of::<Brief>("u1", a).await?;
+        let lb = h.load_of::<Brief>("u1", b).await?;
         let mut stamper = c.stamper();
         let ea = la.state.decide(&BriefCommand::Create(CreateBrief::new(a, BriefType::Result, "A", "S")), c)?;
         let eb = lb.state.decide(&BriefCommand::Create(CreateBrief::new(b, BriefType::Result, "B", "S")), c)?;
@@ -110,7 +110,7 @@ async fn a_retried_multi_stream_command_is_applied_once(log: TestLog) {
         let mut stamper = big.stamper();
         let mut writes = Vec::new();
         for id in &ids {
-            let l = h.load::<Brief>(id).await?;
+            let l = h.load_of::<Brief>("u1", id).await?;
             let e = l
                 .state
                 .decide(&BriefCommand::Create(CreateBrief::new(id.as_str(), BriefType::Insight, "T", "S")), &big)?;
@@ -198,8 +198,8 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
     let c = ctx();
     let results = h
         .execute_multi(&c, || async {
-            let a = h.load::<Brief>("m1").await?;
-            let b = h.load::<Brief>("m2").await?;
+            let a = h.load_of::<Brief>("u1", "m1").await?;
+            let b = h.load_of::<Brief>("u1", "m2").await?;
             let mut stamper = c.stamper();
             let ea = a.state.decide(&BriefCommand::Create(CreateBrief::new("m1", BriefType::Result, "A", "S")), &c)?;
             let eb = b.state.decide(&BriefCommand::Create(CreateBrief::new("m2", BriefType::Result, "B", "S")), &c)?;
@@ -218,8 +218,8 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
         .unwrap();
     assert_eq!(results.len(), 2);
     let store: &dyn EventStore = &*log.store;
-    let a = store.read_stream("brief-m1", 1, 10).await.unwrap();
-    let b = store.read_stream("brief-m2", 1, 10).await.unwrap();
+    let a = store.read_stream("brief@u1/m1", 1, 10).await.unwrap();
+    let b = store.read_stream("brief@u1/m2", 1, 10).await.unwrap();
     // one decision, one chain: the second stream's event points at the first
     assert_eq!(b[0].metadata.chain.root_source_id, a[0].event_id);
     assert_eq!(b[0].metadata.chain.parent_node_id, Some(a[0].event_id));

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::rows::BriefRow;
 use crate::{
     db::ReadTx,
-    decoding::decode_batch,
+    decoding::decode_owned_batch,
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -22,7 +22,7 @@ impl Projection for BriefsProjection {
         "briefs"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[BriefRow::TABLE]
@@ -31,16 +31,17 @@ impl Projection for BriefsProjection {
         event_type.starts_with("brief.")
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let decoded = decode_batch::<E>(events)?;
+        let decoded = decode_owned_batch::<E>(events)?;
         let mut briefs = Staged::<BriefRow>::new();
-        briefs.load(tx, "brief_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
-        for (recorded, brief_id, event) in &decoded {
+        briefs.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;
+        for (recorded, key, event) in &decoded {
+            let brief_id = &key.1;
             let at = recorded.recorded_at;
             if let E::Created(e) = event {
                 let b = &e.brief;
                 briefs.put(BriefRow {
                     brief_id: brief_id.clone(),
-                    user_id: e.user_id.clone(),
+                    user_id: key.0.clone(),
                     brief_type: b.brief_type,
                     priority: b.priority,
                     title: b.title.clone(),
@@ -64,7 +65,7 @@ impl Projection for BriefsProjection {
                 });
                 continue;
             }
-            let Some(row) = briefs.get_mut(brief_id) else { continue };
+            let Some(row) = briefs.get_mut(key) else { continue };
             match event {
                 E::Created(_) => {}
                 E::Read(e) => {

@@ -1,4 +1,5 @@
-//! Queries over the briefs read model, owner-scoped (`owner: None` = admin).
+//! Queries over the briefs read model, owner-scoped (`owner: None` lists as an admin; one brief
+//! is always named with its owner, as brief ids are per owner).
 
 use agentlog_domain::briefs::{BriefPriority, BriefType};
 
@@ -25,10 +26,10 @@ pub struct BriefFilter {
     pub task_id: Option<String>,
 }
 
-/// One brief by id.
-pub async fn brief(db: &ReadDb, owner: Option<&str>, brief_id: &str) -> Result<Option<BriefRow>, ProjectionError> {
+/// `owner`'s brief `brief_id` (brief ids are per owner).
+pub async fn brief(db: &ReadDb, owner: &str, brief_id: &str) -> Result<Option<BriefRow>, ProjectionError> {
     let mut q = Select::new(BriefRow::COLUMNS, BriefRow::TABLE);
-    q.eq("brief_id", brief_id).owner(owner);
+    q.eq("user_id", owner).eq("brief_id", brief_id);
     q.one(db).await?.as_ref().map(BriefRow::from_row).transpose()
 }
 

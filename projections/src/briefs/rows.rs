@@ -64,7 +64,8 @@ pub struct BriefRow {
 }
 
 impl TableRow for BriefRow {
-    type Key = String;
+    /// `(user_id, brief_id)`: brief ids are per owner.
+    type Key = (String, String);
     const TABLE: &'static str = "briefs";
     const COLUMNS: &'static [&'static str] = &[
         "brief_id",
@@ -90,13 +91,13 @@ impl TableRow for BriefRow {
         "created_at",
         "updated_at",
     ];
-    const KEY: &'static [&'static str] = &["brief_id"];
+    const KEY: &'static [&'static str] = &["user_id", "brief_id"];
 
-    fn key(&self) -> String {
-        self.brief_id.clone()
+    fn key(&self) -> (String, String) {
+        (self.user_id.clone(), self.brief_id.clone())
     }
-    fn key_values(key: &String) -> Vec<SqlValue> {
-        vec![key.into()]
+    fn key_values(key: &(String, String)) -> Vec<SqlValue> {
+        vec![key.0.as_str().into(), key.1.as_str().into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![

@@ -33,15 +33,15 @@ async fn briefs_fold_and_query(log: TestLog) {
     h.sync().await;
 
     let db = &h.db;
-    let b1 = briefs::brief(db, Some(U), "b1").await.unwrap().expect("b1");
+    let b1 = briefs::brief(db, U, "b1").await.unwrap().expect("b1");
     assert!(b1.read_at.is_some() && b1.resolved_at.is_none());
     assert_eq!(b1.task_id.as_deref(), Some("t1"));
     assert!(!b1.actions.is_empty(), "default actions are filled in");
-    let b2 = briefs::brief(db, Some(U), "b2").await.unwrap().expect("b2");
+    let b2 = briefs::brief(db, U, "b2").await.unwrap().expect("b2");
     assert_eq!(b2.resolved_action.as_deref(), Some("approve"));
     assert_eq!(b2.resolved_comment.as_deref(), Some("ok"));
     assert!(b2.read_at.is_some(), "resolving reads it");
-    assert!(briefs::brief(db, Some("user-2"), "b1").await.unwrap().is_none());
+    assert!(briefs::brief(db, "user-2", "b1").await.unwrap().is_none());
 
     let all = briefs::briefs(db, Some(U), &briefs::BriefFilter::default(), &PageRequest::default()).await.unwrap();
     assert_eq!(all.items.len(), 3);
