@@ -7,11 +7,12 @@ import { safeHref, when } from "../format";
 
 const INBOX = `{
   pendingCards(first: 50) { nodes { operationId cardId kind title card askedAt deadline } }
-  briefs(first: 50) { nodes { briefId type priority title summary actions taskId operationId resolvedAction resolvedComment resolvedAt createdAt origin { event { rootSourceId } } } }
+  briefs(first: 50) { nodes { briefId userId type priority title summary actions taskId operationId resolvedAction resolvedComment resolvedAt createdAt origin { event { rootSourceId } } } }
   notifications(first: 50) { nodes { notificationId category type title body actionUrl isRead createdAt origin { event { rootSourceId } } } }
   unreadNotificationCount
 }`;
-const RESOLVE = `mutation($id: String!, $action: String!, $comment: String) { resolveBrief(id: $id, action: $action, comment: $comment) { position } }`;
+// Brief ids are per owner: an admin acts on another user's brief by naming its owner.
+const RESOLVE = `mutation($id: String!, $owner: String, $action: String!, $comment: String) { resolveBrief(id: $id, ownerId: $owner, action: $action, comment: $comment) { position } }`;
 const READ = `mutation($ids: [String!]!) { markNotificationsRead(ids: $ids) { unreadCount } }`;
 
 type Action = { key: string; label: string; type?: string; url?: string };
@@ -22,7 +23,7 @@ function Brief({ b, onDone }: { b: any; onDone: () => void }) {
   const act = async (key: string) => {
     setError(null);
     try {
-      await gql(RESOLVE, { id: b.briefId, action: key, comment: comment || null });
+      await gql(RESOLVE, { id: b.briefId, owner: b.userId, action: key, comment: comment || null });
       onDone();
     } catch (e) {
       setError((e as Error).message);
