@@ -238,6 +238,22 @@ try {
   assert.equal(await status(ta), "completed");
   await eventually(`${tb} started`, async () => (await status(tb)) === "running");
 
+  step("an admin approves a user's brief from the admin's inbox (brief ids are per owner)");
+  const asked = `${ta}-asked`;
+  await gql(userToken, `mutation($i: JSON!) { createBrief(input: $i) { position } }`, {
+    i: { briefId: asked, type: "decision", title: `${asked}?`, summary: "Yes or no.", actions: [{ key: "approve", label: "Approve", type: "resolve" }] },
+  });
+  const admin = await newPage();
+  await admin.goto(`${base}/`);
+  await admin.evaluate((t) => sessionStorage.setItem("agentlog.token", t), adminToken);
+  await admin.goto(`${base}/inbox`);
+  const theirs = admin.locator(`li[data-brief="${asked}"]`);
+  await theirs.getByRole("button", { name: "Approve" }).click();
+  await theirs.getByText("Resolved: approve").waitFor({ timeout: 3000 });
+  const resolved = await gql(userToken, `query($id: String!) { brief(id: $id) { resolvedAction } }`, { id: asked });
+  assert.equal(resolved.brief.resolvedAction, "approve");
+  await admin.context().close();
+
   step("tasks: the board, a task's page, and running it from there");
   await page.getByRole("link", { name: "Tasks" }).click();
   await page.locator(`[data-column="completed"] li[data-task="${ta}"]`).waitFor();
