@@ -222,7 +222,7 @@ impl Commands<'_> {
         let scope_owner = match (spec.scope, spec.scope_id.clone()) {
             (BudgetScopeKind::Agent, Some(id)) => {
                 check_id("scopeId", &id)?;
-                let a = h.load::<Agent>(&id).await?.state;
+                let a = h.load_of::<Agent>(&owner, &id).await?.state;
                 a.exists().then_some(a.user_id)
             }
             (BudgetScopeKind::Task, Some(id)) => {

@@ -114,8 +114,8 @@ async fn every_query_root_is_owner_isolated(db: Db) {
         if !path.is_empty() {
             assert!(mine.pointer(path).is_some_and(|v| !v.is_null()), "{root}: alice sees her data: {mine}");
         }
-        // Cron job and group ids are per owner: an admin names the owner of one.
-        let as_admin = if root == "cronJob" || root == "group" {
+        // Cron job, group and agent ids are per owner: an admin names the owner of one.
+        let as_admin = if root == "cronJob" || root == "group" || root == "agent" {
             query.replace("(id:", &format!("(ownerId: \"{ALICE}\", id:"))
         } else {
             query.to_string()
