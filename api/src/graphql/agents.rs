@@ -239,7 +239,9 @@ impl AgentsMutation {
         ctx: &Context<'_>,
         id: String,
         patch: Json<Value>,
-        #[graphql(desc = "Whose agent `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        #[graphql(
+            desc = "Whose agent `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
         owner_id: Option<String>,
     ) -> GqlResult<AgentPayload> {
         agent_command(ctx, &id, owner_id.as_deref(), AgentCommand::UpdateConfig(decode("patch", patch)?)).await
@@ -250,7 +252,9 @@ impl AgentsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
-        #[graphql(desc = "Whose agent `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        #[graphql(
+            desc = "Whose agent `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
         owner_id: Option<String>,
     ) -> GqlResult<AgentPayload> {
         agent_command(ctx, &id, owner_id.as_deref(), AgentCommand::Archive).await

@@ -395,7 +395,9 @@ impl BudgetsMutation {
         ctx: &Context<'_>,
         id: String,
         request_id: Option<String>,
-        #[graphql(desc = "Whose budget `id` is: an admin acting on another user's names them; absent: the caller's own.")]
+        #[graphql(
+            desc = "Whose budget `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
         owner_id: Option<String>,
     ) -> GqlResult<BudgetPayload> {
         let out = Commands::new(app(ctx), caller(ctx)?)
