@@ -126,7 +126,7 @@ impl Part {
             Self::Cron(id, _) => CronJob::KIND.stream_id(id),
             Self::Group(id, _) => Group::KIND.stream_id(id),
             Self::Agent(id, _) => Agent::KIND.stream_id(id),
-            Self::Source(id, _) => Source::stream_id(id),
+            Self::Source(id, _) => Source::KIND.stream_id(id),
         }
     }
 
