@@ -74,11 +74,17 @@ pub trait Aggregate: Default + Clone + Debug + Serialize + DeserializeOwned {
     /// per owner has no global instance `id` (see [`StreamKind::per_owner`]).
     fn stream_id(id: &str) -> String {
         debug_assert!(
-            !Self::KIND.per_owner(),
+            !Self::KIND.per_owner() || Self::shared_id(id),
             "{:?} ids are per owner: name the owner",
             Self::KIND
         );
         Self::KIND.stream_id(id)
+    }
+
+    /// Is `id` one every owner shares (a built-in agent), kept in its global stream even for
+    /// a kind whose ids are per owner?
+    fn shared_id(_id: &str) -> bool {
+        false
     }
 
     /// May this command happen now? If so, what happened (possibly nothing: an idempotent

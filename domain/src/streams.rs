@@ -64,7 +64,7 @@ impl StreamKind {
 
     /// Are ids of this kind chosen per owner (two users may each hold an instance `id`)?
     pub fn per_owner(self) -> bool {
-        matches!(self, Self::Cron | Self::Group | Self::Brief)
+        matches!(self, Self::Cron | Self::Group | Self::Brief | Self::Agent | Self::Budget | Self::Source)
     }
 
     /// The global stream of instance `id`.

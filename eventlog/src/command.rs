@@ -150,9 +150,10 @@ impl CommandHandler {
     /// The stream of `owner`'s instance `id` of `A`. For a kind whose ids are per owner: the
     /// global stream `<kind>-<id>` written before ids were per owner, when it exists and its
     /// first event names `owner`; otherwise the owned stream `<kind>@<owner>/<id>`. Someone
-    /// else's global stream is never `owner`'s. Other kinds: the global stream.
+    /// else's global stream is never `owner`'s. Other kinds, and an id every owner shares
+    /// ([`Aggregate::shared_id`]): the global stream.
     pub async fn stream_of<A: Aggregate>(&self, owner: &str, id: &str) -> Result<String, CommandError> {
-        if !A::KIND.per_owner() {
+        if !A::KIND.per_owner() || A::shared_id(id) {
             return Ok(A::stream_id(id));
         }
         let global = A::KIND.stream_id(id);

@@ -17,6 +17,7 @@ use agentlog_domain::{
     budgets::{Budget, BudgetEvent, BudgetPeriod, BudgetScopeKind, BudgetSpec, Spend},
     envelope::RecordedEvent,
     operations::{Operation, OperationEvent},
+    streams::StreamKind,
 };
 use agentlog_eventlog::{EventFilter, EventStore};
 use agentlog_projections::budgets::period_window;
@@ -157,14 +158,15 @@ impl BudgetLog {
         store::for_each_page(store, 0, None, &EventFilter::all(), async |page| {
             for e in &page {
                 let decoding = || format!("decoding {} at position {}", e.event_type, e.position);
-                if let Some(id) = e.stream_id.strip_prefix("budget-") {
+                if let Some((StreamKind::Budget, id)) = StreamKind::parse(&e.stream_id) {
                     let typed =
                         BudgetEvent::decode(&e.event_type, e.schema_version, &e.payload).with_context(decoding)?;
-                    let state = states.remove(id).unwrap_or_default().evolve(&typed);
+                    // Folded per stream (budget ids are per owner), named by the client's id.
+                    let state = states.remove(&e.stream_id).unwrap_or_default().evolve(&typed);
                     if let Some(spec) = &state.spec {
                         log.budgets.insert(id.to_string(), (spec.clone(), state.user_id.clone()));
                     }
-                    states.insert(id.to_string(), state);
+                    states.insert(e.stream_id.clone(), state);
                 } else if let Some(id) = e.stream_id.strip_prefix("operation-") {
                     let typed =
                         OperationEvent::decode(&e.event_type, e.schema_version, &e.payload).with_context(decoding)?;

@@ -169,9 +169,15 @@ impl AgentConfigUsed {
 async fn agent_config_used(store: &dyn EventStore, op: &Operation) -> anyhow::Result<Option<AgentConfigUsed>> {
     let Some(spec) = op.spec.as_ref() else { return Ok(None) };
     let agent_ref = &spec.agent;
-    let stream = Agent::stream_id(&agent_ref.agent_id);
+    // Agent ids are per owner: the run's owner's stream, else (a built-in, or a log from before
+    // ids were per owner) the global one.
+    let owned = Agent::KIND.owned_stream_id(&op.user_id, &agent_ref.agent_id);
+    let mut events = store::read_stream(store, &owned).await?;
+    if events.is_empty() {
+        events = store::read_stream(store, &Agent::KIND.stream_id(&agent_ref.agent_id)).await?;
+    }
     let mut agent = Agent::default();
-    for e in store::read_stream(store, &stream).await? {
+    for e in events {
         let typed = AgentEvent::decode(&e.event_type, e.schema_version, &e.payload)
             .with_context(|| format!("decoding {} at position {}", e.event_type, e.position))?;
         agent = agent.evolve(&typed);

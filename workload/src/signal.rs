@@ -8,7 +8,7 @@ use agentlog_domain::{
     error::DomainError,
     signal::{
         AGENT_SIGNAL_SOURCE_TYPES,
-        source::{ActionError, ActionStatus, Source, SourceCommand},
+        source::{ActionError, ActionStatus, SourceCommand},
     },
     values::AgentRef,
 };
@@ -142,7 +142,7 @@ impl Story for SignalStory {
     }
 
     fn applied(&mut self, appends: &[StreamAppend], _: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
-        let events = stream_events(appends, &Source::stream_id(&self.source_id));
+        let events = stream_events(appends, &agentlog_domain::streams::StreamKind::Source.stream_id(&self.source_id));
         self.step = match self.step {
             Step::Receive => {
                 self.trigger = find(events, "signal.source_received").cloned();

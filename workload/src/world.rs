@@ -125,8 +125,8 @@ impl Part {
             // Global streams, as `Tracked::write` (a log from before ids were per owner).
             Self::Cron(id, _) => CronJob::KIND.stream_id(id),
             Self::Group(id, _) => Group::KIND.stream_id(id),
-            Self::Agent(id, _) => Agent::stream_id(id),
-            Self::Source(id, _) => Source::stream_id(id),
+            Self::Agent(id, _) => Agent::KIND.stream_id(id),
+            Self::Source(id, _) => Source::KIND.stream_id(id),
         }
     }
 

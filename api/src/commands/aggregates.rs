@@ -79,7 +79,10 @@ impl Commands<'_> {
         check_id(A::WHAT, id)?;
         let loaded = self.state.handler.load_of::<A>(self.namespace(), id).await?;
         match loaded.state.owner() {
-            Some(owner) if self.caller.may_see(owner) && (!A::KIND.per_owner() || owner == self.namespace()) => {
+            Some(owner)
+                if self.caller.may_see(owner)
+                    && (!A::KIND.per_owner() || A::shared_id(id) || owner == self.namespace()) =>
+            {
                 Ok(loaded)
             }
             _ => Err(ApiError::not_found(A::WHAT, id)),

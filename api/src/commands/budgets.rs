@@ -140,7 +140,7 @@ pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(),
         if !row.spec.warned(spent) {
             continue;
         }
-        let brief = warning(&row.spec, window.start, spent);
+        let brief = warning(&row.user_id, &row.spec, window.start, spent);
         let command_id = derived_id("budget-warning", &brief.brief_id, 0);
         let ctx = Context::new(now, command_id, Actor::system("budgets"), &row.user_id);
         let loaded = state.handler.load_of::<Brief>(&row.user_id, &brief.brief_id).await?;
@@ -161,14 +161,17 @@ pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(),
 /// The notification telling `user_id` that budget `budget_id` refused a run at `now`: keyed
 /// on the budget and its period (`budget-limit:<budgetId>:<period>`), so the owner hears of it
 /// once per period however many cron fires, heartbeat ticks or group dispatches it refuses.
-/// `None` when the budget is gone (the refusal is then told as any other).
+/// The budget is `user_id`'s of that id, else a global one (budget ids are per owner; a global
+/// budget limits every user). `None` when the budget is gone (the refusal is then told as any
+/// other).
 pub async fn limit_notification(
     state: &App,
     budget_id: &str,
     user_id: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<CreateNotification>, ApiError> {
-    let Some(spec) = state.handler.load::<Budget>(budget_id).await?.state.spec else { return Ok(None) };
+    let Some(row) = budgets::budget(&state.db, user_id, budget_id).await? else { return Ok(None) };
+    let spec = row.spec;
     let window = period_window(&spec, now);
     let until = window.resets_at.map_or_else(
         || "until its limit is raised or it is removed".to_string(),
@@ -192,8 +195,8 @@ pub async fn limit_notification(
 }
 
 impl Commands<'_> {
-    /// Create or change budget `spec.budgetId` for `owner` (the caller unless an admin names
-    /// another user). A global budget is admin-only (FORBIDDEN); an agent, task or group
+    /// Create or change `owner`'s budget `spec.budgetId` (`owner` the caller unless an admin
+    /// names another user; budget ids are per owner). A global budget is admin-only (FORBIDDEN); an agent, task or group
     /// budget needs the owner's agent, task or group (NOT_FOUND otherwise); a user budget with
     /// no `scopeId` limits its owner.
     pub async fn set_budget(
@@ -208,13 +211,10 @@ impl Commands<'_> {
             return Err(ApiError::Forbidden("only an admin sets a global budget".into()));
         }
         let h = &self.state.handler;
-        let existing = h.load::<Budget>(&spec.budget_id).await?;
-        // Changing an existing budget keeps its owner; an id taken by another user is the
-        // domain's CONFLICT.
-        let owner = match existing.state.user_id.as_str() {
-            o if !o.is_empty() && self.caller.may_see(o) => o.to_string(),
-            _ => self.owner_for_new(owner)?,
-        };
+        // Budget ids are per owner: `owner`'s budget of that id is created or changed, whoever
+        // else holds one.
+        let owner = self.owner_for_new(owner)?;
+        let stream_id = h.stream_of::<Budget>(&owner, &spec.budget_id).await?;
         if spec.scope == BudgetScopeKind::User && spec.scope_id.is_none() {
             spec.scope_id = Some(owner.clone());
         }
@@ -222,7 +222,7 @@ impl Commands<'_> {
         let scope_owner = match (spec.scope, spec.scope_id.clone()) {
             (BudgetScopeKind::Agent, Some(id)) => {
                 check_id("scopeId", &id)?;
-                let a = h.load::<Agent>(&id).await?.state;
+                let a = h.load_of::<Agent>(&owner, &id).await?.state;
                 a.exists().then_some(a.user_id)
             }
             (BudgetScopeKind::Task, Some(id)) => {
@@ -237,9 +237,8 @@ impl Commands<'_> {
             }
             _ => None,
         };
-        let id = spec.budget_id.clone();
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
-        let outcome = h.execute::<Budget>(&id, &BudgetCommand::Set { spec, scope_owner }, &ctx).await?;
+        let outcome = h.execute_stream::<Budget>(&stream_id, &BudgetCommand::Set { spec, scope_owner }, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;
         Ok(Outcome { state: outcome.state, position })

@@ -27,7 +27,7 @@ pub async fn register_builtin_agents(state: &App) -> Result<usize, ApiError> {
         let id = register.agent_id.clone();
         let command_id = derived_id(NAME, &id, 0);
         let ctx = Context::new(Utc::now(), command_id, Actor::system(NAME), BUILTIN_OWNER);
-        match state.handler.execute::<Agent>(&id, &AgentCommand::Register(register), &ctx).await {
+        match state.handler.execute_of::<Agent>(BUILTIN_OWNER, &id, &AgentCommand::Register(register), &ctx).await {
             Ok(outcome) if !outcome.replayed => registered += 1,
             Ok(_) => {}
             // Already registered (an earlier start, or another instance just now).

@@ -1,12 +1,9 @@
 //! Source use cases: a producer's report becomes the root of a causal chain (the signal bus
 //! reacts to it).
 
-use agentlog_domain::{
-    aggregate::Aggregate,
-    signal::{
-        is_agentlog_source_type,
-        source::{Source, SourceCommand},
-    },
+use agentlog_domain::signal::{
+    is_agentlog_source_type,
+    source::{Source, SourceCommand},
 };
 use serde_json::Value;
 
@@ -37,7 +34,9 @@ pub struct SourceReceived {
 }
 
 impl Commands<'_> {
-    /// Receive a source report and wait for the read models to include it.
+    /// Receive a source report and wait for the read models to include it. Source ids are per
+    /// owner: another user's `sourceId` is no obstacle (the source is the caller's own), and the
+    /// caller's own id again is the same source.
     pub async fn emit_source(&self, report: SourceReport) -> Result<SourceReceived, ApiError> {
         let SourceReport { source_id, source_type, payload, scope_key, timestamp_ms } = report;
         check_id("sourceId", &source_id)?;
@@ -47,17 +46,13 @@ impl Commands<'_> {
         if !payload.is_object() {
             return Err(ApiError::validation("payload", "must be a JSON object"));
         }
-        // A source id someone else already used is not this caller's to see.
-        let stream = Source::stream_id(&source_id);
-        if let Some(first) = self.state.store.read_stream(&stream, 1, 1).await.map_err(ApiError::from)?.first()
-            && !self.caller.may_see(&first.metadata.user_id)
-        {
-            return Err(ApiError::Conflict(format!("source id {source_id} is taken")));
-        }
+        let owner = &self.caller.user_id;
+        let stream = self.state.handler.stream_of::<Source>(owner, &source_id).await.map_err(ApiError::from)?;
         let ctx = self.context(&self.caller.user_id, self.user_actor(), None)?;
         let command =
             SourceCommand::Receive { source_id: source_id.clone(), source_type, payload, scope_key, timestamp_ms };
-        let outcome = self.state.handler.execute::<Source>(&source_id, &command, &ctx).await.map_err(ApiError::from)?;
+        let outcome =
+            self.state.handler.execute_stream::<Source>(&stream, &command, &ctx).await.map_err(ApiError::from)?;
         let position = outcome.last_position();
         self.state.settle(position).await;
         Ok(SourceReceived { scope_key: outcome.state.scope_key, position })

@@ -73,10 +73,11 @@ impl Commands<'_> {
     }
 
     /// Agent `agent_id` at its current config version, when it may run for `owner` (the owner
-    /// of the run): a built-in agent or one of `owner`'s. Another user's agent is NOT_FOUND,
-    /// whoever asks (an admin, or a reactor acting for `owner`).
+    /// of the run): a built-in agent or one of `owner`'s, `agent_id` named in `owner`'s ids
+    /// (agent ids are per owner). Another user's agent is NOT_FOUND, whoever asks (an admin,
+    /// or a reactor acting for `owner`).
     pub async fn agent_ref(&self, owner: &str, agent_id: &str) -> Result<AgentRef, ApiError> {
-        let agent = self.state.handler.load::<Agent>(agent_id).await?.state;
+        let agent = self.state.handler.load_of::<Agent>(owner, agent_id).await?.state;
         Ok(match agent.owner() {
             Some(o) if agent.builtin || (o == owner && self.caller.may_see(o)) => agent.run_ref()?,
             // The inbox agent need not be registered: it runs at version 1 with defaults.

@@ -125,13 +125,15 @@ impl AgentNode {
         before: Option<String>,
     ) -> GqlResult<Connection<String, AgentVersion>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = agents::versions(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
+        let page = agents::versions(&app(ctx).db, &self.user_id, &self.id, &request).await?;
         Ok(connection(page, AgentVersion::from))
     }
 }
 
-pub(crate) async fn agent_node(ctx: &Context<'_>, id: &str) -> Result<AgentNode, ApiError> {
-    let row = agents::get(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+/// Agent `id` of `owner` (the caller's own when `None`) or a built-in, as the caller may see it.
+pub(crate) async fn agent_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<AgentNode, ApiError> {
+    let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("agent", id)) };
+    let row = agents::get(&app(ctx).db, owner, id).await?;
     row.map(AgentNode::from).ok_or_else(|| ApiError::not_found("agent", id))
 }
 
@@ -141,9 +143,10 @@ pub struct AgentsQuery;
 
 #[Object]
 impl AgentsQuery {
-    /// One agent. NOT_FOUND when missing or someone else's.
-    async fn agent(&self, ctx: &Context<'_>, id: String) -> GqlResult<AgentNode> {
-        Ok(agent_node(ctx, &id).await?)
+    /// One agent, `id` among the caller's own and the built-ins (an admin names another owner
+    /// with `ownerId`). NOT_FOUND when missing or someone else's.
+    async fn agent(&self, ctx: &Context<'_>, id: String, owner_id: Option<String>) -> GqlResult<AgentNode> {
+        Ok(agent_node(ctx, owner_id.as_deref(), &id).await?)
     }
 
     /// Agents: the caller's and the built-ins (upstream's, registered at the first start;
@@ -175,6 +178,9 @@ pub struct AgentPayload {
     /// The id it answers for.
     #[graphql(skip)]
     pub(crate) id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    pub(crate) owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -183,13 +189,19 @@ pub struct AgentPayload {
 impl AgentPayload {
     /// The agent after the command (read model, settled); read when asked for).
     async fn agent(&self, ctx: &Context<'_>) -> GqlResult<AgentNode> {
-        node_after(ctx, self.position, agent_node(ctx, &self.id)).await
+        node_after(ctx, self.position, agent_node(ctx, Some(&self.owner), &self.id)).await
     }
 }
 
-async fn agent_command(ctx: &Context<'_>, id: &str, command: AgentCommand) -> GqlResult<AgentPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?).command::<Agent>(id, command, None, None).await?;
-    Ok(AgentPayload { id: id.to_string(), position: out.position })
+async fn agent_command(
+    ctx: &Context<'_>,
+    id: &str,
+    owner_id: Option<&str>,
+    command: AgentCommand,
+) -> GqlResult<AgentPayload> {
+    let out =
+        Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id).command::<Agent>(id, command, None, None).await?;
+    Ok(AgentPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
 /// Agent mutations.
@@ -201,7 +213,9 @@ impl AgentsMutation {
     /// Register an agent (`{agentId, config: {slug, title, description?, model?, provider?,
     /// systemRole?, plugins?, …}, builtin?}`) at config version 1. Upstream's built-in ids
     /// (`inbox`, `group-supervisor`, …) are reserved (CONFLICT); `builtin: true` is admin-only
-    /// (FORBIDDEN) and only for those ids.
+    /// (FORBIDDEN) and only for those ids. Agent ids are per owner: another user's `agentId` is
+    /// no obstacle (CONFLICT only for one the owner already holds); `ownerId` (admin) registers
+    /// it for that user.
     async fn register_agent(
         &self,
         ctx: &Context<'_>,
@@ -216,16 +230,33 @@ impl AgentsMutation {
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Agent>(&id, AgentCommand::Register(register), owner_id.as_deref(), None)
             .await?;
-        Ok(AgentPayload { id: id.to_string(), position: out.position })
+        Ok(AgentPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
     /// Change an agent's config (a patch of config fields); version + 1 when anything changed.
-    async fn update_agent_config(&self, ctx: &Context<'_>, id: String, patch: Json<Value>) -> GqlResult<AgentPayload> {
-        agent_command(ctx, &id, AgentCommand::UpdateConfig(decode("patch", patch)?)).await
+    async fn update_agent_config(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        patch: Json<Value>,
+        #[graphql(
+            desc = "Whose agent `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<AgentPayload> {
+        agent_command(ctx, &id, owner_id.as_deref(), AgentCommand::UpdateConfig(decode("patch", patch)?)).await
     }
 
     /// Retire an agent; it can no longer run.
-    async fn archive_agent(&self, ctx: &Context<'_>, id: String) -> GqlResult<AgentPayload> {
-        agent_command(ctx, &id, AgentCommand::Archive).await
+    async fn archive_agent(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(
+            desc = "Whose agent `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<AgentPayload> {
+        agent_command(ctx, &id, owner_id.as_deref(), AgentCommand::Archive).await
     }
 }

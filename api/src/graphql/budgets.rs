@@ -302,9 +302,14 @@ pub struct BudgetsQuery;
 
 #[Object]
 impl BudgetsQuery {
-    /// One budget. NOT_FOUND when missing or someone else's (a global budget is everyone's to see).
-    async fn budget(&self, ctx: &Context<'_>, id: String) -> GqlResult<BudgetNode> {
-        let row = budgets::budget(&app(ctx).db, caller(ctx)?.owner(), &id).await.map_err(ApiError::from)?;
+    /// One budget, `id` among the caller's own (an admin names another owner with `ownerId`),
+    /// else a global one of that id (a global budget is everyone's to see: it limits every
+    /// user). NOT_FOUND when missing or someone else's.
+    async fn budget(&self, ctx: &Context<'_>, id: String, owner_id: Option<String>) -> GqlResult<BudgetNode> {
+        let Some(owner) = caller(ctx)?.namespace(owner_id.as_deref()) else {
+            return Err(ApiError::not_found("budget", &id).into());
+        };
+        let row = budgets::budget(&app(ctx).db, owner, &id).await.map_err(ApiError::from)?;
         Ok(BudgetNode::new(row.ok_or_else(|| ApiError::not_found("budget", &id))?, Utc::now()))
     }
 
@@ -335,6 +340,9 @@ pub struct BudgetPayload {
     /// The budget it answers for.
     #[graphql(skip)]
     id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -343,7 +351,9 @@ pub struct BudgetPayload {
 impl BudgetPayload {
     /// The budget after the command (read model, settled; absent once removed).
     async fn budget(&self, ctx: &Context<'_>) -> GqlResult<Option<BudgetNode>> {
-        let row = budgets::budget(&app(ctx).db, caller(ctx)?.owner(), &self.id).await.map_err(ApiError::from)?;
+        let row = budgets::budget(&app(ctx).db, &self.owner, &self.id).await.map_err(ApiError::from)?;
+        // Its owner's own, not a global one of the same id.
+        let row = row.filter(|r| r.user_id == self.owner);
         let reached = app(ctx).runner.position();
         match row {
             Some(row) => Ok(Some(BudgetNode::new(row, Utc::now()))),
@@ -362,7 +372,9 @@ impl BudgetsMutation {
     /// Create or change a budget; every change is a `budget.set` event (the same terms again
     /// write nothing). At least one of `limitCostMicros` / `limitTokens`, each more than 0;
     /// `timeZone` an IANA zone; bad terms are VALIDATION and write nothing. `ownerId` (admin)
-    /// sets one for another user; a `GLOBAL` budget is admin-only (FORBIDDEN).
+    /// sets one for another user; a `GLOBAL` budget is admin-only (FORBIDDEN). Budget ids are
+    /// per owner: another user's `id` is no obstacle (the budget made is the owner's own), and
+    /// the same `id` again changes the owner's budget.
     async fn set_budget(
         &self,
         ctx: &Context<'_>,
@@ -374,7 +386,7 @@ impl BudgetsMutation {
         let id = spec.budget_id.clone();
         let out =
             Commands::new(app(ctx), caller(ctx)?).set_budget(spec, owner_id.as_deref(), request_id.as_deref()).await?;
-        Ok(BudgetPayload { id, position: out.position })
+        Ok(BudgetPayload { id, owner: out.state.user_id, position: out.position })
     }
 
     /// Remove a budget (`budget.removed`): it limits nothing from now on.
@@ -383,8 +395,15 @@ impl BudgetsMutation {
         ctx: &Context<'_>,
         id: String,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose budget `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<BudgetPayload> {
-        let out = Commands::new(app(ctx), caller(ctx)?).remove_budget(&id, request_id.as_deref()).await?;
-        Ok(BudgetPayload { id, position: out.position })
+        let out = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
+            .remove_budget(&id, request_id.as_deref())
+            .await?;
+        Ok(BudgetPayload { id, owner: out.state.user_id, position: out.position })
     }
 }

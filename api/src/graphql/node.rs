@@ -66,7 +66,7 @@ impl NodeQuery {
             NodeType::Brief => brief_node(ctx, Some(&global.owner), key).await.map(Node::Brief),
             NodeType::Notification => notification_node(ctx, key).await.map(Node::Notification),
             NodeType::Conversation => conversation_node(ctx, key).await.map(Node::Conversation),
-            NodeType::Agent => agent_node(ctx, key).await.map(Node::Agent),
+            NodeType::Agent => agent_node(ctx, Some(&global.owner), key).await.map(Node::Agent),
             NodeType::Group => group_node(ctx, Some(&global.owner), key).await.map(Node::Group),
             NodeType::CronJob => cron_job_node(ctx, Some(&global.owner), key).await.map(Node::CronJob),
             NodeType::Operation => operation_node(ctx, key).await.map(Node::Operation),

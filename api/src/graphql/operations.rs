@@ -355,7 +355,7 @@ impl Operation {
         let (Some(agent_id), Some(version)) = (&self.agent_id, self.agent_config_version) else {
             return Ok(None);
         };
-        let row = agentlog_projections::agents::version(&app(ctx).db, caller(ctx)?.owner(), agent_id, version)
+        let row = agentlog_projections::agents::version(&app(ctx).db, &self.user_id, agent_id, version)
             .await
             .map_err(ApiError::from)?;
         let Some(row) = row else { return Ok(None) };

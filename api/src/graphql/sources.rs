@@ -35,7 +35,8 @@ pub struct SourcesMutation;
 impl SourcesMutation {
     /// Report a source event (`sourceType` one of upstream's types, e.g.
     /// `agent.execution.completed`, or a `client.*` type; `payload` a JSON object;
-    /// `timestampMs` the producer's clock). The same `sourceId` twice is one source.
+    /// `timestampMs` the producer's clock). The same `sourceId` twice is one source. Source ids
+    /// are per owner: another user's `sourceId` is no obstacle (the source is the caller's own).
     async fn emit_source_event(
         &self,
         ctx: &Context<'_>,

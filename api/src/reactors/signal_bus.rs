@@ -156,7 +156,10 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
                 ("brief.create", state.handler.stream_of::<Brief>(&ctx.user_id, &b.brief_id).await?)
             }
             Reaction::CreateNotification(n) => ("notification.create", Notifications::stream_id(&n.user_id)),
-            Reaction::ReceiveSource(src) => ("source.receive", Source::stream_id(&src.source_id)),
+            // A bridged source is the fact owner's.
+            Reaction::ReceiveSource(src) => {
+                ("source.receive", state.handler.stream_of::<Source>(fact.user_id(), &src.source_id).await?)
+            }
         };
         let outcome = match reaction {
             Reaction::CreateBrief(brief) => state
@@ -177,7 +180,7 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
                     scope_key: None,
                     timestamp_ms: source.timestamp_ms,
                 };
-                state.handler.execute::<Source>(&source.source_id, &command, &ctx).await.map(|o| o.last_position())
+                state.handler.execute_stream::<Source>(&target, &command, &ctx).await.map(|o| o.last_position())
             }
         };
         match outcome {

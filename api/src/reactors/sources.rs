@@ -13,7 +13,6 @@
 //! registry entry, so re-reacting after a crash or in a second server appends nothing new.
 
 use agentlog_domain::{
-    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -86,7 +85,8 @@ impl Reactor for Sources {
     const FACTS: &'static [&'static str] = &FACTS;
 
     async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
-        let source_id = fact.stream_id.trim_start_matches("source-").to_string();
+        // Every stage appends to the source's own stream (its owner's).
+        let source_id = fact.stream_id.clone();
         match signal_bus::decode::<SourceEvent>(fact)? {
             SourceEvent::Received(received) => {
                 for processor in processors::source_processors().matches(&received.source_type) {
@@ -149,12 +149,12 @@ impl Reactor for Sources {
 async fn append(
     state: &App,
     fact: &RecordedEvent,
-    source_id: &str,
+    stream_id: &str,
     step: &str,
     command: SourceCommand,
 ) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, &format!("{NAME}:{step}"), Actor::system(NAME));
-    match state.handler.execute::<Source>(source_id, &command, &ctx).await {
+    match state.handler.execute_stream::<Source>(stream_id, &command, &ctx).await {
         Ok(_) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
         // Recorded already (a re-run after a crash).
         Err(CommandError::Domain(DomainError::AlreadyFinished { .. })) => Ok(()),
@@ -165,7 +165,7 @@ async fn append(
                 SourceCommand::DispatchAction { .. } => "source.dispatch_action",
                 SourceCommand::RecordActionResult { .. } => "source.record_action_result",
             };
-            refusals::record(state, fact, &ctx, Refused::new(NAME, what, Source::stream_id(source_id), fact), &e).await
+            refusals::record(state, fact, &ctx, Refused::new(NAME, what, stream_id.to_string(), fact), &e).await
         }
         Err(e) => Err(e.into()),
     }

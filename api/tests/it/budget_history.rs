@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use support::{Db, Server, error_code};
 
 const SET: &str = "mutation($i: BudgetInput!) { setBudget(input: $i) { position } }";
-const HISTORY: &str = "query($id: String!, $from: DateTime!, $to: DateTime) { budget(id: $id) { history(from: $from, to: $to) { start end costMicros tokens counted { costMicros remainingCostMicros warned reached } } } }";
+const HISTORY: &str = "query($id: String!, $from: DateTime!, $to: DateTime, $o: String) { budget(id: $id, ownerId: $o) { history(from: $from, to: $to) { start end costMicros tokens counted { costMicros remainingCostMicros warned reached } } } }";
 const STEP: &str = "mutation($id: String!, $l: String!, $c: Int!) { reportStep(id: $id, leaseToken: $l, phase: ACTING, usage: {costMicros: $c, totalTokens: 10}) { operation { status } } }";
 
 async fn spend_over_time_against_the_limit(db: Db) {
@@ -70,9 +70,11 @@ async fn spend_over_time_against_the_limit(db: Db) {
     // Someone else's budget has no history to show.
     let r = s.gql(Some(&bob), HISTORY, vars("daily")).await;
     assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
-    // An admin sees every budget's.
+    // An admin sees every budget's, naming its owner (budget ids are per owner).
     let admin = s.admin_token.clone();
-    let d: Value = s.data(Some(&admin), HISTORY, vars("daily")).await;
+    let mut theirs = vars("daily");
+    theirs["o"] = json!("alice");
+    let d: Value = s.data(Some(&admin), HISTORY, theirs).await;
     assert_eq!(d["budget"]["history"][0]["costMicros"], 80, "{d}");
     s.stop();
 }

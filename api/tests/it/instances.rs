@@ -288,7 +288,9 @@ async fn events_wake_the_other_instance(db: Db) {
     let mut ws = Ws::connect(&b, &token, "graphql-transport-ws").await;
     ws.subscribe(
         "e",
-        "subscription { events(filter: {streamPrefix: \"agent-wake-\"}) { position eventType } }",
+        // Agent ids are per owner: the admin's agents are in `agent@<admin>/…`, the built-ins
+        // (registered at start) in `agent-<slug>`.
+        "subscription { events(filter: {streamPrefix: \"agent@\"}) { position eventType } }",
         json!({}),
     )
     .await;

@@ -160,7 +160,12 @@ async fn a_users_cron_job_cannot_start_another_users_agent(db: Db) {
             .expect("agent");
     state
         .handler
-        .execute::<agentlog_domain::agents::Agent>("alice-agent", &AgentCommand::Register(register), &ctx("alice"))
+        .execute_of::<agentlog_domain::agents::Agent>(
+            "alice",
+            "alice-agent",
+            &AgentCommand::Register(register),
+            &ctx("alice"),
+        )
         .await
         .expect("register");
     for (job, owner) in [("bob-job", "bob"), ("alice-job", "alice")] {

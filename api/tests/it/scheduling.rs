@@ -297,7 +297,7 @@ async fn through_the_bus(states: &[&AppState], fact: &RecordedEvent) -> Vec<Reco
     }
     let mut seen = 0;
     loop {
-        let filter = EventFilter::all().with_stream_prefix("source-");
+        let filter = EventFilter::all().with_stream_prefix("source");
         let events = states[0].store.read_all(0, &filter, 10_000).await.expect("read");
         if events.len() == seen {
             return events;

@@ -260,6 +260,11 @@ impl Aggregate for Agent {
     type Event = AgentEvent;
     const KIND: StreamKind = StreamKind::Agent;
 
+    /// The built-ins are everyone's: their global streams `agent-<slug>`.
+    fn shared_id(id: &str) -> bool {
+        BUILTIN_AGENT_SLUGS.contains(&id)
+    }
+
     fn decide(
         &self,
         command: &AgentCommand,

@@ -274,17 +274,19 @@ pub fn period_key(budget_id: &str, period_start: Option<DateTime<Utc>>) -> Strin
     format!("{budget_id}:{}", period_name(period_start))
 }
 
-/// The brief that tells the owner a budget's scope reached its warning threshold in the period
-/// starting at `period_start` (`None`: a total budget). Its id is derived from the budget and
-/// the period, so however many steps cross the threshold, on however many instances, there is
-/// one per period; like every brief, it brings its owner one notification (`brief:<briefId>`).
+/// The brief that tells `owner` its budget's scope reached its warning threshold in the period
+/// starting at `period_start` (`None`: a total budget). Its id is derived from the owner, the
+/// budget and the period (budget ids are per owner), so however many steps cross the
+/// threshold, on however many instances, there is one per period; like every brief, it brings
+/// its owner one notification (`brief:<briefId>`).
 pub fn warning(
+    owner: &str,
     spec: &BudgetSpec,
     period_start: Option<DateTime<Utc>>,
     spent: Spend,
 ) -> CreateBrief {
     let period = period_name(period_start);
-    let key = period_key(&spec.budget_id, period_start);
+    let key = crate::stamp::owned_key(owner, &period_key(&spec.budget_id, period_start));
     let scope = match &spec.scope_id {
         Some(id) => format!("{} {id}", spec.scope.as_str()),
         None => "everything".to_string(),

@@ -119,9 +119,17 @@ fn only_an_interrupt_budget_ends_a_run_whose_step_reaches_it() {
 fn a_warning_has_the_same_id_for_a_budget_and_period() {
     let spent = Spend { cost_micros: 800, tokens: 0 };
     let day = Some(crate::testing::at(0));
-    let w = warning(&spec(), day, spent);
-    assert_eq!(w.brief_id, warning(&spec(), day, Spend { cost_micros: 900, tokens: 0 }).brief_id);
+    let w = warning("u1", &spec(), day, spent);
+    assert_eq!(
+        w.brief_id,
+        warning("u1", &spec(), day, Spend { cost_micros: 900, tokens: 0 }).brief_id
+    );
+    // Budget ids are per owner: another user's budget of that id warns apart.
+    assert_ne!(warning("u2", &spec(), day, spent).brief_id, w.brief_id);
     assert!(w.brief_id.starts_with('~'));
-    assert_ne!(warning(&spec(), Some(crate::testing::at(86_400)), spent).brief_id, w.brief_id);
+    assert_ne!(
+        warning("u1", &spec(), Some(crate::testing::at(86_400)), spent).brief_id,
+        w.brief_id
+    );
     assert!(w.summary.contains("800 of 1000"), "{w:?}");
 }

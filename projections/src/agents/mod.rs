@@ -24,7 +24,7 @@ pub use query::{AgentFilter, AgentRow, AgentVersionRow, get, list, version, vers
 use crate::{
     db::{ReadTx, SqlValue},
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_instance, int, json_text, load_states, micros},
+    fold::{RowSet, decode, group_by_owned_instance, int, json_text, load_owned_states, micros},
     projection::Projection,
 };
 
@@ -141,7 +141,7 @@ impl Projection for AgentsProjection {
         "agents"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &["agents", "agent_versions"]
@@ -150,13 +150,14 @@ impl Projection for AgentsProjection {
         event_type.starts_with("agent.")
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let groups = group_by_instance(events, "agent")?;
-        let ids: Vec<&str> = groups.iter().map(|(id, _)| id.as_str()).collect();
-        let mut folds: HashMap<String, AgentFold> = load_states(tx, "agents", "id", &ids).await?;
+        let groups = group_by_owned_instance(events)?;
+        let keys: Vec<(String, String)> = groups.iter().map(|(key, _)| key.clone()).collect();
+        let mut folds: HashMap<(String, String), AgentFold> = load_owned_states(tx, "agents", "id", &keys).await?;
         let mut agents = RowSet::default();
         let mut versions = RowSet::default();
-        for (id, events) in &groups {
-            let mut fold = folds.remove(id).unwrap_or_default();
+        for (key, events) in &groups {
+            let (owner, id) = key;
+            let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
                 let event: AgentEvent = decode(recorded)?;
                 let at = micros(recorded.recorded_at);
@@ -164,13 +165,13 @@ impl Projection for AgentsProjection {
                     AgentEvent::Registered(e) => {
                         fold.created_at = at;
                         versions.put(
-                            (id.clone(), e.version),
-                            version_row(id, &e.user_id, e.version, &e.agent.config, &[], recorded)?,
+                            (owner.clone(), id.clone(), e.version),
+                            version_row(id, owner, e.version, &e.agent.config, &[], recorded)?,
                         );
                     }
                     AgentEvent::ConfigUpdated(e) => versions.put(
-                        (id.clone(), e.version),
-                        version_row(id, &fold.agent.user_id, e.version, &e.config, &e.changed, recorded)?,
+                        (owner.clone(), id.clone(), e.version),
+                        version_row(id, owner, e.version, &e.config, &e.changed, recorded)?,
                     ),
                     AgentEvent::Archived(e) => fold.archived_at = Some(micros(e.at)),
                 }
@@ -179,12 +180,14 @@ impl Projection for AgentsProjection {
                 fold.updated_position = recorded.position;
             }
             if !fold.agent.exists() {
-                tracing::warn!(agent = %id, "events for an agent that was never registered; skipped");
+                tracing::warn!(agent = %id, owner = %owner, "events for an agent that was never registered; skipped");
                 continue;
             }
-            agents.put(id.clone(), agent_row(&fold)?);
+            // The row's owner is the stream's: the key it is loaded by next time.
+            fold.agent.user_id.clone_from(owner);
+            agents.put(key.clone(), agent_row(&fold)?);
         }
-        agents.upsert(tx, "agents", &AGENT_COLUMNS, &["id"]).await?;
-        versions.upsert(tx, "agent_versions", &VERSION_COLUMNS, &["agent_id", "version"]).await
+        agents.upsert(tx, "agents", &AGENT_COLUMNS, &["user_id", "id"]).await?;
+        versions.upsert(tx, "agent_versions", &VERSION_COLUMNS, &["user_id", "agent_id", "version"]).await
     }
 }

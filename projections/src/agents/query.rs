@@ -107,11 +107,11 @@ pub struct AgentFilter {
     pub model: Option<String>,
 }
 
-/// One agent by id; `None` when absent or not visible.
-pub async fn get(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<Option<AgentRow>, ProjectionError> {
+/// `owner`'s agent `id`, or the built-in `id` (agent ids are per owner); `None` when absent.
+pub async fn get(db: &ReadDb, owner: &str, id: &str) -> Result<Option<AgentRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.eq("id", Some(id));
-    visible_to(&mut w, owner);
+    visible_to(&mut w, Some(owner));
     let rows = db.fetch(&format!("{AGENT_SELECT} {}", w.sql()), w.args()).await?;
     Ok(rows.first().map(AgentRow::from_row))
 }
@@ -168,7 +168,7 @@ pub struct AgentVersionRow {
 }
 
 const VERSION_SELECT: &str = "SELECT v.agent_id, v.version, v.config, v.changed, v.model, v.provider, \
-    v.system_role, v.recorded_at, v.position FROM agent_versions v JOIN agents a ON a.id = v.agent_id";
+    v.system_role, v.recorded_at, v.position FROM agent_versions v JOIN agents a ON a.user_id = v.user_id AND a.id = v.agent_id";
 
 fn version_row(r: &Row) -> AgentVersionRow {
     AgentVersionRow {
@@ -184,17 +184,16 @@ fn version_row(r: &Row) -> AgentVersionRow {
     }
 }
 
-fn visible_agent(w: &mut Conditions, owner: Option<&str>) {
-    if let Some(owner) = owner {
-        let p = w.bind(owner);
-        w.push(format!("(a.user_id = {p} OR a.builtin = 1)"));
-    }
+/// `owner`'s agent or a built-in (agent ids are per owner).
+fn visible_agent(w: &mut Conditions, owner: &str) {
+    let p = w.bind(owner);
+    w.push(format!("(a.user_id = {p} OR a.builtin = 1)"));
 }
 
-/// Every config version of an agent, oldest first.
+/// Every config version of `owner`'s agent (or the built-in) `agent_id`, oldest first.
 pub async fn versions(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     agent_id: &str,
     page: &PageRequest,
 ) -> Result<Page<AgentVersionRow>, ProjectionError> {
@@ -214,10 +213,11 @@ pub async fn versions(
         .await
 }
 
-/// One config version of an agent (what an operation with that `agentConfigVersion` ran under).
+/// One config version of `owner`'s agent (or the built-in) `agent_id` (what `owner`'s
+/// operation with that `agentConfigVersion` ran under).
 pub async fn version(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     agent_id: &str,
     version: i64,
 ) -> Result<Option<AgentVersionRow>, ProjectionError> {

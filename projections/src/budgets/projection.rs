@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::rows::BudgetRow;
 use crate::{
     db::ReadTx,
-    decoding::decode_batch,
+    decoding::decode_owned_batch,
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -22,7 +22,7 @@ impl Projection for BudgetsProjection {
         "budgets"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[BudgetRow::TABLE]
@@ -31,21 +31,22 @@ impl Projection for BudgetsProjection {
         event_type.starts_with("budget.")
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let decoded = decode_batch::<E>(events)?;
+        let decoded = decode_owned_batch::<E>(events)?;
         let mut budgets = Staged::<BudgetRow>::new();
-        budgets.load(tx, "budget_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
-        for (recorded, budget_id, event) in &decoded {
+        budgets.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;
+        for (recorded, key, event) in &decoded {
             match event {
                 E::Set(e) => {
-                    let created_at = budgets.get(budget_id).map_or(e.at, |b| b.created_at);
+                    let created_at = budgets.get(key).map_or(e.at, |b| b.created_at);
                     budgets.put(BudgetRow {
-                        user_id: e.user_id.clone(),
+                        // The stream's owner: the key the row is found by.
+                        user_id: key.0.clone(),
                         spec: e.spec.clone(),
                         created_at,
                         updated_at: recorded.recorded_at,
                     });
                 }
-                E::Removed(_) => budgets.remove(budget_id),
+                E::Removed(_) => budgets.remove(key),
             }
         }
         budgets.flush(tx).await

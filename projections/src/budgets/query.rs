@@ -22,12 +22,16 @@ fn visible(q: &mut Select, owner: Option<&str>) {
     }
 }
 
-/// One budget by id (the owner's or a global one).
-pub async fn budget(db: &ReadDb, owner: Option<&str>, budget_id: &str) -> Result<Option<BudgetRow>, ProjectionError> {
+/// `owner`'s budget `budget_id` (budget ids are per owner), else a global one of that id, which
+/// limits `owner` too (`None` when neither is there).
+pub async fn budget(db: &ReadDb, owner: &str, budget_id: &str) -> Result<Option<BudgetRow>, ProjectionError> {
     let mut q = Select::new(BudgetRow::COLUMNS, BudgetRow::TABLE);
     q.eq("budget_id", budget_id);
-    visible(&mut q, owner);
-    q.one(db).await?.as_ref().map(BudgetRow::from_row).transpose()
+    visible(&mut q, Some(owner));
+    let mut rows: Vec<BudgetRow> =
+        q.all(db, "created_at, user_id").await?.iter().map(BudgetRow::from_row).collect::<Result<_, _>>()?;
+    let own = rows.iter().position(|r| r.user_id == owner).unwrap_or(0);
+    Ok((own < rows.len()).then(|| rows.swap_remove(own)))
 }
 
 /// The owner's budgets and the global ones, oldest first; `scope` keeps one kind of scope.

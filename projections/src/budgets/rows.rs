@@ -32,7 +32,8 @@ fn unsigned(v: Option<i64>) -> Option<u64> {
 }
 
 impl TableRow for BudgetRow {
-    type Key = String;
+    /// `(user_id, budget_id)`: budget ids are per owner.
+    type Key = (String, String);
     const TABLE: &'static str = "budgets";
     const COLUMNS: &'static [&'static str] = &[
         "budget_id",
@@ -48,13 +49,13 @@ impl TableRow for BudgetRow {
         "created_at",
         "updated_at",
     ];
-    const KEY: &'static [&'static str] = &["budget_id"];
+    const KEY: &'static [&'static str] = &["user_id", "budget_id"];
 
-    fn key(&self) -> String {
-        self.spec.budget_id.clone()
+    fn key(&self) -> (String, String) {
+        (self.user_id.clone(), self.spec.budget_id.clone())
     }
-    fn key_values(key: &String) -> Vec<SqlValue> {
-        vec![key.into()]
+    fn key_values(key: &(String, String)) -> Vec<SqlValue> {
+        vec![key.0.as_str().into(), key.1.as_str().into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         let s = &self.spec;

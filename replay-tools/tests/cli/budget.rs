@@ -58,7 +58,9 @@ async fn budget_reports(f: Fixture) {
     spec.scope_id = Some("ledger-agent".into());
     spec.period = BudgetPeriod::Day;
     let set = BudgetCommand::Set { spec, scope_owner: Some(OWNER.into()) };
-    h.execute::<Budget>("ledger", &set, &ctx(at("2031-05-01T08:00:00Z"), Actor::user(OWNER))).await.expect("budget");
+    h.execute_of::<Budget>(OWNER, "ledger", &set, &ctx(at("2031-05-01T08:00:00Z"), Actor::user(OWNER)))
+        .await
+        .expect("budget");
     // Day one: r1 crosses the warning (90 of 100), r2 the limit (120).
     run(&h, "ledger-r1", "2031-05-01T09:00:00Z", &[50, 40]).await;
     run(&h, "ledger-r2", "2031-05-01T10:00:00Z", &[30]).await;
