@@ -9,7 +9,7 @@ pub enum StreamKind {
     Operation,
     /// `task-<taskId>`
     Task,
-    /// `conversation-<topicId>`
+    /// `conversation@<owner>/<topicId>` (topic ids are per owner)
     Conversation,
     /// `brief-<briefId>`
     Brief,
@@ -64,7 +64,7 @@ impl StreamKind {
 
     /// Are ids of this kind chosen per owner (two users may each hold an instance `id`)?
     pub fn per_owner(self) -> bool {
-        matches!(self, Self::Cron | Self::Group)
+        matches!(self, Self::Cron | Self::Group | Self::Conversation)
     }
 
     /// The global stream of instance `id`.

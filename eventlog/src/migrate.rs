@@ -55,6 +55,7 @@ const FILES: (Files, Files) = migration_files!(
     shared "0023_task_skipped_ticks.sql",
     shared "0027_analytics_fleet_rollups.sql",
     shared "0030_per_owner_cron_jobs_groups.sql",
+    shared "0033_per_owner_conversations.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;
@@ -172,7 +173,7 @@ mod tests {
             assert_eq!(listed, all, "list every migration file in migrate.rs");
         }
         let versions: Vec<i64> = SQLITE.iter().map(|m| m.version).collect();
-        assert_eq!(versions, (1..=7).chain([12, 13, 18, 19, 21, 22, 23, 27, 30]).collect::<Vec<_>>());
+        assert_eq!(versions, (1..=7).chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 33]).collect::<Vec<_>>());
         assert_eq!(SQLITE.iter().nth(1).map(|m| m.description.to_string()).as_deref(), Some("read models core"));
     }
 
@@ -211,7 +212,7 @@ mod tests {
         assert_eq!(postgres, RECORDED_POSTGRES);
     }
 
-    const RECORDED_SQLITE: [&str; 16] = [
+    const RECORDED_SQLITE: [&str; 17] = [
         "c47c7b2eb67d5e6075beb55d5ec9b6aab0fadeb5e17dbed4a0a3ff5d1841f976ee78d2dc998defa8b51914ed040606df",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -228,9 +229,10 @@ mod tests {
         "e61654ef0e87ddd5e47a8f530f7ac9346ec6856fb2bf07d28641853c9005203d4350388f083ada4fb795f357c6874753",
         "05b7d121c0ecd80a32b99f313d3d2fcf29f159ece829d7cb4a66bacfc6759ff1771845dd6755aae7e37e56ebe9476ee0",
         "e9f80a440b6bf2b9aff4c3efdf56ac05d930b1c5e5a1337d5878f8e909f7fae8baebbd6f3b2b9647ab865f808fc25b29",
+        "cbe325b8af9407ee50a58a82e42dbb6d007a445b62d47830d9e1506b7392621a83dc411d7b7f71ef6ce216118d643100",
     ];
 
-    const RECORDED_POSTGRES: [&str; 16] = [
+    const RECORDED_POSTGRES: [&str; 17] = [
         "a310766a893f218cda81d192a0f2f8624956b837d5b22624efcf3d3fc6f4281b4b8c109f6024bb27cd1b1f2238d3b29f",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -247,5 +249,6 @@ mod tests {
         "e61654ef0e87ddd5e47a8f530f7ac9346ec6856fb2bf07d28641853c9005203d4350388f083ada4fb795f357c6874753",
         "05b7d121c0ecd80a32b99f313d3d2fcf29f159ece829d7cb4a66bacfc6759ff1771845dd6755aae7e37e56ebe9476ee0",
         "e9f80a440b6bf2b9aff4c3efdf56ac05d930b1c5e5a1337d5878f8e909f7fae8baebbd6f3b2b9647ab865f808fc25b29",
+        "cbe325b8af9407ee50a58a82e42dbb6d007a445b62d47830d9e1506b7392621a83dc411d7b7f71ef6ce216118d643100",
     ];
 }

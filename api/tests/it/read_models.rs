@@ -317,7 +317,7 @@ async fn subscriptions_follow_changes_and_deltas(db: Db) {
     let events = s
         .data(
             Some(&alice),
-            "{ events(filter: {streamPrefix: \"conversation-c1\"}) { edges { node { eventType } } } }",
+            "{ events(filter: {streamPrefix: \"conversation@alice/c1\"}) { edges { node { eventType } } } }",
             json!({}),
         )
         .await;
