@@ -4,33 +4,26 @@
 use agentlog_domain::conversations::{
     ChatMessage, Conversation, ConversationCommand, MessageGroupKind, NewMessageGroup, ThreadKind,
 };
-use agentlog_projections::conversations::{
-    self as read, ConversationRow, MessageGroupRow, MessageRow, ThreadRow, TopicTree,
-};
-use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, Subscription, connection::Connection};
-use std::sync::Arc;
+use agentlog_projections::conversations::{self as read, ConversationRow, MessageGroupRow, MessageRow, ThreadRow};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::raw_json::RawJson;
-use super::raw_json::Select;
+use super::conversation_tree::{ConversationTree, load_tree};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
-use crate::graphql::subscribers::admit_subscriber;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::wire;
-use futures_util::{StreamExt, stream::BoxStream};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::global_id::{NodeType, global_id};
 use crate::{
     commands::Commands,
-    deltas::{DeltaError, MessageDelta},
+    deltas::DeltaError,
     error::{ApiError, GqlResult},
 };
 
@@ -189,58 +182,6 @@ impl From<MessageGroupRow> for MessageGroupNode {
     }
 }
 
-/// The parsed tree of a topic, in upstream's shape.
-#[derive(SimpleObject)]
-pub struct ConversationTree {
-    /// Log position of the last message change the tree reflects.
-    pub version: i64,
-    /// Semantic nodes of the main line.
-    pub context_tree: Json<Value>,
-    /// The active path as render rows.
-    pub flat_list: Json<Value>,
-    /// Every kept message by id.
-    pub message_map: Json<Value>,
-    /// What was wrong with the input and how the parser handled it (`[{kind, …}]`).
-    pub diagnostics: Json<Value>,
-}
-
-/// The tree's cached JSON as field values: placeholders the HTTP layer replaces with the
-/// written bytes (`raw_json`), or, without that layer (websocket), the parsed values.
-fn tree_json(ctx: &Context<'_>, tree: Arc<TopicTree>) -> Result<ConversationTree, ApiError> {
-    let written = tree.json().map_err(|e| ApiError::Internal(format!("writing a tree: {e}")))?;
-    if let Some(raw) = ctx.data_opt::<Arc<RawJson>>() {
-        let part = |select: Select| Json(raw.placeholder(Arc::clone(&tree), select));
-        return Ok(ConversationTree {
-            version: tree.version,
-            context_tree: part(|j| &j.context_tree),
-            flat_list: part(|j| &j.flat_list),
-            message_map: part(|j| &j.message_map),
-            diagnostics: part(|j| &j.diagnostics),
-        });
-    }
-    // serde_json stops at 128 levels of nesting: a tree branched deeper than that is refused
-    // here rather than risking the stack.
-    let parse = |bytes: &[u8]| {
-        serde_json::from_slice(bytes)
-            .map(Json)
-            .map_err(|_| ApiError::Limit("the conversation tree is nested too deeply to serve as JSON".into()))
-    };
-    Ok(ConversationTree {
-        version: tree.version,
-        context_tree: parse(&written.context_tree)?,
-        flat_list: parse(&written.flat_list)?,
-        message_map: parse(&written.message_map)?,
-        diagnostics: parse(&written.diagnostics)?,
-    })
-}
-
-/// The tree of `owner`'s topic `topic_id` (a node the caller was let see).
-async fn load_tree(ctx: &Context<'_>, owner: &str, topic_id: &str) -> Result<ConversationTree, ApiError> {
-    let tree =
-        app(ctx).trees.tree(owner, topic_id).await?.ok_or_else(|| ApiError::not_found("conversation", topic_id))?;
-    tree_json(ctx, tree)
-}
-
 #[ComplexObject]
 impl ConversationNode {
     /// Messages in creation order (deleted ones only when asked for).
@@ -372,57 +313,6 @@ async fn run(
         .command::<Conversation>(topic_id, command, None, request_id.as_deref())
         .await?;
     Ok(ConversationPayload { id: topic_id.to_string(), owner: out.state.user_id, position: out.position })
-}
-
-/// Live partial content.
-#[derive(Default)]
-pub struct DeltasSubscription;
-
-#[Subscription]
-impl DeltasSubscription {
-    /// Partial content of the topic's messages as workers write them: first a snapshot of each
-    /// message being written, then every delta; `done` when the finished message was appended.
-    /// A subscriber that falls behind gets fresh snapshots instead of the deltas it missed.
-    /// With PostgreSQL, deltas published to any server instance on the database; with SQLite,
-    /// those published to this process.
-    async fn message_deltas(
-        &self,
-        ctx: &Context<'_>,
-        topic_id: String,
-        #[graphql(
-            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
-        )]
-        owner_id: Option<String>,
-    ) -> BoxStream<'static, GqlResult<MessageDelta>> {
-        let owner = match conversation_node(ctx, owner_id.as_deref(), &topic_id).await {
-            Ok(c) => c.user_id,
-            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
-        };
-        let hub = app(ctx).deltas.clone();
-        let user = match caller(ctx) {
-            Ok(c) => c.user_id.clone(),
-            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
-        };
-        let counted = match admit_subscriber(app(ctx), &user) {
-            Ok(c) => c,
-            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
-        };
-        let rx = hub.subscribe(&owner, &topic_id);
-        let first = futures_util::stream::iter(hub.snapshots(&owner, &topic_id));
-        let topic = (owner, topic_id);
-        let live =
-            futures_util::stream::unfold((rx, hub, topic, counted), |(mut rx, hub, topic, counted)| async move {
-                let batch = match rx.recv().await {
-                    Ok(d) => vec![d],
-                    // Fell behind: what it missed is in the snapshots.
-                    Err(RecvError::Lagged(_)) => hub.snapshots(&topic.0, &topic.1),
-                    Err(RecvError::Closed) => return None,
-                };
-                Some((batch, (rx, hub, topic, counted)))
-            })
-            .flat_map(futures_util::stream::iter);
-        first.chain(live).map(Ok).boxed()
-    }
 }
 
 /// Conversation mutations.

@@ -114,9 +114,11 @@ async fn every_query_root_is_owner_isolated(db: Db) {
         if !path.is_empty() {
             assert!(mine.pointer(path).is_some_and(|v| !v.is_null()), "{root}: alice sees her data: {mine}");
         }
-        // Cron job and group ids are per owner: an admin names the owner of one.
+        // Cron job, group and topic ids are per owner: an admin names the owner of one.
         let as_admin = if root == "cronJob" || root == "group" {
             query.replace("(id:", &format!("(ownerId: \"{ALICE}\", id:"))
+        } else if root == "conversation" {
+            query.replace("(topicId:", &format!("(ownerId: \"{ALICE}\", topicId:"))
         } else {
             query.to_string()
         };
