@@ -48,9 +48,6 @@ pub enum DeltaError {
     /// Too large.
     #[error("{0}")]
     Limit(String),
-    /// Another user's message.
-    #[error("message {0} is being written by another user")]
-    NotYours(String),
 }
 
 struct Partial {
@@ -61,8 +58,10 @@ struct Partial {
 
 #[derive(Default)]
 struct Inner {
-    partials: HashMap<(String, String), Partial>,
-    topics: HashMap<String, broadcast::Sender<MessageDelta>>,
+    /// By (owner, topic, message): topic ids are per owner.
+    partials: HashMap<(String, String, String), Partial>,
+    /// By (owner, topic).
+    topics: HashMap<(String, String), broadcast::Sender<MessageDelta>>,
 }
 
 /// The live relay of partial content, per server process.
@@ -77,7 +76,7 @@ impl DeltaHub {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Add `delta` to message `message_id` of `topic_id`, written by `owner`, and relay it. A
+    /// Add `delta` to message `message_id` of `owner`'s topic `topic_id`, and relay it. A
     /// new message is refused when `owner` streams `max_per_owner` already (so one user cannot
     /// take every place of the server's [`MAX_PARTIALS`]).
     pub fn publish(
@@ -93,7 +92,7 @@ impl DeltaHub {
         }
         let mut inner = self.lock();
         let now = Instant::now();
-        let key = (topic_id.to_string(), message_id.to_string());
+        let key = (owner.to_string(), topic_id.to_string(), message_id.to_string());
         if !inner.partials.contains_key(&key) {
             inner.partials.retain(|_, p| now.duration_since(p.touched) < IDLE);
             if inner.partials.values().filter(|p| p.owner == owner).count() >= max_per_owner {
@@ -110,16 +109,13 @@ impl DeltaHub {
             content: String::new(),
             touched: now,
         });
-        if partial.owner != owner {
-            return Err(DeltaError::NotYours(message_id.to_string()));
-        }
         if partial.content.len() + delta.len() > MAX_PARTIAL_BYTES {
             return Err(DeltaError::Limit(format!("a streamed message may be at most {MAX_PARTIAL_BYTES} bytes")));
         }
         partial.content.push_str(delta);
         partial.touched = now;
         let length = partial.content.len() as i64;
-        if let Some(tx) = inner.topics.get(topic_id) {
+        if let Some(tx) = inner.topics.get(&(owner.to_string(), topic_id.to_string())) {
             let d = MessageDelta {
                 topic_id: topic_id.to_string(),
                 message_id: message_id.to_string(),
@@ -134,11 +130,11 @@ impl DeltaHub {
         Ok(length)
     }
 
-    /// The message was appended: drop its partial and tell subscribers.
-    pub fn finish(&self, topic_id: &str, message_id: &str) {
+    /// The message was appended to `owner`'s topic: drop its partial and tell subscribers.
+    pub fn finish(&self, owner: &str, topic_id: &str, message_id: &str) {
         let mut inner = self.lock();
-        let removed = inner.partials.remove(&(topic_id.to_string(), message_id.to_string()));
-        if let (Some(p), Some(tx)) = (removed, inner.topics.get(topic_id)) {
+        let removed = inner.partials.remove(&(owner.to_string(), topic_id.to_string(), message_id.to_string()));
+        if let (Some(p), Some(tx)) = (removed, inner.topics.get(&(owner.to_string(), topic_id.to_string()))) {
             let _ = tx.send(MessageDelta {
                 topic_id: topic_id.to_string(),
                 message_id: message_id.to_string(),
@@ -150,14 +146,14 @@ impl DeltaHub {
         }
     }
 
-    /// Snapshots of every message of `topic_id` being written now.
-    pub fn snapshots(&self, topic_id: &str) -> Vec<MessageDelta> {
+    /// Snapshots of every message of `owner`'s topic `topic_id` being written now.
+    pub fn snapshots(&self, owner: &str, topic_id: &str) -> Vec<MessageDelta> {
         let inner = self.lock();
         let mut out: Vec<MessageDelta> = inner
             .partials
             .iter()
-            .filter(|((t, _), _)| t == topic_id)
-            .map(|((t, m), p)| MessageDelta {
+            .filter(|((o, t, _), _)| o == owner && t == topic_id)
+            .map(|((_, t, m), p)| MessageDelta {
                 topic_id: t.clone(),
                 message_id: m.clone(),
                 delta: p.content.clone(),
@@ -170,11 +166,15 @@ impl DeltaHub {
         out
     }
 
-    /// Receive `topic_id`'s deltas from now on.
-    pub fn subscribe(&self, topic_id: &str) -> broadcast::Receiver<MessageDelta> {
+    /// Receive the deltas of `owner`'s topic `topic_id` from now on.
+    pub fn subscribe(&self, owner: &str, topic_id: &str) -> broadcast::Receiver<MessageDelta> {
         let mut inner = self.lock();
         // Drop channels nobody listens to any more.
         inner.topics.retain(|_, tx| tx.receiver_count() > 0);
-        inner.topics.entry(topic_id.to_string()).or_insert_with(|| broadcast::channel(CHANNEL).0).subscribe()
+        inner
+            .topics
+            .entry((owner.to_string(), topic_id.to_string()))
+            .or_insert_with(|| broadcast::channel(CHANNEL).0)
+            .subscribe()
     }
 }

@@ -55,7 +55,7 @@ struct Relayed {
     /// The message.
     #[serde(rename = "m")]
     message_id: String,
-    /// The writer (the topic's owner); absent for `done`.
+    /// The topic's owner (topic ids are per owner).
     #[serde(rename = "o", default, skip_serializing_if = "Option::is_none")]
     owner: Option<String>,
     /// A piece of the delta; absent for `done`.
@@ -100,9 +100,9 @@ impl DeltaRelay {
         }
     }
 
-    /// Tell the other instances that a message was appended (its stream ends).
-    pub fn finish(&self, topic_id: &str, message_id: &str) {
-        self.queue(topic_id, message_id, None, None);
+    /// Tell the other instances that a message was appended to `owner`'s topic (its stream ends).
+    pub fn finish(&self, owner: &str, topic_id: &str, message_id: &str) {
+        self.queue(topic_id, message_id, Some(owner), None);
     }
 
     fn queue(&self, topic_id: &str, message_id: &str, owner: Option<&str>, delta: Option<&str>) {
@@ -215,6 +215,7 @@ fn deliver(hub: &DeltaHub, instance: &str, payload: &str) {
                 tracing::debug!(error = %e, "delta relay: a relayed delta was refused here");
             }
         }
-        _ => hub.finish(&r.topic_id, &r.message_id),
+        (Some(owner), None) => hub.finish(&owner, &r.topic_id, &r.message_id),
+        (None, _) => tracing::debug!(payload, "delta relay: a delta that names no owner"),
     }
 }

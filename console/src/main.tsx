@@ -71,7 +71,9 @@ function Page({ url }: { url: URL }) {
   if (task) return <Task key={task[1]} id={decodeURIComponent(task[1])} />;
   if (path === "/tasks") return <Tasks />;
   const topic = path.match(/^\/conversations\/(.+)$/);
-  if (topic) return <Conversation key={topic[1]} id={decodeURIComponent(topic[1])} />;
+  // Topic ids are per owner: a link to someone else's (an admin's view) names its owner.
+  const owner = url.searchParams.get("owner") ?? undefined;
+  if (topic) return <Conversation key={topic[1] + (owner ?? "")} id={decodeURIComponent(topic[1])} owner={owner} />;
   if (path === "/conversations") return <Conversations />;
   if (path === "/inbox") return <Inbox />;
   if (path === "/schedules") return <Schedules />;

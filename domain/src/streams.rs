@@ -9,7 +9,7 @@ pub enum StreamKind {
     Operation,
     /// `task-<taskId>`
     Task,
-    /// `conversation-<topicId>`
+    /// `conversation@<owner>/<topicId>` (topic ids are per owner)
     Conversation,
     /// `brief@<owner>/<briefId>` (per owner; a global `brief-<briefId>` from before stays its owner's)
     Brief,
@@ -64,7 +64,16 @@ impl StreamKind {
 
     /// Are ids of this kind chosen per owner (two users may each hold an instance `id`)?
     pub fn per_owner(self) -> bool {
-        matches!(self, Self::Cron | Self::Group | Self::Brief | Self::Agent | Self::Budget | Self::Source)
+        matches!(
+            self,
+            Self::Cron
+                | Self::Group
+                | Self::Brief
+                | Self::Agent
+                | Self::Budget
+                | Self::Source
+                | Self::Conversation
+        )
     }
 
     /// The global stream of instance `id`.

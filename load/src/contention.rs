@@ -13,7 +13,9 @@ use tokio::sync::Barrier;
 
 use crate::{
     client::{Call, Effect, Failure, Retry, Session},
-    mixed::{AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, stream},
+    mixed::{
+        AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, stream, topic_stream,
+    },
     stats::Stats,
 };
 
@@ -46,7 +48,7 @@ pub async fn setup(s: &mut Session, token: &str, clients: usize) -> Result<Conte
         operation: format!("{run}-op"),
         raced: Barrier::new(clients),
     };
-    let conv = stream("conversation", &c.topic);
+    let conv = topic_stream(&c.topic);
     let call = Call {
         op: "createConversation",
         query: CREATE_CONVERSATION,
@@ -96,7 +98,7 @@ pub async fn client(mut s: Session, token: String, c: &Contended) -> Result<Stat
 }
 
 async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Failure> {
-    let conv = stream("conversation", &c.topic);
+    let conv = topic_stream(&c.topic);
     let on_op = || Effect::on(stream("operation", &c.operation)).id("operationId", &c.operation);
     let worker = format!("{}-w{}", s.shared.run_id, s.client);
     let claim = Call {

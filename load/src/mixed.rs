@@ -54,12 +54,18 @@ pub fn stream(kind: &str, id: &str) -> String {
 }
 
 /// The stream of `owner`'s instance `id` of a kind whose ids are per owner (`%` and `/` in
-/// the owner percent-encoded); an unknown owner (`None`): any owner's stream of that kind.
+/// the owner percent-encoded); an unknown owner (`None`): `*`, any owner.
 pub fn owned_stream(kind: &str, owner: Option<&str>, id: &str) -> String {
     match owner {
         Some(o) => format!("{kind}@{}/{id}", o.replace('%', "%25").replace('/', "%2F")),
-        None => format!("{kind}@*"),
+        None => format!("{kind}@*/{id}"),
     }
+}
+
+/// The stream of topic `topic`: topic ids are per owner (`conversation@<owner>/<topicId>`), the
+/// owner a `*` (a worker answers any user's topic; the load's topic ids are unique in a run).
+pub fn topic_stream(topic: &str) -> String {
+    format!("conversation@*/{topic}")
 }
 
 /// An operation waiting for a worker.
@@ -178,7 +184,7 @@ impl Client {
                 retry: Retry::NEVER,
                 idempotent: false,
             };
-            self.send(false, call, Effect::on(stream("conversation", &topic)).id("topicId", &topic)).await?;
+            self.send(false, call, Effect::on(topic_stream(&topic)).id("topicId", &topic)).await?;
             self.chat = Chat { topic: Some(topic), ..Chat::default() };
         }
         let topic = self.chat.topic.clone().unwrap_or_default();
@@ -197,7 +203,7 @@ impl Client {
             retry: Retry::CONFLICT,
             idempotent: true,
         };
-        self.send(false, call, Effect::on(stream("conversation", &topic)).id("messageId", &message_id)).await?;
+        self.send(false, call, Effect::on(topic_stream(&topic)).id("messageId", &message_id)).await?;
         self.chat.last_user = Some((message_id.clone(), parent));
         self.chat.turns += 1;
 
@@ -211,7 +217,7 @@ impl Client {
             retry: Retry::CONFLICT_OR_BUSY,
             idempotent: true,
         };
-        let effect = Effect::on(stream("operation", &op)).and(stream("conversation", &topic)).id("operationId", &op);
+        let effect = Effect::on(stream("operation", &op)).and(topic_stream(&topic)).id("operationId", &op);
         match self.send(false, call, effect).await {
             Ok(_) => {
                 self.chat.busy = 0;
@@ -288,7 +294,7 @@ impl Client {
                     retry: Retry::CONFLICT,
                     idempotent: true,
                 };
-                self.send(true, call, Effect::on(stream("conversation", topic)).id("messageId", &id)).await?;
+                self.send(true, call, Effect::on(topic_stream(topic)).id("messageId", &id)).await?;
             }
             mixed.set_answer(topic, &last);
         }

@@ -30,8 +30,9 @@ pub struct Record {
     /// The `position` the server answered: its last event's position, or 0 when it appended
     /// nothing (a repeated request id, a deduplicated notification).
     pub position: i64,
-    /// The streams it writes; the event at `position` is in one of them. A name ending in `*`
-    /// is a prefix (a user's notification stream when the load does not know the user id).
+    /// The streams it writes; the event at `position` is in one of them. A `*` in a name stands
+    /// for any text (a user id the load does not know: a user's notification stream, a topic's
+    /// owner).
     pub streams: Vec<String>,
     /// The ids it created or acted on (`messageId`, `operationId`, `commentId`, …).
     pub ids: Map<String, Value>,

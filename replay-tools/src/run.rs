@@ -21,6 +21,7 @@ use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
     envelope::RecordedEvent,
     operations::{Operation, OperationEvent},
+    streams::StreamKind,
 };
 use agentlog_eventlog::{EventFilter, EventStore};
 use anyhow::{Context, bail};
@@ -204,6 +205,16 @@ async fn agent_config_used(store: &dyn EventStore, op: &Operation) -> anyhow::Re
     }))
 }
 
+/// The events of `owner`'s conversation `topic`: its owned stream, or the global one written
+/// before topic ids were per owner when that one is `owner`'s.
+async fn conversation_events(store: &dyn EventStore, owner: &str, topic: &str) -> anyhow::Result<Vec<RecordedEvent>> {
+    let global = store::read_stream(store, &StreamKind::Conversation.stream_id(topic)).await?;
+    if global.first().is_some_and(|e| e.user_id() == owner) {
+        return Ok(global);
+    }
+    store::read_stream(store, &StreamKind::Conversation.owned_stream_id(owner, topic)).await
+}
+
 /// The operation ids a stream's `operation.child_spawned` events name.
 fn children_of(events: &[RecordedEvent]) -> Vec<String> {
     events
@@ -225,7 +236,8 @@ pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64
     let mut collected: BTreeMap<i64, RecordedEvent> = BTreeMap::new();
     let mut ops: Vec<String> = vec![operation_id.to_string()];
     let mut seen_ops: HashSet<String> = ops.iter().cloned().collect();
-    let mut topics: BTreeSet<String> = BTreeSet::new();
+    // (owner, topic): topic ids are per owner, a run's topic is its owner's.
+    let mut topics: BTreeSet<(String, String)> = BTreeSet::new();
     let mut i = 0;
     while i < ops.len() {
         let events = if i == 0 {
@@ -243,7 +255,7 @@ pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64
             if e.event_type == "operation.created"
                 && let Some(topic) = e.payload.get("topicId").and_then(Value::as_str)
             {
-                topics.insert(topic.to_string());
+                topics.insert((e.user_id().to_string(), topic.to_string()));
             }
             roles.insert(e.event_id, role);
             collected.insert(e.position, e);
@@ -251,9 +263,9 @@ pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64
         i += 1;
     }
     // 2. the messages of its conversations that belong to these operations
-    for topic in &topics {
+    for (owner, topic) in &topics {
         let mut messages: HashSet<String> = HashSet::new();
-        for e in store::read_stream(store, &format!("conversation-{topic}")).await? {
+        for e in conversation_events(store, owner, topic).await? {
             let names_op = e.payload.get("operationId").and_then(Value::as_str).is_some_and(|op| seen_ops.contains(op));
             let message = e.payload.get("messageId").and_then(Value::as_str);
             if names_op && let Some(m) = message {

@@ -291,7 +291,7 @@ impl Story for ConversationStory {
     }
 
     fn applied(&mut self, appends: &[StreamAppend], world: &World, g: &mut Gen, spawned: &mut Vec<Box<dyn Story>>) {
-        let conversation_events = stream_events(appends, &Conversation::stream_id(&self.topic_id));
+        let conversation_events = stream_events(appends, &Conversation::KIND.stream_id(&self.topic_id));
         let appended = conversation_events
             .iter()
             .find(|e| e.event_type == "conversation.message_appended")

@@ -74,7 +74,7 @@ impl<A: Aggregate> Streams<A> {
 pub(crate) enum Part {
     /// `operation-<id>`.
     Operation(String, Vec<OperationEvent>),
-    /// `conversation-<topicId>`.
+    /// `conversation-<topicId>` (the global form, as `Tracked::write`).
     Conversation(String, Vec<ConversationEvent>),
     /// `task-<id>`.
     Task(String, Vec<TaskEvent>),
@@ -118,7 +118,7 @@ impl Part {
     fn stream_id(&self) -> String {
         match self {
             Self::Operation(id, _) => Operation::stream_id(id),
-            Self::Conversation(id, _) => Conversation::stream_id(id),
+            Self::Conversation(id, _) => Conversation::KIND.stream_id(id),
             Self::Task(id, _) => Task::stream_id(id),
             Self::Brief(id, _) => Brief::KIND.stream_id(id),
             Self::Notification(id, _) => Notifications::stream_id(id),

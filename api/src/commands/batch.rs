@@ -120,7 +120,7 @@ impl Commands<'_> {
         let op: Loaded<Operation> = h.load::<Operation>(id).await?;
         let conversation = match op.state.topic_id() {
             Some(t) if items.iter().any(|i| matches!(i, BatchItem::Message(_))) => {
-                Some(h.load::<Conversation>(t).await?)
+                Some(h.load_of::<Conversation>(&op.state.user_id, t).await?)
             }
             _ => None,
         };

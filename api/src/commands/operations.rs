@@ -10,6 +10,7 @@ use agentlog_domain::{
     error::DomainError,
     operations::{CreateOperation, Operation, OperationCommand, lease_token, lease_token_hash},
     rules::{cancel_cascade, operation_resume, operation_start},
+    streams::StreamKind,
 };
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
 use chrono::{DateTime, Utc};
@@ -91,8 +92,9 @@ impl Commands<'_> {
                 if !existing.state.exists() {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
                 }
+                // Topic ids are per owner: the run's topic is its owner's.
                 let conversation = match &create.topic_id {
-                    Some(t) => Some(h.load::<Conversation>(t).await?),
+                    Some(t) => Some(h.load_of::<Conversation>(&owner, t).await?),
                     None => None,
                 };
                 if let Some(c) = &conversation
@@ -124,11 +126,14 @@ impl Commands<'_> {
                     parent.as_ref().map(|p| &p.state),
                     &ctx,
                 )?;
-                let writes = started.stamp(
-                    &existing.state,
-                    conversation.as_ref().map(|c| &c.state),
-                    parent.as_ref().map(|p| &p.state),
-                    &ctx,
+                let writes = retarget(
+                    started.stamp(
+                        &existing.state,
+                        conversation.as_ref().map(|c| &c.state),
+                        parent.as_ref().map(|p| &p.state),
+                        &ctx,
+                    ),
+                    conversation.as_ref(),
                 );
                 Ok(with_versions(writes, &existing, conversation.as_ref(), parent.as_ref()))
             })
@@ -241,13 +246,14 @@ impl Commands<'_> {
     }
 
     /// Append a message to a conversation; a run's assistant or tool message (`operationId`
-    /// set) is a report on that run: while it holds a lease, only its holder writes it.
+    /// set) is a report on that run: while it holds a lease, only its holder writes it. Answers
+    /// the conversation's owner and the position of the last event appended.
     pub async fn append_message(
         &self,
         topic_id: &str,
         message: ChatMessage,
         lease_token: Option<String>,
-    ) -> Result<i64, ApiError> {
+    ) -> Result<(String, i64), ApiError> {
         let loaded = self.load_owned::<Conversation>(topic_id).await?;
         let owner = loaded.state.user_id.clone();
         let mut actor = self.user_actor();
@@ -266,10 +272,10 @@ impl Commands<'_> {
         }
         let ctx = Context { actor, ..ctx };
         let command = ConversationCommand::AppendMessage(message);
-        let outcome = self.state.handler.execute::<Conversation>(topic_id, &command, &ctx).await?;
+        let outcome = self.state.handler.execute_stream::<Conversation>(&loaded.stream_id, &command, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;
-        Ok(position)
+        Ok((owner, position))
     }
 
     /// Put an interrupted run that may resume back into the queue (its conversation, when it
@@ -284,12 +290,15 @@ impl Commands<'_> {
                 let h = &self.state.handler;
                 let op = h.load::<Operation>(id).await?;
                 let conversation = match op.state.topic_id() {
-                    Some(t) => Some(h.load::<Conversation>(t).await?),
+                    Some(t) => Some(h.load_of::<Conversation>(&op.state.user_id, t).await?),
                     None => None,
                 };
                 let resumed =
                     operation_resume::resume_operation(&op.state, conversation.as_ref().map(|c| &c.state), &ctx)?;
-                let writes = resumed.stamp(&op.state, conversation.as_ref().map(|c| &c.state), &ctx);
+                let writes = retarget(
+                    resumed.stamp(&op.state, conversation.as_ref().map(|c| &c.state), &ctx),
+                    conversation.as_ref(),
+                );
                 Ok(with_versions(writes, &op, conversation.as_ref(), None))
             })
             .await?;
@@ -362,6 +371,20 @@ impl Commands<'_> {
             })
             .await
     }
+}
+
+/// The writes with the conversation's part in the stream `conversation` was loaded from (the
+/// domain names the owned stream; a conversation from before topic ids were per owner keeps its
+/// global one).
+fn retarget(mut writes: Vec<StreamWrite>, conversation: Option<&Loaded<Conversation>>) -> Vec<StreamWrite> {
+    if let Some(c) = conversation {
+        for w in &mut writes {
+            if StreamKind::parse(&w.stream_id).is_some_and(|(kind, _)| kind == StreamKind::Conversation) {
+                w.stream_id.clone_from(&c.stream_id);
+            }
+        }
+    }
+    writes
 }
 
 fn with_versions(

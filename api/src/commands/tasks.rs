@@ -248,7 +248,9 @@ impl Commands<'_> {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
                 }
                 let conversation = match topic_id.starts_with(SERVER_ID_MARK) {
-                    true => Some(h.load::<Conversation>(topic_id).await?).filter(|c| !c.state.exists()),
+                    true => {
+                        Some(h.load_of::<Conversation>(&ctx.user_id, topic_id).await?).filter(|c| !c.state.exists())
+                    }
                     false => None,
                 };
                 let agent = self.run_agent(&task.state).await.map_err(|e| match e {

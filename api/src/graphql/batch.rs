@@ -156,8 +156,8 @@ impl BatchMutation {
         if let Some(topic_id) = out.run.state.topic_id() {
             // As after `appendMessage`: the messages' streams of deltas are finished.
             for message_id in &messages {
-                app(ctx).deltas.finish(topic_id, message_id);
-                app(ctx).relay.finish(topic_id, message_id);
+                app(ctx).deltas.finish(&out.run.state.user_id, topic_id, message_id);
+                app(ctx).relay.finish(&out.run.state.user_id, topic_id, message_id);
             }
         }
         Ok(BatchPayload {

@@ -6,7 +6,9 @@
 
 use std::{future::Future, sync::Arc};
 
-use agentlog_domain::{envelope::RecordedEvent, operations::OperationKind, streams::StreamKind};
+use agentlog_domain::{
+    conversations::Conversation, envelope::RecordedEvent, operations::OperationKind, streams::StreamKind,
+};
 use agentlog_eventlog::EventFilter;
 use agentlog_projections::{briefs, conversations, notifications, operations, tasks};
 use async_graphql::{Context, OutputType, SimpleObject, Subscription};
@@ -203,12 +205,19 @@ impl ChangesSubscription {
         ctx: &Context<'_>,
         topic_id: String,
         from_position: Option<i64>,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> BoxStream<'static, GqlResult<Change<ConversationNode>>> {
         let (state, who) = match caller(ctx) {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
         };
-        match conversations::conversation(&state.db, who.owner(), &topic_id).await {
+        let Some(owner) = who.namespace(owner_id.as_deref()).map(str::to_string) else {
+            return failed(ApiError::not_found("conversation", topic_id));
+        };
+        match conversations::conversation(&state.db, &owner, &topic_id).await {
             Ok(Some(_)) => {}
             Ok(None) => return failed(ApiError::not_found("conversation", topic_id)),
             Err(e) => return failed(e.into()),
@@ -217,7 +226,10 @@ impl ChangesSubscription {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
-        let stream = format!("conversation-{topic_id}");
+        let stream = match state.handler.stream_of::<Conversation>(&owner, &topic_id).await {
+            Ok(s) => s,
+            Err(e) => return failed(e.into()),
+        };
         let filter = stream_filter(&who, &stream);
         follow(
             state,
@@ -226,9 +238,9 @@ impl ChangesSubscription {
             filter,
             move |e| e.stream_id == stream,
             move |state, _| {
-                let (id, owner) = (topic_id.clone(), who.owner().map(str::to_string));
+                let (id, owner) = (topic_id.clone(), owner.clone());
                 async move {
-                    let row = conversations::conversation(&state.db, owner.as_deref(), &id).await?;
+                    let row = conversations::conversation(&state.db, &owner, &id).await?;
                     Ok(Loaded::Row(row.map(ConversationNode::from)))
                 }
             },

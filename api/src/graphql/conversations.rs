@@ -4,33 +4,26 @@
 use agentlog_domain::conversations::{
     ChatMessage, Conversation, ConversationCommand, MessageGroupKind, NewMessageGroup, ThreadKind,
 };
-use agentlog_projections::conversations::{
-    self as read, ConversationRow, MessageGroupRow, MessageRow, ThreadRow, TopicTree,
-};
-use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, Subscription, connection::Connection};
-use std::sync::Arc;
+use agentlog_projections::conversations::{self as read, ConversationRow, MessageGroupRow, MessageRow, ThreadRow};
+use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::raw_json::RawJson;
-use super::raw_json::Select;
+use super::conversation_tree::{ConversationTree, load_tree};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
-use crate::graphql::subscribers::admit_subscriber;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::wire;
-use futures_util::{StreamExt, stream::BoxStream};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::global_id::{NodeType, global_id};
 use crate::{
     commands::Commands,
-    deltas::{DeltaError, MessageDelta},
+    deltas::DeltaError,
     error::{ApiError, GqlResult},
 };
 
@@ -189,60 +182,6 @@ impl From<MessageGroupRow> for MessageGroupNode {
     }
 }
 
-/// The parsed tree of a topic, in upstream's shape.
-#[derive(SimpleObject)]
-pub struct ConversationTree {
-    /// Log position of the last message change the tree reflects.
-    pub version: i64,
-    /// Semantic nodes of the main line.
-    pub context_tree: Json<Value>,
-    /// The active path as render rows.
-    pub flat_list: Json<Value>,
-    /// Every kept message by id.
-    pub message_map: Json<Value>,
-    /// What was wrong with the input and how the parser handled it (`[{kind, …}]`).
-    pub diagnostics: Json<Value>,
-}
-
-/// The tree's cached JSON as field values: placeholders the HTTP layer replaces with the
-/// written bytes (`raw_json`), or, without that layer (websocket), the parsed values.
-fn tree_json(ctx: &Context<'_>, tree: Arc<TopicTree>) -> Result<ConversationTree, ApiError> {
-    let written = tree.json().map_err(|e| ApiError::Internal(format!("writing a tree: {e}")))?;
-    if let Some(raw) = ctx.data_opt::<Arc<RawJson>>() {
-        let part = |select: Select| Json(raw.placeholder(Arc::clone(&tree), select));
-        return Ok(ConversationTree {
-            version: tree.version,
-            context_tree: part(|j| &j.context_tree),
-            flat_list: part(|j| &j.flat_list),
-            message_map: part(|j| &j.message_map),
-            diagnostics: part(|j| &j.diagnostics),
-        });
-    }
-    // serde_json stops at 128 levels of nesting: a tree branched deeper than that is refused
-    // here rather than risking the stack.
-    let parse = |bytes: &[u8]| {
-        serde_json::from_slice(bytes)
-            .map(Json)
-            .map_err(|_| ApiError::Limit("the conversation tree is nested too deeply to serve as JSON".into()))
-    };
-    Ok(ConversationTree {
-        version: tree.version,
-        context_tree: parse(&written.context_tree)?,
-        flat_list: parse(&written.flat_list)?,
-        message_map: parse(&written.message_map)?,
-        diagnostics: parse(&written.diagnostics)?,
-    })
-}
-
-async fn load_tree(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationTree, ApiError> {
-    let tree = app(ctx)
-        .trees
-        .tree(caller(ctx)?.owner(), topic_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("conversation", topic_id))?;
-    tree_json(ctx, tree)
-}
-
 #[ComplexObject]
 impl ConversationNode {
     /// Messages in creation order (deleted ones only when asked for).
@@ -256,20 +195,19 @@ impl ConversationNode {
         #[graphql(default)] include_deleted: bool,
     ) -> GqlResult<Connection<String, MessageNode>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page =
-            read::topic_messages(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id, include_deleted, &request).await?;
+        let page = read::topic_messages(&app(ctx).db, &self.user_id, &self.topic_id, include_deleted, &request).await?;
         Ok(connection(page, MessageNode::from))
     }
 
     /// Threads, in the order they were opened.
     async fn threads(&self, ctx: &Context<'_>) -> GqlResult<Vec<ThreadNode>> {
-        let rows = read::topic_threads(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id).await?;
+        let rows = read::topic_threads(&app(ctx).db, &self.user_id, &self.topic_id).await?;
         Ok(rows.into_iter().map(ThreadNode::from).collect())
     }
 
     /// Message groups, in the order they were created.
     async fn message_groups(&self, ctx: &Context<'_>) -> GqlResult<Vec<MessageGroupNode>> {
-        let rows = read::topic_message_groups(&app(ctx).db, caller(ctx)?.owner(), &self.topic_id).await?;
+        let rows = read::topic_message_groups(&app(ctx).db, &self.user_id, &self.topic_id).await?;
         Ok(rows.into_iter().map(MessageGroupNode::from).collect())
     }
 
@@ -279,24 +217,30 @@ impl ConversationNode {
     /// members with one `compressedGroup` message, a parallel group is a `compare` group.
     #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn tree(&self, ctx: &Context<'_>) -> GqlResult<ConversationTree> {
-        Ok(load_tree(ctx, &self.topic_id).await?)
+        Ok(load_tree(ctx, &self.user_id, &self.topic_id).await?)
     }
 
     /// Upstream's `contextTree` (shorthand for `tree { contextTree }`).
     #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn context_tree(&self, ctx: &Context<'_>) -> GqlResult<Json<Value>> {
-        Ok(load_tree(ctx, &self.topic_id).await?.context_tree)
+        Ok(load_tree(ctx, &self.user_id, &self.topic_id).await?.context_tree)
     }
 
     /// Upstream's `flatList` (shorthand for `tree { flatList }`).
     #[graphql(complexity = "super::cost::once(super::cost::TREE, child_complexity)")]
     async fn flat_list(&self, ctx: &Context<'_>) -> GqlResult<Json<Value>> {
-        Ok(load_tree(ctx, &self.topic_id).await?.flat_list)
+        Ok(load_tree(ctx, &self.user_id, &self.topic_id).await?.flat_list)
     }
 }
 
-pub(crate) async fn conversation_node(ctx: &Context<'_>, topic_id: &str) -> Result<ConversationNode, ApiError> {
-    let row = read::conversation(&app(ctx).db, caller(ctx)?.owner(), topic_id).await?;
+/// Conversation `topic_id` of `owner` (the caller's own when `None`), as the caller may see it.
+pub(crate) async fn conversation_node(
+    ctx: &Context<'_>,
+    owner: Option<&str>,
+    topic_id: &str,
+) -> Result<ConversationNode, ApiError> {
+    let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("conversation", topic_id)) };
+    let row = read::conversation(&app(ctx).db, owner, topic_id).await?;
     row.map(ConversationNode::from).ok_or_else(|| ApiError::not_found("conversation", topic_id))
 }
 
@@ -306,9 +250,18 @@ pub struct ConversationsQuery;
 
 #[Object]
 impl ConversationsQuery {
-    /// One conversation. NOT_FOUND when missing or someone else's.
-    async fn conversation(&self, ctx: &Context<'_>, topic_id: String) -> GqlResult<ConversationNode> {
-        Ok(conversation_node(ctx, &topic_id).await?)
+    /// One conversation, `topicId` among the caller's own (an admin names another owner with
+    /// `ownerId`). NOT_FOUND when missing or someone else's.
+    async fn conversation(
+        &self,
+        ctx: &Context<'_>,
+        topic_id: String,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<ConversationNode> {
+        Ok(conversation_node(ctx, owner_id.as_deref(), &topic_id).await?)
     }
 
     /// Conversations, newest first.
@@ -333,6 +286,9 @@ pub struct ConversationPayload {
     /// The id it answers for.
     #[graphql(skip)]
     pub(crate) id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    pub(crate) owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -341,61 +297,22 @@ pub struct ConversationPayload {
 impl ConversationPayload {
     /// The conversation after the command (read model, settled); read when asked for).
     async fn conversation(&self, ctx: &Context<'_>) -> GqlResult<ConversationNode> {
-        node_after(ctx, self.position, conversation_node(ctx, &self.id)).await
+        node_after(ctx, self.position, conversation_node(ctx, Some(&self.owner), &self.id)).await
     }
 }
 
 async fn run(
     ctx: &Context<'_>,
     topic_id: &str,
+    owner_id: Option<&str>,
     command: ConversationCommand,
     request_id: Option<String>,
 ) -> GqlResult<ConversationPayload> {
     let out = Commands::new(app(ctx), caller(ctx)?)
+        .owned_by(owner_id)
         .command::<Conversation>(topic_id, command, None, request_id.as_deref())
         .await?;
-    Ok(ConversationPayload { id: topic_id.to_string(), position: out.position })
-}
-
-/// Live partial content.
-#[derive(Default)]
-pub struct DeltasSubscription;
-
-#[Subscription]
-impl DeltasSubscription {
-    /// Partial content of the topic's messages as workers write them: first a snapshot of each
-    /// message being written, then every delta; `done` when the finished message was appended.
-    /// A subscriber that falls behind gets fresh snapshots instead of the deltas it missed.
-    /// With PostgreSQL, deltas published to any server instance on the database; with SQLite,
-    /// those published to this process.
-    async fn message_deltas(&self, ctx: &Context<'_>, topic_id: String) -> BoxStream<'static, GqlResult<MessageDelta>> {
-        if let Err(e) = conversation_node(ctx, &topic_id).await {
-            return futures_util::stream::once(async move { Err(e.into()) }).boxed();
-        }
-        let hub = app(ctx).deltas.clone();
-        let user = match caller(ctx) {
-            Ok(c) => c.user_id.clone(),
-            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
-        };
-        let counted = match admit_subscriber(app(ctx), &user) {
-            Ok(c) => c,
-            Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
-        };
-        let rx = hub.subscribe(&topic_id);
-        let first = futures_util::stream::iter(hub.snapshots(&topic_id));
-        let live =
-            futures_util::stream::unfold((rx, hub, topic_id, counted), |(mut rx, hub, topic, counted)| async move {
-                let batch = match rx.recv().await {
-                    Ok(d) => vec![d],
-                    // Fell behind: what it missed is in the snapshots.
-                    Err(RecvError::Lagged(_)) => hub.snapshots(&topic),
-                    Err(RecvError::Closed) => return None,
-                };
-                Some((batch, (rx, hub, topic, counted)))
-            })
-            .flat_map(futures_util::stream::iter);
-        first.chain(live).map(Ok).boxed()
-    }
+    Ok(ConversationPayload { id: topic_id.to_string(), owner: out.state.user_id, position: out.position })
 }
 
 /// Conversation mutations.
@@ -404,7 +321,8 @@ pub struct ConversationsMutation;
 
 #[Object]
 impl ConversationsMutation {
-    /// Open a conversation.
+    /// Open a conversation. Topic ids are per owner: another user's `topicId` is no obstacle
+    /// (CONFLICT only for one the owner already holds).
     async fn create_conversation(
         &self,
         ctx: &Context<'_>,
@@ -412,13 +330,15 @@ impl ConversationsMutation {
         title: Option<String>,
         agent_id: Option<String>,
         group_id: Option<String>,
-        owner_id: Option<String>,
+        #[graphql(desc = "The user the conversation is for (admin only); absent: the caller.")] owner_id: Option<
+            String,
+        >,
     ) -> GqlResult<ConversationPayload> {
         let command = ConversationCommand::Create { topic_id: topic_id.clone(), title, agent_id, group_id };
         let out = Commands::new(app(ctx), caller(ctx)?)
             .create::<Conversation>(&topic_id, command, owner_id.as_deref(), None)
             .await?;
-        Ok(ConversationPayload { id: topic_id.to_string(), position: out.position })
+        Ok(ConversationPayload { id: topic_id.to_string(), owner: out.state.user_id, position: out.position })
     }
 
     /// Append a finished message (`{messageId, role, content, parentId?, threadId?, agentId?,
@@ -434,13 +354,20 @@ impl ConversationsMutation {
         topic_id: String,
         message: Json<Value>,
         lease_token: Option<String>,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let message: ChatMessage = decode("message", message)?;
         let message_id = message.message_id.clone();
-        let position = Commands::new(app(ctx), caller(ctx)?).append_message(&topic_id, message, lease_token).await?;
-        app(ctx).deltas.finish(&topic_id, &message_id);
-        app(ctx).relay.finish(&topic_id, &message_id);
-        Ok(ConversationPayload { id: topic_id.to_string(), position })
+        let (owner, position) = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
+            .append_message(&topic_id, message, lease_token)
+            .await?;
+        app(ctx).deltas.finish(&owner, &topic_id, &message_id);
+        app(ctx).relay.finish(&owner, &topic_id, &message_id);
+        Ok(ConversationPayload { id: topic_id.to_string(), owner, position })
     }
 
     /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.
@@ -453,20 +380,24 @@ impl ConversationsMutation {
         topic_id: String,
         message_id: String,
         delta: String,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<i64> {
-        let conversation = conversation_node(ctx, &topic_id).await?;
+        let conversation = conversation_node(ctx, owner_id.as_deref(), &topic_id).await?;
         let app = app(ctx);
         let max = app.limits.max_streams_per_user;
         let length =
             app.deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta, max).map_err(|e| match e {
                 DeltaError::Limit(m) => ApiError::Limit(m),
-                DeltaError::NotYours(_) => ApiError::not_found("message", message_id.clone()),
             })?;
         app.relay.publish(&conversation.user_id, &topic_id, &message_id, &delta);
         Ok(length)
     }
 
     /// Change a message's content, metadata (replaced) or extra fields (merged).
+    #[allow(clippy::too_many_arguments)] // the command's fields and the owner are the GraphQL signature
     async fn edit_message(
         &self,
         ctx: &Context<'_>,
@@ -475,6 +406,10 @@ impl ConversationsMutation {
         content: Option<String>,
         metadata: Option<Json<Value>>,
         extra: Option<Json<Value>>,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let extra = match extra.map(|e| e.0) {
             None => serde_json::Map::new(),
@@ -482,7 +417,7 @@ impl ConversationsMutation {
             Some(_) => return Err(ApiError::validation("extra", "must be a JSON object").into()),
         };
         let command = ConversationCommand::EditMessage { message_id, content, metadata: metadata.map(|m| m.0), extra };
-        run(ctx, &topic_id, command, None).await
+        run(ctx, &topic_id, owner_id.as_deref(), command, None).await
     }
 
     /// Delete a message (soft: the tree keeps its place).
@@ -491,8 +426,12 @@ impl ConversationsMutation {
         ctx: &Context<'_>,
         topic_id: String,
         message_id: String,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
-        run(ctx, &topic_id, ConversationCommand::DeleteMessage { message_id }, None).await
+        run(ctx, &topic_id, owner_id.as_deref(), ConversationCommand::DeleteMessage { message_id }, None).await
     }
 
     /// Choose a message's active branch (index among its non-tool children; equal to their
@@ -503,13 +442,25 @@ impl ConversationsMutation {
         topic_id: String,
         message_id: String,
         active_branch_index: i32,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let active_branch_index = u32::try_from(active_branch_index)
             .map_err(|_| ApiError::validation("activeBranchIndex", "must not be negative"))?;
-        run(ctx, &topic_id, ConversationCommand::SwitchBranch { message_id, active_branch_index }, None).await
+        run(
+            ctx,
+            &topic_id,
+            owner_id.as_deref(),
+            ConversationCommand::SwitchBranch { message_id, active_branch_index },
+            None,
+        )
+        .await
     }
 
     /// Open a thread off a message (`kind` `continuation` or `standalone`, …).
+    #[allow(clippy::too_many_arguments)] // the command's fields and the owner are the GraphQL signature
     async fn create_thread(
         &self,
         ctx: &Context<'_>,
@@ -518,9 +469,20 @@ impl ConversationsMutation {
         source_message_id: String,
         kind: String,
         title: Option<String>,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let kind: ThreadKind = from_wire("kind", &kind)?;
-        run(ctx, &topic_id, ConversationCommand::CreateThread { thread_id, source_message_id, kind, title }, None).await
+        run(
+            ctx,
+            &topic_id,
+            owner_id.as_deref(),
+            ConversationCommand::CreateThread { thread_id, source_message_id, kind, title },
+            None,
+        )
+        .await
     }
 
     /// Compress messages behind a summary (upstream's compression group). The tree then shows
@@ -543,6 +505,10 @@ impl ConversationsMutation {
         content: String,
         pinned_message_ids: Option<Vec<String>>,
         metadata: Option<Json<Value>>,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let group = NewMessageGroup {
             group_id,
@@ -553,7 +519,7 @@ impl ConversationsMutation {
             metadata: metadata.map(|m| m.0),
             ..NewMessageGroup::default()
         };
-        run(ctx, &topic_id, ConversationCommand::CreateMessageGroup(group), None).await
+        run(ctx, &topic_id, owner_id.as_deref(), ConversationCommand::CreateMessageGroup(group), None).await
     }
 
     /// Show sibling answers side by side (upstream's parallel group): at least two live main-line
@@ -564,6 +530,7 @@ impl ConversationsMutation {
     /// members are the columns of one `compare` node; the conversation continues under the
     /// column whose `metadata.activeColumn` is true. NOT_FOUND for an unknown message or
     /// someone else's topic.
+    #[allow(clippy::too_many_arguments)] // the command's fields and the owner are the GraphQL signature
     async fn create_parallel_group(
         &self,
         ctx: &Context<'_>,
@@ -572,6 +539,10 @@ impl ConversationsMutation {
         message_ids: Vec<String>,
         title: Option<String>,
         description: Option<String>,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
         let group = NewMessageGroup {
             group_id,
@@ -581,7 +552,7 @@ impl ConversationsMutation {
             description,
             ..NewMessageGroup::default()
         };
-        run(ctx, &topic_id, ConversationCommand::CreateMessageGroup(group), None).await
+        run(ctx, &topic_id, owner_id.as_deref(), ConversationCommand::CreateMessageGroup(group), None).await
     }
 
     /// Remove a message group (upstream's cancelled compression): its members show again and
@@ -591,7 +562,11 @@ impl ConversationsMutation {
         ctx: &Context<'_>,
         topic_id: String,
         group_id: String,
+        #[graphql(
+            desc = "Whose topic `topicId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
-        run(ctx, &topic_id, ConversationCommand::RemoveMessageGroup { group_id }, None).await
+        run(ctx, &topic_id, owner_id.as_deref(), ConversationCommand::RemoveMessageGroup { group_id }, None).await
     }
 }

@@ -10,12 +10,14 @@ pub mod batch;
 pub mod briefs;
 pub mod budgets;
 pub mod changes;
+pub mod conversation_tree;
 pub mod conversations;
 pub mod cost;
 pub mod cron_jobs;
 pub mod events;
 pub mod global_id;
 pub mod groups;
+pub mod message_deltas;
 pub mod node;
 pub mod notifications;
 pub mod operations;
@@ -76,7 +78,7 @@ pub struct Mutation(
 
 /// All subscriptions.
 #[derive(MergedSubscription, Default)]
-pub struct Subscription(events::EventsSubscription, changes::ChangesSubscription, conversations::DeltasSubscription);
+pub struct Subscription(events::EventsSubscription, changes::ChangesSubscription, message_deltas::DeltasSubscription);
 
 /// The schema type.
 pub type AppSchema = Schema<Query, Mutation, Subscription>;

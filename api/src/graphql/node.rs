@@ -65,7 +65,7 @@ impl NodeQuery {
             NodeType::Task => task_node(ctx, key).await.map(Node::Task),
             NodeType::Brief => brief_node(ctx, Some(&global.owner), key).await.map(Node::Brief),
             NodeType::Notification => notification_node(ctx, key).await.map(Node::Notification),
-            NodeType::Conversation => conversation_node(ctx, key).await.map(Node::Conversation),
+            NodeType::Conversation => conversation_node(ctx, Some(&global.owner), key).await.map(Node::Conversation),
             NodeType::Agent => agent_node(ctx, Some(&global.owner), key).await.map(Node::Agent),
             NodeType::Group => group_node(ctx, Some(&global.owner), key).await.map(Node::Group),
             NodeType::CronJob => cron_job_node(ctx, Some(&global.owner), key).await.map(Node::CronJob),

@@ -78,13 +78,18 @@ async fn deliver(
 ) -> Result<(), ReactorError> {
     let ctx = Context::reacting_to(fact, &format!("{NAME}#notice"), Actor::system(NAME));
     let command = ConversationCommand::AppendMessage(notice);
-    match state.handler.execute::<Conversation>(topic_id, &command, &ctx).await {
+    // The parent's topic is in its owner's ids (the child's owner, the fact's).
+    let stream_id = state
+        .handler
+        .stream_of::<Conversation>(&child.user_id, topic_id)
+        .await
+        .map_err(crate::error::ApiError::from)?;
+    match state.handler.execute_stream::<Conversation>(&stream_id, &command, &ctx).await {
         Ok(_)
         | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. }))
         | Err(CommandError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
         Err(CommandError::Domain(e)) => {
-            let refused = Refused::new(NAME, "conversation.append_message", Conversation::stream_id(topic_id), fact)
-                .operation(child.id());
+            let refused = Refused::new(NAME, "conversation.append_message", stream_id, fact).operation(child.id());
             refusals::record(state, fact, &ctx, refused, &e).await
         }
         Err(e) => Err(e.into()),

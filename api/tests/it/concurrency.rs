@@ -60,7 +60,13 @@ async fn fifty_clients_on_one_of_each(db: Db) {
         let r = records.iter().find(|r| r.op == op).unwrap_or_else(|| panic!("no acknowledged {op}"));
         r.ids[key].as_str().expect("an id").to_string()
     };
-    let conversation = format!("conversation-{}", id_of("createConversation", "topicId"));
+    // Topic ids are per owner: the topic's stream is where its creation landed.
+    let topic = id_of("createConversation", "topicId");
+    let conversation = events
+        .iter()
+        .find(|e| e.event_type == "conversation.created" && e.payload["topicId"] == topic.as_str())
+        .map(|e| e.stream_id.clone())
+        .expect("the topic's creation");
     let task = format!("task-{}", id_of("createTask", "taskId"));
     let operation = format!("operation-{}", id_of("claimOperation", "operationId"));
     let acked = |op: &str| records.iter().filter(|r| r.op == op && r.position > 0).count();

@@ -119,7 +119,7 @@ async fn instances_serve_each_others_writes(db: Db) {
     let mut ws = Ws::connect(&b, &token, "graphql-transport-ws").await;
     ws.subscribe(
         "e",
-        "subscription { events(filter: {streamPrefix: \"conversation-\"}) { position eventType } }",
+        "subscription { events(filter: {streamPrefix: \"conversation@\"}) { position eventType } }",
         json!({}),
     )
     .await;

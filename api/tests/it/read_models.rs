@@ -114,9 +114,11 @@ async fn every_query_root_is_owner_isolated(db: Db) {
         if !path.is_empty() {
             assert!(mine.pointer(path).is_some_and(|v| !v.is_null()), "{root}: alice sees her data: {mine}");
         }
-        // Cron job, group, brief and agent ids are per owner: an admin names the owner of one.
+        // Cron job, group, brief, agent and topic ids are per owner: an admin names the owner of one.
         let as_admin = if ["cronJob", "group", "brief", "agent"].contains(&root) {
             query.replace("(id:", &format!("(ownerId: \"{ALICE}\", id:"))
+        } else if root == "conversation" {
+            query.replace("(topicId:", &format!("(ownerId: \"{ALICE}\", topicId:"))
         } else {
             query.to_string()
         };
@@ -317,7 +319,7 @@ async fn subscriptions_follow_changes_and_deltas(db: Db) {
     let events = s
         .data(
             Some(&alice),
-            "{ events(filter: {streamPrefix: \"conversation-c1\"}) { edges { node { eventType } } } }",
+            "{ events(filter: {streamPrefix: \"conversation@alice/c1\"}) { edges { node { eventType } } } }",
             json!({}),
         )
         .await;

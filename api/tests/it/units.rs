@@ -27,24 +27,29 @@ fn hashes_are_hex_sha256() {
 fn deltas_accumulate_and_reach_subscribers_then_finish() {
     let hub = DeltaHub::default();
     hub.publish("u", "t", "m", "He", 100).unwrap();
-    let mut rx = hub.subscribe("t");
-    assert_eq!(hub.snapshots("t")[0].delta, "He");
+    let mut rx = hub.subscribe("u", "t");
+    assert_eq!(hub.snapshots("u", "t")[0].delta, "He");
     assert_eq!(hub.publish("u", "t", "m", "llo", 100).unwrap(), 5);
     let d = rx.try_recv().unwrap();
     assert_eq!((d.delta.as_str(), d.snapshot, d.done, d.length), ("llo", false, false, 5));
-    hub.finish("t", "m");
+    hub.finish("u", "t", "m");
     assert!(rx.try_recv().unwrap().done);
-    assert!(hub.snapshots("t").is_empty(), "a finished message keeps nothing in memory");
+    assert!(hub.snapshots("u", "t").is_empty(), "a finished message keeps nothing in memory");
 }
 
 #[test]
-fn another_users_message_and_oversized_deltas_are_refused() {
+fn two_users_topics_of_one_id_stream_apart_and_oversized_deltas_are_refused() {
     let hub = DeltaHub::default();
+    let mut rx = hub.subscribe("u", "t");
     hub.publish("u", "t", "m", "x", 100).unwrap();
-    assert_eq!(hub.publish("v", "t", "m", "y", 100), Err(DeltaError::NotYours("m".into())));
+    // Topic ids are per owner: v's topic `t` is another topic.
+    assert_eq!(hub.publish("v", "t", "m", "y", 100), Ok(1));
+    assert_eq!(rx.try_recv().unwrap().delta, "x");
+    assert!(rx.try_recv().is_err(), "v's delta never reaches u's subscriber");
+    assert_eq!(hub.snapshots("v", "t")[0].delta, "y");
     let big = "x".repeat(MAX_DELTA_BYTES + 1);
     assert!(matches!(hub.publish("u", "t", "m", &big, 100), Err(DeltaError::Limit(_))));
-    assert_eq!(hub.snapshots("t")[0].delta, "x", "refused deltas change nothing");
+    assert_eq!(hub.snapshots("u", "t")[0].delta, "x", "refused deltas change nothing");
 }
 
 #[test]

@@ -5,15 +5,20 @@ import { useState } from "preact/hooks";
 import { gql, useLiveEvents, useQuery, useSubscription } from "../api";
 import { count, pretty, when } from "../format";
 
-const LIST = `{ conversations(first: 100) { nodes { topicId title agentId groupId messageCount updatedAt } } }`;
-const TOPIC = `query($id: String!) { conversation(topicId: $id) { topicId title agentId messageCount flatList threads { threadId sourceMessageId kind title createdAt } } }`;
-const CHANGED = `subscription($id: String!) { conversationChanged(topicId: $id) { position eventType } }`;
-const SWITCH = `mutation($t: String!, $m: String!, $i: Int!) { switchBranch(topicId: $t, messageId: $m, activeBranchIndex: $i) { position } }`;
+const LIST = `{ conversations(first: 100) { nodes { topicId userId title agentId groupId messageCount updatedAt } } }`;
+const TOPIC = `query($id: String!, $owner: String) { conversation(topicId: $id, ownerId: $owner) { topicId userId title agentId messageCount flatList threads { threadId sourceMessageId kind title createdAt } } }`;
+const CHANGED = `subscription($id: String!, $owner: String) { conversationChanged(topicId: $id, ownerId: $owner) { position eventType } }`;
+const SWITCH = `mutation($t: String!, $m: String!, $i: Int!, $owner: String) { switchBranch(topicId: $t, messageId: $m, activeBranchIndex: $i, ownerId: $owner) { position } }`;
+
+/** The console link to `owner`'s topic `topicId` (topic ids are per owner). */
+export function topicHref(topicId: string, owner: string): string {
+  return `/conversations/${encodeURIComponent(topicId)}?owner=${encodeURIComponent(owner)}`;
+}
 
 /** The Conversations page. */
 export function Conversations() {
   const q = useQuery(LIST);
-  useLiveEvents({ streamPrefix: "conversation-" }, () => q.reload());
+  useLiveEvents({ streamPrefix: "conversation" }, () => q.reload());
   if (q.error && !q.data) return <p role="alert" class="error">{q.error.message}</p>;
   const rows = q.data?.conversations.nodes ?? [];
   return (
@@ -22,8 +27,8 @@ export function Conversations() {
       {q.data && rows.length === 0 && <p>No conversations.</p>}
       <ul class="briefs">
         {rows.map((c: any) => (
-          <li key={c.topicId} class="brief" data-topic={c.topicId}>
-            <a href={`/conversations/${encodeURIComponent(c.topicId)}`}>{c.title ?? c.topicId}</a>{" "}
+          <li key={`${c.userId}/${c.topicId}`} class="brief" data-topic={c.topicId}>
+            <a href={topicHref(c.topicId, c.userId)}>{c.title ?? c.topicId}</a>{" "}
             <small>
               {c.messageCount} messages · {c.agentId ?? c.groupId ?? ""} · {when(c.updatedAt)}
             </small>
@@ -65,11 +70,11 @@ function Content({ m }: { m: Msg }) {
   );
 }
 
-function Message({ m, topicId, onChange }: { m: Msg; topicId: string; onChange: () => void }) {
+function Message({ m, topicId, owner, onChange }: { m: Msg; topicId: string; owner: string; onChange: () => void }) {
   const [error, setError] = useState<string | null>(null);
   const go = async (i: number) => {
     try {
-      await gql(SWITCH, { t: topicId, m: m.parentId, i });
+      await gql(SWITCH, { t: topicId, m: m.parentId, i, owner });
       onChange();
     } catch (e) {
       setError((e as Error).message);
@@ -102,7 +107,7 @@ function Message({ m, topicId, onChange }: { m: Msg; topicId: string; onChange: 
               {b.council && (
                 <ul class="tree">
                   {b.council.map((c: Msg) => (
-                    <Message key={c.id} m={c} topicId={topicId} onChange={onChange} />
+                    <Message key={c.id} m={c} topicId={topicId} owner={owner} onChange={onChange} />
                   ))}
                 </ul>
               )}
@@ -114,7 +119,7 @@ function Message({ m, topicId, onChange }: { m: Msg; topicId: string; onChange: 
           {m.columns.map((col: Msg[], i: number) => (
             <ol key={i} class="column">
               {col.map((c) => (
-                <Message key={c.id} m={c} topicId={topicId} onChange={onChange} />
+                <Message key={c.id} m={c} topicId={topicId} owner={owner} onChange={onChange} />
               ))}
             </ol>
           ))}
@@ -122,7 +127,7 @@ function Message({ m, topicId, onChange }: { m: Msg; topicId: string; onChange: 
       ) : m.tasks ? (
         <ul>
           {m.tasks.map((t: Msg) => (
-            <Message key={t.id} m={t} topicId={topicId} onChange={onChange} />
+            <Message key={t.id} m={t} topicId={topicId} owner={owner} onChange={onChange} />
           ))}
         </ul>
       ) : (
@@ -133,9 +138,9 @@ function Message({ m, topicId, onChange }: { m: Msg; topicId: string; onChange: 
 }
 
 /** One conversation. */
-export function Conversation({ id }: { id: string }) {
-  const q = useQuery(TOPIC, { id });
-  useSubscription(CHANGED, { id }, () => q.reload());
+export function Conversation({ id, owner }: { id: string; owner?: string }) {
+  const q = useQuery(TOPIC, { id, owner });
+  useSubscription(CHANGED, { id, owner }, () => q.reload());
   if (q.error && !q.data) return <p role="alert" class="error">{q.error.message}</p>;
   const c = q.data?.conversation;
   if (!c) return <p>Loading…</p>;
@@ -149,7 +154,7 @@ export function Conversation({ id }: { id: string }) {
       </p>
       <ol class="conversation">
         {(c.flatList as Msg[]).map((m) => (
-          <Message key={m.id} m={m} topicId={c.topicId} onChange={q.reload} />
+          <Message key={m.id} m={m} topicId={c.topicId} owner={c.userId} onChange={q.reload} />
         ))}
       </ol>
       <h2>Threads</h2>

@@ -5,6 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import { gql, useQuery, useSubscription } from "../api";
 import { CardForm, type Card } from "../card";
 import { cost, count, duration, pretty, when } from "../format";
+import { topicHref } from "./conversations";
 
 /** Timeline events read per page. */
 const PAGE = 200;
@@ -168,7 +169,7 @@ export function Run({ id }: { id: string }) {
           <>
             <dt>Messages</dt>
             <dd>
-              <a href={`/conversations/${encodeURIComponent(o.topicId)}`}>conversation {o.topicId}</a>
+              <a href={topicHref(o.topicId, o.userId)}>conversation {o.topicId}</a>
             </dd>
           </>
         )}

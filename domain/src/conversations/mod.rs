@@ -1,4 +1,5 @@
-//! Conversation: a topic's messages (stream `conversation-<topicId>`).
+//! Conversation: a topic's messages (stream `conversation@<owner>/<topicId>`: topic ids are per
+//! owner).
 //!
 //! Messages are appended (idempotent on the client's `requestId`), edited, deleted (soft),
 //! branches are switched by setting `metadata.activeBranchIndex` on a parent, and threads are

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::model::MessageFacts;
 use crate::error::DomainError;
 
-/// The decision state of a conversation, folded from `conversation-<topicId>`.
+/// The decision state of a conversation, folded from its stream (`conversation@<owner>/<topicId>`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Conversation {

@@ -34,7 +34,10 @@ impl ResumedOperation {
         }];
         if let Some(c) = conversation.filter(|_| !self.conversation.is_empty()) {
             writes.push(StreamWrite {
-                stream_id: Conversation::stream_id(&c.topic_id),
+                stream_id: crate::rules::operation_start::conversation_stream(
+                    &ctx.user_id,
+                    &c.topic_id,
+                ),
                 events: stamper.stamp(c, &self.conversation),
             });
         }

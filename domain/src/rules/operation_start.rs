@@ -28,7 +28,8 @@ use crate::stamp::StreamWrite;
 pub struct StartedOperation {
     /// `operation-<id>`: created.
     pub operation: StreamEvents<OperationEvent>,
-    /// `conversation-<topicId>`: the operation is tracked (conversation and background kinds).
+    /// The owner's conversation `topicId` (named by [`conversation_stream`]): the operation is
+    /// tracked (conversation and background kinds).
     pub conversation: Option<StreamEvents<ConversationEvent>>,
     /// `operation-<parentId>`: the child is registered.
     pub parent: Option<StreamEvents<OperationEvent>>,
@@ -53,6 +54,13 @@ impl StartedOperation {
         }
         writes
     }
+}
+
+/// The stream of `owner`'s conversation `topic_id` (topic ids are per owner). A conversation
+/// loaded from another stream (one written before topic ids were per owner) is written where it
+/// was loaded: the caller retargets the part.
+pub fn conversation_stream(owner: &str, topic_id: &str) -> String {
+    crate::streams::StreamKind::Conversation.owned_stream_id(owner, topic_id)
 }
 
 /// Does the conversation track this operation (and so enforce busy / background limits)?
@@ -154,7 +162,7 @@ pub fn start_operation_within(
                     },
                     ctx,
                 )?;
-                Some(StreamEvents::new(Conversation::stream_id(topic_id), events))
+                Some(StreamEvents::new(conversation_stream(&ctx.user_id, topic_id), events))
             } else {
                 None
             }

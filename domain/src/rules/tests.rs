@@ -224,7 +224,7 @@ fn a_start_is_one_chain_across_streams() {
     let writes = s.stamp(&Operation::default(), Some(&conv), Some(&parent), &system_ctx(5));
     assert_eq!(
         writes.iter().map(|w| w.stream_id.as_str()).collect::<Vec<_>>(),
-        ["operation-c", "conversation-t1", "operation-p"]
+        ["operation-c", "conversation@u1/t1", "operation-p"]
     );
     let root = writes[0].events[0].event_id;
     for w in &writes {

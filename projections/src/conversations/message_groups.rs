@@ -86,7 +86,8 @@ impl MessageGroupRow {
 }
 
 impl TableRow for MessageGroupRow {
-    type Key = (String, String);
+    /// (owner, topic, group): topic ids are per owner.
+    type Key = (String, String, String);
     const TABLE: &'static str = "conversation_message_groups";
     const COLUMNS: &'static [&'static str] = &[
         "topic_id",
@@ -103,13 +104,13 @@ impl TableRow for MessageGroupRow {
         "metadata",
         "created_at",
     ];
-    const KEY: &'static [&'static str] = &["topic_id", "group_id"];
+    const KEY: &'static [&'static str] = &["user_id", "topic_id", "group_id"];
 
     fn key(&self) -> Self::Key {
-        (self.topic_id.clone(), self.group_id.clone())
+        (self.user_id.clone(), self.topic_id.clone(), self.group_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -148,14 +149,18 @@ impl TableRow for MessageGroupRow {
     }
 }
 
-/// A topic's groups, in the order they were created.
-pub(crate) async fn topic_groups(db: &ReadDb, topic_id: &str) -> Result<Vec<MessageGroupRow>, ProjectionError> {
+/// The groups of `owner`'s topic `topic_id`, in the order they were created.
+pub(crate) async fn topic_groups(
+    db: &ReadDb,
+    owner: &str,
+    topic_id: &str,
+) -> Result<Vec<MessageGroupRow>, ProjectionError> {
     let sql = format!(
-        "SELECT {} FROM {} WHERE topic_id = $1 ORDER BY seq",
+        "SELECT {} FROM {} WHERE user_id = $1 AND topic_id = $2 ORDER BY seq",
         MessageGroupRow::COLUMNS.join(", "),
         MessageGroupRow::TABLE
     );
-    db.fetch(&sql, &[topic_id.into()]).await?.iter().map(MessageGroupRow::from_row).collect()
+    db.fetch(&sql, &[owner.into(), topic_id.into()]).await?.iter().map(MessageGroupRow::from_row).collect()
 }
 
 /// The parser's arguments for a topic with groups: the message list (compressed members

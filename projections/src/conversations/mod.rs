@@ -9,8 +9,8 @@
 //! # async fn demo(db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
 //! use agentlog_projections::{conversations, page::PageRequest};
 //! let trees = conversations::ConversationTrees::new(db.clone(), 200_000);
-//! let tree = trees.tree(Some("user-1"), "topic-1").await?;
-//! let messages = conversations::topic_messages(&db, Some("user-1"), "topic-1", false, &PageRequest::first(100)).await?;
+//! let tree = trees.tree("user-1", "topic-1").await?;
+//! let messages = conversations::topic_messages(&db, "user-1", "topic-1", false, &PageRequest::first(100)).await?;
 //! # Ok(()) }
 //! ```
 

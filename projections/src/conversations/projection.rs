@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     db::ReadTx,
-    decoding::decode_batch,
+    decoding::decode_owned_batch,
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -52,7 +52,7 @@ impl Projection for ConversationsProjection {
         "conversations"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[ConversationRow::TABLE, MessageRow::TABLE, ThreadRow::TABLE, MessageGroupRow::TABLE]
@@ -66,14 +66,16 @@ impl Projection for ConversationsProjection {
         &["conversation_messages_by_change"]
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let decoded = decode_batch::<E>(events)?;
+        // Topic ids are per owner: every row is keyed by its stream's owner and topic.
+        let decoded = decode_owned_batch::<E>(events)?;
         let mut b = Batch::default();
-        b.topics.load(tx, "topic_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
-        let changed =
-            decoded.iter().filter_map(|(_, topic, e)| changed_message(e).map(|m| (topic.clone(), m.to_string())));
+        b.topics.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;
+        let changed = decoded.iter().filter_map(|(_, (owner, topic), e)| {
+            changed_message(e).map(|m| (owner.clone(), topic.clone(), m.to_string()))
+        });
         b.messages.load_keys(tx, changed).await?;
-        for (recorded, topic_id, event) in &decoded {
-            fold(&mut b, recorded, topic_id, event);
+        for (recorded, key, event) in &decoded {
+            fold(&mut b, recorded, key, event);
         }
         b.topics.flush(tx).await?;
         b.messages.flush(tx).await?;
@@ -82,15 +84,16 @@ impl Projection for ConversationsProjection {
     }
 }
 
-fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
+fn fold(b: &mut Batch, recorded: &RecordedEvent, key: &(String, String), event: &E) {
     let at = recorded.recorded_at;
     let position = recorded.position;
-    let topic_key = topic_id.to_string();
+    let (owner, topic_id) = (&key.0, key.1.as_str());
+    let topic_key = key.clone();
     if b.topics.get(&topic_key).is_none() {
         // A topic is created first; should a stream ever start otherwise, the row still exists.
         b.topics.put(ConversationRow {
-            topic_id: topic_key.clone(),
-            user_id: recorded.metadata.user_id.clone(),
+            topic_id: topic_id.to_string(),
+            user_id: owner.clone(),
             title: None,
             agent_id: None,
             group_id: None,
@@ -104,8 +107,8 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
     let mut count_delta = 0;
     match event {
         E::Created(e) => {
+            // The row's owner stays the stream's: the key it is loaded by next time.
             if let Some(t) = b.topics.get_mut(&topic_key) {
-                t.user_id = e.user_id.clone();
                 t.title = e.title.clone();
                 t.agent_id = e.agent_id.clone();
                 t.group_id = e.group_id.clone();
@@ -114,12 +117,10 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
         }
         E::MessageAppended(e) => {
             let m = &e.message;
-            let user_id =
-                b.topics.get(&topic_key).map_or_else(|| recorded.metadata.user_id.clone(), |t| t.user_id.clone());
             b.messages.put(MessageRow {
-                topic_id: topic_key.clone(),
+                topic_id: topic_id.to_string(),
                 message_id: m.message_id.clone(),
-                user_id,
+                user_id: owner.clone(),
                 seq: position,
                 role: m.role.clone(),
                 parent_id: m.parent_id.clone(),
@@ -134,7 +135,7 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
             count_delta = 1;
         }
         E::MessageEdited(e) => {
-            if let Some(row) = b.messages.get_mut(&(topic_key.clone(), e.message_id.clone())) {
+            if let Some(row) = b.messages.get_mut(&(owner.clone(), topic_id.to_string(), e.message_id.clone())) {
                 if let Value::Object(map) = &mut row.message {
                     message_json::edit(map, e);
                 }
@@ -144,7 +145,7 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
             }
         }
         E::MessageDeleted(e) => {
-            if let Some(row) = b.messages.get_mut(&(topic_key.clone(), e.message_id.clone()))
+            if let Some(row) = b.messages.get_mut(&(owner.clone(), topic_id.to_string(), e.message_id.clone()))
                 && !row.deleted
             {
                 row.deleted = true;
@@ -154,7 +155,7 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
             }
         }
         E::BranchSwitched(e) => {
-            if let Some(row) = b.messages.get_mut(&(topic_key.clone(), e.message_id.clone())) {
+            if let Some(row) = b.messages.get_mut(&(owner.clone(), topic_id.to_string(), e.message_id.clone())) {
                 if let Value::Object(map) = &mut row.message {
                     message_json::switch_branch(map, e.active_branch_index, e.at);
                 }
@@ -164,21 +165,20 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, topic_id: &str, event: &E) {
             }
         }
         E::ThreadCreated(e) => b.threads.put(ThreadRow {
-            topic_id: topic_key.clone(),
+            topic_id: topic_id.to_string(),
             thread_id: e.thread_id.clone(),
+            user_id: owner.clone(),
             source_message_id: e.source_message_id.clone(),
             kind: e.kind,
             title: e.title.clone(),
             created_at: e.at,
         }),
         E::MessageGroupCreated(e) => {
-            let user_id =
-                b.topics.get(&topic_key).map_or_else(|| recorded.metadata.user_id.clone(), |t| t.user_id.clone());
-            b.groups.put(MessageGroupRow::created(topic_id, user_id, position, e));
+            b.groups.put(MessageGroupRow::created(topic_id, owner.clone(), position, e));
             messages_changed = true;
         }
         E::MessageGroupRemoved(e) => {
-            b.groups.remove(&(topic_key.clone(), e.group_id.clone()));
+            b.groups.remove(&(owner.clone(), topic_id.to_string(), e.group_id.clone()));
             messages_changed = true;
         }
         E::OperationAttached(_) => {}

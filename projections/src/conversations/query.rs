@@ -1,4 +1,5 @@
-//! Queries over the conversations read model, owner-scoped (`owner: None` = admin).
+//! Queries over the conversations read model. Topic ids are per owner: a topic is named with
+//! its owner; the list is owner-scoped (`owner: None` = admin).
 
 use super::{
     message_groups::{MessageGroupRow, topic_groups},
@@ -13,14 +14,14 @@ use crate::{
     staging::TableRow,
 };
 
-/// One conversation by topic id.
+/// `owner`'s conversation `topic_id`.
 pub async fn conversation(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     topic_id: &str,
 ) -> Result<Option<ConversationRow>, ProjectionError> {
     let mut q = Select::new(ConversationRow::COLUMNS, ConversationRow::TABLE);
-    q.eq("topic_id", topic_id).owner(owner);
+    q.eq("user_id", owner).eq("topic_id", topic_id);
     q.one(db).await?.as_ref().map(ConversationRow::from_row).transpose()
 }
 
@@ -38,48 +39,36 @@ pub async fn conversations(
     .await
 }
 
-/// A topic's messages in creation order (deleted ones only when asked for).
+/// The messages of `owner`'s topic in creation order (deleted ones only when asked for).
 pub async fn topic_messages(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     topic_id: &str,
     include_deleted: bool,
     page: &PageRequest,
 ) -> Result<Page<MessageRow>, ProjectionError> {
     let mut q = Select::new(MessageRow::COLUMNS, MessageRow::TABLE);
-    q.eq("topic_id", topic_id).owner(owner);
+    q.eq("user_id", owner).eq("topic_id", topic_id);
     if !include_deleted {
         q.condition("deleted = 0");
     }
     q.page(db, "seq", "message_id", Order::Asc, page, MessageRow::from_row, |m| Cursor::new(m.seq, &m.message_id)).await
 }
 
-/// A topic's threads, in the order they were opened.
-pub async fn topic_threads(
-    db: &ReadDb,
-    owner: Option<&str>,
-    topic_id: &str,
-) -> Result<Vec<ThreadRow>, ProjectionError> {
+/// The threads of `owner`'s topic, in the order they were opened.
+pub async fn topic_threads(db: &ReadDb, owner: &str, topic_id: &str) -> Result<Vec<ThreadRow>, ProjectionError> {
     let mut q = Select::new(ThreadRow::COLUMNS, ThreadRow::TABLE);
-    q.eq("topic_id", topic_id);
-    if let Some(o) = owner {
-        // Threads carry no owner of their own: they are the topic's.
-        let p = q.bind(o);
-        q.condition(format!("topic_id IN (SELECT topic_id FROM conversation_topics WHERE user_id = {p})"));
-    }
+    q.eq("user_id", owner).eq("topic_id", topic_id);
     q.all(db, "created_at, thread_id").await?.iter().map(ThreadRow::from_row).collect()
 }
 
-/// A topic's message groups, in the order they were created.
+/// The message groups of `owner`'s topic, in the order they were created.
 pub async fn topic_message_groups(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     topic_id: &str,
 ) -> Result<Vec<MessageGroupRow>, ProjectionError> {
-    if conversation(db, owner, topic_id).await?.is_none() {
-        return Ok(Vec::new());
-    }
-    topic_groups(db, topic_id).await
+    topic_groups(db, owner, topic_id).await
 }
 
 /// The parser input of a topic's messages (any order; deleted ones included): the live
@@ -105,14 +94,10 @@ pub fn parse_input(messages: &[MessageRow]) -> Vec<agentlog_conversation_flow::V
 
 /// A topic's tree parsed from all its stored messages, bypassing any cache (for verification
 /// and as the baseline the cache is measured against).
-pub async fn fresh_tree(
-    db: &ReadDb,
-    owner: Option<&str>,
-    topic_id: &str,
-) -> Result<Option<TopicTree>, ProjectionError> {
+pub async fn fresh_tree(db: &ReadDb, owner: &str, topic_id: &str) -> Result<Option<TopicTree>, ProjectionError> {
     let Some(version) = topic_version(db, owner, topic_id).await? else { return Ok(None) };
     let mut input = TopicInput::default();
-    input.apply(changed_messages(db, topic_id, 0).await?);
-    input.groups = topic_groups(db, topic_id).await?;
+    input.apply(changed_messages(db, owner, topic_id, 0).await?);
+    input.groups = topic_groups(db, owner, topic_id).await?;
     Ok(Some(TopicTree::new(topic_id.to_string(), input.version.max(version), input.parse(topic_id))))
 }

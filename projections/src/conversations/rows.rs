@@ -38,7 +38,8 @@ pub struct ConversationRow {
 }
 
 impl TableRow for ConversationRow {
-    type Key = String;
+    /// (owner, topic): topic ids are per owner.
+    type Key = (String, String);
     const TABLE: &'static str = "conversation_topics";
     const COLUMNS: &'static [&'static str] = &[
         "topic_id",
@@ -51,13 +52,13 @@ impl TableRow for ConversationRow {
         "created_at",
         "updated_at",
     ];
-    const KEY: &'static [&'static str] = &["topic_id"];
+    const KEY: &'static [&'static str] = &["user_id", "topic_id"];
 
-    fn key(&self) -> String {
-        self.topic_id.clone()
+    fn key(&self) -> Self::Key {
+        (self.user_id.clone(), self.topic_id.clone())
     }
-    fn key_values(key: &String) -> Vec<SqlValue> {
-        vec![key.into()]
+    fn key_values(key: &Self::Key) -> Vec<SqlValue> {
+        vec![(&key.0).into(), (&key.1).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -119,7 +120,8 @@ pub struct MessageRow {
 }
 
 impl TableRow for MessageRow {
-    type Key = (String, String);
+    /// (owner, topic, message).
+    type Key = (String, String, String);
     const TABLE: &'static str = "conversation_messages";
     const COLUMNS: &'static [&'static str] = &[
         "topic_id",
@@ -135,13 +137,13 @@ impl TableRow for MessageRow {
         "updated_at",
         "changed_at",
     ];
-    const KEY: &'static [&'static str] = &["topic_id", "message_id"];
+    const KEY: &'static [&'static str] = &["user_id", "topic_id", "message_id"];
 
     fn key(&self) -> Self::Key {
-        (self.topic_id.clone(), self.message_id.clone())
+        (self.user_id.clone(), self.topic_id.clone(), self.message_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -186,6 +188,8 @@ pub struct ThreadRow {
     pub topic_id: String,
     /// The thread.
     pub thread_id: String,
+    /// The topic's owner.
+    pub user_id: String,
     /// The message it branches from.
     pub source_message_id: String,
     /// Continuation, standalone or isolation.
@@ -197,22 +201,24 @@ pub struct ThreadRow {
 }
 
 impl TableRow for ThreadRow {
-    type Key = (String, String);
+    /// (owner, topic, thread).
+    type Key = (String, String, String);
     const TABLE: &'static str = "conversation_threads";
     const COLUMNS: &'static [&'static str] =
-        &["topic_id", "thread_id", "source_message_id", "kind", "title", "created_at"];
-    const KEY: &'static [&'static str] = &["topic_id", "thread_id"];
+        &["topic_id", "thread_id", "user_id", "source_message_id", "kind", "title", "created_at"];
+    const KEY: &'static [&'static str] = &["user_id", "topic_id", "thread_id"];
 
     fn key(&self) -> Self::Key {
-        (self.topic_id.clone(), self.thread_id.clone())
+        (self.user_id.clone(), self.topic_id.clone(), self.thread_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
             self.topic_id.as_str().into(),
             self.thread_id.as_str().into(),
+            self.user_id.as_str().into(),
             self.source_message_id.as_str().into(),
             wire_name(&self.kind).into(),
             self.title.as_deref().into(),
@@ -224,6 +230,7 @@ impl TableRow for ThreadRow {
         Ok(Self {
             topic_id: c.text()?,
             thread_id: c.text()?,
+            user_id: c.text()?,
             source_message_id: c.text()?,
             kind: from_wire_name(Self::TABLE, &c.text()?)?,
             title: c.opt_text(),

@@ -205,17 +205,18 @@ fn index_of(messages: &[ParserValue]) -> HashMap<String, usize> {
         .collect()
 }
 
-/// Rows of `topic_id` changed after `since`, in creation order.
+/// Rows of `owner`'s topic `topic_id` changed after `since`, in creation order.
 pub(crate) async fn changed_messages(
     db: &ReadDb,
+    owner: &str,
     topic_id: &str,
     since: i64,
 ) -> Result<Vec<ChangedMessage>, ProjectionError> {
     let sql = format!(
-        "SELECT {} FROM conversation_messages WHERE topic_id = $1 AND changed_at > $2 ORDER BY seq",
+        "SELECT {} FROM conversation_messages WHERE user_id = $1 AND topic_id = $2 AND changed_at > $3 ORDER BY seq",
         CHANGE_COLUMNS.join(", ")
     );
-    let rows = db.fetch(&sql, &[topic_id.into(), since.into()]).await?;
+    let rows = db.fetch(&sql, &[owner.into(), topic_id.into(), since.into()]).await?;
     rows.iter()
         .map(|row| {
             let mut c = Columns::new(row, "conversation_messages", CHANGE_COLUMNS);
@@ -230,19 +231,11 @@ pub(crate) async fn changed_messages(
         .collect()
 }
 
-/// The topic's message version, if the topic exists and `owner` may see it.
-pub(crate) async fn topic_version(
-    db: &ReadDb,
-    owner: Option<&str>,
-    topic_id: &str,
-) -> Result<Option<i64>, ProjectionError> {
-    let mut sql = "SELECT messages_version FROM conversation_topics WHERE topic_id = $1".to_string();
-    let mut args: Vec<SqlValue> = vec![topic_id.into()];
-    if let Some(o) = owner {
-        sql.push_str(" AND user_id = $2");
-        args.push(o.into());
-    }
-    Ok(db.fetch(&sql, &args).await?.first().map(|r| r.i64(0).unwrap_or(0)))
+/// The message version of `owner`'s topic `topic_id`, if it exists.
+pub(crate) async fn topic_version(db: &ReadDb, owner: &str, topic_id: &str) -> Result<Option<i64>, ProjectionError> {
+    let sql = "SELECT messages_version FROM conversation_topics WHERE user_id = $1 AND topic_id = $2";
+    let args: Vec<SqlValue> = vec![owner.into(), topic_id.into()];
+    Ok(db.fetch(sql, &args).await?.first().map(|r| r.i64(0).unwrap_or(0)))
 }
 
 struct CachedTopic {
@@ -258,9 +251,12 @@ struct Entry {
     size: usize,
 }
 
+/// A cached topic: (owner, topic id), as topic ids are per owner.
+type TopicKey = (String, String);
+
 #[derive(Default)]
 struct Entries {
-    map: HashMap<String, Entry>,
+    map: HashMap<TopicKey, Entry>,
     clock: u64,
     messages: usize,
 }
@@ -279,11 +275,11 @@ impl ConversationTrees {
         Self { db, capacity: capacity_messages, entries: Mutex::new(Entries::default()) }
     }
 
-    fn slot(&self, topic_id: &str) -> Slot {
+    fn slot(&self, key: &TopicKey) -> Slot {
         let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         e.clock += 1;
         let clock = e.clock;
-        let entry = e.map.entry(topic_id.to_string()).or_insert_with(|| Entry {
+        let entry = e.map.entry(key.clone()).or_insert_with(|| Entry {
             slot: Arc::new(tokio::sync::Mutex::new(None)),
             last_used: clock,
             size: 0,
@@ -292,16 +288,16 @@ impl ConversationTrees {
         Arc::clone(&entry.slot)
     }
 
-    fn resize(&self, topic_id: &str, size: usize) {
+    fn resize(&self, key: &TopicKey, size: usize) {
         let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(entry) = e.map.get_mut(topic_id) else { return };
+        let Some(entry) = e.map.get_mut(key) else { return };
         let old = std::mem::replace(&mut entry.size, size);
         e.messages = e.messages.saturating_sub(old) + size;
         while e.messages > self.capacity && e.map.len() > 1 {
             let victim = e
                 .map
                 .iter()
-                .filter(|(id, _)| id.as_str() != topic_id)
+                .filter(|(id, _)| *id != key)
                 .min_by_key(|(_, entry)| entry.last_used)
                 .map(|(id, _)| id.clone());
             let Some(victim) = victim else { break };
@@ -316,10 +312,11 @@ impl ConversationTrees {
         self.entries.lock().unwrap_or_else(|p| p.into_inner()).messages
     }
 
-    /// The tree of `topic_id` as of the committed read model, or `None` when the topic does not
-    /// exist or `owner` may not see it.
-    pub async fn tree(&self, owner: Option<&str>, topic_id: &str) -> Result<Option<Arc<TopicTree>>, ProjectionError> {
-        let slot = self.slot(topic_id);
+    /// The tree of `owner`'s topic `topic_id` as of the committed read model, or `None` when
+    /// the owner has no such topic.
+    pub async fn tree(&self, owner: &str, topic_id: &str) -> Result<Option<Arc<TopicTree>>, ProjectionError> {
+        let key = (owner.to_string(), topic_id.to_string());
+        let slot = self.slot(&key);
         let mut cached = slot.lock().await;
         // Read the version under the topic's lock, so concurrent readers refresh once.
         let Some(version) = topic_version(&self.db, owner, topic_id).await? else { return Ok(None) };
@@ -335,14 +332,14 @@ impl ConversationTrees {
             Some(c) if c.input.version < version => c.input,
             _ => TopicInput::default(),
         };
-        input.apply(changed_messages(&self.db, topic_id, input.version).await?);
-        input.groups = topic_groups(&self.db, topic_id).await?;
+        input.apply(changed_messages(&self.db, owner, topic_id, input.version).await?);
+        input.groups = topic_groups(&self.db, owner, topic_id).await?;
         input.version = input.version.max(version);
         let tree = Arc::new(TopicTree::new(topic_id.to_string(), input.version, input.parse(topic_id)));
         let size = input.messages.len();
         *cached = Some(CachedTopic { input, tree: Arc::clone(&tree) });
         drop(cached);
-        self.resize(topic_id, size);
+        self.resize(&key, size);
         Ok(Some(tree))
     }
 }

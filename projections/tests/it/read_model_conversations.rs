@@ -28,8 +28,8 @@ fn ids(rows: agentlog_conversation_flow::FlatList<'_>) -> Vec<String> {
 
 /// The cached tree and a fresh parse of the stored rows agree.
 async fn assert_tree_is_fresh(h: &Harness, trees: &conversations::ConversationTrees) -> Vec<String> {
-    let cached = trees.tree(Some(U), T).await.unwrap().expect("tree");
-    let fresh = conversations::fresh_tree(&h.db, Some(U), T).await.unwrap().expect("fresh tree");
+    let cached = trees.tree(U, T).await.unwrap().expect("tree");
+    let fresh = conversations::fresh_tree(&h.db, U, T).await.unwrap().expect("fresh tree");
     assert_eq!(cached.version, fresh.version);
     let as_json = |t: &conversations::TopicTree| serde_json::to_value(&t.result).unwrap();
     assert_eq!(as_json(&cached), as_json(&fresh));
@@ -83,30 +83,29 @@ async fn conversations_fold_and_query(log: TestLog) {
     h.sync().await;
 
     let db = &h.db;
-    let topic = conversations::conversation(db, Some(U), T).await.unwrap().expect("topic");
+    let topic = conversations::conversation(db, U, T).await.unwrap().expect("topic");
     assert_eq!((topic.title.as_deref(), topic.agent_id.as_deref()), (Some("Trip"), Some("agent-a")));
     assert_eq!(topic.message_count, 5, "u1, a1, a1b, u2, tm (gone is deleted)");
-    assert!(conversations::conversation(db, Some("user-2"), T).await.unwrap().is_none());
+    assert!(conversations::conversation(db, "user-2", T).await.unwrap().is_none());
     assert_eq!(conversations::conversations(db, None, &PageRequest::default()).await.unwrap().items.len(), 2);
 
-    let live = conversations::topic_messages(db, Some(U), T, false, &PageRequest::default()).await.unwrap();
+    let live = conversations::topic_messages(db, U, T, false, &PageRequest::default()).await.unwrap();
     let live_ids: Vec<&str> = live.items.iter().map(|m| m.message_id.as_str()).collect();
     assert_eq!(live_ids, ["u1", "a1", "a1b", "u2", "tm"], "creation order, no duplicate, no deleted");
-    let all = conversations::topic_messages(db, Some(U), T, true, &PageRequest::first(3)).await.unwrap();
+    let all = conversations::topic_messages(db, U, T, true, &PageRequest::first(3)).await.unwrap();
     assert!(all.has_next_page);
-    let rest = conversations::topic_messages(db, Some(U), T, true, &PageRequest::first(3).after(all.end_cursor))
-        .await
-        .unwrap();
+    let rest =
+        conversations::topic_messages(db, U, T, true, &PageRequest::first(3).after(all.end_cursor)).await.unwrap();
     assert_eq!(rest.items.iter().map(|m| m.message_id.as_str()).collect::<Vec<_>>(), ["u2", "gone", "tm"]);
     assert!(rest.items[1].deleted);
     assert_eq!(live.items[0].message.get("content"), Some(&json!("edited")));
     assert_eq!(live.items[4].thread_id.as_deref(), Some("th-1"));
-    let threads = conversations::topic_threads(db, Some(U), T).await.unwrap();
+    let threads = conversations::topic_threads(db, U, T).await.unwrap();
     assert_eq!(
         threads.iter().map(|t| (t.thread_id.as_str(), t.source_message_id.as_str())).collect::<Vec<_>>(),
         [("th-1", "a1")]
     );
-    assert!(conversations::topic_threads(db, Some("user-2"), T).await.unwrap().is_empty());
+    assert!(conversations::topic_threads(db, "user-2", T).await.unwrap().is_empty());
 
     // the tree: u1's first branch (a1) is active until switched to a1b
     let trees = conversations::ConversationTrees::new(h.db.clone(), 10_000);
@@ -118,7 +117,7 @@ async fn conversations_fold_and_query(log: TestLog) {
     h.exec::<Conversation>(U, T, C::SwitchBranch { message_id: "u1".into(), active_branch_index: 1 }).await;
     h.exec::<Conversation>(U, T, message("a2", "assistant", Some("a1b"), None)).await;
     h.sync().await;
-    let switched = conversations::topic_messages(&h.db, Some(U), T, false, &PageRequest::default()).await.unwrap();
+    let switched = conversations::topic_messages(&h.db, U, T, false, &PageRequest::default()).await.unwrap();
     assert_eq!(switched.items[0].message.pointer("/metadata/activeBranchIndex"), Some(&json!(1)));
     let flat = assert_tree_is_fresh(&h, &trees).await;
     for id in ["u1", "a1b", "a2"] {
@@ -126,11 +125,11 @@ async fn conversations_fold_and_query(log: TestLog) {
     }
     assert!(!flat.iter().any(|f| f == "a1" || f == "u2"), "the other branch is off the path: {flat:?}");
 
-    let before = conversations::topic_messages(&h.db, None, T, true, &PageRequest::default()).await.unwrap();
-    let topic_before = conversations::conversation(&h.db, None, T).await.unwrap();
+    let before = conversations::topic_messages(&h.db, U, T, true, &PageRequest::default()).await.unwrap();
+    let topic_before = conversations::conversation(&h.db, U, T).await.unwrap();
     h.rebuild().await;
-    assert_eq!(before, conversations::topic_messages(&h.db, None, T, true, &PageRequest::default()).await.unwrap());
-    assert_eq!(topic_before, conversations::conversation(&h.db, None, T).await.unwrap());
+    assert_eq!(before, conversations::topic_messages(&h.db, U, T, true, &PageRequest::default()).await.unwrap());
+    assert_eq!(topic_before, conversations::conversation(&h.db, U, T).await.unwrap());
     // a rebuilt table is served fresh by a cache that saw the old one
     assert_tree_is_fresh(&h, &trees).await;
 }

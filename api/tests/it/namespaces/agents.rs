@@ -3,12 +3,12 @@
 use super::*;
 use agentlog_domain::agents::{Agent, AgentCommand, RegisterAgent};
 
-const REGISTER: &str = "mutation($i: JSON!, $o: String) { registerAgent(input: $i, ownerId: $o) \
+pub(super) const REGISTER: &str = "mutation($i: JSON!, $o: String) { registerAgent(input: $i, ownerId: $o) \
     { agent { id userId title globalId } } }";
 const AGENT: &str = "query($o: String) { agent(id: \"a1\", ownerId: $o) { userId title \
     versions { edges { node { config } } } } }";
 
-fn agent_input(id: &str, title: &str) -> Value {
+pub(super) fn agent_input(id: &str, title: &str) -> Value {
     json!({"agentId": id, "config": {"slug": id, "title": title}})
 }
 

@@ -1,6 +1,9 @@
 //! Budget ids per owner; a global budget is its admin's and limits everyone.
 
-use super::*;
+use super::{
+    agents::{REGISTER, agent_input},
+    *,
+};
 
 const SET_BUDGET: &str = "mutation($i: BudgetInput!, $o: String) { setBudget(input: $i, ownerId: $o) \
     { position budget { id userId scopeId limitCostMicros } } }";

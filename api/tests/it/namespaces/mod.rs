@@ -27,6 +27,7 @@ mod agents;
 mod briefs;
 mod budgets;
 mod sources;
+mod topics;
 
 const CREATE_JOB: &str = "mutation($n: String!, $o: String) { createCronJob(input: {jobId: \"j1\", agentId: \"inbox\", \
     name: $n, pattern: \"0 9 * * *\", timezone: \"UTC\", content: \"c\", enabled: false}, ownerId: $o) \
