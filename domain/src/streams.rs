@@ -15,17 +15,17 @@ pub enum StreamKind {
     Brief,
     /// `notification-<userId>` (one stream per user)
     Notification,
-    /// `cron-<cronJobId>`
+    /// `cron@<owner>/<cronJobId>` (per owner)
     Cron,
-    /// `group-<groupId>`
+    /// `group@<owner>/<groupId>` (per owner)
     Group,
-    /// `agent-<agentId>`
+    /// `agent@<owner>/<agentId>` (per owner; the built-in agents are everyone's, `agent-<slug>`)
     Agent,
-    /// `source-<sourceId>` (a signal source and the signals and actions it caused)
+    /// `source@<owner>/<sourceId>` (per owner: a signal source and the signals and actions it caused)
     Source,
     /// `refusal-<refusalId>` (a reactor's command the domain refused)
     Refusal,
-    /// `budget-<budgetId>`
+    /// `budget@<owner>/<budgetId>` (per owner)
     Budget,
 }
 
