@@ -8,7 +8,8 @@ use async_graphql::{Context, InputObject, Json, Object, SimpleObject};
 use crate::commands::Commands;
 use crate::commands::batch::BatchItem;
 use crate::error::{ApiError, GqlResult};
-use crate::graphql::operations::{Operation, PhaseInput, ToolCallInput, UsageInput};
+use crate::graphql::operation_inputs::{PhaseInput, ToolCallInput, UsageInput};
+use crate::graphql::operations::Operation;
 use crate::graphql::request::{app, caller};
 use crate::graphql::wire::decode;
 

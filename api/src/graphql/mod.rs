@@ -20,6 +20,8 @@ pub mod groups;
 pub mod message_deltas;
 pub mod node;
 pub mod notifications;
+pub mod operation_inputs;
+pub mod operation_mutations;
 pub mod operations;
 pub mod origins;
 mod paging;
@@ -62,7 +64,7 @@ pub struct Query(
 /// All mutations.
 #[derive(MergedObject, Default)]
 pub struct Mutation(
-    operations::OperationsMutation,
+    operation_mutations::OperationsMutation,
     tasks::TasksMutation,
     briefs::BriefsMutation,
     notifications::NotificationsMutation,
