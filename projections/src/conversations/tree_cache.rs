@@ -23,7 +23,7 @@
 //! # async fn demo(db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
 //! use agentlog_projections::conversations::ConversationTrees;
 //! let trees = ConversationTrees::new(db, 200_000);
-//! if let Some(tree) = trees.tree(Some("user-1"), "topic-1").await? {
+//! if let Some(tree) = trees.tree("user-1", "topic-1").await? {
 //!     println!("{} rows in the flat list", tree.flat_list().len());
 //! }
 //! # Ok(()) }
