@@ -67,12 +67,12 @@ function Page({ url }: { url: URL }) {
   const run = path.match(/^\/runs\/(.+)$/);
   if (run) return <Run key={run[1]} id={decodeURIComponent(run[1])} />;
   if (path === "/" || path === "/runs") return <Runs />;
+  // Task and topic ids are per owner: a link to someone else's (an admin's view) names its owner.
+  const owner = url.searchParams.get("owner") ?? undefined;
   const task = path.match(/^\/tasks\/(.+)$/);
-  if (task) return <Task key={task[1]} id={decodeURIComponent(task[1])} />;
+  if (task) return <Task key={task[1] + (owner ?? "")} id={decodeURIComponent(task[1])} owner={owner} />;
   if (path === "/tasks") return <Tasks />;
   const topic = path.match(/^\/conversations\/(.+)$/);
-  // Topic ids are per owner: a link to someone else's (an admin's view) names its owner.
-  const owner = url.searchParams.get("owner") ?? undefined;
   if (topic) return <Conversation key={topic[1] + (owner ?? "")} id={decodeURIComponent(topic[1])} owner={owner} />;
   if (path === "/conversations") return <Conversations />;
   if (path === "/inbox") return <Inbox />;

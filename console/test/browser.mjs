@@ -405,7 +405,8 @@ try {
   await graph.locator(`[data-edge="${ta}>${tb}"]`).waitFor({ state: "attached" });
   await graph.locator(`a[data-node="${ta}"]`).focus();
   await page.keyboard.press("Enter");
-  await page.waitForURL(new RegExp(`/tasks/${ta}$`));
+  // A dependency is the task owner's: its link names the owner.
+  await page.waitForURL(new RegExp(`/tasks/${ta}\\?owner=[^&]+$`));
 
   step("sign-out forgets the token");
   await page.getByRole("button", { name: "Sign out" }).click();

@@ -7,7 +7,7 @@
 pub enum StreamKind {
     /// `operation-<operationId>`
     Operation,
-    /// `task-<taskId>`
+    /// `task@<owner>/<taskId>` (per owner; a global `task-<taskId>` from before stays its owner's)
     Task,
     /// `conversation@<owner>/<topicId>` (topic ids are per owner)
     Conversation,
@@ -66,7 +66,8 @@ impl StreamKind {
     pub fn per_owner(self) -> bool {
         matches!(
             self,
-            Self::Cron
+            Self::Task
+                | Self::Cron
                 | Self::Group
                 | Self::Brief
                 | Self::Agent

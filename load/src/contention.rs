@@ -14,7 +14,8 @@ use tokio::sync::Barrier;
 use crate::{
     client::{Call, Effect, Failure, Retry, Session},
     mixed::{
-        AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, stream, topic_stream,
+        AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, stream, task_stream,
+        topic_stream,
     },
     stats::Stats,
 };
@@ -74,7 +75,7 @@ pub async fn setup(s: &mut Session, token: &str, clients: usize) -> Result<Conte
         retry: Retry::NEVER,
         idempotent: true,
     };
-    s.mutate(token, call, Effect::on(stream("task", &c.task)).id("taskId", &c.task)).await?;
+    s.mutate(token, call, Effect::on(task_stream(&c.task)).id("taskId", &c.task)).await?;
     let input = json!({"operationId": c.operation, "kind": "CONVERSATION", "agentId": AGENT, "topicId": c.topic});
     let call = Call {
         op: "startOperation",
@@ -150,7 +151,7 @@ async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Fail
             retry: Retry::CONFLICT,
             idempotent: false,
         };
-        ignore_refusal(s.mutate(token, call, Effect::on(stream("task", &c.task)).id("commentId", &comment)).await)?;
+        ignore_refusal(s.mutate(token, call, Effect::on(task_stream(&c.task)).id("commentId", &comment)).await)?;
         let vars = json!({"id": c.operation, "lt": lt, "c": [{"id": format!("{}-{n}", s.client), "name": "lookup"}],
                           "u": {"totalTokens": 10}, "r": s.id("s", n)});
         // A loser's refusal is final: retrying a report without the lease cannot succeed.

@@ -68,6 +68,12 @@ pub fn topic_stream(topic: &str) -> String {
     format!("conversation@*/{topic}")
 }
 
+/// The stream of task `task`: task ids are per owner (`task@<owner>/<taskId>`), the owner a `*`
+/// (the load's task ids are unique in a run).
+pub fn task_stream(task: &str) -> String {
+    format!("task@*/{task}")
+}
+
 /// An operation waiting for a worker.
 #[derive(Debug, Clone)]
 struct WorkItem {
@@ -333,7 +339,7 @@ impl Client {
             retry: Retry::NEVER,
             idempotent: true,
         };
-        self.send(false, call, Effect::on(stream("task", &task)).id("taskId", &task)).await?;
+        self.send(false, call, Effect::on(task_stream(&task)).id("taskId", &task)).await?;
         if let Some(prev) = self.last_task.clone().filter(|_| self.s.rng.chance(60)) {
             let kind = if self.s.rng.chance(70) { "blocks" } else { "relates" };
             let call = Call {
@@ -343,13 +349,13 @@ impl Client {
                 retry: Retry::CONFLICT,
                 idempotent: false,
             };
-            self.send(false, call, Effect::on(stream("task", &task)).id("dependsOnId", &prev)).await?;
+            self.send(false, call, Effect::on(task_stream(&task)).id("dependsOnId", &prev)).await?;
         }
         self.last_task = Some(task.clone());
         let (topic, op) = (format!("{task}-topic1"), format!("{task}-op1"));
         let vars = json!({"id": task, "t": topic, "o": op, "r": format!("{task}-run1")});
         let call = Call { op: "runTask", query: RUN_TASK, variables: vars, retry: Retry::CONFLICT, idempotent: true };
-        let effect = Effect::on(stream("task", &task)).and(stream("operation", &op)).id("operationId", &op);
+        let effect = Effect::on(task_stream(&task)).and(stream("operation", &op)).id("operationId", &op);
         self.send(false, call, effect).await?;
         mixed.push(WorkItem { operation: op, chat: None, task: Some(task), raced: false }, false);
         Ok(())

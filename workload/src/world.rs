@@ -119,7 +119,7 @@ impl Part {
         match self {
             Self::Operation(id, _) => Operation::stream_id(id),
             Self::Conversation(id, _) => Conversation::KIND.stream_id(id),
-            Self::Task(id, _) => Task::stream_id(id),
+            Self::Task(id, _) => Task::KIND.stream_id(id),
             Self::Brief(id, _) => Brief::KIND.stream_id(id),
             Self::Notification(id, _) => Notifications::stream_id(id),
             // Global streams, as `Tracked::write` (a log from before ids were per owner).

@@ -227,7 +227,7 @@ impl Commands<'_> {
             }
             (BudgetScopeKind::Task, Some(id)) => {
                 check_id("scopeId", &id)?;
-                let t = h.load::<Task>(&id).await?.state;
+                let t = h.load_of::<Task>(&owner, &id).await?.state;
                 t.exists().then_some(t.user_id)
             }
             (BudgetScopeKind::Group, Some(id)) => {

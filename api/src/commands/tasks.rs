@@ -121,21 +121,23 @@ impl Commands<'_> {
         request_id: Option<&str>,
     ) -> Result<i64, ApiError> {
         let loaded = self.load_owned::<Task>(id).await?;
+        // The upstream is named in the task owner's namespace (the one `id` was found in).
         self.load_owned::<Task>(depends_on_id).await?;
-        let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
+        let owner = loaded.state.user_id.clone();
+        let ctx = self.context(&owner, self.user_actor(), request_id)?;
         let results = self
             .state
             .handler
             .execute_multi_reading(&ctx, || async {
                 let h = &self.state.handler;
-                let task = h.load::<Task>(id).await?;
+                let task = h.load_stream::<Task>(&loaded.stream_id).await?;
                 let mut graph = BlocksGraph::new();
                 let mut reads = Vec::new();
                 if kind == DependencyKind::Blocks {
                     let mut seen = BTreeSet::from([depends_on_id.to_string()]);
                     let mut frontier = vec![depends_on_id.to_string()];
                     while let Some(upstream) = frontier.pop() {
-                        let up = h.load::<Task>(&upstream).await?;
+                        let up = h.load_of::<Task>(&owner, &upstream).await?;
                         reads.push((up.stream_id.clone(), up.version));
                         for next in up.state.blocked_by() {
                             graph = graph.with_edge(&upstream, next);
@@ -158,7 +160,7 @@ impl Commands<'_> {
                 Ok((vec![(write, task.version)], reads))
             })
             .await?;
-        check_replay(&results, &Task::stream_id(id))?;
+        check_replay(&results, &loaded.stream_id)?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         Ok(position)
@@ -223,7 +225,8 @@ impl Commands<'_> {
         trigger: RunTrigger,
         ctx: &Context,
     ) -> Result<(i64, bool), ApiError> {
-        let task = self.state.handler.load::<Task>(id).await?;
+        // The task is named in the run owner's namespace (the context's user).
+        let task = self.state.handler.load_of::<Task>(&ctx.user_id, id).await?;
         // The run's budgets, when its agent can be told (otherwise the start refuses anyway).
         let budgets = match self.run_agent(&task.state).await {
             Ok(agent) if task.state.exists() => {
@@ -242,7 +245,7 @@ impl Commands<'_> {
             .handler
             .execute_multi(ctx, || async {
                 let h = &self.state.handler;
-                let task = h.load::<Task>(id).await?;
+                let task = h.load_stream::<Task>(&task.stream_id).await?;
                 let operation = h.load::<Operation>(operation_id).await?;
                 if !operation.state.exists() {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
@@ -265,7 +268,7 @@ impl Commands<'_> {
                     agent,
                     extra_prompt: None,
                 };
-                let start = task_run::start_task_run(&task.state, &operation.state, &run, None, ctx)?;
+                let start = task_run::start_task_run(&task.state, &task.stream_id, &operation.state, &run, None, ctx)?;
                 // One stamper for every stream: the event ids count on across them.
                 let mut stamper = ctx.stamper();
                 let mut writes = vec![
@@ -286,7 +289,7 @@ impl Commands<'_> {
                 Ok(writes)
             })
             .await?;
-        check_replay(&results, &Task::stream_id(id))?;
+        check_replay(&results, &task.stream_id)?;
         Ok((results.iter().map(|r| r.last_position()).max().unwrap_or(0), is_replay(&results)))
     }
 }

@@ -7,7 +7,7 @@
 use std::{future::Future, sync::Arc};
 
 use agentlog_domain::{
-    conversations::Conversation, envelope::RecordedEvent, operations::OperationKind, streams::StreamKind,
+    conversations::Conversation, envelope::RecordedEvent, operations::OperationKind, streams::StreamKind, tasks::Task,
 };
 use agentlog_eventlog::EventFilter;
 use agentlog_projections::{briefs, conversations, notifications, operations, tasks};
@@ -161,19 +161,26 @@ impl ChangesSubscription {
             },
         )
     }
-
-    /// Every change of one task after `fromPosition` (default: from now on).
+    /// Every change of one task (`id` among the caller's own; an admin names another owner with
+    /// `ownerId`) after `fromPosition` (default: from now on).
     async fn task_changed(
         &self,
         ctx: &Context<'_>,
         id: String,
         from_position: Option<i64>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin following another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> BoxStream<'static, GqlResult<Change<TaskNode>>> {
         let (state, who) = match caller(ctx) {
             Ok(c) => (app(ctx).clone(), c.clone()),
             Err(e) => return failed(e),
         };
-        match tasks::task(&state.db, who.owner(), &id).await {
+        let Some(owner) = who.namespace(owner_id.as_deref()).map(str::to_string) else {
+            return failed(ApiError::not_found("task", id));
+        };
+        match tasks::task(&state.db, &owner, &id).await {
             Ok(Some(_)) => {}
             Ok(None) => return failed(ApiError::not_found("task", id)),
             Err(e) => return failed(e.into()),
@@ -182,7 +189,10 @@ impl ChangesSubscription {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
-        let stream = format!("task-{id}");
+        let stream = match state.handler.stream_of::<Task>(&owner, &id).await {
+            Ok(s) => s,
+            Err(e) => return failed(e.into()),
+        };
         let filter = stream_filter(&who, &stream);
         follow(
             state,
@@ -191,8 +201,8 @@ impl ChangesSubscription {
             filter,
             move |e| e.stream_id == stream,
             move |state, _| {
-                let (id, owner) = (id.clone(), who.owner().map(str::to_string));
-                async move { Ok(Loaded::Row(tasks::task(&state.db, owner.as_deref(), &id).await?.map(TaskNode::from))) }
+                let (id, owner) = (id.clone(), owner.clone());
+                async move { Ok(Loaded::Row(tasks::task(&state.db, &owner, &id).await?.map(TaskNode::from))) }
             },
         )
     }

@@ -62,7 +62,7 @@ impl NodeQuery {
         }
         let key = global.id.as_str();
         let found = match global.node_type {
-            NodeType::Task => task_node(ctx, key).await.map(Node::Task),
+            NodeType::Task => task_node(ctx, Some(&global.owner), key).await.map(Node::Task),
             NodeType::Brief => brief_node(ctx, Some(&global.owner), key).await.map(Node::Brief),
             NodeType::Notification => notification_node(ctx, key).await.map(Node::Notification),
             NodeType::Conversation => conversation_node(ctx, Some(&global.owner), key).await.map(Node::Conversation),

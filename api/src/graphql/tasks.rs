@@ -287,25 +287,25 @@ impl TaskNode {
     /// from the chain's root source.
     #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::origins::Origin>> {
-        let stream = <agentlog_domain::tasks::Task as agentlog_domain::aggregate::Aggregate>::stream_id(&self.task_id);
+        let stream = app(ctx).handler.stream_of::<Task>(&self.user_id, &self.task_id).await.map_err(ApiError::from)?;
         Ok(super::origins::origin(ctx, &stream).await?)
     }
 
     /// What this task depends on.
     async fn dependencies(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
-        let rows = read::task_dependencies(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;
+        let rows = read::task_dependencies(&app(ctx).db, &self.user_id, &self.task_id).await?;
         Ok(rows.into_iter().map(TaskDependency::from).collect())
     }
 
     /// The tasks that depend on this one.
     async fn dependants(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
-        let rows = read::task_dependants(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;
+        let rows = read::task_dependants(&app(ctx).db, &self.user_id, &self.task_id).await?;
         Ok(rows.into_iter().map(TaskDependency::from).collect())
     }
 
     /// Pinned documents, in pin order.
     async fn documents(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDocument>> {
-        let rows = read::task_documents(&app(ctx).db, caller(ctx)?.owner(), &self.task_id).await?;
+        let rows = read::task_documents(&app(ctx).db, &self.user_id, &self.task_id).await?;
         Ok(rows.into_iter().map(TaskDocument::from).collect())
     }
 
@@ -319,7 +319,7 @@ impl TaskNode {
         before: Option<String>,
     ) -> GqlResult<Connection<String, TaskTopic>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::task_topics(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
+        let page = read::task_topics(&app(ctx).db, &self.user_id, &self.task_id, &request).await?;
         Ok(connection(page, TaskTopic::from))
     }
 
@@ -333,7 +333,7 @@ impl TaskNode {
         before: Option<String>,
     ) -> GqlResult<Connection<String, TaskComment>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::task_comments(&app(ctx).db, caller(ctx)?.owner(), &self.task_id, &request).await?;
+        let page = read::task_comments(&app(ctx).db, &self.user_id, &self.task_id, &request).await?;
         Ok(connection(page, TaskComment::from))
     }
 
@@ -348,14 +348,15 @@ impl TaskNode {
     ) -> GqlResult<Connection<String, TaskNode>> {
         let request = page_request(ctx, first, after, last, before)?;
         let filter = TaskFilter { parent_task_id: Some(self.task_id.clone()), ..Default::default() };
-        let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        // Subtasks are named in the parent owner's namespace.
+        let page = read::tasks(&app(ctx).db, Some(&self.user_id), &filter, &request).await?;
         Ok(connection(page, TaskNode::from))
     }
 
     /// Every descendant cut by its `blocks` dependencies into layers that can run in parallel
     /// (upstream's `planForParent`).
     async fn layers(&self, ctx: &Context<'_>) -> GqlResult<SubtaskLayers> {
-        let plan = read::subtask_layers(&app(ctx).db, caller(ctx)?.owner(), &self.task_id)
+        let plan = read::subtask_layers(&app(ctx).db, &self.user_id, &self.task_id)
             .await?
             .ok_or_else(|| ApiError::not_found("task", &self.task_id))?;
         Ok(SubtaskLayers {
@@ -385,18 +386,28 @@ pub struct TaskFilterInput {
 #[derive(Default)]
 pub struct TasksQuery;
 
-/// One task of the caller's (NOT_FOUND otherwise).
-pub async fn task_node(ctx: &Context<'_>, task_id: &str) -> Result<TaskNode, ApiError> {
-    let row = read::task(&app(ctx).db, caller(ctx)?.owner(), task_id).await?;
+/// Task `task_id` of `owner` (the caller's own when `None`), as the caller may see it
+/// (NOT_FOUND otherwise).
+pub async fn task_node(ctx: &Context<'_>, owner: Option<&str>, task_id: &str) -> Result<TaskNode, ApiError> {
+    let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("task", task_id)) };
+    let row = read::task(&app(ctx).db, owner, task_id).await?;
     row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", task_id))
 }
 
 #[Object]
 impl TasksQuery {
-    /// One task by id or by identifier (`T-12`). NOT_FOUND when missing or someone else's.
-    async fn task(&self, ctx: &Context<'_>, id: Option<String>, identifier: Option<String>) -> GqlResult<TaskNode> {
+    /// One task by id (among the caller's own; an admin names another owner with `ownerId`) or
+    /// by identifier (`T-12`). NOT_FOUND when missing or someone else's.
+    async fn task(
+        &self,
+        ctx: &Context<'_>,
+        id: Option<String>,
+        identifier: Option<String>,
+        #[graphql(desc = "Whose task `id` is: an admin reading another user's names them; absent: the caller's own.")]
+        owner_id: Option<String>,
+    ) -> GqlResult<TaskNode> {
         match (id, identifier) {
-            (Some(id), None) => Ok(task_node(ctx, &id).await?),
+            (Some(id), None) => Ok(task_node(ctx, owner_id.as_deref(), &id).await?),
             (None, Some(identifier)) => {
                 let row = read::task_by_identifier(&app(ctx).db, caller(ctx)?.owner(), &identifier).await?;
                 Ok(row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", identifier))?)
@@ -434,6 +445,9 @@ pub struct TaskPayload {
     /// The id it answers for.
     #[graphql(skip)]
     pub(crate) id: String,
+    /// Its owner.
+    #[graphql(skip)]
+    pub(crate) owner: String,
     /// Position of the last event appended (0 when nothing changed).
     pub position: i64,
 }
@@ -442,19 +456,29 @@ pub struct TaskPayload {
 impl TaskPayload {
     /// The task after the command (read model, settled); read when asked for).
     async fn task(&self, ctx: &Context<'_>) -> GqlResult<TaskNode> {
-        node_after(ctx, self.position, task_node(ctx, &self.id)).await
+        node_after(ctx, self.position, task_node(ctx, Some(&self.owner), &self.id)).await
     }
 }
 
 async fn run(
     ctx: &Context<'_>,
     id: &str,
+    owner_id: Option<&str>,
     command: TaskCommand,
     actor: Option<Actor>,
     request_id: Option<String>,
 ) -> GqlResult<TaskPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?).command::<Task>(id, command, actor, request_id.as_deref()).await?;
-    Ok(TaskPayload { id: id.to_string(), position: out.position })
+    let out = Commands::new(app(ctx), caller(ctx)?)
+        .owned_by(owner_id)
+        .command::<Task>(id, command, actor, request_id.as_deref())
+        .await?;
+    Ok(TaskPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
+}
+
+/// The owner a command on task `id` named (`ownerId`, else the caller): the command found the
+/// task there.
+fn named_owner(ctx: &Context<'_>, owner_id: Option<String>) -> String {
+    owner_id.unwrap_or_else(|| caller(ctx).map(|c| c.user_id.clone()).unwrap_or_default())
 }
 
 /// Task mutations.
@@ -465,7 +489,9 @@ pub struct TasksMutation;
 impl TasksMutation {
     /// Create a task (`{taskId, identifier, instruction, name?, description?, priority?,
     /// parentTaskId?, assigneeAgentId?, automationMode?, heartbeat?, schedule?, maxTopics?,
-    /// config?}`); status backlog.
+    /// config?}`); status backlog. Task ids are per owner: another user's `taskId` is no obstacle
+    /// (CONFLICT only for one the owner already holds); `ownerId` (admin) creates it for that
+    /// user. `parentTaskId` and dependencies name tasks of the task's owner.
     async fn create_task(
         &self,
         ctx: &Context<'_>,
@@ -480,7 +506,7 @@ impl TasksMutation {
         let out = commands
             .create::<Task>(&id, TaskCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
             .await?;
-        Ok(TaskPayload { id: id.to_string(), position: out.position })
+        Ok(TaskPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
     /// Change text fields or priority (`{name?, instruction?, description?, priority?}`).
@@ -489,13 +515,26 @@ impl TasksMutation {
         ctx: &Context<'_>,
         id: String,
         patch: Json<serde_json::Value>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::Update(decode("patch", patch)?), None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::Update(decode("patch", patch)?), None, None).await
     }
 
     /// Assign an agent (or unassign with null).
-    async fn assign_task(&self, ctx: &Context<'_>, id: String, agent_id: Option<String>) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::Assign { agent_id }, None, None).await
+    async fn assign_task(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        agent_id: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::Assign { agent_id }, None, None).await
     }
 
     /// How it runs on its own: `mode` `heartbeat`, `schedule` or null (manual); `heartbeat`
@@ -508,6 +547,10 @@ impl TasksMutation {
         mode: Option<String>,
         heartbeat: Option<Json<serde_json::Value>>,
         schedule: Option<Json<serde_json::Value>>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let mode = mode.as_deref().map(|m| from_wire::<AutomationMode>("mode", m)).transpose()?;
         let heartbeat: HeartbeatConfig = heartbeat.map(|h| decode("heartbeat", h)).transpose()?.unwrap_or_default();
@@ -516,7 +559,8 @@ impl TasksMutation {
             None => ScheduleConfig::default(),
         };
         check_time_zone("schedule.timezone", &schedule.timezone)?;
-        run(ctx, &id, TaskCommand::ConfigureAutomation { mode, heartbeat, schedule }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::ConfigureAutomation { mode, heartbeat, schedule }, None, None)
+            .await
     }
 
     /// Most topics (runs) allowed; null = unlimited.
@@ -525,12 +569,16 @@ impl TasksMutation {
         ctx: &Context<'_>,
         id: String,
         max_topics: Option<i32>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let max_topics = match max_topics {
             Some(n) if n < 0 => return Err(ApiError::validation("maxTopics", "must not be negative").into()),
             other => other.map(|n| n as u32),
         };
-        run(ctx, &id, TaskCommand::SetTopicQuota { max_topics }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::SetTopicQuota { max_topics }, None, None).await
     }
 
     /// Replace the run settings (`{model?, provider?, pauseAfterTopic?, reviewEnabled?}`).
@@ -539,9 +587,13 @@ impl TasksMutation {
         ctx: &Context<'_>,
         id: String,
         config: Json<serde_json::Value>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let config: TaskConfig = decode("config", config)?;
-        run(ctx, &id, TaskCommand::Configure(config), None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::Configure(config), None, None).await
     }
 
     /// Move to another status (`backlog`, `paused`, `completed`, `failed` with `error`,
@@ -553,13 +605,17 @@ impl TasksMutation {
         status: String,
         error: Option<String>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let to: TaskStatus = from_wire("status", &status)?;
-        run(ctx, &id, TaskCommand::ChangeStatus { to, error }, None, request_id).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::ChangeStatus { to, error }, None, request_id).await
     }
 
-    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); both must
-    /// be the caller's. A `blocks` edge that would close a cycle is refused (VALIDATION), decided
+    /// Make `id` depend on `dependsOnId` (`kind` `blocks` (default) or `relates`); `dependsOnId`
+    /// is named in the task owner's namespace. A `blocks` edge that would close a cycle is refused (VALIDATION), decided
     /// on the tasks' own streams: of two concurrent additions that would close a cycle
     /// together, one is refused.
     async fn add_task_dependency(
@@ -569,12 +625,17 @@ impl TasksMutation {
         depends_on_id: String,
         kind: Option<String>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let kind: DependencyKind = from_wire("kind", kind.as_deref().unwrap_or("blocks"))?;
         let position = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
             .add_task_dependency(&id, &depends_on_id, kind, request_id.as_deref())
             .await?;
-        Ok(TaskPayload { id: id.to_string(), position })
+        Ok(TaskPayload { id: id.to_string(), owner: named_owner(ctx, owner_id), position })
     }
 
     /// Drop a dependency.
@@ -583,8 +644,12 @@ impl TasksMutation {
         ctx: &Context<'_>,
         id: String,
         depends_on_id: String,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::RemoveDependency { depends_on_id }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::RemoveDependency { depends_on_id }, None, None).await
     }
 
     /// Pin a document (`pinnedBy` `user` (default) or `agent`).
@@ -594,14 +659,27 @@ impl TasksMutation {
         id: String,
         document_id: String,
         pinned_by: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let pinned_by: PinnedBy = from_wire("pinnedBy", pinned_by.as_deref().unwrap_or("user"))?;
-        run(ctx, &id, TaskCommand::PinDocument { document_id, pinned_by }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::PinDocument { document_id, pinned_by }, None, None).await
     }
 
     /// Unpin a document.
-    async fn unpin_task_document(&self, ctx: &Context<'_>, id: String, document_id: String) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::UnpinDocument { document_id }, None, None).await
+    async fn unpin_task_document(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        document_id: String,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::UnpinDocument { document_id }, None, None).await
     }
 
     /// Comment, as the caller or (with `agentId`) as an agent.
@@ -615,18 +693,39 @@ impl TasksMutation {
         agent_id: Option<String>,
         brief_id: Option<String>,
         topic_id: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let who = caller(ctx)?;
         let author = match agent_id {
             Some(a) => CommentAuthor::Agent(a),
             None => CommentAuthor::User(who.user_id.clone()),
         };
-        run(ctx, &id, TaskCommand::AddComment { comment_id, author, content, brief_id, topic_id }, None, None).await
+        run(
+            ctx,
+            &id,
+            owner_id.as_deref(),
+            TaskCommand::AddComment { comment_id, author, content, brief_id, topic_id },
+            None,
+            None,
+        )
+        .await
     }
 
     /// Delete a comment.
-    async fn delete_task_comment(&self, ctx: &Context<'_>, id: String, comment_id: String) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::DeleteComment { comment_id }, None, None).await
+    async fn delete_task_comment(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        comment_id: String,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::DeleteComment { comment_id }, None, None).await
     }
 
     /// A worker's report that a run ended (`{topicId, status, handoff?, result?, error?,
@@ -640,20 +739,36 @@ impl TasksMutation {
         id: String,
         outcome: Json<serde_json::Value>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let report = decode("outcome", outcome)?;
-        let position =
-            Commands::new(app(ctx), caller(ctx)?).complete_task_topic(&id, report, request_id.as_deref()).await?;
-        Ok(TaskPayload { id: id.to_string(), position })
+        let position = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
+            .complete_task_topic(&id, report, request_id.as_deref())
+            .await?;
+        Ok(TaskPayload { id: id.to_string(), owner: named_owner(ctx, owner_id), position })
     }
 
     /// Cancel a running topic; the task pauses. The topic's operation is not stopped: cancel
     /// it with `cancelOperation`.
-    async fn cancel_task_topic(&self, ctx: &Context<'_>, id: String, topic_id: String) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::CancelTopic { topic_id }, None, None).await
+    async fn cancel_task_topic(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        topic_id: String,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::CancelTopic { topic_id }, None, None).await
     }
 
     /// A reviewer scored a topic (`score` 0–100; `scores` `[{rubricId, score, passed, reason?}]`).
+    #[allow(clippy::too_many_arguments)]
     async fn review_task_topic(
         &self,
         ctx: &Context<'_>,
@@ -662,18 +777,31 @@ impl TasksMutation {
         score: i32,
         passed: bool,
         scores: Option<Json<serde_json::Value>>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let score = u8::try_from(score)
             .ok()
             .filter(|s| *s <= 100)
             .ok_or_else(|| ApiError::validation("score", "must be 0 to 100"))?;
         let scores: Vec<ReviewScore> = scores.map(|s| decode("scores", s)).transpose()?.unwrap_or_default();
-        run(ctx, &id, TaskCommand::ReviewTopic { topic_id, score, passed, scores }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::ReviewTopic { topic_id, score, passed, scores }, None, None)
+            .await
     }
 
     /// The agent working on the task is alive.
-    async fn record_task_heartbeat(&self, ctx: &Context<'_>, id: String) -> GqlResult<TaskPayload> {
-        run(ctx, &id, TaskCommand::RecordHeartbeat, None, None).await
+    async fn record_task_heartbeat(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<TaskPayload> {
+        run(ctx, &id, owner_id.as_deref(), TaskCommand::RecordHeartbeat, None, None).await
     }
 
     /// Start a run now: a new topic and its operation (kind `task`) under the assignee, in one
@@ -685,10 +813,15 @@ impl TasksMutation {
         topic_id: String,
         operation_id: String,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose task `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let out = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
             .run_task(&id, &topic_id, &operation_id, request_id.as_deref())
             .await?;
-        Ok(TaskPayload { id: id.to_string(), position: out })
+        Ok(TaskPayload { id: id.to_string(), owner: named_owner(ctx, owner_id), position: out })
     }
 }

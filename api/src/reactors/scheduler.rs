@@ -94,14 +94,14 @@ pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<PassReport, Reactor
     for job in cron_jobs::dispatchable_jobs(&state.db, None).await? {
         fire_cron_job(state, &job, now, &mut report).await?;
     }
-    for task_id in tasks::automated_candidates(&state.db, AutomationMode::Heartbeat, Some(now)).await? {
-        heartbeat_tick(state, &task_id, now, &mut report).await?;
+    for (owner, task_id) in tasks::automated_candidates(&state.db, AutomationMode::Heartbeat, Some(now)).await? {
+        heartbeat_tick(state, &owner, &task_id, now, &mut report).await?;
     }
-    for task_id in tasks::automated_candidates(&state.db, AutomationMode::Schedule, None).await? {
-        schedule_tick(state, &task_id, now, &mut report).await?;
+    for (owner, task_id) in tasks::automated_candidates(&state.db, AutomationMode::Schedule, None).await? {
+        schedule_tick(state, &owner, &task_id, now, &mut report).await?;
     }
-    for task_id in tasks::heartbeat_timeout_candidates(&state.db, now).await? {
-        heartbeat_timeout(state, &task_id, now, &mut report).await?;
+    for (owner, task_id) in tasks::heartbeat_timeout_candidates(&state.db, now).await? {
+        heartbeat_timeout(state, &owner, &task_id, now, &mut report).await?;
     }
     Ok(report)
 }
@@ -132,6 +132,12 @@ fn minute_of(t: NaiveDateTime) -> NaiveDateTime {
 fn system_context(kind: &str, key: &str, at: DateTime<Utc>, owner: &str) -> Context {
     let command_id = derived_id(NAME, &format!("{kind}\u{0}{key}"), at.timestamp_millis());
     Context::new(at, command_id, Actor::system(NAME), owner)
+}
+
+/// The name a task's command keys use: its owned stream (two users' tasks `t1` tick apart), or
+/// for a global stream the task id its ticks always had.
+fn task_key<'a>(stream: &'a str, task_id: &'a str) -> &'a str {
+    if StreamKind::parse_owner(stream).is_some() { stream } else { task_id }
 }
 
 /// The scheduler acting for `owner`, never as an admin: a user's job or task can only start
@@ -231,11 +237,14 @@ async fn fire_cron_job(
 
 async fn heartbeat_tick(
     state: &App,
+    owner: &str,
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
 ) -> Result<(), ReactorError> {
-    let task = state.handler.load::<Task>(task_id).await?.state;
+    let loaded = state.handler.load_of::<Task>(owner, task_id).await?;
+    let (stream, task) = (loaded.stream_id, loaded.state);
+    let name = task_key(&stream, task_id);
     let Some(token) = task.tick_token.clone() else { return Ok(()) };
     if task.next_tick_at.is_some_and(|due| due > now) {
         return Ok(());
@@ -248,19 +257,20 @@ async fn heartbeat_tick(
     if task.heartbeat.require_input {
         let dependency_finished_at = dependency_finished_at(state, &task).await?;
         if !domain_task::tick::new_input(&task, dependency_finished_at) {
-            return skip_idle_tick(state, &task, token, dependency_finished_at, now, report).await;
+            return skip_idle_tick(state, &stream, &task, token, dependency_finished_at, now, report).await;
         }
     }
     // `now` (not the due time) starts the run: it is also the run's first heartbeat.
-    let ctx = system_context("heartbeat", &format!("{task_id}\u{0}{token}"), now, &task.user_id);
-    start_run(state, &task, RunTrigger::Heartbeat, &ctx, report).await
+    let ctx = system_context("heartbeat", &format!("{name}\u{0}{token}"), now, &task.user_id);
+    start_run(state, &stream, &task, RunTrigger::Heartbeat, &ctx, report).await
 }
 
 /// When the latest of `task`'s dependencies completed, read from their own streams.
 async fn dependency_finished_at(state: &App, task: &Task) -> Result<Option<DateTime<Utc>>, ReactorError> {
     let mut latest = None;
     for id in task.dependencies.keys() {
-        let dependency = state.handler.load::<Task>(id).await?.state;
+        // A dependency is named in the task owner's namespace.
+        let dependency = state.handler.load_of::<Task>(&task.user_id, id).await?.state;
         if dependency.status == TaskStatus::Completed {
             latest = latest.max(dependency.completed_at);
         }
@@ -273,6 +283,7 @@ async fn dependency_finished_at(state: &App, task: &Task) -> Result<Option<DateT
 /// meeting the same tick writes nothing: it finds the tick replaced, or the same events.
 async fn skip_idle_tick(
     state: &App,
+    stream: &str,
     task: &Task,
     token: String,
     dependency_finished_at: Option<DateTime<Utc>>,
@@ -280,9 +291,10 @@ async fn skip_idle_tick(
     report: &mut PassReport,
 ) -> Result<(), ReactorError> {
     let task_id = task.id();
-    let ctx = system_context("heartbeat-skip", &format!("{task_id}\u{0}{token}"), now, &task.user_id);
+    let name = task_key(stream, task_id);
+    let ctx = system_context("heartbeat-skip", &format!("{name}\u{0}{token}"), now, &task.user_id);
     let command = domain_task::TaskCommand::SkipIdleTick { tick_token: token, dependency_finished_at };
-    match state.handler.execute::<Task>(task_id, &command, &ctx).await {
+    match state.handler.execute_stream::<Task>(stream, &command, &ctx).await {
         Ok(o) if o.appended.iter().all(|a| a.duplicate) => {}
         Ok(_) => report.ticks_skipped.push(task_id.to_string()),
         Err(e) if already_done(&e) => {}
@@ -295,11 +307,14 @@ async fn skip_idle_tick(
 
 async fn schedule_tick(
     state: &App,
+    owner: &str,
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
 ) -> Result<(), ReactorError> {
-    let task = state.handler.load::<Task>(task_id).await?.state;
+    let loaded = state.handler.load_of::<Task>(owner, task_id).await?;
+    let (stream, task) = (loaded.stream_id, loaded.state);
+    let name = task_key(&stream, task_id);
     // A schedule runs once the user started it (status scheduled), and goes on after each run.
     if !matches!(task.status, TaskStatus::Scheduled | TaskStatus::Running) {
         return Ok(());
@@ -314,18 +329,18 @@ async fn schedule_tick(
     let last_run = task.topics.values().filter(|t| t.trigger == RunTrigger::Schedule).map(|t| t.started_at).max();
     let last = last_run.map_or(started, |r| r.max(started));
     let Some(slot) = latest_slot(&pattern, tz, now, last) else { return Ok(()) };
-    let key = format!("{task_id}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
+    let key = format!("{name}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
     let waiting = briefs::human_waiting(&state.db, &task.user_id, task_id).await?;
     match domain_task::tick::schedule_tick(&task, waiting) {
         Ok(()) => {
             let ctx = system_context("schedule", &key, now, &task.user_id);
-            start_run(state, &task, RunTrigger::Schedule, &ctx, report).await
+            start_run(state, &stream, &task, RunTrigger::Schedule, &ctx, report).await
         }
         Err(domain_task::tick::TickSkip::MaxExecutionsReached) => {
             // The schedule is used up: the task is done (upstream completes it on the tick).
             let ctx = system_context("schedule-complete", &key, now, &task.user_id);
             let command = domain_task::TaskCommand::ChangeStatus { to: TaskStatus::Completed, error: None };
-            match state.handler.execute::<Task>(task_id, &command, &ctx).await {
+            match state.handler.execute_stream::<Task>(&stream, &command, &ctx).await {
                 Ok(_) => report.tasks_completed.push(task_id.to_string()),
                 Err(e) if already_done(&e) => {}
                 Err(CommandError::Domain(e)) => report.skipped.push((task_id.to_string(), e.to_string())),
@@ -347,11 +362,14 @@ async fn schedule_tick(
 /// every pass decides the same events: written once.
 async fn heartbeat_timeout(
     state: &App,
+    owner: &str,
     task_id: &str,
     now: DateTime<Utc>,
     report: &mut PassReport,
 ) -> Result<(), ReactorError> {
-    let task = state.handler.load::<Task>(task_id).await?.state;
+    let loaded = state.handler.load_of::<Task>(owner, task_id).await?;
+    let (stream, task) = (loaded.stream_id, loaded.state);
+    let name = task_key(&stream, task_id);
     let (Some(last), Some(timeout)) = (task.last_heartbeat_at, task.heartbeat.timeout_secs) else { return Ok(()) };
     if task.status != TaskStatus::Running || !task.heartbeat_stale(now) {
         return Ok(());
@@ -359,9 +377,9 @@ async fn heartbeat_timeout(
     // The first whole second past the timeout: when the rule first holds.
     let secs = i64::try_from(timeout).unwrap_or(i64::MAX / 2).saturating_add(1);
     let Some(due) = last.checked_add_signed(Span::seconds(secs)) else { return Ok(()) };
-    let key = format!("{task_id}\u{0}{}", last.timestamp_micros());
+    let key = format!("{name}\u{0}{}", last.timestamp_micros());
     let ctx = system_context("heartbeat-timeout", &key, due, &task.user_id);
-    match state.handler.execute::<Task>(task_id, &domain_task::TaskCommand::CheckHeartbeatTimeout, &ctx).await {
+    match state.handler.execute_stream::<Task>(&stream, &domain_task::TaskCommand::CheckHeartbeatTimeout, &ctx).await {
         Ok(o) if o.appended.iter().all(|a| a.duplicate) => {}
         Ok(_) => report.tasks_timed_out.push(task_id.to_string()),
         Err(e) if already_done(&e) => {}
@@ -377,6 +395,7 @@ async fn heartbeat_timeout(
 
 async fn start_run(
     state: &App,
+    stream: &str,
     task: &Task,
     trigger: RunTrigger,
     ctx: &Context,
@@ -397,9 +416,8 @@ async fn start_run(
         // slot or tick.
         Err(e @ (ApiError::NotFound { .. } | ApiError::Domain(_))) => {
             report.skipped.push((task.id().to_string(), e.to_string()));
-            let stream = Task::stream_id(task.id());
-            let refused = Refused::of("scheduler", "task.start_run", stream.clone(), &task.user_id).task(task.id());
-            refusals::record_for_pass(state, &stream, ctx, refused, &e).await?;
+            let refused = Refused::of("scheduler", "task.start_run", stream.to_string(), &task.user_id).task(task.id());
+            refusals::record_for_pass(state, stream, ctx, refused, &e).await?;
         }
         Err(e) => return Err(e.into()),
     }

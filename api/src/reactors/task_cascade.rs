@@ -15,7 +15,6 @@
 use std::{collections::BTreeMap, collections::BTreeSet, time::Duration};
 
 use agentlog_domain::{
-    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -68,11 +67,12 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
     let completed_id = completed.id().to_string();
     state.runner.wait_for_projections(&["tasks"], fact.position, READ_MODEL_WAIT).await?;
     let mut dependants = Vec::new();
-    for row in tasks::task_dependants(&state.db, Some(&owner), &completed_id).await? {
+    for row in tasks::task_dependants(&state.db, &owner, &completed_id).await? {
         if row.kind != DependencyKind::Blocks {
             continue;
         }
-        let task = state.handler.load::<Task>(&row.task_id).await?.state;
+        // Dependants and their upstreams are named in the completed task owner's namespace.
+        let task = state.handler.load_of::<Task>(&owner, &row.task_id).await?.state;
         if !task.exists() || task.user_id != owner || !task.blocked_by().any(|u| u == completed_id) {
             continue;
         }
@@ -81,7 +81,7 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
             let status = if up == completed_id {
                 Some(TaskStatus::Completed)
             } else {
-                let t = state.handler.load::<Task>(up).await?.state;
+                let t = state.handler.load_of::<Task>(&owner, up).await?.state;
                 (t.exists() && t.user_id == owner).then_some(t.status)
             };
             upstreams.insert(up.to_string(), status);
@@ -108,9 +108,9 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
             Err(ApiError::Domain(e)) => {
                 let n =
                     task_cascade::start_failed_notification(&owner, &completed_id, &event_id, task_id, &e.to_string());
-                let refused = Refused::new(NAME, "task.run", Task::stream_id(task_id), fact)
-                    .task(task_id.clone())
-                    .operation(operation_id.clone());
+                let stream = state.handler.stream_of::<Task>(&owner, task_id).await?;
+                let refused =
+                    Refused::new(NAME, "task.run", stream, fact).task(task_id.clone()).operation(operation_id.clone());
                 refusals::record_with(state, fact, &ctx, Refused { user_id: owner.clone(), ..refused }, &e, Some(n))
                     .await?;
             }

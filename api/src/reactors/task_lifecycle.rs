@@ -15,7 +15,6 @@
 //! `completeTaskTopic`, or by the task leaving `running` — is left alone.
 
 use agentlog_domain::{
-    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -76,7 +75,9 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
     let (Some(task_id), Some(topic_id)) = (spec.task_id.as_deref(), spec.topic_id.as_deref()) else {
         return Ok(());
     };
-    let task = state.handler.load::<Task>(task_id).await?.state;
+    // The operation's task is named in the operation owner's namespace.
+    let loaded = state.handler.load_of::<Task>(&op.user_id, task_id).await?;
+    let (stream, task) = (loaded.stream_id, loaded.state);
     let Some(topic) = task.topics.get(topic_id) else { return Ok(()) };
     if topic.status != TopicStatus::Running || topic.operation_id != spec.operation_id {
         return Ok(());
@@ -94,7 +95,7 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
         brief_judgement: completed.and_then(|c| c.brief_judgement),
     };
     let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
-    match state.handler.execute::<Task>(task_id, &TaskCommand::CompleteTopic(outcome), &ctx).await {
+    match state.handler.execute_stream::<Task>(&stream, &TaskCommand::CompleteTopic(outcome), &ctx).await {
         Ok(o) => tracing::debug!(task = task_id, topic = topic_id, position = o.last_position(), "topic ended"),
         Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}
         // The topic ended meanwhile (by hand, or the task left running): nothing to do.
@@ -102,7 +103,7 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
             tracing::debug!(task = task_id, topic = topic_id, reason = %e, "topic already ended");
         }
         Err(CommandError::Domain(e)) => {
-            let refused = Refused::new(NAME, "task.complete_topic", Task::stream_id(task_id), fact)
+            let refused = Refused::new(NAME, "task.complete_topic", stream.clone(), fact)
                 .operation(spec.operation_id.clone())
                 .task(task_id);
             refusals::record(state, fact, &ctx, Refused { user_id: task.user_id.clone(), ..refused }, &e).await?;

@@ -14,6 +14,7 @@ use agentlog_domain::{
     envelope::{Actor, RecordedEvent},
     error::DomainError,
     operations::Operation,
+    streams::StreamKind,
     tasks::{Task, TaskEvent},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
@@ -65,9 +66,9 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
             Err(CommandError::Domain(e)) => {
                 let refused =
                     Refused::new(NAME, "operation.cancel", Operation::stream_id(&op), fact).operation(op.clone());
-                let refused = match fact.stream_id.strip_prefix("task-") {
-                    Some(task) => refused.task(task),
-                    None => refused,
+                let refused = match StreamKind::parse(&fact.stream_id) {
+                    Some((StreamKind::Task, task)) => refused.task(task),
+                    _ => refused,
                 };
                 refusals::record(state, fact, &ctx, refused, &e).await?;
             }

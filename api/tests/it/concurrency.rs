@@ -67,7 +67,13 @@ async fn fifty_clients_on_one_of_each(db: Db) {
         .find(|e| e.event_type == "conversation.created" && e.payload["topicId"] == topic.as_str())
         .map(|e| e.stream_id.clone())
         .expect("the topic's creation");
-    let task = format!("task-{}", id_of("createTask", "taskId"));
+    // Task ids are per owner too: the task's stream is where its creation landed.
+    let task_id = id_of("createTask", "taskId");
+    let task = events
+        .iter()
+        .find(|e| e.event_type == "task.created" && e.payload["taskId"] == task_id.as_str())
+        .map(|e| e.stream_id.clone())
+        .expect("the task's creation");
     let operation = format!("operation-{}", id_of("claimOperation", "operationId"));
     let acked = |op: &str| records.iter().filter(|r| r.op == op && r.position > 0).count();
     let logged = |stream: &str, event_type: &str| {

@@ -282,11 +282,11 @@ async fn a_scheduled_run_never_borrows_another_users_agent(db: Db) {
         .data(Some(&s.admin_token), "{ operations(first: 50) { edges { node { id agentId model } } } }", json!({}))
         .await;
     assert_eq!(ops["operations"]["edges"].as_array().map(Vec::len), Some(0), "{ops}");
-    // The same rule for a manual run by an admin on alice's behalf.
+    // The same rule for a manual run by an admin on alice's behalf (naming her task's owner).
     let r = s
         .gql(
             Some(&s.admin_token),
-            "mutation { runTask(id: \"t1\", topicId: \"tp\", operationId: \"op\") { position } }",
+            "mutation { runTask(id: \"t1\", topicId: \"tp\", operationId: \"op\", ownerId: \"alice\") { position } }",
             json!({}),
         )
         .await;

@@ -56,7 +56,30 @@ async fn approving_a_result_brief_starts_the_released_dependants(db: Db) {
         json!({"i": {"taskId": "x", "identifier": "X", "instruction": "bob's"}}),
     )
     .await;
-    s.data(Some(&admin), DEPEND, json!({"id": "e", "on": "x"})).await;
+    // Task ids are per owner, so no call names bob's x from alice's e; a log from before they
+    // were (when an admin could) holds such an edge: appended here with the handler directly.
+    {
+        use agentlog_domain::{
+            context::Context,
+            envelope::Actor,
+            tasks::{DependencyKind, Task, TaskCommand},
+        };
+        let state = agentlog_api::server::open_app(
+            &s.db.url(),
+            agentlog_api::state::Settings::default(),
+            agentlog_api::state::ApiLimits::default(),
+        )
+        .await
+        .expect("open the app");
+        let ctx = Context::new(chrono::Utc::now(), uuid::Uuid::now_v7(), Actor::user("admin"), "alice");
+        let edge = TaskCommand::AddDependency {
+            depends_on_id: "x".into(),
+            kind: DependencyKind::Blocks,
+            graph: Default::default(),
+        };
+        state.handler.execute_of::<Task>("alice", "e", &edge, &ctx).await.expect("e waits on x");
+        state.store.close().await;
+    }
 
     approve_result(&s, &alice, "a").await;
     assert_eq!(task(&s, &alice, "a").await["status"], "completed");
@@ -328,8 +351,13 @@ async fn racing_dependencies_never_both_close_a_cycle(db: Db) {
     let db = s.stop();
     let log = support::read_log(&db).await;
     let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
-    for e in log.iter().filter(|e| e.stream_id.starts_with("task-")) {
-        let task = e.stream_id.trim_start_matches("task-").to_string();
+    for e in log.iter() {
+        let Some((agentlog_domain::streams::StreamKind::Task, task)) =
+            agentlog_domain::streams::StreamKind::parse(&e.stream_id)
+        else {
+            continue;
+        };
+        let task = task.to_string();
         match e.event_type.as_str() {
             "task.dependency_added" if e.payload["kind"] == "blocks" => {
                 edges.entry(task).or_default().insert(e.payload["dependsOnId"].as_str().unwrap().to_string());

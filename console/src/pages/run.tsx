@@ -6,6 +6,7 @@ import { gql, useQuery, useSubscription } from "../api";
 import { CardForm, type Card } from "../card";
 import { cost, count, duration, pretty, when } from "../format";
 import { topicHref } from "./conversations";
+import { taskLink } from "./tasks";
 
 /** Timeline events read per page. */
 const PAGE = 200;
@@ -177,7 +178,7 @@ export function Run({ id }: { id: string }) {
           <>
             <dt>Task</dt>
             <dd>
-              <a href={`/tasks/${encodeURIComponent(o.taskId)}`}>{o.taskId}</a>
+              <a href={taskLink(o.taskId, o.userId)}>{o.taskId}</a>
             </dd>
           </>
         )}

@@ -3,10 +3,11 @@
 import { useState } from "preact/hooks";
 import { gql, useLiveEvents, useQuery } from "../api";
 import { when } from "../format";
+import { taskLink } from "./tasks";
 
 const SCHEDULES = `{
   cronJobs(first: 200) { nodes { jobId agentId name pattern timezone content enabled remainingExecutions lastExecutedAt nextFireAt totalExecutions } }
-  tasks(first: 500) { nodes { taskId identifier name instruction status automationMode heartbeatIntervalSecs nextHeartbeatAt lastHeartbeatAt schedulePattern scheduleTimezone } }
+  tasks(first: 500) { nodes { taskId userId identifier name instruction status automationMode heartbeatIntervalSecs nextHeartbeatAt lastHeartbeatAt schedulePattern scheduleTimezone } }
 }`;
 const ENABLE = `mutation($id: String!) { enableCronJob(id: $id) { position } }`;
 const DISABLE = `mutation($id: String!) { disableCronJob(id: $id) { position } }`;
@@ -93,7 +94,7 @@ export function Schedules() {
             {scheduled.map((t: any) => (
               <tr key={t.taskId}>
                 <td>
-                  <a href={`/tasks/${encodeURIComponent(t.taskId)}`}>{t.identifier}</a> {t.name ?? t.instruction}
+                  <a href={taskLink(t.taskId, t.userId)}>{t.identifier}</a> {t.name ?? t.instruction}
                 </td>
                 <td>{t.status}</td>
                 <td>{t.heartbeatIntervalSecs ? `${t.heartbeatIntervalSecs} s` : "–"}</td>

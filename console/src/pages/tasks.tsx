@@ -6,10 +6,10 @@ import { ApiError, gql, useLiveEvents, useQuery } from "../api";
 import { pretty, when } from "../format";
 import { DepGraph, type GraphEdge, type GraphNode } from "../depgraph";
 
-const BOARD = `query($first: Int) { tasks(first: $first) { pageInfo { hasNextPage } nodes { taskId identifier name instruction status priority assigneeAgentId totalTopics updatedAt } } }`;
-const TASK = `query($id: String!) {
-  task(id: $id) {
-    taskId identifier name instruction description status priority assigneeAgentId automationMode heartbeatIntervalSecs
+const BOARD = `query($first: Int) { tasks(first: $first) { pageInfo { hasNextPage } nodes { taskId userId identifier name instruction status priority assigneeAgentId totalTopics updatedAt } } }`;
+const TASK = `query($id: String!, $owner: String) {
+  task(id: $id, ownerId: $owner) {
+    taskId userId identifier name instruction description status priority assigneeAgentId automationMode heartbeatIntervalSecs
     nextHeartbeatAt schedulePattern totalTopics maxTopics consecutiveFailures error createdAt startedAt completedAt
     dependencies { taskId dependsOnId kind } dependants { taskId dependsOnId kind }
     layers { layers totalRunnable alreadyDone cycles blockedByCycle blockedExternally ineligible }
@@ -19,7 +19,12 @@ const TASK = `query($id: String!) {
     documents { documentId pinnedBy pinnedAt }
   }
 }`;
-const RUN = `mutation($id: String!, $topicId: String!, $operationId: String!) { runTask(id: $id, topicId: $topicId, operationId: $operationId) { position } }`;
+const RUN = `mutation($id: String!, $topicId: String!, $operationId: String!, $owner: String) { runTask(id: $id, topicId: $topicId, operationId: $operationId, ownerId: $owner) { position } }`;
+
+/** The console link to `owner`'s task `taskId` (task ids are per owner). */
+export function taskLink(taskId: string, owner: string): string {
+  return `/tasks/${encodeURIComponent(taskId)}?owner=${encodeURIComponent(owner)}`;
+}
 
 /** Board columns, in a task's usual order. */
 const COLUMNS = ["backlog", "running", "paused", "completed", "failed", "canceled"];
@@ -27,7 +32,7 @@ const COLUMNS = ["backlog", "running", "paused", "completed", "failed", "cancele
 /** The Tasks page: every status a column. */
 export function Tasks() {
   const q = useQuery(BOARD, { first: 500 });
-  useLiveEvents({ streamPrefix: "task-" }, () => q.reload());
+  useLiveEvents({ streamPrefix: "task" }, () => q.reload());
   if (q.error && !q.data) return <p role="alert" class="error">{q.error.message}</p>;
   const tasks: any[] = q.data?.tasks.nodes ?? [];
   const statuses = [...COLUMNS, ...new Set(tasks.map((t) => t.status).filter((s) => !COLUMNS.includes(s)))];
@@ -45,8 +50,8 @@ export function Tasks() {
               </h2>
               <ul>
                 {here.map((t) => (
-                  <li key={t.taskId} data-task={t.taskId}>
-                    <a href={`/tasks/${encodeURIComponent(t.taskId)}`}>{t.identifier}</a> {t.name ?? t.instruction}
+                  <li key={`${t.userId}/${t.taskId}`} data-task={t.taskId}>
+                    <a href={taskLink(t.taskId, t.userId)}>{t.identifier}</a> {t.name ?? t.instruction}
                     <br />
                     <small>
                       {t.assigneeAgentId ?? "unassigned"} · {t.totalTopics} runs
@@ -62,19 +67,19 @@ export function Tasks() {
   );
 }
 
-const taskHref = (id: string) => `/tasks/${encodeURIComponent(id)}`;
 
-/** The task between what it depends on (left) and what depends on it (right). */
+/** The task between what it depends on (left) and what depends on it (right); they are named
+ * in the task owner's namespace. */
 function around(t: any): { nodes: GraphNode[]; edges: GraphEdge[] } {
   const me: GraphNode = { id: t.taskId, label: t.identifier, status: t.status, column: t.dependencies.length ? 1 : 0 };
   const nodes: GraphNode[] = [me];
   const edges: GraphEdge[] = [];
   for (const d of t.dependencies) {
-    nodes.push({ id: d.dependsOnId, label: `${d.dependsOnId} (${d.kind})`, href: taskHref(d.dependsOnId), column: 0 });
+    nodes.push({ id: d.dependsOnId, label: `${d.dependsOnId} (${d.kind})`, href: taskLink(d.dependsOnId, t.userId), column: 0 });
     edges.push({ from: d.dependsOnId, to: t.taskId });
   }
   for (const d of t.dependants) {
-    nodes.push({ id: d.taskId, label: `${d.taskId} (${d.kind})`, href: taskHref(d.taskId), column: me.column + 1 });
+    nodes.push({ id: d.taskId, label: `${d.taskId} (${d.kind})`, href: taskLink(d.taskId, t.userId), column: me.column + 1 });
     edges.push({ from: t.taskId, to: d.taskId });
   }
   return t.dependencies.length + t.dependants.length ? { nodes, edges } : { nodes: [], edges: [] };
@@ -95,7 +100,7 @@ function subtaskGraph(t: any): { nodes: GraphNode[]; edges: GraphEdge[] } {
     id: s.taskId,
     label: s.identifier,
     status: s.status,
-    href: taskHref(s.taskId),
+    href: taskLink(s.taskId, t.userId),
     column: column.get(s.identifier) ?? last,
   }));
   // Deeper descendants are in the layers by identifier only.
@@ -108,9 +113,10 @@ function subtaskGraph(t: any): { nodes: GraphNode[]; edges: GraphEdge[] } {
 }
 
 /** One task. */
-export function Task({ id }: { id: string }) {
-  const q = useQuery(TASK, { id });
-  useLiveEvents({ streamPrefix: `task-${id}` }, () => q.reload());
+export function Task({ id, owner }: { id: string; owner?: string }) {
+  const q = useQuery(TASK, { id, owner });
+  // A task's stream names its owner (or is a global one from before): follow task streams.
+  useLiveEvents({ streamPrefix: "task" }, () => q.reload());
   const [error, setError] = useState<string | null>(null);
   if (q.error && !q.data) return <p role="alert" class="error">{q.error.message}</p>;
   const t = q.data?.task;
@@ -120,7 +126,7 @@ export function Task({ id }: { id: string }) {
     const n = t.totalTopics + 1;
     const suffix = `${Date.now().toString(36)}`;
     try {
-      await gql(RUN, { id: t.taskId, topicId: `${t.taskId}-topic-${n}-${suffix}`, operationId: `${t.taskId}-run-${n}-${suffix}` });
+      await gql(RUN, { id: t.taskId, owner: t.userId, topicId: `${t.taskId}-topic-${n}-${suffix}`, operationId: `${t.taskId}-run-${n}-${suffix}` });
       q.reload();
     } catch (e) {
       setError(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));

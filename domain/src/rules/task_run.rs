@@ -12,7 +12,7 @@ use crate::tasks::{RunTask, Task, TaskCommand, TaskEvent};
 /// The events of a task run's start, per stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRunStart {
-    /// `task-<id>`: timeouts, inbox fallback, running, model snapshot, topic started.
+    /// The task's stream (`task@<owner>/<id>`): timeouts, inbox fallback, running, model snapshot, topic started.
     pub task: StreamEvents<TaskEvent>,
     /// `operation-<id>`: the run's operation (kind task), created.
     pub operation: StreamEvents<OperationEvent>,
@@ -27,9 +27,11 @@ impl TaskRunStart {
 }
 
 /// Decide a run of `task`: the task's rules (see [`crate::tasks`]) and a new operation of kind
-/// `task` for the run, under the agent `run.agent` (the assignee or the inbox agent).
+/// `task` for the run, under the agent `run.agent` (the assignee or the inbox agent). The task's
+/// events land on `task_stream` (the caller resolved it in the task owner's namespace).
 pub fn start_task_run(
     task: &Task,
+    task_stream: &str,
     existing_operation: &Operation,
     run: &RunTask,
     max_steps: Option<u32>,
@@ -45,7 +47,7 @@ pub fn start_task_run(
     create.max_steps = max_steps;
     let operation_events = existing_operation.decide(&OperationCommand::Create(create), ctx)?;
     Ok(TaskRunStart {
-        task: StreamEvents::new(Task::stream_id(task.id()), task_events),
+        task: StreamEvents::new(task_stream.to_string(), task_events),
         operation: StreamEvents::new(Operation::stream_id(&run.operation_id), operation_events),
     })
 }

@@ -355,8 +355,15 @@ fn run_cmd() -> RunTask {
 #[test]
 fn a_task_run_creates_its_topic_and_its_operation() {
     let t = task();
-    let start =
-        start_task_run(&t, &Operation::default(), &run_cmd(), Some(50), &system_ctx(1)).unwrap();
+    let start = start_task_run(
+        &t,
+        "task@u1/t1",
+        &Operation::default(),
+        &run_cmd(),
+        Some(50),
+        &system_ctx(1),
+    )
+    .unwrap();
     let op = fold(Operation::default(), &start.operation);
     let spec = op.spec.as_ref().unwrap();
     assert_eq!(
@@ -374,6 +381,7 @@ fn a_task_run_creates_its_topic_and_its_operation() {
     assert_eq!(writes[0].events[0].metadata.scope_key, "task:t1");
     let e = start_task_run(
         &t,
+        "task@u1/t1",
         &Operation::default(),
         &RunTask { topic_id: "tp2".into(), ..run_cmd() },
         None,
@@ -508,7 +516,8 @@ fn approving_a_result_brief_completes_its_task_unless_scheduled() {
 fn approving_while_a_run_is_going_cancels_the_run_first() {
     let t = task();
     let start =
-        start_task_run(&t, &Operation::default(), &run_cmd(), None, &system_ctx(1)).unwrap();
+        start_task_run(&t, "task@u1/t1", &Operation::default(), &run_cmd(), None, &system_ctx(1))
+            .unwrap();
     let running = fold(t, &start.task);
     let r = resolve_brief(
         &brief(BriefType::Result, Some("t1")),

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use super::rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};
 use crate::{
     db::ReadTx,
-    decoding::decode_batch,
+    decoding::decode_owned_batch,
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -37,7 +37,7 @@ impl Projection for TasksProjection {
         "tasks"
     }
     fn version(&self) -> i32 {
-        1
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[TaskRow::TABLE, DependencyRow::TABLE, DocumentRow::TABLE, TopicRow::TABLE, CommentRow::TABLE]
@@ -50,12 +50,12 @@ impl Projection for TasksProjection {
         &["task_topics_by_topic"]
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let decoded = decode_batch::<E>(events)?;
+        let decoded = decode_owned_batch::<E>(events)?;
         let mut batch = Batch::default();
-        batch.tasks.load(tx, "task_id", decoded.iter().map(|(_, id, _)| id.clone())).await?;
+        batch.tasks.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;
         batch.topics.load(tx, "topic_id", decoded.iter().flat_map(|(_, _, e)| topic_ids(e))).await?;
-        for (recorded, task_id, event) in &decoded {
-            fold(&mut batch, recorded, task_id, event);
+        for (recorded, key, event) in &decoded {
+            fold(&mut batch, recorded, key, event);
         }
         batch.tasks.flush(tx).await?;
         batch.dependencies.flush(tx).await?;
@@ -78,11 +78,11 @@ fn topic_ids(event: &E) -> Vec<String> {
     }
 }
 
-fn new_task(task_id: &str, e: &agentlog_domain::tasks::event::TaskCreated, at: DateTime<Utc>) -> TaskRow {
+fn new_task(key: &(String, String), e: &agentlog_domain::tasks::event::TaskCreated, at: DateTime<Utc>) -> TaskRow {
     let s = &e.spec;
     TaskRow {
-        task_id: task_id.to_string(),
-        user_id: e.user_id.clone(),
+        task_id: key.1.clone(),
+        user_id: key.0.clone(),
         identifier: s.identifier.clone(),
         name: s.name.clone(),
         instruction: s.instruction.clone(),
@@ -123,16 +123,15 @@ fn saturating_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// Apply one event to the staged rows.
-fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
+/// Apply one event to the staged rows of task `task` (`(owner, task_id)`).
+fn fold(b: &mut Batch, recorded: &RecordedEvent, task: &(String, String), event: &E) {
     let at = recorded.recorded_at;
-    let key = task_id.to_string();
     if let E::Created(e) = event {
-        b.tasks.put(new_task(task_id, e, at));
+        b.tasks.put(new_task(task, e, at));
         return;
     }
-    // Child rows carry the task's owner; the event's owner is the same unless the task is unknown.
-    let owner = b.tasks.get(&key).map_or_else(|| recorded.metadata.user_id.clone(), |t| t.user_id.clone());
+    // Child rows carry the task's owner (the stream's: task ids are per owner).
+    let (owner, key) = (task.0.clone(), task.1.clone());
     match event {
         E::DependencyAdded(e) => {
             b.dependencies.put(DependencyRow {
@@ -143,7 +142,7 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
                 created_at: at,
             });
         }
-        E::DependencyRemoved(e) => b.dependencies.remove(&(key.clone(), e.depends_on_id.clone())),
+        E::DependencyRemoved(e) => b.dependencies.remove(&(owner.clone(), key.clone(), e.depends_on_id.clone())),
         E::DocumentPinned(e) => b.documents.put(DocumentRow {
             task_id: key.clone(),
             document_id: e.document_id.clone(),
@@ -151,7 +150,7 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
             user_id: owner,
             pinned_at: e.at,
         }),
-        E::DocumentUnpinned(e) => b.documents.remove(&(key.clone(), e.document_id.clone())),
+        E::DocumentUnpinned(e) => b.documents.remove(&(owner.clone(), key.clone(), e.document_id.clone())),
         E::CommentAdded(e) => {
             let (author_kind, author_id) = match &e.author {
                 CommentAuthor::User(id) => ("user", id.clone()),
@@ -169,9 +168,9 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
                 created_at: e.at,
             });
         }
-        E::CommentDeleted(e) => b.comments.remove(&(key.clone(), e.comment_id.clone())),
+        E::CommentDeleted(e) => b.comments.remove(&(owner.clone(), key.clone(), e.comment_id.clone())),
         E::TopicStarted(e) => {
-            let topic_key = (key.clone(), e.topic_id.clone());
+            let topic_key = (owner.clone(), key.clone(), e.topic_id.clone());
             // A continued topic keeps its review and last hand-off; the run's fields are new.
             let (handoff, review) = b.topics.get(&topic_key).map_or((None, None), |t| {
                 (t.handoff.clone(), Some((t.review_score, t.review_passed, t.review_scores.clone(), t.reviewed_at)))
@@ -200,25 +199,25 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
         }
         E::TopicsTimedOut(e) => {
             for id in &e.topic_ids {
-                end_topic(b, &key, id, TopicStatus::Timeout, e.at, at);
+                end_topic(b, task, id, TopicStatus::Timeout, e.at, at);
             }
         }
         E::TopicCompleted(e) => {
-            if let Some(t) = end_topic(b, &key, &e.topic_id, TopicStatus::Completed, e.at, at) {
+            if let Some(t) = end_topic(b, task, &e.topic_id, TopicStatus::Completed, e.at, at) {
                 t.handoff = Some(e.handoff.clone());
             }
         }
         E::TopicFailed(e) => {
-            if let Some(t) = end_topic(b, &key, &e.topic_id, TopicStatus::Failed, e.at, at) {
+            if let Some(t) = end_topic(b, task, &e.topic_id, TopicStatus::Failed, e.at, at) {
                 t.error = Some(e.error.clone());
                 t.error_code = e.error_code.clone();
             }
         }
         E::TopicCanceled(e) => {
-            end_topic(b, &key, &e.topic_id, TopicStatus::Canceled, e.at, at);
+            end_topic(b, task, &e.topic_id, TopicStatus::Canceled, e.at, at);
         }
         E::TopicReviewed(e) => {
-            if let Some(t) = b.topics.get_mut(&(key.clone(), e.topic_id.clone())) {
+            if let Some(t) = b.topics.get_mut(&(owner.clone(), key.clone(), e.topic_id.clone())) {
                 t.review_score = Some(e.score.into());
                 t.review_passed = Some(e.passed);
                 t.review_scores = Some(e.scores.clone());
@@ -228,22 +227,22 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task_id: &str, event: &E) {
         }
         _ => {}
     }
-    if let Some(task) = b.tasks.get_mut(&key) {
-        fold_task(task, event);
-        task.updated_at = at;
+    if let Some(row) = b.tasks.get_mut(task) {
+        fold_task(row, event);
+        row.updated_at = at;
     }
 }
 
 /// Mark a topic ended; returns it for further changes (none when the topic is unknown).
 fn end_topic<'a>(
     b: &'a mut Batch,
-    task_id: &str,
+    task: &(String, String),
     topic_id: &str,
     status: TopicStatus,
     ended: DateTime<Utc>,
     at: DateTime<Utc>,
 ) -> Option<&'a mut TopicRow> {
-    let t = b.topics.get_mut(&(task_id.to_string(), topic_id.to_string()))?;
+    let t = b.topics.get_mut(&(task.0.clone(), task.1.clone(), topic_id.to_string()))?;
     t.status = status;
     t.ended_at = Some(ended);
     t.updated_at = at;

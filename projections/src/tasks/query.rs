@@ -1,4 +1,5 @@
-//! Queries over the tasks read model, owner-scoped (`owner: None` = admin).
+//! Queries over the tasks read model, owner-scoped (`owner: None` lists as an admin; one task
+//! and its parts are always named with their owner, as task ids are per owner).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -27,10 +28,10 @@ pub struct TaskFilter {
     pub parent_task_id: Option<String>,
 }
 
-/// One task by id.
-pub async fn task(db: &ReadDb, owner: Option<&str>, task_id: &str) -> Result<Option<TaskRow>, ProjectionError> {
+/// `owner`'s task `task_id` (task ids are per owner).
+pub async fn task(db: &ReadDb, owner: &str, task_id: &str) -> Result<Option<TaskRow>, ProjectionError> {
     let mut q = Select::new(TaskRow::COLUMNS, TaskRow::TABLE);
-    q.eq("task_id", task_id).owner(owner);
+    q.eq("user_id", owner).eq("task_id", task_id);
     q.one(db).await?.as_ref().map(TaskRow::from_row).transpose()
 }
 
@@ -64,66 +65,54 @@ pub async fn tasks(
 }
 
 /// What a task depends on (its upstreams).
-pub async fn task_dependencies(
-    db: &ReadDb,
-    owner: Option<&str>,
-    task_id: &str,
-) -> Result<Vec<DependencyRow>, ProjectionError> {
+pub async fn task_dependencies(db: &ReadDb, owner: &str, task_id: &str) -> Result<Vec<DependencyRow>, ProjectionError> {
     let mut q = Select::new(DependencyRow::COLUMNS, DependencyRow::TABLE);
-    q.eq("task_id", task_id).owner(owner);
+    q.eq("user_id", owner).eq("task_id", task_id);
     q.all(db, "depends_on_id").await?.iter().map(DependencyRow::from_row).collect()
 }
 
 /// The tasks that depend on a task (its dependants).
-pub async fn task_dependants(
-    db: &ReadDb,
-    owner: Option<&str>,
-    task_id: &str,
-) -> Result<Vec<DependencyRow>, ProjectionError> {
+pub async fn task_dependants(db: &ReadDb, owner: &str, task_id: &str) -> Result<Vec<DependencyRow>, ProjectionError> {
     let mut q = Select::new(DependencyRow::COLUMNS, DependencyRow::TABLE);
-    q.eq("depends_on_id", task_id).owner(owner);
+    q.eq("user_id", owner).eq("depends_on_id", task_id);
     q.all(db, "task_id").await?.iter().map(DependencyRow::from_row).collect()
 }
 
 /// A task's pinned documents, in pin order.
-pub async fn task_documents(
-    db: &ReadDb,
-    owner: Option<&str>,
-    task_id: &str,
-) -> Result<Vec<DocumentRow>, ProjectionError> {
+pub async fn task_documents(db: &ReadDb, owner: &str, task_id: &str) -> Result<Vec<DocumentRow>, ProjectionError> {
     let mut q = Select::new(DocumentRow::COLUMNS, DocumentRow::TABLE);
-    q.eq("task_id", task_id).owner(owner);
+    q.eq("user_id", owner).eq("task_id", task_id);
     q.all(db, "pinned_at, document_id").await?.iter().map(DocumentRow::from_row).collect()
 }
 
 /// A task's topics (runs), by sequence number.
 pub async fn task_topics(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     task_id: &str,
     page: &PageRequest,
 ) -> Result<Page<TopicRow>, ProjectionError> {
     let mut q = Select::new(TopicRow::COLUMNS, TopicRow::TABLE);
-    q.eq("task_id", task_id).owner(owner);
+    q.eq("user_id", owner).eq("task_id", task_id);
     q.page(db, "seq", "topic_id", Order::Asc, page, TopicRow::from_row, |t| Cursor::new(t.seq, &t.topic_id)).await
 }
 
-/// The task topic of a conversation topic.
-pub async fn task_topic(db: &ReadDb, owner: Option<&str>, topic_id: &str) -> Result<Option<TopicRow>, ProjectionError> {
+/// `owner`'s task topic of a conversation topic.
+pub async fn task_topic(db: &ReadDb, owner: &str, topic_id: &str) -> Result<Option<TopicRow>, ProjectionError> {
     let mut q = Select::new(TopicRow::COLUMNS, TopicRow::TABLE);
-    q.eq("topic_id", topic_id).owner(owner);
+    q.eq("user_id", owner).eq("topic_id", topic_id);
     q.one(db).await?.as_ref().map(TopicRow::from_row).transpose()
 }
 
 /// A task's comments, oldest first.
 pub async fn task_comments(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     task_id: &str,
     page: &PageRequest,
 ) -> Result<Page<CommentRow>, ProjectionError> {
     let mut q = Select::new(CommentRow::COLUMNS, CommentRow::TABLE);
-    q.eq("task_id", task_id).owner(owner);
+    q.eq("user_id", owner).eq("task_id", task_id);
     q.page(db, "created_at", "comment_id", Order::Asc, page, CommentRow::from_row, |c| {
         Cursor::new(c.created_at.timestamp_micros(), &c.comment_id)
     })
@@ -140,7 +129,7 @@ const MEMBER_COLUMNS: &[&str] = &["task_id", "identifier", "status"];
 
 async fn members_where(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     column: &str,
     ids: &[String],
 ) -> Result<Vec<(String, Member)>, ProjectionError> {
@@ -152,10 +141,8 @@ async fn members_where(
             MEMBER_COLUMNS.join(", "),
             placeholders(chunk.len())
         );
-        if let Some(o) = owner {
-            args.push(o.into());
-            sql.push_str(&format!(" AND user_id = ${}", args.len()));
-        }
+        args.push(owner.into());
+        sql.push_str(&format!(" AND user_id = ${}", args.len()));
         for row in db.fetch(&sql, &args).await? {
             let mut c = Columns::new(&row, "tasks", MEMBER_COLUMNS);
             let id = c.text()?;
@@ -170,10 +157,10 @@ async fn members_where(
 /// The subtask layers of a task (upstream `planForParent`): every descendant, cut by its
 /// `blocks` dependencies into layers that can run in parallel. Upstreams outside the subtree
 /// are looked up; one that does not exist (or is not the owner's) is an unknown blocker
-/// `__missing:<taskId>`. `None` when the parent is not found.
+/// `__missing:<taskId>`. `None` when the parent is not found. All in `owner`'s namespace.
 pub async fn subtask_layers(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     parent_task_id: &str,
 ) -> Result<Option<SubtaskPlan>, ProjectionError> {
     if task(db, owner, parent_task_id).await?.is_none() {
@@ -198,9 +185,11 @@ pub async fn subtask_layers(
     for chunk in ids.chunks(1_000) {
         let mut args: Vec<SqlValue> = chunk.iter().map(SqlValue::from).collect();
         args.push(wire_name(&DependencyKind::Blocks).into());
+        args.push(owner.into());
         let sql = format!(
-            "SELECT task_id, depends_on_id FROM task_dependencies WHERE task_id IN ({}) AND kind = ${}",
+            "SELECT task_id, depends_on_id FROM task_dependencies WHERE task_id IN ({}) AND kind = ${} AND user_id = ${}",
             placeholders(chunk.len()),
+            args.len() - 1,
             args.len()
         );
         for row in db.fetch(&sql, &args).await? {
@@ -238,29 +227,29 @@ pub async fn subtask_layers(
     Ok(Some(plan_subtask_layers(&nodes, &external)))
 }
 
-/// Running tasks whose last heartbeat is older than their heartbeat timeout at `now`, by id —
+/// Running tasks whose last heartbeat is older than their heartbeat timeout at `now`, as `(owner, id)` —
 /// the scheduler's timeout candidates (each task's own rule still decides). Whole seconds, as
 /// `Task::heartbeat_stale`; no multiplication, so no timeout is large enough to overflow.
 pub async fn heartbeat_timeout_candidates(
     db: &ReadDb,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<String>, ProjectionError> {
-    let sql = "SELECT task_id FROM tasks WHERE status = 'running' \
+) -> Result<Vec<(String, String)>, ProjectionError> {
+    let sql = "SELECT user_id, task_id FROM tasks WHERE status = 'running' \
                AND heartbeat_timeout_secs IS NOT NULL AND last_heartbeat_at IS NOT NULL \
-               AND ($1 - last_heartbeat_at) / 1000000 > heartbeat_timeout_secs ORDER BY task_id";
+               AND ($1 - last_heartbeat_at) / 1000000 > heartbeat_timeout_secs ORDER BY task_id, user_id";
     let rows = db.fetch(sql, &[now.timestamp_micros().into()]).await?;
-    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+    Ok(owned_ids(&rows))
 }
 
-/// Tasks in automation `mode` that are not finished or paused, by id — for heartbeats only those
+/// Tasks in automation `mode` that are not finished or paused, as `(owner, id)` — for heartbeats only those
 /// whose tick is due by `heartbeat_due_by`. The scheduler's candidates: each one's own rules
 /// still decide.
 pub async fn automated_candidates(
     db: &ReadDb,
     mode: agentlog_domain::tasks::AutomationMode,
     heartbeat_due_by: Option<chrono::DateTime<chrono::Utc>>,
-) -> Result<Vec<String>, ProjectionError> {
-    let mut sql = "SELECT task_id FROM tasks WHERE automation_mode = $1 \
+) -> Result<Vec<(String, String)>, ProjectionError> {
+    let mut sql = "SELECT user_id, task_id FROM tasks WHERE automation_mode = $1 \
                    AND status NOT IN ('completed', 'canceled', 'paused')"
         .to_string();
     let mut args: Vec<SqlValue> = vec![wire_name(&mode).into()];
@@ -268,7 +257,12 @@ pub async fn automated_candidates(
         sql.push_str(" AND next_heartbeat_at IS NOT NULL AND next_heartbeat_at <= $2");
         args.push(due.timestamp_micros().into());
     }
-    sql.push_str(" ORDER BY task_id");
+    sql.push_str(" ORDER BY task_id, user_id");
     let rows = db.fetch(&sql, &args).await?;
-    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
+    Ok(owned_ids(&rows))
+}
+
+/// `(user_id, task_id)` pairs of rows selecting those two columns.
+fn owned_ids(rows: &[crate::db::Row]) -> Vec<(String, String)> {
+    rows.iter().filter_map(|r| Some((r.str(0)?.to_string(), r.str(1)?.to_string()))).collect()
 }

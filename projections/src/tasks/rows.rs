@@ -92,7 +92,8 @@ pub struct TaskRow {
 }
 
 impl TableRow for TaskRow {
-    type Key = String;
+    /// `(user_id, task_id)`: task ids are per owner.
+    type Key = (String, String);
     const TABLE: &'static str = "tasks";
     const COLUMNS: &'static [&'static str] = &[
         "task_id",
@@ -131,13 +132,13 @@ impl TableRow for TaskRow {
         "skipped_ticks",
         "last_skipped_tick_at",
     ];
-    const KEY: &'static [&'static str] = &["task_id"];
+    const KEY: &'static [&'static str] = &["user_id", "task_id"];
 
-    fn key(&self) -> String {
-        self.task_id.clone()
+    fn key(&self) -> Self::Key {
+        (self.user_id.clone(), self.task_id.clone())
     }
-    fn key_values(key: &String) -> Vec<SqlValue> {
-        vec![key.into()]
+    fn key_values(key: &Self::Key) -> Vec<SqlValue> {
+        vec![(&key.0).into(), (&key.1).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -237,16 +238,17 @@ pub struct DependencyRow {
 }
 
 impl TableRow for DependencyRow {
-    type Key = (String, String);
+    /// `(user_id, task_id, depends_on_id)`: task ids are per owner.
+    type Key = (String, String, String);
     const TABLE: &'static str = "task_dependencies";
     const COLUMNS: &'static [&'static str] = &["task_id", "depends_on_id", "kind", "user_id", "created_at"];
-    const KEY: &'static [&'static str] = &["task_id", "depends_on_id"];
+    const KEY: &'static [&'static str] = &["user_id", "task_id", "depends_on_id"];
 
     fn key(&self) -> Self::Key {
-        (self.task_id.clone(), self.depends_on_id.clone())
+        (self.user_id.clone(), self.task_id.clone(), self.depends_on_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -286,16 +288,17 @@ pub struct DocumentRow {
 }
 
 impl TableRow for DocumentRow {
-    type Key = (String, String);
+    /// `(user_id, task_id, document_id)`: task ids are per owner.
+    type Key = (String, String, String);
     const TABLE: &'static str = "task_documents";
     const COLUMNS: &'static [&'static str] = &["task_id", "document_id", "pinned_by", "user_id", "pinned_at"];
-    const KEY: &'static [&'static str] = &["task_id", "document_id"];
+    const KEY: &'static [&'static str] = &["user_id", "task_id", "document_id"];
 
     fn key(&self) -> Self::Key {
-        (self.task_id.clone(), self.document_id.clone())
+        (self.user_id.clone(), self.task_id.clone(), self.document_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -361,7 +364,8 @@ pub struct TopicRow {
 }
 
 impl TableRow for TopicRow {
-    type Key = (String, String);
+    /// `(user_id, task_id, topic_id)`: task ids are per owner.
+    type Key = (String, String, String);
     const TABLE: &'static str = "task_topics";
     const COLUMNS: &'static [&'static str] = &[
         "task_id",
@@ -383,13 +387,13 @@ impl TableRow for TopicRow {
         "ended_at",
         "updated_at",
     ];
-    const KEY: &'static [&'static str] = &["task_id", "topic_id"];
+    const KEY: &'static [&'static str] = &["user_id", "task_id", "topic_id"];
 
     fn key(&self) -> Self::Key {
-        (self.task_id.clone(), self.topic_id.clone())
+        (self.user_id.clone(), self.task_id.clone(), self.topic_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![
@@ -463,7 +467,8 @@ pub struct CommentRow {
 }
 
 impl TableRow for CommentRow {
-    type Key = (String, String);
+    /// `(user_id, task_id, comment_id)`: task ids are per owner.
+    type Key = (String, String, String);
     const TABLE: &'static str = "task_comments";
     const COLUMNS: &'static [&'static str] = &[
         "task_id",
@@ -476,13 +481,13 @@ impl TableRow for CommentRow {
         "topic_id",
         "created_at",
     ];
-    const KEY: &'static [&'static str] = &["task_id", "comment_id"];
+    const KEY: &'static [&'static str] = &["user_id", "task_id", "comment_id"];
 
     fn key(&self) -> Self::Key {
-        (self.task_id.clone(), self.comment_id.clone())
+        (self.user_id.clone(), self.task_id.clone(), self.comment_id.clone())
     }
     fn key_values(key: &Self::Key) -> Vec<SqlValue> {
-        vec![(&key.0).into(), (&key.1).into()]
+        vec![(&key.0).into(), (&key.1).into(), (&key.2).into()]
     }
     fn values(&self) -> Vec<SqlValue> {
         vec![

@@ -118,7 +118,7 @@ async fn tasks_fold_and_query(log: TestLog) {
     h.sync().await;
 
     let db = &h.db;
-    let a = tasks::task(db, Some(U), "a").await.unwrap().expect("task a");
+    let a = tasks::task(db, U, "a").await.unwrap().expect("task a");
     assert_eq!(a.name.as_deref(), Some("Alpha"));
     assert_eq!(a.priority, 2);
     assert_eq!(a.status, TaskStatus::Completed);
@@ -126,9 +126,9 @@ async fn tasks_fold_and_query(log: TestLog) {
     assert_eq!(a.last_completed_topic_id.as_deref(), Some("topic-1"));
     assert!(a.completed_at.is_some());
     assert_eq!(tasks::task_by_identifier(db, Some(U), "T-a").await.unwrap().map(|t| t.task_id), Some("a".into()));
-    // owner scoping: another user sees nothing, an admin (None) sees everything
-    assert!(tasks::task(db, Some("user-2"), "a").await.unwrap().is_none());
-    assert!(tasks::task(db, None, "other").await.unwrap().is_some());
+    // task ids are per owner: a task is named with its owner
+    assert!(tasks::task(db, "user-2", "a").await.unwrap().is_none());
+    assert!(tasks::task(db, "user-2", "other").await.unwrap().is_some());
 
     let children = tasks::TaskFilter { parent_task_id: Some("p".into()), ..Default::default() };
     let first = tasks::tasks(db, Some(U), &children, &PageRequest::first(2)).await.unwrap();
@@ -149,23 +149,23 @@ async fn tasks_fold_and_query(log: TestLog) {
     let done = tasks::TaskFilter { status: Some(TaskStatus::Completed), ..Default::default() };
     assert_eq!(tasks::tasks(db, None, &done, &PageRequest::default()).await.unwrap().items.len(), 1);
 
-    let deps = tasks::task_dependencies(db, Some(U), "c").await.unwrap();
+    let deps = tasks::task_dependencies(db, U, "c").await.unwrap();
     assert_eq!(
         deps.iter().map(|d| (d.depends_on_id.as_str(), d.kind)).collect::<Vec<_>>(),
         [("b", DependencyKind::Blocks)]
     );
-    let dependants = tasks::task_dependants(db, Some(U), "a").await.unwrap();
+    let dependants = tasks::task_dependants(db, U, "a").await.unwrap();
     assert_eq!(dependants.iter().map(|d| d.task_id.as_str()).collect::<Vec<_>>(), ["b"]);
-    let docs = tasks::task_documents(db, Some(U), "a").await.unwrap();
+    let docs = tasks::task_documents(db, U, "a").await.unwrap();
     assert_eq!(
         docs.iter().map(|d| (d.document_id.as_str(), d.pinned_by)).collect::<Vec<_>>(),
         [("doc-2", PinnedBy::Agent)]
     );
-    let comments = tasks::task_comments(db, Some(U), "a", &PageRequest::default()).await.unwrap();
+    let comments = tasks::task_comments(db, U, "a", &PageRequest::default()).await.unwrap();
     assert_eq!(comments.items.iter().map(|c| c.comment_id.as_str()).collect::<Vec<_>>(), ["cm-1"]);
     assert_eq!(comments.items[0].author_kind, "agent");
 
-    let topics = tasks::task_topics(db, Some(U), "a", &PageRequest::default()).await.unwrap();
+    let topics = tasks::task_topics(db, U, "a", &PageRequest::default()).await.unwrap();
     assert_eq!(topics.items.len(), 1);
     let topic = &topics.items[0];
     assert_eq!(topic.status, TopicStatus::Completed);
@@ -177,23 +177,23 @@ async fn tasks_fold_and_query(log: TestLog) {
     assert_eq!(stored.content.as_deref(), Some("finished"));
     assert_eq!(topic.review_score, Some(80));
     assert_eq!(topic.operation_id, "op-topic-1");
-    assert_eq!(tasks::task_topic(db, Some(U), "topic-1").await.unwrap().as_ref(), Some(topic));
+    assert_eq!(tasks::task_topic(db, U, "topic-1").await.unwrap().as_ref(), Some(topic));
 
     // a is completed: b is runnable, then c (blocked by b); the plan names tasks by identifier
-    let plan = tasks::subtask_layers(db, Some(U), "p").await.unwrap().expect("plan");
+    let plan = tasks::subtask_layers(db, U, "p").await.unwrap().expect("plan");
     assert_eq!(plan.already_done, ["T-a"]);
     assert_eq!(plan.layers, vec![vec!["T-b".to_string()], vec!["T-c".to_string()]]);
-    assert!(tasks::subtask_layers(db, Some("user-2"), "p").await.unwrap().is_none());
+    assert!(tasks::subtask_layers(db, "user-2", "p").await.unwrap().is_none());
 
     // a rebuild from position 0 gives the same rows
     let before = (
-        tasks::task(db, None, "a").await.unwrap(),
-        tasks::task_topics(db, None, "a", &PageRequest::default()).await.unwrap(),
+        tasks::task(db, U, "a").await.unwrap(),
+        tasks::task_topics(db, U, "a", &PageRequest::default()).await.unwrap(),
     );
     h.rebuild().await;
     let after = (
-        tasks::task(db, None, "a").await.unwrap(),
-        tasks::task_topics(db, None, "a", &PageRequest::default()).await.unwrap(),
+        tasks::task(db, U, "a").await.unwrap(),
+        tasks::task_topics(db, U, "a", &PageRequest::default()).await.unwrap(),
     );
     assert_eq!(before, after);
 }

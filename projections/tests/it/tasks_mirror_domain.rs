@@ -39,7 +39,7 @@ async fn tasks_read_model_agrees_with_domain_evolve() {
 
     let mut compared_topics = 0;
     for (id, task) in &folded {
-        let row = tasks::task(&db, None, id).await.unwrap().unwrap_or_else(|| panic!("task {id} has no row"));
+        let row = tasks::task(&db, &task.user_id, id).await.unwrap().unwrap_or_else(|| panic!("task {id} has no row"));
         let at = |field: &str| format!("task {id}: {field}");
         assert_eq!(row.status, task.status, "{}", at("status"));
         assert_eq!(row.user_id, task.user_id, "{}", at("user_id"));
@@ -63,25 +63,25 @@ async fn tasks_read_model_agrees_with_domain_evolve() {
         assert_eq!(row.started_at, task.started_at, "{}", at("started_at"));
         assert_eq!(row.completed_at, task.completed_at, "{}", at("completed_at"));
 
-        let deps: BTreeMap<String, _> = tasks::task_dependencies(&db, None, id)
+        let deps: BTreeMap<String, _> = tasks::task_dependencies(&db, &task.user_id, id)
             .await
             .unwrap()
             .into_iter()
             .map(|d| (d.depends_on_id, d.kind))
             .collect();
         assert_eq!(deps, task.dependencies, "{}", at("dependencies"));
-        let docs: BTreeMap<String, _> = tasks::task_documents(&db, None, id)
+        let docs: BTreeMap<String, _> = tasks::task_documents(&db, &task.user_id, id)
             .await
             .unwrap()
             .into_iter()
             .map(|d| (d.document_id, d.pinned_by))
             .collect();
         assert_eq!(docs, task.documents, "{}", at("documents"));
-        let comments = tasks::task_comments(&db, None, id, &PageRequest::first(1_000)).await.unwrap().items;
+        let comments = tasks::task_comments(&db, &task.user_id, id, &PageRequest::first(1_000)).await.unwrap().items;
         let comment_ids: std::collections::BTreeSet<String> = comments.into_iter().map(|c| c.comment_id).collect();
         assert_eq!(comment_ids, task.comment_ids, "{}", at("comments"));
 
-        let topics = tasks::task_topics(&db, None, id, &PageRequest::first(1_000)).await.unwrap().items;
+        let topics = tasks::task_topics(&db, &task.user_id, id, &PageRequest::first(1_000)).await.unwrap().items;
         assert_eq!(topics.len(), task.topics.len(), "{}", at("topic count"));
         for t in topics {
             let expected = &task.topics[&t.topic_id];

@@ -7,6 +7,7 @@ use agentlog_domain::{
     operations::{CreateOperation, Operation, OperationCommand, OperationEvent, OperationKind},
     rules::{operation_start, task_run::start_task_run},
     signal::policy::{self},
+    streams::StreamKind,
     tasks::{RunTask, RunTrigger},
     values::AgentRef,
 };
@@ -277,7 +278,8 @@ impl RunMachine {
                     extra_prompt: g.rng.chance(20).then(|| g.rng.words(3, 10)),
                 };
                 let max_steps = create.max_steps;
-                let start = start_task_run(task, &empty, &run, max_steps, &ctx)?;
+                // Global streams, as `Tracked::write` (a log from before ids were per owner).
+                let start = start_task_run(task, &StreamKind::Task.stream_id(task_id), &empty, &run, max_steps, &ctx)?;
                 Ok(Poll::Decide(Decision {
                     ctx,
                     parts: vec![Part::task(start.task), Part::operation(start.operation)],
