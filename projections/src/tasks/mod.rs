@@ -8,7 +8,7 @@
 //! use agentlog_projections::{page::PageRequest, tasks};
 //! let filter = tasks::TaskFilter { status: Some(agentlog_domain::tasks::TaskStatus::Running), ..Default::default() };
 //! let page = tasks::tasks(&db, Some("user-1"), &filter, &PageRequest::first(20)).await?;
-//! let layers = tasks::subtask_layers(&db, Some("user-1"), "parent-task").await?;
+//! let layers = tasks::subtask_layers(&db, "user-1", "parent-task").await?;
 //! # Ok(()) }
 //! ```
 
