@@ -61,8 +61,11 @@ pub trait DomainEvent: Sized + Clone + Debug + PartialEq {
 
 /// An aggregate: state folded from its stream, plus the rules for what may happen next.
 ///
-/// The state must serialise, because the command handler keeps snapshots of long streams.
-pub trait Aggregate: Default + Clone + Debug + Serialize + DeserializeOwned {
+/// The state must serialise, because the command handler keeps snapshots of long streams, and
+/// be plain data (`Send + Sync + 'static`), because it keeps recent states in memory.
+pub trait Aggregate:
+    Default + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
     /// What may be asked of it.
     type Command: Debug;
     /// What it records.

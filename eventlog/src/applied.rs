@@ -52,6 +52,11 @@ pub async fn applied_command(db: &DatabasePool, ctx: &Context) -> Result<Option<
     Ok(Some(order.iter().filter_map(|s| by_stream.remove(s)).collect()))
 }
 
+/// Is an event of `ctx`'s command in the log (its first event id)?
+pub(crate) async fn command_seen(db: &DatabasePool, ctx: &Context) -> Result<bool, EventLogError> {
+    Ok(!locate(db, &[ctx.first_event_id()]).await?.is_empty())
+}
+
 /// (position, stream, stream version) of those of `ids` that are in the log.
 async fn locate(db: &DatabasePool, ids: &[Uuid]) -> Result<Vec<(i64, String, i64)>, EventLogError> {
     let context = "looking up a command's earlier events";

@@ -12,13 +12,16 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Long streams are not re-read on every command: every [`SNAPSHOT_EVERY`] events the handler
-//! stores the folded state in `snapshots` and later loads start from it. Snapshots are a cache:
-//! one that is missing, stale or does not decode is ignored.
+//! Long streams are not re-read on every command. The handler keeps the state it last folded or
+//! wrote for recently used streams in memory ([`crate::state_cache`]) and reads only the events
+//! after it; a stream it has not seen lately starts from its snapshot: every [`SNAPSHOT_EVERY`]
+//! events the handler stores the folded state in `snapshots`. Both are caches: one that is
+//! missing, stale or does not decode is ignored, and the events after it always come from the log.
 //!
 //! A retry decides again with the same [`Context`] — same command id, so same event ids. If an
-//! earlier attempt did commit (its answer was lost), the stream already holds the command's first
-//! event id and the handler answers with what was stored instead of deciding twice. The same
+//! earlier attempt did commit (its answer was lost), the log already holds the command's first
+//! event id and the handler answers with what was stored instead of deciding twice, however
+//! long ago that was. The same
 //! holds for decisions over several streams ([`CommandHandler::execute_multi`]): the log is
 //! searched for the command's event ids before anything is decided.
 
@@ -36,8 +39,9 @@ use sqlx::Row;
 
 use crate::{
     append::{AppendResult, ExpectedVersion, StreamAppend},
-    applied::applied_command,
+    applied::{applied_command, command_seen},
     error::EventLogError,
+    state_cache::{DEFAULT_CAPACITY, StateCache},
     store::{DatabasePool, EventStore},
 };
 
@@ -112,12 +116,20 @@ impl<A> CommandOutcome<A> {
 pub struct CommandHandler {
     store: Arc<dyn EventStore>,
     attempts: u32,
+    cache: Arc<StateCache>,
 }
 
 impl CommandHandler {
     /// A handler over `store`.
     pub fn new(store: Arc<dyn EventStore>) -> Self {
-        Self { store, attempts: DEFAULT_ATTEMPTS }
+        Self { store, attempts: DEFAULT_ATTEMPTS, cache: Arc::new(StateCache::new(DEFAULT_CAPACITY)) }
+    }
+
+    /// The same handler keeping the state of about `streams` recently used streams in memory
+    /// (0: none; every load starts from the stream's snapshot).
+    pub fn with_state_cache(mut self, streams: usize) -> Self {
+        self.cache = Arc::new(StateCache::new(streams));
+        self
     }
 
     /// The same handler with another retry bound.
@@ -143,7 +155,7 @@ impl CommandHandler {
 
     /// Load aggregate `A` from its stream `stream_id`.
     pub async fn load_stream<A: Aggregate>(&self, stream_id: &str) -> Result<Loaded<A>, CommandError> {
-        let (state, version, _) = self.fold::<A>(stream_id, None).await?;
+        let (state, version, _, _) = self.fold::<A>(stream_id, None).await?;
         Ok(Loaded { state, version, stream_id: stream_id.to_string() })
     }
 
@@ -164,17 +176,20 @@ impl CommandHandler {
         })
     }
 
-    /// Fold a stream, from a snapshot when there is one; also reports whether `watch_id` is
-    /// among the events folded after the snapshot.
+    /// Fold a stream, from the cached state or a snapshot when there is one; also reports
+    /// whether `watch_id` is among the events folded after it, and whether the fold started
+    /// from a cached state or snapshot (so earlier events were not seen).
     async fn fold<A: Aggregate>(
         &self,
         stream_id: &str,
         watch_id: Option<uuid::Uuid>,
-    ) -> Result<(A, i64, bool), CommandError> {
-        let (mut state, mut version) = match read_snapshot::<A>(&self.store.database(), stream_id).await {
-            Some((s, v)) => (s, v),
-            None => (A::default(), 0),
+    ) -> Result<(A, i64, bool, bool), CommandError> {
+        let start = match self.cache.get::<A>(stream_id) {
+            Some(cached) => Some(cached),
+            None => read_snapshot::<A>(&self.store.database(), stream_id).await,
         };
+        let partial = start.is_some();
+        let (mut state, mut version) = start.unwrap_or_default();
         let mut seen = false;
         loop {
             let page = self.store.read_stream(stream_id, version + 1, 1_000).await?;
@@ -188,7 +203,8 @@ impl CommandHandler {
                 break;
             }
         }
-        Ok((state, version, seen))
+        self.cache.put(stream_id, &state, version);
+        Ok((state, version, seen, partial))
     }
 
     /// Decide `command` on aggregate `A`'s instance `id` (a kind whose ids are global) and
@@ -223,7 +239,11 @@ impl CommandHandler {
         let stream_id = stream_id.to_string();
         let first_id = ctx.first_event_id();
         for _ in 0..self.attempts {
-            let (state, version, already) = self.fold::<A>(&stream_id, Some(first_id)).await?;
+            let (state, version, mut already, partial) = self.fold::<A>(&stream_id, Some(first_id)).await?;
+            if !already && partial {
+                // The fold did not see the events before its start: look the command up.
+                already = command_seen(&self.store.database(), ctx).await?;
+            }
             if already {
                 // Answer with where the first attempt's events landed, as it would have.
                 let appended = applied_command(&self.store.database(), ctx).await?.unwrap_or_default();
@@ -241,6 +261,9 @@ impl CommandHandler {
                 Ok(result) => {
                     let new_state = events.iter().fold(state, |s, e| s.evolve(e));
                     let new_version = result.stream_version;
+                    if !result.duplicate {
+                        self.cache.put(&stream_id, &new_state, new_version);
+                    }
                     self.maybe_snapshot(&stream_id, &new_state, version, new_version).await;
                     return Ok(CommandOutcome {
                         state: new_state,

@@ -24,6 +24,7 @@ pub mod migrate;
 mod open;
 pub mod postgres;
 pub mod sqlite;
+mod state_cache;
 mod store;
 mod subscription;
 mod tail;

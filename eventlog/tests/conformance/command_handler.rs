@@ -184,12 +184,12 @@ async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
     assert_eq!(version, loaded.version);
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
-    // a corrupt snapshot is ignored, not trusted
+    // a corrupt snapshot is ignored, not trusted (by a handler that has no state in memory)
     log.raw
         .execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation-long'")
         .await
         .unwrap();
-    let reloaded = h.load::<Operation>("long").await.unwrap();
+    let reloaded = CommandHandler::new(Arc::clone(&log.store)).load::<Operation>("long").await.unwrap();
     assert_eq!(serde_json::to_value(&reloaded.state).unwrap(), serde_json::to_value(&folded).unwrap());
 }
 
@@ -225,7 +225,74 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
     assert_eq!(b[0].metadata.chain.parent_node_id, Some(a[0].event_id));
 }
 
+/// Create and claim operation `id` through `h`; the lease token and where the claim landed.
+async fn claimed(h: &CommandHandler, id: &str, claim: &Context) -> (String, i64) {
+    h.execute::<Operation>(
+        id,
+        &OperationCommand::Create(CreateOperation::new(id, OperationKind::Task, agent())),
+        &ctx(),
+    )
+    .await
+    .unwrap();
+    let out = h
+        .execute::<Operation>(id, &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, claim)
+        .await
+        .unwrap();
+    (lease_token(claim), out.last_position())
+}
+
+async fn a_state_in_memory_follows_another_writer(log: TestLog) {
+    // Two handlers on one log: two server instances, each with its own states in memory.
+    let a = CommandHandler::new(Arc::clone(&log.store));
+    let b = CommandHandler::new(Arc::clone(&log.store));
+    let (token, _) = claimed(&a, "shared", &ctx()).await;
+    let report = |i: u64| (step(i), ctx().with_lease_token(Some(token.clone())));
+    for i in 0..3 {
+        let (cmd, c) = report(i);
+        a.execute::<Operation>("shared", &cmd, &c).await.unwrap();
+    }
+    for i in 3..8 {
+        let (cmd, c) = report(i);
+        b.execute::<Operation>("shared", &cmd, &c).await.unwrap();
+    }
+    // a's state in memory is three steps behind; its next command folds b's five steps first.
+    let before = log.store.stream_version("operation-shared").await.unwrap();
+    let (cmd, c) = report(8);
+    let out = a.execute::<Operation>("shared", &cmd, &c).await.unwrap();
+    assert_eq!(out.version, before + 1);
+    assert_eq!(out.state.step_count, 9);
+    let events = log.store.read_stream("operation-shared", 1, 100).await.unwrap();
+    let (folded, _) = fold_recorded::<Operation>(&events, None).unwrap();
+    assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&out.state).unwrap());
+    assert_eq!(
+        serde_json::to_value(&folded).unwrap(),
+        serde_json::to_value(&b.load::<Operation>("shared").await.unwrap().state).unwrap()
+    );
+}
+
+async fn a_retry_long_after_is_answered_from_the_log(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    let claim = ctx();
+    let (token, claimed_at) = claimed(&h, "late", &claim).await;
+    for i in 0..(SNAPSHOT_EVERY as u64 + 10) {
+        h.execute::<Operation>("late", &step(i), &ctx().with_lease_token(Some(token.clone()))).await.unwrap();
+    }
+    let head = log.store.stream_version("operation-late").await.unwrap();
+    // The claim resent long after (past the snapshot and the state in memory): deciding it
+    // again would be refused (the run is claimed), but it was applied, so it is answered as
+    // applied and nothing is written.
+    let retry = h
+        .execute::<Operation>("late", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
+        .await
+        .unwrap();
+    assert!(retry.replayed);
+    assert_eq!(retry.last_position(), claimed_at);
+    assert_eq!(log.store.stream_version("operation-late").await.unwrap(), head);
+}
+
 crate::on_both_backends!(StoreOptions::default() =>
+    a_state_in_memory_follows_another_writer as command_state_in_memory_follows_another_writer,
+    a_retry_long_after_is_answered_from_the_log as command_retry_long_after_is_answered_from_the_log,
     decide_append_and_refuse as command_decides_appends_and_refuses,
     a_retried_command_is_applied_once as command_retry_is_applied_once,
     concurrent_commands_retry_until_they_land as command_conflicts_are_retried,
