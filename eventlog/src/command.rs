@@ -168,11 +168,17 @@ impl CommandHandler {
         if !A::KIND.per_owner() || A::shared_id(id) {
             return Ok(A::stream_id(id));
         }
+        let owned = A::KIND.owned_stream_id(owner, id);
+        if self.cache.holds::<A>(&owned) {
+            // The owned stream is in use: it was chosen because no global one of `owner`'s
+            // existed, and the choice stands (a global stream is never started any more).
+            return Ok(owned);
+        }
         let global = A::KIND.stream_id(id);
         let first = self.store.read_stream(&global, 1, 1).await?;
         Ok(match first.first() {
             Some(e) if e.user_id() == owner => global,
-            _ => A::KIND.owned_stream_id(owner, id),
+            _ => owned,
         })
     }
 

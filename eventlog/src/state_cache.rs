@@ -63,6 +63,13 @@ impl StateCache {
         entry.state.downcast_ref::<A>().map(|s| (s.clone(), entry.version))
     }
 
+    /// Is a state of `stream_id` as `A` cached?
+    pub(crate) fn holds<A: 'static>(&self, stream_id: &str) -> bool {
+        let key = (TypeId::of::<A>(), stream_id.to_string());
+        let g = self.generations.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        g.current.contains_key(&key) || g.previous.contains_key(&key)
+    }
+
     /// Remember `state` as `stream_id`'s at `version`, unless a later version is cached.
     pub(crate) fn put<A: Clone + Send + Sync + 'static>(&self, stream_id: &str, state: &A, version: i64) {
         if self.half == 0 || version <= 0 {
@@ -97,6 +104,7 @@ mod tests {
         cache.put("s", &"v1".to_string(), 1);
         assert_eq!(cache.get::<String>("s"), Some(("v2".to_string(), 2)));
         assert_eq!(cache.get::<u32>("s"), None, "another aggregate type's state is not this one's");
+        assert!(cache.holds::<String>("s") && !cache.holds::<u32>("s"));
         cache.put("s", &7u32, 3);
         assert_eq!(cache.get::<u32>("s"), Some((7, 3)));
         assert_eq!(cache.get::<String>("s"), Some(("v2".to_string(), 2)));

@@ -396,20 +396,23 @@ pub async fn task_node(ctx: &Context<'_>, owner: Option<&str>, task_id: &str) ->
 
 #[Object]
 impl TasksQuery {
-    /// One task by id (among the caller's own; an admin names another owner with `ownerId`) or
-    /// by identifier (`T-12`). NOT_FOUND when missing or someone else's.
+    /// One task by id or by identifier (`T-12`), among the caller's own (an admin names another
+    /// owner with `ownerId`). NOT_FOUND when missing or someone else's.
     async fn task(
         &self,
         ctx: &Context<'_>,
         id: Option<String>,
         identifier: Option<String>,
-        #[graphql(desc = "Whose task `id` is: an admin reading another user's names them; absent: the caller's own.")]
+        #[graphql(desc = "Whose task `id` or `identifier` is: an admin reading another user's names them; absent: the caller's own.")]
         owner_id: Option<String>,
     ) -> GqlResult<TaskNode> {
         match (id, identifier) {
             (Some(id), None) => Ok(task_node(ctx, owner_id.as_deref(), &id).await?),
             (None, Some(identifier)) => {
-                let row = read::task_by_identifier(&app(ctx).db, caller(ctx)?.owner(), &identifier).await?;
+                let Some(owner) = caller(ctx)?.namespace(owner_id.as_deref()) else {
+                    return Err(ApiError::not_found("task", identifier).into());
+                };
+                let row = read::task_by_identifier(&app(ctx).db, Some(owner), &identifier).await?;
                 Ok(row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", identifier))?)
             }
             _ => Err(ApiError::validation("task", "give exactly one of id and identifier").into()),

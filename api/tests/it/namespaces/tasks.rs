@@ -88,6 +88,21 @@ async fn task_ids_are_per_owner(db: Db) {
         s.data(Some(&admin), CREATE_TASK.replace("t1", "t3").as_str(), json!({"n": "for carol", "o": "carol"})).await;
     assert_eq!(made["createTask"]["task"]["userId"], "carol", "{made}");
 
+    // An identifier is looked up in the same namespace: alice's and bob's T-1 are each theirs.
+    let by_identifier = "query($o: String) { task(identifier: \"T-1\", ownerId: $o) { userId name } }";
+    for (token, owner, who) in
+        [(&alice, None, "alice"), (&bob, None, "bob"), (&admin, Some("alice"), "alice"), (&admin, Some("bob"), "bob")]
+    {
+        let r = s.data(Some(token), by_identifier, json!({"o": owner})).await;
+        assert_eq!(r["task"]["userId"], who, "{r}");
+    }
+    let theirs = s.gql(Some(&bob), by_identifier, json!({"o": "alice"})).await;
+    let unknown = s.gql(Some(&bob), "{ task(identifier: \"T-99\") { userId } }", json!({})).await;
+    assert_eq!(support::error_code(&theirs).as_deref(), Some("NOT_FOUND"), "{theirs}");
+    assert_eq!(support::error_code(&unknown).as_deref(), Some("NOT_FOUND"), "{unknown}");
+    let own = s.gql(Some(&admin), by_identifier, json!({})).await;
+    assert_eq!(support::error_code(&own).as_deref(), Some("NOT_FOUND"), "the admin holds no T-1 of its own: {own}");
+
     // Global ids name the owner: each resolves to its own task.
     for (node, other) in [(&a["createTask"]["task"], &bob), (&b["createTask"]["task"], &alice)] {
         let q = "query($id: ID!) { node(id: $id) { ... on Task { userId name } } }";
