@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::{
     append::AppendResult,
     backend::{Backend, BatchAnswers, now_micros},
-    batch::PreparedAppend,
+    validate::PreparedAppend,
     error::EventLogError,
 };
 
