@@ -9,10 +9,10 @@ use tokio::{sync::Notify, task::JoinHandle};
 
 use crate::{
     append::AppendResult,
-    batch::PreparedAppend,
     error::EventLogError,
     filter::EventFilter,
     import::{ImportResult, PreparedImport},
+    validate::PreparedAppend,
 };
 
 /// Answers for each append of a committed batch, in order.

@@ -10,21 +10,10 @@ use agentlog_domain::envelope::EventMetadata;
 use uuid::Uuid;
 
 use crate::{
-    append::{AppendResult, ExpectedVersion},
+    append::AppendResult,
     error::EventLogError,
-    validate::PreparedEvent,
+    validate::{PreparedAppend, PreparedEvent},
 };
-
-/// One stream's part of a queued append.
-#[derive(Debug)]
-pub(crate) struct PreparedPart {
-    pub stream_id: String,
-    pub expected: ExpectedVersion,
-    pub events: Vec<PreparedEvent>,
-}
-
-/// A queued append: one or more streams, all or nothing.
-pub(crate) type PreparedAppend = Vec<PreparedPart>;
 
 /// An event the database already holds, as far as idempotency needs it.
 #[derive(Debug, Clone)]

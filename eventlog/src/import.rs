@@ -76,7 +76,7 @@ pub(crate) fn prepare_import(
             payload: recorded.payload.clone(),
             metadata: recorded.metadata.clone(),
         };
-        let mut prepared = prepare(&StreamAppend::new(&recorded.stream_id, ExpectedVersion::Any, vec![event]), limits)?;
+        let mut prepared = prepare(StreamAppend::new(&recorded.stream_id, ExpectedVersion::Any, vec![event]), limits)?;
         let prepared = prepared.pop().ok_or(crate::error::ValidationError::NoEvents)?;
         out.push(PreparedImport { recorded, prepared });
     }

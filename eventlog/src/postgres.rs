@@ -28,11 +28,12 @@ use uuid::Uuid;
 
 use crate::{
     backend::{Backend, BatchAnswers},
-    batch::{self, PreparedAppend, StoredEvent},
+    batch::{self, StoredEvent},
     error::EventLogError,
     filter::EventFilter,
     import::{ImportResult, PreparedImport, plan_import},
     store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+    validate::PreparedAppend,
 };
 
 /// The advisory lock key every appending transaction holds until it commits ("agentlog" ≈ 0x74_61_62).

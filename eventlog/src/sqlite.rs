@@ -14,11 +14,12 @@ use uuid::Uuid;
 
 use crate::{
     backend::{Backend, BatchAnswers},
-    batch::{self, PreparedAppend, StoredEvent},
+    batch::{self, StoredEvent},
     error::EventLogError,
     filter::EventFilter,
     import::{ImportResult, PreparedImport, plan_import},
     store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+    validate::PreparedAppend,
 };
 
 /// SQLite allows 32,766 bound parameters per statement; stay well below.

@@ -12,7 +12,6 @@ use tokio::{
 use crate::{
     append::{AppendResult, ExpectedVersion, StreamAppend},
     backend::Backend,
-    batch::{PreparedAppend, PreparedPart},
     error::EventLogError,
     filter::EventFilter,
     import::{ImportResult, prepare_import},
@@ -227,12 +226,7 @@ impl<B: Backend> LogCore<B> {
     }
 
     pub(crate) async fn append_multi(&self, appends: Vec<StreamAppend>) -> Result<Vec<AppendResult>, EventLogError> {
-        let prepared = prepare_all(&appends, &self.limits)?;
-        let append: PreparedAppend = appends
-            .into_iter()
-            .zip(prepared)
-            .map(|(a, events)| PreparedPart { stream_id: a.stream_id, expected: a.expected, events })
-            .collect();
+        let append = prepare_all(appends, &self.limits)?;
         let (reply, answer) = oneshot::channel();
         let sender = self.queue.lock().await.clone().ok_or(EventLogError::Closed)?;
         sender.send(WriteRequest { append, reply }).await.map_err(|_| EventLogError::Closed)?;
@@ -250,12 +244,8 @@ impl<B: Backend> LogCore<B> {
         };
         let mut pending = Vec::with_capacity(appends.len());
         for appends in appends {
-            let append = match prepare_all(&appends, &self.limits) {
-                Ok(prepared) => appends
-                    .into_iter()
-                    .zip(prepared)
-                    .map(|(a, events)| PreparedPart { stream_id: a.stream_id, expected: a.expected, events })
-                    .collect(),
+            let append = match prepare_all(appends, &self.limits) {
+                Ok(append) => append,
                 Err(e) => {
                     pending.push(Err(EventLogError::from(e)));
                     continue;
@@ -296,7 +286,10 @@ impl<B: Backend> LogCore<B> {
     }
 
     pub(crate) fn watch_head(&self) -> watch::Receiver<i64> {
-        self.tail.head.subscribe()
+        let head = self.tail.head.subscribe();
+        // The tailer rests while no one listens: this watcher is someone.
+        self.tail.wake.notify_one();
+        head
     }
 
     pub(crate) async fn close(&self) {

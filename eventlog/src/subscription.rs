@@ -41,6 +41,8 @@ pub(crate) fn subscribe<B: Backend>(
     filter: EventFilter,
 ) -> EventSubscription {
     let head = tail.head.subscribe();
+    // The tailer rests while no one listens: this subscription is someone.
+    tail.wake.notify_one();
     let state = State { backend, tail, head, after, filter, buffer: VecDeque::new(), failed: false };
     stream::unfold(state, |mut s| async move {
         if s.failed {

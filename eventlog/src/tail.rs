@@ -91,7 +91,10 @@ impl Tail {
 }
 
 /// Follow the log: read everything after the ring's head whenever a local commit, a
-/// notification or the poll interval says there may be more.
+/// notification or the poll interval says there may be more — while anyone listens (a
+/// subscription or a head watcher). With no one listening (a bulk load that only appends) it
+/// reads nothing, so the log is not read back as it is written; the first subscriber wakes it,
+/// and it catches up from where it stopped, so the ring stays contiguous.
 pub(crate) async fn run_tailer<B: Backend>(
     backend: Arc<B>,
     tail: Arc<Tail>,
@@ -101,7 +104,7 @@ pub(crate) async fn run_tailer<B: Backend>(
     const PAGE: usize = 1000;
     let mut writer_alive = true;
     loop {
-        loop {
+        while tail.head.receiver_count() > 0 {
             let after = tail.ring.read().map(|r| r.head()).unwrap_or_else(|p| p.into_inner().head());
             match backend.read_all(after, None, &EventFilter::all(), PAGE).await {
                 Ok(events) if events.is_empty() => break,

@@ -5,7 +5,10 @@ use std::collections::HashSet;
 use agentlog_domain::envelope::NewEvent;
 use serde_json::Value;
 
-use crate::{append::StreamAppend, error::ValidationError};
+use crate::{
+    append::{ExpectedVersion, StreamAppend},
+    error::ValidationError,
+};
 
 /// Limits on what one append may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +34,17 @@ pub(crate) struct PreparedEvent {
     pub payload_json: String,
     pub metadata_json: String,
 }
+
+/// One stream's part of a validated append.
+#[derive(Debug)]
+pub(crate) struct PreparedPart {
+    pub stream_id: String,
+    pub expected: ExpectedVersion,
+    pub events: Vec<PreparedEvent>,
+}
+
+/// A validated append: one or more streams, all or nothing.
+pub(crate) type PreparedAppend = Vec<PreparedPart>;
 
 /// Is `t` dotted lower-case: at least two segments of `[a-z][a-z0-9_]*`?
 pub fn is_valid_event_type(t: &str) -> bool {
@@ -105,8 +119,10 @@ fn check_stream_id(stream_id: &str, limits: &Limits) -> Result<(), ValidationErr
     Ok(())
 }
 
-/// Validate one stream's append and serialize its events.
-pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<PreparedEvent>, ValidationError> {
+/// Validate one stream's append and serialize its events. Takes the append: each event moves
+/// into its prepared form (a bulk load queues many thousands; a copy of each would double the
+/// memory they take).
+pub(crate) fn prepare(append: StreamAppend, limits: &Limits) -> Result<Vec<PreparedEvent>, ValidationError> {
     check_stream_id(&append.stream_id, limits)?;
     if append.events.is_empty() {
         return Err(ValidationError::NoEvents);
@@ -116,7 +132,7 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
     }
     let mut seen = HashSet::with_capacity(append.events.len());
     let mut out = Vec::with_capacity(append.events.len());
-    for e in &append.events {
+    for e in append.events {
         if e.event_id.is_nil() {
             return Err(ValidationError::NilEventId);
         }
@@ -148,7 +164,7 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
             });
         }
         let metadata_json = serde_json::to_string(&e.metadata).unwrap_or_default();
-        out.push(PreparedEvent { event: e.clone(), payload_json, metadata_json });
+        out.push(PreparedEvent { event: e, payload_json, metadata_json });
     }
     Ok(out)
 }
@@ -156,34 +172,33 @@ pub(crate) fn prepare(append: &StreamAppend, limits: &Limits) -> Result<Vec<Prep
 /// Validate a multi-stream append: each part, plus no stream and no event id twice. A part
 /// with no events is a read guard (its expected version is checked, nothing is written to it),
 /// allowed when another part has events.
-pub(crate) fn prepare_all(
-    appends: &[StreamAppend],
-    limits: &Limits,
-) -> Result<Vec<Vec<PreparedEvent>>, ValidationError> {
+pub(crate) fn prepare_all(appends: Vec<StreamAppend>, limits: &Limits) -> Result<PreparedAppend, ValidationError> {
     if appends.is_empty() {
         return Err(ValidationError::NoEvents);
     }
     let mut streams = HashSet::with_capacity(appends.len());
     let mut ids = HashSet::new();
-    let mut out = Vec::with_capacity(appends.len());
+    let mut out: PreparedAppend = Vec::with_capacity(appends.len());
     for a in appends {
-        if !streams.insert(a.stream_id.as_str()) {
-            return Err(ValidationError::DuplicateStream(a.stream_id.clone()));
+        if !streams.insert(a.stream_id.clone()) {
+            return Err(ValidationError::DuplicateStream(a.stream_id));
         }
-        if a.events.is_empty() {
+        let (stream_id, expected) = (a.stream_id.clone(), a.expected);
+        let events = if a.events.is_empty() {
             check_stream_id(&a.stream_id, limits)?;
-            out.push(Vec::new());
-            continue;
-        }
-        let prepared = prepare(a, limits)?;
-        for p in &prepared {
-            if !ids.insert(p.event.event_id) {
-                return Err(ValidationError::DuplicateEventId(p.event.event_id));
+            Vec::new()
+        } else {
+            let prepared = prepare(a, limits)?;
+            for p in &prepared {
+                if !ids.insert(p.event.event_id) {
+                    return Err(ValidationError::DuplicateEventId(p.event.event_id));
+                }
             }
-        }
-        out.push(prepared);
+            prepared
+        };
+        out.push(PreparedPart { stream_id, expected, events });
     }
-    if out.iter().all(Vec::is_empty) {
+    if out.iter().all(|p| p.events.is_empty()) {
         return Err(ValidationError::NoEvents);
     }
     Ok(out)

@@ -11,8 +11,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::{
     append::AppendResult,
     backend::{Backend, BatchAnswers, now_micros},
-    batch::PreparedAppend,
     error::EventLogError,
+    validate::PreparedAppend,
 };
 
 /// One queued append and where to send its answer.

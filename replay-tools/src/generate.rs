@@ -54,9 +54,11 @@ pub struct Generated {
     pub simulating_millis: u64,
 }
 
-/// Rounds of the simulation handed to the log together (it commits many of them per
-/// transaction); also the progress bar's step.
-const ROUNDS_PER_CHUNK: usize = 500;
+/// Events of the simulation handed to the log together (whole rounds, so a chunk may hold a
+/// little more; the log commits them in a few transactions); also the progress bar's step.
+/// Counted in events, not rounds: a round grows with the users, who grow with `--events`, and
+/// what is in flight (a chunk being built, two queued, one appending) must not.
+const EVENTS_PER_CHUNK: usize = 10_000;
 
 /// Play the workload, sending its rounds in chunks. Returns its stats and the time spent
 /// simulating (not waiting for the log to take a chunk).
@@ -66,7 +68,8 @@ fn simulate(
 ) -> (Result<WorkloadStats, WorkloadError>, Duration) {
     let started = Instant::now();
     let mut waiting = Duration::ZERO;
-    let mut chunk = Vec::with_capacity(ROUNDS_PER_CHUNK);
+    let mut chunk = Vec::new();
+    let mut events = 0;
     // Once the log side has stopped (an append failed) the rest is played but not sent.
     let mut closed = false;
     let mut send = |chunk: Vec<Vec<StreamAppend>>, closed: &mut bool| {
@@ -78,9 +81,11 @@ fn simulate(
         if closed {
             return;
         }
+        events += round.iter().map(|a| a.events.len()).sum::<usize>();
         chunk.push(round);
-        if chunk.len() >= ROUNDS_PER_CHUNK {
-            send(std::mem::replace(&mut chunk, Vec::with_capacity(ROUNDS_PER_CHUNK)), &mut closed);
+        if events >= EVENTS_PER_CHUNK {
+            events = 0;
+            send(std::mem::take(&mut chunk), &mut closed);
         }
     });
     if !closed && !chunk.is_empty() {

@@ -37,7 +37,7 @@ mod world;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use agentlog_domain::streams::StreamKind;
-use agentlog_eventlog::{EventLogError, EventStore, StreamAppend};
+use agentlog_eventlog::{EventLogError, EventStore, ExpectedVersion, StreamAppend};
 use chrono::{DateTime, TimeZone, Utc};
 
 use self::{
@@ -204,7 +204,6 @@ struct Director {
     users: Vec<String>,
     live: Vec<Live>,
     stats: WorkloadStats,
-    streams: HashSet<String>,
 }
 
 impl Director {
@@ -217,7 +216,6 @@ impl Director {
             users,
             live: vec![Live { user: 0, story: Box::new(roster::BootStory::new()), endless: false }],
             stats: WorkloadStats::default(),
-            streams: HashSet::new(),
         }
     }
 
@@ -241,7 +239,6 @@ impl Director {
         }
         self.stats.rounds = self.g.round();
         self.stats.unfinished = self.live.len();
-        self.stats.streams = self.streams.len();
         self.stats.tracked = self.world.tracked();
         self.stats
     }
@@ -359,7 +356,12 @@ impl Director {
     fn count(&mut self, appends: &[StreamAppend]) {
         self.stats.decisions += 1;
         for a in appends {
-            self.streams.insert(a.stream_id.clone());
+            // A stream's first append expects no stream, and the world never writes a stream
+            // again once it forgot it: counting these counts the streams without keeping a set
+            // of every stream id the log ever had.
+            if a.expected == ExpectedVersion::NoStream {
+                self.stats.streams += 1;
+            }
             let kind = StreamKind::parse(&a.stream_id).map_or("other", |(k, _)| k.prefix());
             *self.stats.by_kind.entry(kind.to_string()).or_default() += a.events.len();
             for e in &a.events {

@@ -108,11 +108,6 @@ pub(crate) fn find<'a>(events: &'a [NewEvent], event_type: &str) -> Option<&'a N
     events.iter().find(|e| e.event_type == event_type)
 }
 
-/// Every event of a decision, in order.
-pub(crate) fn all_events(appends: &[StreamAppend]) -> Vec<NewEvent> {
-    appends.iter().flat_map(|a| a.events.iter().cloned()).collect()
-}
-
 /// The events one stream got from a decision.
 pub(crate) fn stream_events<'a>(appends: &'a [StreamAppend], stream_id: &str) -> &'a [NewEvent] {
     appends.iter().find(|a| a.stream_id == stream_id).map_or(&[], |a| a.events.as_slice())

@@ -47,6 +47,13 @@ fn workload_is_deterministic_and_covers_every_aggregate() {
 }
 
 #[test]
+fn workload_counts_each_stream_once() {
+    let w = Workload::generate(&config()).unwrap();
+    let streams: std::collections::HashSet<&str> = w.rounds.iter().flatten().map(|s| s.stream_id.as_str()).collect();
+    assert_eq!(w.stats.streams, streams.len());
+}
+
+#[test]
 fn workload_event_ids_are_unique() {
     let w = Workload::generate(&config()).unwrap();
     let mut seen: std::collections::HashMap<uuid::Uuid, (String, serde_json::Value)> = Default::default();

@@ -134,7 +134,25 @@ async fn another_instance_sees_appends_within_a_second(log: TestLog) {
     other.close().await;
 }
 
+// The tailer reads nothing while no one listens: a watcher that arrives after such appends
+// still sees their head, and a subscription their events, then live ones.
+async fn appends_made_while_no_one_listened_reach_a_later_listener(log: TestLog) {
+    let store = Arc::clone(&log.store);
+    let appended = store.append("q-1", ExpectedVersion::NoStream, events(1_500)).await.unwrap();
+    let last = appended.positions[appended.positions.len() - 1];
+    let mut head = store.watch_head();
+    timeout(Duration::from_secs(10), head.wait_for(|h| *h >= last)).await.expect("the watcher saw the head").unwrap();
+    drop(head);
+    store.append("q-1", ExpectedVersion::Exact(1_500), events(20)).await.unwrap();
+    let mut sub = store.subscribe(0, EventFilter::all());
+    let mut got = take(&mut sub, 1_520, Duration::from_secs(30)).await;
+    store.append("q-2", ExpectedVersion::NoStream, events(5)).await.unwrap();
+    got.extend(take(&mut sub, 5, Duration::from_secs(10)).await);
+    assert_exact(&got, &all_events(&*store).await);
+}
+
 on_both_backends!(StoreOptions::default() =>
+    appends_made_while_no_one_listened_reach_a_later_listener as tailer_rests_until_someone_listens,
     history_then_live_through_concurrent_writers as subscribe_history_then_live_8_writers,
     a_filtered_subscription_sees_only_its_events as subscribe_with_filter,
     resuming_from_a_position_continues_exactly as subscribe_resume_from_position,

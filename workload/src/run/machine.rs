@@ -16,7 +16,7 @@ use chrono::Duration;
 use agentlog_eventlog::StreamAppend;
 
 use crate::{
-    story::{Gen, Poll, Story, all_events, caused_by, find, stream_events},
+    story::{Gen, Poll, Story, caused_by, find, stream_events},
     world::{Decision, Part, World},
 };
 
@@ -102,12 +102,26 @@ pub(crate) struct RunMachine {
     pub(super) steps_done: u32,
     pub(super) hitl_done: bool,
     pub(super) children: Vec<String>,
-    /// The events of the last decision applied (the cause of the next reaction).
+    /// The events of the last decision applied that a reaction starts from (the cause of the
+    /// next reaction): only the types in `REACTED_TO`, so a run copies no other event.
     pub(super) last: Vec<NewEvent>,
     /// The operation's terminal event, once it ended through this machine.
     pub(super) terminal: Option<NewEvent>,
     /// What caused the start (a cron fire, a signal), when it is not a source itself.
     pub(super) start_cause: Option<agentlog_domain::context::Cause>,
+}
+
+/// The event types a follow-up reaction looks for in `RunMachine::last`.
+const REACTED_TO: [&str; 4] = ["operation.human_asked", "task.topic_completed", "task.topic_failed", "brief.created"];
+
+/// The events of `appends` a reaction may start from, in order.
+fn reacted_to(appends: &[StreamAppend]) -> Vec<NewEvent> {
+    appends.iter().flat_map(|a| &a.events).filter(|e| REACTED_TO.contains(&e.event_type.as_str())).cloned().collect()
+}
+
+/// Did the decision write an event of `event_type`?
+fn wrote(appends: &[StreamAppend], event_type: &str) -> bool {
+    appends.iter().flat_map(|a| &a.events).any(|e| e.event_type == event_type)
 }
 
 pub(super) fn is_terminal(event_type: &str) -> bool {
@@ -342,26 +356,24 @@ impl RunMachine {
         g: &mut Gen,
         spawned: &mut Vec<Box<dyn Story>>,
     ) {
-        let events = all_events(appends);
         let own = stream_events(appends, &Operation::stream_id(&self.op_id));
         if self.terminal.is_none()
             && let Some(t) = own.iter().find(|e| is_terminal(&e.event_type))
         {
             self.terminal = Some(t.clone());
-            self.last = events;
+            self.last = reacted_to(appends);
             self.phase = self.first_follow_up();
             return;
         }
         let renewed_only = own.len() == 1 && own[0].event_type == "operation.lease_renewed";
-        let events = &events;
         match self.phase {
             Phase_::Start => self.phase = Phase_::Claim,
             Phase_::Claim => self.phase = Phase_::Work,
             Phase_::Work => {
-                if find(events, "operation.step_recorded").is_some() {
+                if wrote(appends, "operation.step_recorded") {
                     self.steps_done += 1;
                 }
-                if find(events, "operation.human_asked").is_some() {
+                if wrote(appends, "operation.human_asked") {
                     self.hitl_done = true;
                     self.phase = Phase_::NotifyHuman;
                 }
@@ -370,7 +382,7 @@ impl RunMachine {
             Phase_::WaitHuman { .. } => self.phase = Phase_::Claim,
             _ if renewed_only => {}
             Phase_::Spawn { left } => {
-                if let Some(created) = events.iter().find(|e| {
+                if let Some(created) = appends.iter().flat_map(|a| &a.events).find(|e| {
                     e.event_type == "operation.created"
                         && e.payload.get("parentOperationId").and_then(|p| p.as_str()) == Some(self.op_id.as_str())
                 }) && let Some(child_id) = created.payload.get("operationId").and_then(|v| v.as_str())
@@ -398,7 +410,7 @@ impl RunMachine {
             Phase_::FollowUp(_) => self.phase = self.after_follow_up(),
             Phase_::Done => {}
         }
-        self.last = events.clone();
+        self.last = reacted_to(appends);
     }
 }
 
