@@ -403,7 +403,9 @@ impl TasksQuery {
         ctx: &Context<'_>,
         id: Option<String>,
         identifier: Option<String>,
-        #[graphql(desc = "Whose task `id` or `identifier` is: an admin reading another user's names them; absent: the caller's own.")]
+        #[graphql(
+            desc = "Whose task `id` or `identifier` is: an admin reading another user's names them; absent: the caller's own."
+        )]
         owner_id: Option<String>,
     ) -> GqlResult<TaskNode> {
         match (id, identifier) {
