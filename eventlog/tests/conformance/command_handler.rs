@@ -131,10 +131,10 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store)).with_attempts(64);
     let mut create = CreateOperation::new("op1", OperationKind::Task, agent());
     create.max_steps = None;
-    h.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
+    h.execute_of::<Operation>("u1", "op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
     let claim = ctx();
     let token = lease_token(&claim);
-    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
+    h.execute_of::<Operation>("u1", "op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
         .await
         .unwrap();
     let mut tasks = Vec::new();
@@ -143,15 +143,15 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..10 {
                 let report = ctx().with_lease_token(Some(token.clone()));
-                h.execute::<Operation>("op1", &step(10), &report).await.unwrap();
+                h.execute_of::<Operation>("u1", "op1", &step(10), &report).await.unwrap();
             }
         }));
     }
     for t in tasks {
         t.await.unwrap();
     }
-    let loaded = h.load::<Operation>("op1").await.unwrap();
-    let events = log.store.read_stream("operation-op1", 1, 10_000).await.unwrap();
+    let loaded = h.load_of::<Operation>("u1", "op1").await.unwrap();
+    let events = log.store.read_stream("operation@u1/op1", 1, 10_000).await.unwrap();
     let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
     assert_eq!(version, loaded.version);
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
@@ -161,7 +161,8 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
 
 async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
-    h.execute::<Operation>(
+    h.execute_of::<Operation>(
+        "u1",
         "long",
         &OperationCommand::Create(CreateOperation::new("long", OperationKind::Task, agent())),
         &ctx(),
@@ -170,26 +171,31 @@ async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     .unwrap();
     let claim = ctx();
     let token = lease_token(&claim);
-    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
-        .await
-        .unwrap();
+    h.execute_of::<Operation>(
+        "u1",
+        "long",
+        &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 },
+        &claim,
+    )
+    .await
+    .unwrap();
     for i in 0..(SNAPSHOT_EVERY * 2 + 5) {
         let report = ctx().with_lease_token(Some(token.clone()));
-        h.execute::<Operation>("long", &step(i as u64), &report).await.unwrap();
+        h.execute_of::<Operation>("u1", "long", &step(i as u64), &report).await.unwrap();
     }
-    let snap = log.raw.scalar_i64("SELECT version FROM snapshots WHERE stream_id = 'operation-long'").await.unwrap();
+    let snap = log.raw.scalar_i64("SELECT version FROM snapshots WHERE stream_id = 'operation@u1/long'").await.unwrap();
     assert!(snap >= SNAPSHOT_EVERY * 2, "snapshot at {snap}");
-    let loaded = h.load::<Operation>("long").await.unwrap();
-    let events = log.store.read_stream("operation-long", 1, 10_000).await.unwrap();
+    let loaded = h.load_of::<Operation>("u1", "long").await.unwrap();
+    let events = log.store.read_stream("operation@u1/long", 1, 10_000).await.unwrap();
     let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
     assert_eq!(version, loaded.version);
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
     // a corrupt snapshot is ignored, not trusted
     log.raw
-        .execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation-long'")
+        .execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation@u1/long'")
         .await
         .unwrap();
-    let reloaded = h.load::<Operation>("long").await.unwrap();
+    let reloaded = h.load_of::<Operation>("u1", "long").await.unwrap();
     assert_eq!(serde_json::to_value(&reloaded.state).unwrap(), serde_json::to_value(&folded).unwrap());
 }
 

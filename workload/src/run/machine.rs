@@ -343,7 +343,7 @@ impl RunMachine {
         spawned: &mut Vec<Box<dyn Story>>,
     ) {
         let events = all_events(appends);
-        let own = stream_events(appends, &Operation::stream_id(&self.op_id));
+        let own = stream_events(appends, &StreamKind::Operation.stream_id(&self.op_id));
         if self.terminal.is_none()
             && let Some(t) = own.iter().find(|e| is_terminal(&e.event_type))
         {
