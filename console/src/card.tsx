@@ -2,8 +2,8 @@
 import { useState } from "preact/hooks";
 import { gql } from "./api";
 
-const ANSWER = `mutation($id: String!, $cardId: String!, $answer: JSON!) {
-  answerCard(id: $id, cardId: $cardId, answer: $answer) { operation { status } }
+const ANSWER = `mutation($id: String!, $owner: String, $cardId: String!, $answer: JSON!) {
+  answerCard(id: $id, ownerId: $owner, cardId: $cardId, answer: $answer) { operation { status } }
 }`;
 
 type Option = { value: string; label: string };
@@ -20,15 +20,26 @@ export type Card = {
   fields?: Field[];
 };
 
-/** The card and its answer form; `onAnswered` after the server took the answer. */
-export function CardForm({ operationId, card, onAnswered }: { operationId: string; card: Card; onAnswered?: () => void }) {
+/** The card of `owner`'s run `operationId` and its answer form; `onAnswered` after the server
+ * took the answer. */
+export function CardForm({
+  operationId,
+  owner,
+  card,
+  onAnswered,
+}: {
+  operationId: string;
+  owner?: string;
+  card: Card;
+  onAnswered?: () => void;
+}) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const send = async (answer: unknown) => {
     setBusy(true);
     setError(null);
     try {
-      await gql(ANSWER, { id: operationId, cardId: card.cardId, answer });
+      await gql(ANSWER, { id: operationId, owner, cardId: card.cardId, answer });
       onAnswered?.();
     } catch (e) {
       setError((e as Error).message);

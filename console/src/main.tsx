@@ -64,11 +64,11 @@ function UnreadBadge() {
 
 function Page({ url }: { url: URL }) {
   const path = url.pathname.replace(/\/+$/, "") || "/";
-  const run = path.match(/^\/runs\/(.+)$/);
-  if (run) return <Run key={run[1]} id={decodeURIComponent(run[1])} />;
-  if (path === "/" || path === "/runs") return <Runs />;
-  // Task and topic ids are per owner: a link to someone else's (an admin's view) names its owner.
+  // Run, task and topic ids are per owner: a link to someone else's (an admin's view) names its owner.
   const owner = url.searchParams.get("owner") ?? undefined;
+  const run = path.match(/^\/runs\/(.+)$/);
+  if (run) return <Run key={run[1] + (owner ?? "")} id={decodeURIComponent(run[1])} owner={owner} />;
+  if (path === "/" || path === "/runs") return <Runs />;
   const task = path.match(/^\/tasks\/(.+)$/);
   if (task) return <Task key={task[1] + (owner ?? "")} id={decodeURIComponent(task[1])} owner={owner} />;
   if (path === "/tasks") return <Tasks />;

@@ -73,7 +73,7 @@ pub trait Aggregate:
     /// Its stream kind; streams are named `<KIND>-<id>`.
     const KIND: StreamKind;
 
-    /// The stream of the instance `id` (`operation-<id>`, `task-<id>`, …); a kind whose ids are
+    /// The stream of the instance `id` (`notification-<id>`, `refusal-<id>`, …); a kind whose ids are
     /// per owner has no global instance `id` (see [`StreamKind::per_owner`]).
     fn stream_id(id: &str) -> String {
         debug_assert!(

@@ -5,7 +5,8 @@
 /// The kinds of stream, i.e. the aggregate types, and their stream-id prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StreamKind {
-    /// `operation-<operationId>`
+    /// `operation@<owner>/<operationId>` (per owner; a global `operation-<operationId>` from
+    /// before stays its owner's)
     Operation,
     /// `task@<owner>/<taskId>` (per owner; a global `task-<taskId>` from before stays its owner's)
     Task,
@@ -66,7 +67,8 @@ impl StreamKind {
     pub fn per_owner(self) -> bool {
         matches!(
             self,
-            Self::Task
+            Self::Operation
+                | Self::Task
                 | Self::Cron
                 | Self::Group
                 | Self::Brief

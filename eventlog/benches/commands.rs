@@ -53,11 +53,16 @@ async fn report_steps(h: &CommandHandler, runs: usize, steps: usize) -> f64 {
     for r in 0..runs {
         let id = format!("run{r}");
         let create = OperationCommand::Create(CreateOperation::new(&id, OperationKind::Task, agent.clone()));
-        h.execute::<Operation>(&id, &create, &ctx()).await.unwrap();
+        h.execute_of::<Operation>("u1", &id, &create, &ctx()).await.unwrap();
         let claim = ctx();
-        h.execute::<Operation>(&id, &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
-            .await
-            .unwrap();
+        h.execute_of::<Operation>(
+            "u1",
+            &id,
+            &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 },
+            &claim,
+        )
+        .await
+        .unwrap();
         let token = lease_token(&claim);
         for i in 0..steps {
             let step = OperationCommand::RecordStep(StepReport {
@@ -66,7 +71,7 @@ async fn report_steps(h: &CommandHandler, runs: usize, steps: usize) -> f64 {
                 usage: Usage { input_tokens: Some(i as u64), ..Usage::default() },
                 budgets: Vec::new(),
             });
-            h.execute::<Operation>(&id, &step, &ctx().with_lease_token(Some(token.clone()))).await.unwrap();
+            h.execute_of::<Operation>("u1", &id, &step, &ctx().with_lease_token(Some(token.clone()))).await.unwrap();
         }
     }
     (runs * steps) as f64 / start.elapsed().as_secs_f64()

@@ -14,8 +14,8 @@ use tokio::sync::Barrier;
 use crate::{
     client::{Call, Effect, Failure, Retry, Session},
     mixed::{
-        AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, stream, task_stream,
-        topic_stream,
+        AGENT, APPEND_MESSAGE, CLAIM, CREATE_TASK, REPORT_STEP, START_OPERATION, lease_token, operation_stream,
+        task_stream, topic_stream,
     },
     stats::Stats,
 };
@@ -84,7 +84,7 @@ pub async fn setup(s: &mut Session, token: &str, clients: usize) -> Result<Conte
         retry: Retry::CONFLICT,
         idempotent: true,
     };
-    let effect = Effect::on(stream("operation", &c.operation)).and(&conv).id("operationId", &c.operation);
+    let effect = Effect::on(operation_stream(&c.operation)).and(&conv).id("operationId", &c.operation);
     s.mutate(token, call, effect).await?;
     Ok(c)
 }
@@ -100,7 +100,7 @@ pub async fn client(mut s: Session, token: String, c: &Contended) -> Result<Stat
 
 async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Failure> {
     let conv = topic_stream(&c.topic);
-    let on_op = || Effect::on(stream("operation", &c.operation)).id("operationId", &c.operation);
+    let on_op = || Effect::on(operation_stream(&c.operation)).id("operationId", &c.operation);
     let worker = format!("{}-w{}", s.shared.run_id, s.client);
     let claim = Call {
         op: "claimOperation",
@@ -124,7 +124,7 @@ async fn contend(s: &mut Session, token: &str, c: &Contended) -> Result<(), Fail
         retry: Retry::NEVER,
         idempotent: true,
     };
-    let effect = Effect::on(stream("operation", &second)).and(&conv).id("operationId", &second);
+    let effect = Effect::on(operation_stream(&second)).and(&conv).id("operationId", &second);
     let raced = ignore_refusal(s.mutate(token, start, effect).await);
     // A client that stopped early never arrives: the others go on after a while.
     let _ = tokio::time::timeout(Duration::from_secs(30), c.raced.wait()).await;

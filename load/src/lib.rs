@@ -4,7 +4,7 @@
 //! measures it.
 //!
 //! It is a client and nothing more: it knows the GraphQL schema and the documented stream names
-//! (`conversation-<topicId>`, `operation-<id>`, …), never the server's code. Every mutation the
+//! (`conversation@<owner>/<topicId>`, `operation@<owner>/<id>`, …), never the server's code. Every mutation the
 //! server acknowledged (an HTTP answer with data and no errors) can be written to a JSON-lines
 //! file with what identifies its effect in the log ([`Record`]), so a test can check afterwards
 //! that each one is there. It refuses any target that is not this machine (loopback only).

@@ -74,6 +74,12 @@ pub fn task_stream(task: &str) -> String {
     format!("task@*/{task}")
 }
 
+/// The stream of operation `op`: operation ids are per owner (`operation@<owner>/<id>`), the
+/// owner a `*` (the load's operation ids are unique in a run).
+pub fn operation_stream(op: &str) -> String {
+    format!("operation@*/{op}")
+}
+
 /// An operation waiting for a worker.
 #[derive(Debug, Clone)]
 struct WorkItem {
@@ -223,7 +229,7 @@ impl Client {
             retry: Retry::CONFLICT_OR_BUSY,
             idempotent: true,
         };
-        let effect = Effect::on(stream("operation", &op)).and(topic_stream(&topic)).id("operationId", &op);
+        let effect = Effect::on(operation_stream(&op)).and(topic_stream(&topic)).id("operationId", &op);
         match self.send(false, call, effect).await {
             Ok(_) => {
                 self.chat.busy = 0;
@@ -248,7 +254,7 @@ impl Client {
         }
         let op = item.operation.clone();
         let worker = format!("{}-w{}", self.s.shared.run_id, self.s.client);
-        let on_op = || Effect::on(stream("operation", &op)).id("operationId", &op);
+        let on_op = || Effect::on(operation_stream(&op)).id("operationId", &op);
         let claim = Call {
             op: "claimOperation",
             query: CLAIM,
@@ -355,7 +361,7 @@ impl Client {
         let (topic, op) = (format!("{task}-topic1"), format!("{task}-op1"));
         let vars = json!({"id": task, "t": topic, "o": op, "r": format!("{task}-run1")});
         let call = Call { op: "runTask", query: RUN_TASK, variables: vars, retry: Retry::CONFLICT, idempotent: true };
-        let effect = Effect::on(task_stream(&task)).and(stream("operation", &op)).id("operationId", &op);
+        let effect = Effect::on(task_stream(&task)).and(operation_stream(&op)).id("operationId", &op);
         self.send(false, call, effect).await?;
         mixed.push(WorkItem { operation: op, chat: None, task: Some(task), raced: false }, false);
         Ok(())

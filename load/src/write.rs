@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::{
     client::{Call, Effect, Failure, Retry, Session},
-    mixed::{AGENT, CLAIM, REPORT_STEP, START_OPERATION, Tokens, lease_token, stream},
+    mixed::{AGENT, CLAIM, REPORT_STEP, START_OPERATION, Tokens, lease_token, operation_stream},
     stats::Stats,
 };
 
@@ -33,7 +33,7 @@ async fn work(s: &mut Session, token: &str, batch: usize) -> Result<(), Failure>
     let per_request = batch.max(1) as u64;
     for run in 1.. {
         let op = s.id("w", run);
-        let on_op = || Effect::on(stream("operation", &op)).id("operationId", &op);
+        let on_op = || Effect::on(operation_stream(&op)).id("operationId", &op);
         let input =
             json!({"operationId": op, "kind": "TASK", "agentId": AGENT, "model": "load-model", "provider": "local"});
         let start = Call {

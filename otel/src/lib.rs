@@ -23,8 +23,8 @@ mod measure;
 mod request;
 mod run;
 
-pub use from_log::{root_of, spans_of_end};
+pub use from_log::{ancestry_of, spans_of_end};
 pub use measure::{Measurement, measurements};
 pub use opentelemetry_proto::tonic::trace::v1::Span;
 pub use request::export_request;
-pub use run::{Ancestry, is_run_end, run_spans};
+pub use run::{Ancestry, is_run_end, run_key, run_spans};

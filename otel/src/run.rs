@@ -4,6 +4,7 @@ use agentlog_domain::{
     envelope::RecordedEvent,
     events::{AnyEvent, decode_any},
     operations::{CompletionReason, OperationEvent},
+    streams::StreamKind,
 };
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::{
@@ -14,11 +15,33 @@ use opentelemetry_proto::tonic::{
 use crate::{conventions as cv, conventions::agentlog as al, ids};
 
 /// Where a run sits in its tree: the top-level operation whose trace it belongs to (`None`: it is
-/// the top level itself). Its parent comes from its own `operation.created`.
+/// the top level itself) and its parent, each named by its [`run_key`]. Without a parent key
+/// the parent named in the run's own `operation.created` is taken from the run's namespace.
 #[derive(Debug, Clone, Default)]
 pub struct Ancestry {
     /// The top-level operation of the tree, when the run is a sub-agent or group member.
     pub root_operation_id: Option<String>,
+    /// The run's parent, when it has one and its stream is known.
+    pub parent: Option<String>,
+}
+
+/// The name a run's trace and span ids derive from: for an owned stream the stream (two users'
+/// `op1` trace apart), for a global one the run's id (the ids its spans always had). `None`
+/// for a stream that is not an operation's.
+pub fn run_key(stream_id: &str) -> Option<String> {
+    match StreamKind::parse(stream_id)? {
+        (StreamKind::Operation, id) if StreamKind::parse_owner(stream_id).is_none() => Some(id.to_string()),
+        (StreamKind::Operation, _) => Some(stream_id.to_string()),
+        _ => None,
+    }
+}
+
+/// The [`run_key`] of run `id` in the namespace of the run in `stream_id`.
+fn key_beside(stream_id: &str, id: &str) -> String {
+    match StreamKind::parse_owner(stream_id) {
+        Some(owner) => StreamKind::Operation.owned_stream_id(&owner, id),
+        None => id.to_string(),
+    }
 }
 
 /// The operation a terminal event ends, when `event` ends one: `completed`, `failed`,
@@ -31,7 +54,10 @@ pub fn is_run_end(event: &RecordedEvent) -> Option<String> {
         }
         _ => false,
     };
-    terminal.then(|| event.stream_id.strip_prefix("operation-").map(str::to_string)).flatten()
+    match StreamKind::parse(&event.stream_id) {
+        Some((StreamKind::Operation, id)) if terminal => Some(id.to_string()),
+        _ => None,
+    }
 }
 
 fn kv(key: &str, value: Value) -> KeyValue {
@@ -81,8 +107,13 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
     };
     let spec = &created.spec;
     let op_id = spec.operation_id.as_str();
-    let trace_id = ids::trace_id(ancestry.root_operation_id.as_deref().unwrap_or(op_id)).to_vec();
-    let op_span = ids::operation_span_id(op_id).to_vec();
+    let key = run_key(&first.stream_id).unwrap_or_else(|| op_id.to_string());
+    let trace_id = ids::trace_id(ancestry.root_operation_id.as_deref().unwrap_or(&key)).to_vec();
+    let op_span = ids::operation_span_id(&key).to_vec();
+    let parent = ancestry
+        .parent
+        .clone()
+        .or_else(|| spec.parent_operation_id.as_deref().map(|p| key_beside(&first.stream_id, p)));
     let model = spec.agent.model.clone();
     let provider = spec.agent.provider.clone();
     let mut common = vec![text(cv::AGENT_ID, &spec.agent.agent_id), text(cv::AGENT_NAME, &spec.agent.agent_id)];
@@ -106,7 +137,7 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
             OperationEvent::Started(s) => f.last_step_end = Some(s.at),
             OperationEvent::StepRecorded(step) => {
                 let start = f.last_step_end.or(f.started).unwrap_or(step.at).min(step.at);
-                let step_span = ids::step_span_id(op_id, step.step_index).to_vec();
+                let step_span = ids::step_span_id(&key, step.step_index).to_vec();
                 let mut attributes =
                     vec![text(cv::OPERATION_NAME, "chat"), int(al::STEP_INDEX, u64::from(step.step_index))];
                 attributes.extend(common.iter().filter(|kv| kv.key != al::ROOT_SOURCE_ID).cloned());
@@ -136,7 +167,7 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
                     }
                     f.spans.push(Span {
                         trace_id: trace_id.clone(),
-                        span_id: ids::tool_span_id(op_id, step.step_index, &call.id).to_vec(),
+                        span_id: ids::tool_span_id(&key, step.step_index, &call.id).to_vec(),
                         parent_span_id: step_span.clone(),
                         name: format!("execute_tool {}", call.name),
                         kind: span::SpanKind::Internal as i32,
@@ -249,8 +280,7 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
     if let Some(c) = f.cost_micros {
         attributes.push(int(al::COST_MICROS, c));
     }
-    let parent_span_id =
-        spec.parent_operation_id.as_deref().map(|p| ids::operation_span_id(p).to_vec()).unwrap_or_default();
+    let parent_span_id = parent.as_deref().map(|p| ids::operation_span_id(p).to_vec()).unwrap_or_default();
     f.spans.insert(
         0,
         Span {

@@ -147,7 +147,7 @@ fn a_run_is_an_agent_span_with_chat_and_tool_children() {
 #[test]
 fn a_sub_agent_is_a_child_in_its_roots_trace() {
     let events = run("op-child", Some("op-1"));
-    let spans = run_spans(&events, &Ancestry { root_operation_id: Some("op-1".into()) });
+    let spans = run_spans(&events, &Ancestry { root_operation_id: Some("op-1".into()), ..Ancestry::default() });
     assert_eq!(spans[0].trace_id, ids::trace_id("op-1"));
     assert_eq!(spans[0].parent_span_id, ids::operation_span_id("op-1"));
     assert!(spans.iter().all(|s| s.trace_id == ids::trace_id("op-1")));
@@ -184,4 +184,29 @@ fn an_unfinished_run_has_no_spans_and_a_failure_is_an_error() {
     ));
     assert!(is_run_end(&interrupted[6]).is_none());
     assert!(run_spans(&interrupted, &Ancestry::default()).is_empty());
+}
+
+/// The run's events in `owner`'s owned stream (operation ids are per owner).
+fn owned(owner: &str, events: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
+    events
+        .into_iter()
+        .map(|e| RecordedEvent { stream_id: e.stream_id.replacen('-', &format!("@{owner}/"), 1), ..e })
+        .collect()
+}
+
+#[test]
+fn two_owners_runs_of_one_id_trace_apart() {
+    let alice = run_spans(&owned("alice", run("op-1", None)), &Ancestry::default());
+    let bob = run_spans(&owned("bob", run("op-1", None)), &Ancestry::default());
+    assert_eq!(alice[0].trace_id, ids::trace_id("operation@alice/op-1"));
+    assert_ne!(alice[0].trace_id, bob[0].trace_id);
+    assert_ne!(alice[0].span_id, bob[0].span_id);
+    assert!(alice.iter().zip(&bob).all(|(a, b)| a.span_id != b.span_id));
+    assert_eq!(is_run_end(&owned("bob", run("op-1", None))[6]).as_deref(), Some("op-1"));
+    // A global stream's run keeps the ids it always had; an owned child names its parent in its
+    // owner's namespace.
+    let global = run_spans(&run("op-1", None), &Ancestry::default());
+    assert_eq!(global[0].trace_id, ids::trace_id("op-1"));
+    let child = run_spans(&owned("bob", run("op-child", Some("op-1"))), &Ancestry::default());
+    assert_eq!(child[0].parent_span_id, bob[0].span_id);
 }

@@ -31,44 +31,8 @@ pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, Project
     })
 }
 
-/// The instance id of a stream `<prefix>-<id>`.
-pub(crate) fn instance_id<'a>(event: &'a RecordedEvent, prefix: &str) -> Result<&'a str, ProjectionError> {
-    event.stream_id.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('-')).filter(|id| !id.is_empty()).ok_or_else(
-        || ProjectionError::Decode {
-            event_id: event.event_id,
-            event_type: event.event_type.clone(),
-            position: event.position,
-            reason: format!("stream `{}` is not a `{prefix}-<id>` stream", event.stream_id),
-        },
-    )
-}
-
-/// Load the `state` column of the rows of `table` whose `key_column` is one of `ids`.
-pub(crate) async fn load_states<S: DeserializeOwned>(
-    tx: &mut ReadTx,
-    table: &str,
-    key_column: &str,
-    ids: &[&str],
-) -> Result<HashMap<String, S>, ProjectionError> {
-    let mut out = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(IDS_PER_QUERY) {
-        let sql =
-            format!("SELECT {key_column}, state FROM {table} WHERE {key_column} IN ({})", placeholders(chunk.len()));
-        let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
-        for row in tx.fetch(&sql, &args).await? {
-            let (Some(id), Some(text)) = (row.str(0), row.str(1)) else {
-                return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
-            };
-            let state = serde_json::from_str(text)
-                .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
-            out.insert(id.to_string(), state);
-        }
-    }
-    Ok(out)
-}
-
-/// [`load_states`] for a table keyed by `(user_id, key_column)` (ids per owner): the states of
-/// the rows with these keys, by key.
+/// The `state` column of the rows of a table keyed by `(user_id, key_column)` (ids per owner)
+/// with these keys, by key.
 pub(crate) async fn load_owned_states<S: DeserializeOwned>(
     tx: &mut ReadTx,
     table: &str,
@@ -201,26 +165,6 @@ pub(crate) fn group_by_owned_instance<'a>(
             None => {
                 index.insert(key.clone(), groups.len());
                 groups.push((key, vec![*event]));
-            }
-        }
-    }
-    Ok(groups)
-}
-
-/// Events grouped by instance id, each group in log order, groups in order of first appearance.
-pub(crate) fn group_by_instance<'a>(
-    events: &[&'a RecordedEvent],
-    prefix: &str,
-) -> Result<Vec<(String, Vec<&'a RecordedEvent>)>, ProjectionError> {
-    let mut index: HashMap<&'a str, usize> = HashMap::new();
-    let mut groups: Vec<(String, Vec<&'a RecordedEvent>)> = Vec::new();
-    for event in events {
-        let id = instance_id(event, prefix)?;
-        match index.get(id) {
-            Some(&i) => groups[i].1.push(event),
-            None => {
-                index.insert(id, groups.len());
-                groups.push((id.to_string(), vec![*event]));
             }
         }
     }

@@ -52,6 +52,8 @@ struct StepFact {
     position: i64,
     at: DateTime<Utc>,
     operation_id: String,
+    /// The run's stream (operation ids are per owner).
+    run_stream: String,
     step_index: u32,
     spend: Spend,
 }
@@ -61,6 +63,7 @@ struct StepFact {
 #[derive(Debug, Default)]
 pub struct BudgetLog {
     budgets: BTreeMap<String, (BudgetSpec, String)>,
+    /// Each run by its stream.
     runs: HashMap<String, Operation>,
     steps: Vec<StepFact>,
     refusals: Vec<RecordedEvent>,
@@ -167,7 +170,7 @@ impl BudgetLog {
                         log.budgets.insert(id.to_string(), (spec.clone(), state.user_id.clone()));
                     }
                     states.insert(e.stream_id.clone(), state);
-                } else if let Some(id) = e.stream_id.strip_prefix("operation-") {
+                } else if let Some((StreamKind::Operation, id)) = StreamKind::parse(&e.stream_id) {
                     let typed =
                         OperationEvent::decode(&e.event_type, e.schema_version, &e.payload).with_context(decoding)?;
                     if let OperationEvent::StepRecorded(step) = &typed {
@@ -175,12 +178,14 @@ impl BudgetLog {
                             position: e.position,
                             at: step.at,
                             operation_id: id.to_string(),
+                            run_stream: e.stream_id.clone(),
                             step_index: step.step_index,
                             spend: Spend::default().plus(step.usage),
                         });
                     }
-                    let op = log.runs.remove(id).unwrap_or_default();
-                    log.runs.insert(id.to_string(), op.evolve(&typed));
+                    // Folded per stream: operation ids are per owner.
+                    let op = log.runs.remove(&e.stream_id).unwrap_or_default();
+                    log.runs.insert(e.stream_id.clone(), op.evolve(&typed));
                 } else if e.event_type == "reactor.command_refused" && e.payload["code"] == "LIMIT" {
                     log.refusals.push(e.clone());
                 }
@@ -191,9 +196,9 @@ impl BudgetLog {
         Ok(log)
     }
 
-    /// Does run `operation_id` count against budget `spec` owned by `owner`?
-    fn counts(&self, spec: &BudgetSpec, owner: &str, operation_id: &str) -> bool {
-        let Some(op) = self.runs.get(operation_id) else { return false };
+    /// Does the run in `run_stream` count against budget `spec` owned by `owner`?
+    fn counts(&self, spec: &BudgetSpec, owner: &str, run_stream: &str) -> bool {
+        let Some(op) = self.runs.get(run_stream) else { return false };
         let Some(run) = &op.spec else { return false };
         let scope = spec.scope_id.as_deref();
         let mine = op.user_id == owner;
@@ -212,7 +217,7 @@ impl BudgetLog {
         let steps = self
             .steps
             .iter()
-            .filter(|s| self.counts(spec, owner, &s.operation_id))
+            .filter(|s| self.counts(spec, owner, &s.run_stream))
             .map(|s| (period_window(spec, s.at).start, s))
             .collect();
         Some((spec, steps))

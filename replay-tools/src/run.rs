@@ -36,6 +36,10 @@ use crate::{options::Global, output, store};
 pub struct Args {
     /// The operation (run) id, without the `operation-` prefix.
     pub operation_id: String,
+    /// The run's owner (operation ids are per owner); needed when two users hold a run by
+    /// that id.
+    #[arg(long)]
+    pub owner: Option<String>,
     /// Stop the timeline at this position (inclusive).
     #[arg(long)]
     pub at: Option<i64>,
@@ -215,6 +219,39 @@ async fn conversation_events(store: &dyn EventStore, owner: &str, topic: &str) -
     store::read_stream(store, &StreamKind::Conversation.owned_stream_id(owner, topic)).await
 }
 
+/// The stream of `owner`'s run `id`: its owned stream, or the global one written before
+/// operation ids were per owner when that one is `owner`'s.
+async fn operation_stream(store: &dyn EventStore, owner: &str, id: &str) -> anyhow::Result<String> {
+    let global = StreamKind::Operation.stream_id(id);
+    let first = store.read_stream(&global, 1, 1).await.context("reading the log")?;
+    if first.first().is_some_and(|e| e.user_id() == owner) {
+        return Ok(global);
+    }
+    Ok(StreamKind::Operation.owned_stream_id(owner, id))
+}
+
+/// The stream of run `id` when no owner is named: its global stream, else the one owned
+/// stream of that id (two users holding it: name the owner).
+async fn find_operation_stream(store: &dyn EventStore, id: &str) -> anyhow::Result<String> {
+    let global = StreamKind::Operation.stream_id(id);
+    if !store.read_stream(&global, 1, 1).await.context("reading the log")?.is_empty() {
+        return Ok(global);
+    }
+    let mut filter = EventFilter::types(["operation.created"]);
+    filter.stream_prefix = Some("operation@".into());
+    let created = store::read_all(store, 0, None, &filter).await?;
+    let mut streams: BTreeSet<&str> = created
+        .iter()
+        .map(|e| e.stream_id.as_str())
+        .filter(|s| StreamKind::parse(s).is_some_and(|(_, found)| found == id))
+        .collect();
+    match (streams.pop_first(), streams.is_empty()) {
+        (Some(only), true) => Ok(only.to_string()),
+        (Some(_), false) => bail!("several users hold an operation `{id}`: name its owner with --owner"),
+        (None, _) => Ok(global),
+    }
+}
+
 /// The operation ids a stream's `operation.child_spawned` events name.
 fn children_of(events: &[RecordedEvent]) -> Vec<String> {
     events
@@ -224,9 +261,17 @@ fn children_of(events: &[RecordedEvent]) -> Vec<String> {
         .collect()
 }
 
-/// Build the timeline of `operation_id`.
-pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64>) -> anyhow::Result<Timeline> {
-    let root_stream = Operation::stream_id(operation_id);
+/// Build the timeline of `operation_id` (`owner`'s; without an owner, the one run by that id).
+pub async fn timeline(
+    store: &dyn EventStore,
+    operation_id: &str,
+    owner: Option<&str>,
+    at: Option<i64>,
+) -> anyhow::Result<Timeline> {
+    let root_stream = match owner {
+        Some(owner) => operation_stream(store, owner, operation_id).await?,
+        None => find_operation_stream(store, operation_id).await?,
+    };
     let root_events = store::read_stream(store, &root_stream).await?;
     if root_events.is_empty() {
         bail!("no operation `{operation_id}`: stream `{root_stream}` has no events");
@@ -240,10 +285,12 @@ pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64
     let mut topics: BTreeSet<(String, String)> = BTreeSet::new();
     let mut i = 0;
     while i < ops.len() {
+        // Sub-agents are named in the run owner's namespace.
         let events = if i == 0 {
             root_events.clone()
         } else {
-            store::read_stream(store, &Operation::stream_id(&ops[i])).await?
+            let owner = root_events.first().map(RecordedEvent::user_id).unwrap_or_default();
+            store::read_stream(store, &operation_stream(store, owner, &ops[i]).await?).await?
         };
         let role = if i == 0 { Role::Run } else { Role::SubAgent };
         for child in children_of(&events) {
@@ -339,7 +386,7 @@ pub async fn timeline(store: &dyn EventStore, operation_id: &str, at: Option<i64
 /// Run `run`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let store = store::open(&global.database, store::Create::No).await?;
-    let result = timeline(&*store, &args.operation_id, args.at).await;
+    let result = timeline(&*store, &args.operation_id, args.owner.as_deref(), args.at).await;
     store.close().await;
     let t = result?;
     if global.json {

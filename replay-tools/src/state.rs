@@ -76,7 +76,7 @@ pub async fn state_at(
 ) -> anyhow::Result<StateAt> {
     let Some((kind, _)) = StreamKind::parse(stream_id) else {
         bail!(
-            "`{stream_id}` is not a stream id: expected <kind>-<id> (or <kind>@<owner>/<id> for cron and group) with kind one of operation, task, conversation, brief, notification, cron, group, agent, source"
+            "`{stream_id}` is not a stream id: expected <kind>-<id> (or <kind>@<owner>/<id> for a kind whose ids are per owner) with kind one of operation, task, conversation, brief, notification, cron, group, agent, source"
         );
     };
     let events = store::read_stream(store, stream_id).await?;

@@ -17,6 +17,7 @@ use agentlog_domain::values::Usage;
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
     operations::{Operation, OperationEvent, OperationStatus},
+    streams::StreamKind,
 };
 use agentlog_eventlog::{EventFilter, EventStore};
 use anyhow::Context;
@@ -159,11 +160,12 @@ pub async fn stats(store: &dyn EventStore, top: usize, json: bool) -> anyhow::Re
             *s.by_type.entry(e.event_type.clone()).or_default() += 1;
             *s.by_day.entry(day.clone()).or_default() += 1;
             *s.by_day_and_type.entry(day).or_default().entry(e.event_type.clone()).or_default() += 1;
-            if let Some(id) = e.stream_id.strip_prefix("operation-") {
+            // Folded per stream: operation ids are per owner.
+            if let Some((StreamKind::Operation, _)) = StreamKind::parse(&e.stream_id) {
                 let typed = OperationEvent::decode(&e.event_type, e.schema_version, &e.payload)
                     .with_context(|| format!("decoding {} at position {}", e.event_type, e.position))?;
-                let op = runs.remove(id).unwrap_or_default();
-                runs.insert(id.to_string(), op.evolve(&typed));
+                let op = runs.remove(&e.stream_id).unwrap_or_default();
+                runs.insert(e.stream_id.clone(), op.evolve(&typed));
             }
         }
         if let Some(last) = page.last() {

@@ -117,7 +117,7 @@ impl Part {
 
     fn stream_id(&self) -> String {
         match self {
-            Self::Operation(id, _) => Operation::stream_id(id),
+            Self::Operation(id, _) => Operation::KIND.stream_id(id),
             Self::Conversation(id, _) => Conversation::KIND.stream_id(id),
             Self::Task(id, _) => Task::KIND.stream_id(id),
             Self::Brief(id, _) => Brief::KIND.stream_id(id),

@@ -1,11 +1,11 @@
 //! Commands on aggregates that need no cross-stream rule: load, check the caller may act on it,
 //! run the command, settle the read models. One generic path for tasks, briefs, cron jobs,
-//! agents, groups and conversations.
+//! agents, groups, conversations and operations.
 
 use agentlog_domain::context::Context;
 use agentlog_domain::{
     agents::Agent, aggregate::Aggregate, briefs::Brief, conversations::Conversation, cron_jobs::CronJob,
-    envelope::Actor, groups::Group, tasks::Task,
+    envelope::Actor, groups::Group, operations::Operation, tasks::Task,
 };
 use agentlog_eventlog::{Loaded, applied_command};
 
@@ -52,6 +52,13 @@ impl Owned for Agent {
 
 impl Owned for Group {
     const WHAT: &'static str = "group";
+    fn owner(&self) -> Option<&str> {
+        self.exists().then_some(self.user_id.as_str())
+    }
+}
+
+impl Owned for Operation {
+    const WHAT: &'static str = "operation";
     fn owner(&self) -> Option<&str> {
         self.exists().then_some(self.user_id.as_str())
     }

@@ -79,19 +79,22 @@ impl Commands<'_> {
             (Some(run), true) => budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?),
             _ => Vec::new(),
         };
-        let results =
-            self.state.handler.execute_multi(&ctx, || self.decide_batch(id, &items, &standings, &ctx)).await?;
-        check_replay(&results, &Operation::stream_id(id))?;
+        let results = self
+            .state
+            .handler
+            .execute_multi(&ctx, || self.decide_batch(&loaded.stream_id, id, &items, &standings, &ctx))
+            .await?;
+        check_replay(&results, &loaded.stream_id)?;
         let events = results.iter().filter(|r| !r.duplicate).map(|r| r.positions.len()).sum();
         let mut position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
-        let mut state = self.state.handler.load::<Operation>(id).await?.state;
+        let mut state = self.state.handler.load_stream::<Operation>(&loaded.stream_id).await?.state;
         if let Some(run) = &run
             && has_steps
             && !standings.is_empty()
             && events > 0
             && !state.is_finished()
         {
-            let stopped = budgets::stop_at_limit(self.state, id, run, &ctx).await?;
+            let stopped = budgets::stop_at_limit(self.state, &loaded.stream_id, run, &ctx).await?;
             position = position.max(stopped.last_position());
             state = stopped.state;
         }
@@ -107,17 +110,18 @@ impl Commands<'_> {
         Ok(BatchResult { run: OperationResult { state, position }, events })
     }
 
-    /// Decide every item in order on the evolving states; the writes of the run's stream and
-    /// (with messages) its conversation's, at the versions loaded.
+    /// Decide every item in order on the evolving states; the writes of the run's stream
+    /// (`stream`, run `id`'s) and (with messages) its conversation's, at the versions loaded.
     async fn decide_batch(
         &self,
+        stream: &str,
         id: &str,
         items: &[BatchItem],
         standings: &[agentlog_domain::budgets::BudgetStanding],
         ctx: &Context,
     ) -> Result<Vec<(StreamWrite, i64)>, CommandError> {
         let h = &self.state.handler;
-        let op: Loaded<Operation> = h.load::<Operation>(id).await?;
+        let op: Loaded<Operation> = h.load_stream::<Operation>(stream).await?;
         let conversation = match op.state.topic_id() {
             Some(t) if items.iter().any(|i| matches!(i, BatchItem::Message(_))) => {
                 Some(h.load_of::<Conversation>(&op.state.user_id, t).await?)

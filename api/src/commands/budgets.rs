@@ -100,13 +100,13 @@ pub fn run_scope(run: &Operation) -> Option<RunScope> {
     })
 }
 
-/// After a run's steps were appended (with `ctx`): steps of other runs committed beside them
+/// After the steps of the run in `stream` were appended (with `ctx`): steps of other runs committed beside them
 /// may have reached a limit unseen, so read the standings again, these steps included, and let
 /// the run's rules end it now rather than after its next step. So each worker overspends by at
 /// most the one report it sent. The run after the check.
 pub async fn stop_at_limit(
     state: &App,
-    id: &str,
+    stream: &str,
     run: &RunScope,
     ctx: &Context,
 ) -> Result<CommandOutcome<Operation>, ApiError> {
@@ -119,7 +119,7 @@ pub async fn stop_at_limit(
     );
     stop_ctx.correlation_id = ctx.correlation_id.clone();
     let stop = OperationCommand::StopAtBudget { budgets: after };
-    Ok(state.handler.execute::<Operation>(id, &stop, &stop_ctx).await?)
+    Ok(state.handler.execute_stream::<Operation>(stream, &stop, &stop_ctx).await?)
 }
 
 /// May a run of `run` start now? LIMIT when one of its budgets is at its limit.

@@ -52,7 +52,7 @@ impl Commands<'_> {
             .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
                 let group = h.load_stream::<Group>(&loaded.stream_id).await?;
-                let operation = h.load::<Operation>(operation_id).await?;
+                let operation = h.load_of::<Operation>(&loaded.state.user_id, operation_id).await?;
                 if !operation.state.exists() {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
                 }
@@ -72,7 +72,8 @@ impl Commands<'_> {
                 Ok(vec![(op_write, operation.version), (group_write, group.version)])
             })
             .await?;
-        check_replay(&results, &Operation::stream_id(operation_id))?;
+        let stream = self.state.handler.stream_of::<Operation>(&loaded.state.user_id, operation_id).await?;
+        check_replay(&results, &stream)?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
         Ok((loaded.state.user_id, position))

@@ -3,7 +3,6 @@
 
 use agentlog_domain::stamp::StreamWrite;
 use agentlog_domain::{
-    aggregate::Aggregate,
     context::Context,
     conversations::{ChatMessage, Conversation, ConversationCommand},
     envelope::Actor,
@@ -42,14 +41,11 @@ pub struct OperationResult {
 }
 
 impl Commands<'_> {
-    /// Load an operation the caller may act on (someone else's is NOT_FOUND).
+    /// Load an operation the caller may act on, `id` named in [`Commands::namespace`] (someone
+    /// else's is NOT_FOUND, exactly as a missing one).
     pub async fn load_operation(&self, id: &str) -> Result<Loaded<Operation>, ApiError> {
         check_id("operationId", id)?;
-        let loaded = self.state.handler.load::<Operation>(id).await?;
-        if !loaded.state.exists() || !self.caller.may_see(&loaded.state.user_id) {
-            return Err(ApiError::not_found("operation", id));
-        }
-        Ok(loaded)
+        self.load_owned::<Operation>(id).await
     }
 
     /// Start an operation (conversation busy, sub-agent limit and parent rules apply).
@@ -64,9 +60,11 @@ impl Commands<'_> {
         let owner = self.owner_for_new(owner)?;
         let mut create = self.with_roster_agent(&owner, create).await?;
         if let Some(parent) = &create.parent_operation_id {
-            let p = self.load_operation(parent).await?;
-            if p.state.user_id != owner {
-                return Err(ApiError::Forbidden("a sub-agent belongs to its parent's owner".into()));
+            // The parent is named in the run owner's namespace: another user's is unknown here.
+            check_id("parentOperationId", parent)?;
+            let p = self.state.handler.load_of::<Operation>(&owner, parent).await?;
+            if !p.state.exists() {
+                return Err(ApiError::not_found("operation", parent));
             }
             // A sub-agent given no topic runs in its parent's conversation.
             if create.topic_id.is_none() {
@@ -87,7 +85,7 @@ impl Commands<'_> {
             .handler
             .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
-                let existing = h.load::<Operation>(&create.operation_id).await?;
+                let existing = h.load_of::<Operation>(&owner, &create.operation_id).await?;
                 // A resent start answers what it wrote; a new run needs room in its budgets.
                 if !existing.state.exists() {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
@@ -110,11 +108,11 @@ impl Commands<'_> {
                 let mut tracked = Vec::new();
                 if let Some(c) = &conversation {
                     for id in c.state.tracked_operations() {
-                        tracked.push(h.load::<Operation>(id).await?.state);
+                        tracked.push(h.load_of::<Operation>(&owner, id).await?.state);
                     }
                 }
                 let parent = match &create.parent_operation_id {
-                    Some(p) => Some(h.load::<Operation>(p).await?),
+                    Some(p) => Some(h.load_of::<Operation>(&owner, p).await?),
                     None => None,
                 };
                 let started = operation_start::start_operation_within(
@@ -126,6 +124,10 @@ impl Commands<'_> {
                     parent.as_ref().map(|p| &p.state),
                     &ctx,
                 )?;
+                let loaded = [Some(existing.stream_id.as_str()), conversation.as_ref().map(|c| c.stream_id.as_str())]
+                    .into_iter()
+                    .chain([parent.as_ref().map(|p| p.stream_id.as_str())])
+                    .flatten();
                 let writes = retarget(
                     started.stamp(
                         &existing.state,
@@ -133,12 +135,13 @@ impl Commands<'_> {
                         parent.as_ref().map(|p| &p.state),
                         &ctx,
                     ),
-                    conversation.as_ref(),
+                    loaded,
                 );
                 Ok(with_versions(writes, &existing, conversation.as_ref(), parent.as_ref()))
             })
             .await?;
-        self.settled(&results, &create.operation_id).await
+        let stream = self.state.handler.stream_of::<Operation>(&owner, &create.operation_id).await?;
+        self.settled(&results, &stream).await
     }
 
     /// The run's agent from the roster (NOT_FOUND when it is not registered, or archived:
@@ -195,7 +198,8 @@ impl Commands<'_> {
         if let (OperationCommand::RecordStep(step), Some(run)) = (&mut command, &run) {
             step.budgets = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
         }
-        let outcome: CommandOutcome<Operation> = self.state.handler.execute::<Operation>(id, &command, &ctx).await?;
+        let outcome: CommandOutcome<Operation> =
+            self.state.handler.execute_stream::<Operation>(&loaded.stream_id, &command, &ctx).await?;
         let mut position = outcome.last_position();
         let mut state = outcome.state;
         if let (OperationCommand::RecordStep(step), Some(run)) = (&command, &run)
@@ -203,7 +207,7 @@ impl Commands<'_> {
             && position > 0
             && !state.is_finished()
         {
-            let stopped = budgets::stop_at_limit(self.state, id, run, &ctx).await?;
+            let stopped = budgets::stop_at_limit(self.state, &loaded.stream_id, run, &ctx).await?;
             position = position.max(stopped.last_position());
             state = stopped.state;
         }
@@ -261,8 +265,10 @@ impl Commands<'_> {
         if let Some(op_id) = message.operation_id.as_deref()
             && matches!(message.role.as_str(), "assistant" | "tool")
         {
-            let op = self.load_operation(op_id).await?;
-            if op.state.user_id != owner {
+            // The run is named in the conversation owner's namespace.
+            check_id("operationId", op_id)?;
+            let op = self.state.handler.load_of::<Operation>(&owner, op_id).await?;
+            if !op.state.exists() {
                 return Err(ApiError::not_found("operation", op_id));
             }
             op.state.check_lease_token(&ctx)?;
@@ -288,21 +294,22 @@ impl Commands<'_> {
             .handler
             .execute_multi(&ctx, || async {
                 let h = &self.state.handler;
-                let op = h.load::<Operation>(id).await?;
+                let op = h.load_stream::<Operation>(&loaded.stream_id).await?;
                 let conversation = match op.state.topic_id() {
                     Some(t) => Some(h.load_of::<Conversation>(&op.state.user_id, t).await?),
                     None => None,
                 };
                 let resumed =
                     operation_resume::resume_operation(&op.state, conversation.as_ref().map(|c| &c.state), &ctx)?;
+                let loaded = [Some(op.stream_id.as_str()), conversation.as_ref().map(|c| c.stream_id.as_str())];
                 let writes = retarget(
                     resumed.stamp(&op.state, conversation.as_ref().map(|c| &c.state), &ctx),
-                    conversation.as_ref(),
+                    loaded.into_iter().flatten(),
                 );
                 Ok(with_versions(writes, &op, conversation.as_ref(), None))
             })
             .await?;
-        self.settled(&results, id).await
+        self.settled(&results, &loaded.stream_id).await
     }
 
     /// Cancel an operation and every unfinished descendant, in one atomic append.
@@ -314,26 +321,27 @@ impl Commands<'_> {
     ) -> Result<OperationResult, ApiError> {
         let loaded = self.load_operation(id).await?;
         let ctx = self.context(&loaded.state.user_id, self.user_actor(), request_id)?;
-        let results = self.cancel_with_descendants(id, reason, &ctx).await?;
-        self.settled(&results, id).await
+        let results = self.cancel_with_descendants(&loaded.stream_id, reason, &ctx).await?;
+        self.settled(&results, &loaded.stream_id).await
     }
 
-    /// The answer of a multi-stream command on operation `id`: a request id reused on another
-    /// target is refused, the read models are waited for, and the operation is read as it now is.
-    async fn settled(&self, results: &[AppendResult], id: &str) -> Result<OperationResult, ApiError> {
-        check_replay(results, &Operation::stream_id(id))?;
+    /// The answer of a multi-stream command on the operation in `stream`: a request id reused
+    /// on another target is refused, the read models are waited for, and the operation is read
+    /// as it now is.
+    async fn settled(&self, results: &[AppendResult], stream: &str) -> Result<OperationResult, ApiError> {
+        check_replay(results, stream)?;
         let position = results.iter().map(|r| r.last_position()).max().unwrap_or(0);
         self.state.settle(position).await;
-        let state = self.state.handler.load::<Operation>(id).await?.state;
+        let state = self.state.handler.load_stream::<Operation>(stream).await?.state;
         Ok(OperationResult { state, position })
     }
 
-    /// Cancel operation `id` and every unfinished descendant in one append, under `ctx` (a
-    /// user's, or a reactor's deterministic one). Does not check the caller nor wait for the
-    /// read models.
+    /// Cancel the operation in `stream` and every unfinished descendant (named in its owner's
+    /// namespace, `ctx`'s user) in one append, under `ctx` (a user's, or a reactor's
+    /// deterministic one). Does not check the caller nor wait for the read models.
     pub async fn cancel_with_descendants(
         &self,
-        id: &str,
+        stream: &str,
         reason: Option<String>,
         ctx: &Context,
     ) -> Result<Vec<AppendResult>, CommandError> {
@@ -341,14 +349,14 @@ impl Commands<'_> {
             .handler
             .execute_multi(ctx, || async {
                 let h = &self.state.handler;
-                let root = h.load::<Operation>(id).await?;
+                let root = h.load_stream::<Operation>(stream).await?;
                 let mut descendants: Vec<Loaded<Operation>> = Vec::new();
                 let mut queue: Vec<String> = root.state.child_ids().map(str::to_string).collect();
                 while let Some(child) = queue.pop() {
                     if descendants.iter().any(|d| d.state.id() == child) {
                         continue;
                     }
-                    let loaded = h.load::<Operation>(&child).await?;
+                    let loaded = h.load_of::<Operation>(&ctx.user_id, &child).await?;
                     queue.extend(loaded.state.child_ids().map(str::to_string));
                     descendants.push(loaded);
                 }
@@ -356,7 +364,10 @@ impl Commands<'_> {
                 let parts = cancel_cascade::cancel_cascade(&root.state, &states, reason.clone(), ctx)?;
                 let mut all: Vec<&Operation> = vec![&root.state];
                 all.extend(states.iter());
-                let writes = cancel_cascade::stamp_cascade(&parts, &all, ctx);
+                let writes = retarget(
+                    cancel_cascade::stamp_cascade(&parts, &all, ctx),
+                    std::iter::once(&root).chain(descendants.iter()).map(|l| l.stream_id.as_str()),
+                );
                 let versions: Vec<(String, i64)> = std::iter::once(&root)
                     .chain(descendants.iter())
                     .map(|l| (l.stream_id.clone(), l.version))
@@ -373,15 +384,16 @@ impl Commands<'_> {
     }
 }
 
-/// The writes with the conversation's part in the stream `conversation` was loaded from (the
-/// domain names the owned stream; a conversation from before topic ids were per owner keeps its
-/// global one).
-fn retarget(mut writes: Vec<StreamWrite>, conversation: Option<&Loaded<Conversation>>) -> Vec<StreamWrite> {
-    if let Some(c) = conversation {
-        for w in &mut writes {
-            if StreamKind::parse(&w.stream_id).is_some_and(|(kind, _)| kind == StreamKind::Conversation) {
-                w.stream_id.clone_from(&c.stream_id);
-            }
+/// The writes with each part in the stream its aggregate was loaded from (`loaded`): the
+/// domain names the owned streams, and an operation or conversation from before their ids were
+/// per owner keeps its global one. Every stream of one decision is one owner's, so a part is
+/// matched by kind and instance id.
+pub(crate) fn retarget<'a>(mut writes: Vec<StreamWrite>, loaded: impl Iterator<Item = &'a str>) -> Vec<StreamWrite> {
+    let loaded: Vec<&str> = loaded.collect();
+    for w in &mut writes {
+        let Some(target) = StreamKind::parse(&w.stream_id) else { continue };
+        if let Some(stream) = loaded.iter().find(|s| StreamKind::parse(s) == Some(target)) {
+            w.stream_id = (*stream).to_string();
         }
     }
     writes
@@ -408,9 +420,4 @@ fn with_versions(
             (w, version)
         })
         .collect()
-}
-
-/// The stream id of an operation (for history queries).
-pub fn operation_stream(id: &str) -> String {
-    Operation::stream_id(id)
 }

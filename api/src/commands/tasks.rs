@@ -246,7 +246,8 @@ impl Commands<'_> {
             .execute_multi(ctx, || async {
                 let h = &self.state.handler;
                 let task = h.load_stream::<Task>(&task.stream_id).await?;
-                let operation = h.load::<Operation>(operation_id).await?;
+                // The run's operation is named in the run owner's namespace.
+                let operation = h.load_of::<Operation>(&ctx.user_id, operation_id).await?;
                 if !operation.state.exists() {
                     agentlog_domain::budgets::refuse_start(&budgets)?;
                 }
@@ -268,7 +269,9 @@ impl Commands<'_> {
                     agent,
                     extra_prompt: None,
                 };
-                let start = task_run::start_task_run(&task.state, &task.stream_id, &operation.state, &run, None, ctx)?;
+                let mut start =
+                    task_run::start_task_run(&task.state, &task.stream_id, &operation.state, &run, None, ctx)?;
+                start.operation.stream_id.clone_from(&operation.stream_id);
                 // One stamper for every stream: the event ids count on across them.
                 let mut stamper = ctx.stamper();
                 let mut writes = vec![

@@ -136,6 +136,10 @@ impl BatchMutation {
         lease_token: String,
         items: Vec<BatchItemInput>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose operation `operationId` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<BatchPayload> {
         let max = app(ctx).limits.max_batch_items;
         if items.len() > max {
@@ -152,6 +156,7 @@ impl BatchMutation {
             })
             .collect();
         let out = Commands::new(app(ctx), caller(ctx)?)
+            .owned_by(owner_id.as_deref())
             .report_batch(&operation_id, lease_token, items, max, request_id.as_deref())
             .await?;
         if let Some(topic_id) = out.run.state.topic_id() {

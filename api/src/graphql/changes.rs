@@ -115,36 +115,37 @@ fn stream_filter(caller: &Caller, stream_id: &str) -> EventFilter {
     filter.user_id = caller.owner().map(str::to_string);
     filter
 }
-
-fn id_of(event: &RecordedEvent, prefix: &str) -> String {
-    event.stream_id.strip_prefix(prefix).unwrap_or_default().to_string()
-}
-
 /// Change subscriptions.
 #[derive(Default)]
 pub struct ChangesSubscription;
 
 #[Subscription]
 impl ChangesSubscription {
-    /// Every change of one operation after `fromPosition` (default: from now on).
+    /// Every change of one operation (`id` among the caller's own; an admin names another owner
+    /// with `ownerId`) after `fromPosition` (default: from now on).
     async fn operation_changed(
         &self,
         ctx: &Context<'_>,
         id: String,
         from_position: Option<i64>,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin following another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> BoxStream<'static, GqlResult<Change<Operation>>> {
         let (state, who) = match (caller(ctx), app(ctx)) {
             (Ok(c), s) => (s.clone(), c.clone()),
             (Err(e), _) => return failed(e),
         };
-        if let Err(e) = Commands::new(&state, &who).load_operation(&id).await {
-            return failed(e);
-        }
+        let (stream, owner) = match Commands::new(&state, &who).owned_by(owner_id.as_deref()).load_operation(&id).await
+        {
+            Ok(loaded) => (loaded.stream_id, loaded.state.user_id),
+            Err(e) => return failed(e),
+        };
         let (from, counted) = match start(&state, &who, from_position).await {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
-        let stream = format!("operation-{id}");
         let filter = stream_filter(&who, &stream);
         follow(
             state,
@@ -153,9 +154,9 @@ impl ChangesSubscription {
             filter,
             move |e| e.stream_id == stream,
             move |state, _| {
-                let (id, owner) = (id.clone(), who.owner().map(str::to_string));
+                let (id, owner) = (id.clone(), owner.clone());
                 async move {
-                    let row = operations::get(&state.db, owner.as_deref(), &id).await?;
+                    let row = operations::get(&state.db, &owner, &id).await?;
                     Ok(Loaded::Row(row.map(Operation::from)))
                 }
             },
@@ -389,7 +390,8 @@ impl ChangesSubscription {
         ];
         let mut filter = EventFilter::types(types);
         filter.user_id = who.owner().map(str::to_string);
-        filter.stream_prefix = Some("operation-".into());
+        // Both the owned streams (`operation@…`) and the global ones from before (`operation-…`).
+        filter.stream_prefix = Some("operation".into());
         let agents = Arc::new(agent_ids);
         let live = follow(
             state,
@@ -398,10 +400,14 @@ impl ChangesSubscription {
             filter,
             |_| true,
             move |state, event| {
-                let (owner, agents) = (who.owner().map(str::to_string), Arc::clone(&agents));
+                let agents = Arc::clone(&agents);
                 let wanted = Arc::clone(&wanted);
                 async move {
-                    let row = operations::get(&state.db, owner.as_deref(), &id_of(&event, "operation-")).await?;
+                    // The event's stream names the run and its owner (operation ids are per owner).
+                    let Some((_, id)) = StreamKind::parse(&event.stream_id) else { return Ok(Loaded::Skip) };
+                    let owner =
+                        StreamKind::parse_owner(&event.stream_id).unwrap_or_else(|| event.user_id().to_string());
+                    let row = operations::get(&state.db, &owner, id).await?;
                     Ok(match row {
                         Some(o)
                             if o.lease.is_none()

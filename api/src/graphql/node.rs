@@ -69,7 +69,7 @@ impl NodeQuery {
             NodeType::Agent => agent_node(ctx, Some(&global.owner), key).await.map(Node::Agent),
             NodeType::Group => group_node(ctx, Some(&global.owner), key).await.map(Node::Group),
             NodeType::CronJob => cron_job_node(ctx, Some(&global.owner), key).await.map(Node::CronJob),
-            NodeType::Operation => operation_node(ctx, key).await.map(Node::Operation),
+            NodeType::Operation => operation_node(ctx, Some(&global.owner), key).await.map(Node::Operation),
         };
         match found {
             // The id must name this very object: an owner the object does not have (a built-in

@@ -70,7 +70,7 @@ pub enum PhaseInput {
 /// Start an operation.
 #[derive(InputObject)]
 pub struct StartOperationInput {
-    /// Its id (client-chosen, unique).
+    /// Its id (client-chosen, unique among its owner's).
     pub operation_id: String,
     /// Kind.
     pub kind: OperationKindInput,

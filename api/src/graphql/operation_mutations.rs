@@ -60,13 +60,16 @@ pub struct OperationsMutation;
 async fn run(
     ctx: &Context<'_>,
     id: &str,
+    owner: Option<&str>,
     command: OperationCommand,
     lease_token: Option<String>,
     request_id: Option<String>,
 ) -> GqlResult<OperationPayload> {
     let who = caller(ctx)?;
-    let out =
-        Commands::new(app(ctx), who).operation_command(id, command, None, lease_token, request_id.as_deref()).await?;
+    let out = Commands::new(app(ctx), who)
+        .owned_by(owner)
+        .operation_command(id, command, None, lease_token, request_id.as_deref())
+        .await?;
     Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
 }
 
@@ -102,13 +105,22 @@ impl OperationsMutation {
         input: StartOperationInput,
         lease_token: Option<String>,
         request_id: Option<String>,
+        #[graphql(
+            desc = "Whose operation `parentOperationId` is (the sub-agent is theirs too): an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
+        // Another user's parent is unknown here, exactly as a missing one.
+        let Some(owner) = who.namespace(owner_id.as_deref()).map(str::to_string) else {
+            return Err(ApiError::not_found("operation", parent_operation_id).into());
+        };
         let mut create = input.into_create()?;
         create.parent_operation_id = Some(parent_operation_id);
         create.kind = OperationKind::Subagent;
-        let out =
-            Commands::new(app(ctx), who).start_operation(create, None, lease_token, request_id.as_deref()).await?;
+        let out = Commands::new(app(ctx), who)
+            .start_operation(create, Some(&owner), lease_token, request_id.as_deref())
+            .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
@@ -120,14 +132,20 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         worker_id: String,
         lease_secs: Option<i32>,
         request_id: Option<String>,
     ) -> GqlResult<ClaimPayload> {
         let lease_secs = lease(lease_secs)?;
         let who = caller(ctx)?;
-        let (out, lease) =
-            Commands::new(app(ctx), who).claim_operation(&id, worker_id, lease_secs, request_id.as_deref()).await?;
+        let (out, lease) = Commands::new(app(ctx), who)
+            .owned_by(owner_id.as_deref())
+            .claim_operation(&id, worker_id, lease_secs, request_id.as_deref())
+            .await?;
         Ok(ClaimPayload {
             operation: Operation::from(&out.state),
             position: out.position,
@@ -141,12 +159,24 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         worker_id: String,
         lease_token: String,
         lease_secs: Option<i32>,
     ) -> GqlResult<OperationPayload> {
         let lease_secs = lease(lease_secs)?;
-        run(ctx, &id, OperationCommand::RenewLease { worker_id, lease_secs }, Some(lease_token), None).await
+        run(
+            ctx,
+            &id,
+            owner_id.as_deref(),
+            OperationCommand::RenewLease { worker_id, lease_secs },
+            Some(lease_token),
+            None,
+        )
+        .await
     }
 
     /// The agent moved to another phase (lease holder only).
@@ -154,10 +184,15 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         phase: PhaseInput,
     ) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::ChangePhase(Phase::from(phase)), Some(lease_token), None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::ChangePhase(Phase::from(phase)), Some(lease_token), None)
+            .await
     }
 
     /// A step finished: its phase, tool calls and usage (leave usage fields out when
@@ -167,6 +202,10 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         phase: PhaseInput,
         tool_calls: Option<Vec<ToolCallInput>>,
@@ -189,7 +228,7 @@ impl OperationsMutation {
             },
             budgets: Vec::new(),
         };
-        run(ctx, &id, OperationCommand::RecordStep(step), Some(lease_token), request_id).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::RecordStep(step), Some(lease_token), request_id).await
     }
 
     /// Replace the agent's plan (`{explanation?, steps: [{text, status}]}`). Lease holder only.
@@ -197,11 +236,15 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         plan: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let plan: Plan = decode("plan", plan)?;
-        run(ctx, &id, OperationCommand::UpdatePlan(plan), Some(lease_token), None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::UpdatePlan(plan), Some(lease_token), None).await
     }
 
     /// Replace the agent's todo list (`[{id, text, status}]`, ids unique). Lease holder only.
@@ -209,11 +252,15 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         todos: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let todos: Vec<Todo> = decode("todos", todos)?;
-        run(ctx, &id, OperationCommand::UpdateTodos(todos), Some(lease_token), None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::UpdateTodos(todos), Some(lease_token), None).await
     }
 
     /// Record an artifact (`{artifactId, title, kind, sizeBytes?, contentRef}`), once the run
@@ -222,11 +269,15 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: Option<String>,
         artifact: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let artifact: Artifact = decode("artifact", artifact)?;
-        run(ctx, &id, OperationCommand::RecordArtifact(artifact), lease_token, None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::RecordArtifact(artifact), lease_token, None).await
     }
 
     /// Record a review score (`{rubricId, score 0–100, passed, reason?}`), also after the run
@@ -235,11 +286,15 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: Option<String>,
         score: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
         let score: ReviewScore = decode("score", score)?;
-        run(ctx, &id, OperationCommand::RecordScore(score), lease_token, None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::RecordScore(score), lease_token, None).await
     }
 
     /// Ask a human: the operation waits on the card (`{cardId, title, body?, kind: choice |
@@ -249,12 +304,16 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         card: Json<serde_json::Value>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let card: HitlCard = decode("card", card)?;
-        run(ctx, &id, OperationCommand::AskHuman(card), Some(lease_token), request_id).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::AskHuman(card), Some(lease_token), request_id).await
     }
 
     /// A human answers the pending card (`{kind, values | text | confirmed}`).
@@ -262,12 +321,16 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         card_id: String,
         answer: Json<serde_json::Value>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let answer: CardAnswer = decode("answer", answer)?;
-        run(ctx, &id, OperationCommand::AnswerCard { card_id, answer }, None, request_id).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::AnswerCard { card_id, answer }, None, request_id).await
     }
 
     /// Wait for async tool calls or dispatched children (a barrier); releases the lease, and a
@@ -276,10 +339,14 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         keys: Vec<String>,
     ) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::AwaitAsync { keys }, Some(lease_token), None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::AwaitAsync { keys }, Some(lease_token), None).await
     }
 
     /// An async tool reported its result.
@@ -287,11 +354,16 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         key: String,
         success: bool,
         result: Option<String>,
     ) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::ReceiveAsyncResult { key, success, result }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::ReceiveAsyncResult { key, success, result }, None, None)
+            .await
     }
 
     /// The worker finished the run. A task run's `handoff` becomes its topic's hand-off (the
@@ -305,6 +377,10 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         result: Option<String>,
         handoff: Option<HandoffInput>,
@@ -312,8 +388,15 @@ impl OperationsMutation {
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let handoff = handoff.map(HandoffInput::into_domain);
-        run(ctx, &id, OperationCommand::Complete { result, handoff, brief_judgement }, Some(lease_token), request_id)
-            .await
+        run(
+            ctx,
+            &id,
+            owner_id.as_deref(),
+            OperationCommand::Complete { result, handoff, brief_judgement },
+            Some(lease_token),
+            request_id,
+        )
+        .await
     }
 
     /// The worker reports failure. Lease holder only.
@@ -322,6 +405,10 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         lease_token: String,
         message: String,
         error_type: Option<String>,
@@ -329,7 +416,7 @@ impl OperationsMutation {
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let error = OperationError { message, error_type, code };
-        run(ctx, &id, OperationCommand::Fail(error), Some(lease_token), request_id).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::Fail(error), Some(lease_token), request_id).await
     }
 
     /// Stop it from outside.
@@ -337,10 +424,14 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         reason: String,
         #[graphql(default)] can_resume: bool,
     ) -> GqlResult<OperationPayload> {
-        run(ctx, &id, OperationCommand::Interrupt { reason, can_resume }, None, None).await
+        run(ctx, &id, owner_id.as_deref(), OperationCommand::Interrupt { reason, can_resume }, None, None).await
     }
 
     /// Put an interrupted run whose interruption allows it (`canResume`: a lease expiry, or an
@@ -352,10 +443,17 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
-        let out = Commands::new(app(ctx), who).resume_operation(&id, request_id.as_deref()).await?;
+        let out = Commands::new(app(ctx), who)
+            .owned_by(owner_id.as_deref())
+            .resume_operation(&id, request_id.as_deref())
+            .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 
@@ -364,11 +462,18 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin acting on another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
         reason: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
-        let out = Commands::new(app(ctx), who).cancel_operation(&id, reason, request_id.as_deref()).await?;
+        let out = Commands::new(app(ctx), who)
+            .owned_by(owner_id.as_deref())
+            .cancel_operation(&id, reason, request_id.as_deref())
+            .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
     }
 }

@@ -25,7 +25,7 @@ use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
 use crate::graphql::wire::wire;
 use crate::{
-    commands::{Commands, operations::operation_stream},
+    commands::Commands,
     error::{ApiError, GqlResult},
 };
 
@@ -249,6 +249,8 @@ impl From<OperationStepRow> for OperationStep {
 pub struct HitlCardNode {
     /// The operation.
     pub operation_id: String,
+    /// The operation's owner (operation ids are per owner).
+    pub user_id: String,
     /// The card.
     pub card_id: String,
     /// `choice`, `input`, `confirm`, `form`.
@@ -275,6 +277,7 @@ impl From<OperationCardRow> for HitlCardNode {
     fn from(c: OperationCardRow) -> Self {
         Self {
             operation_id: c.operation_id,
+            user_id: c.user_id,
             card_id: c.card_id,
             kind: c.kind,
             title: c.title,
@@ -297,7 +300,7 @@ impl Operation {
         version: i64,
     ) -> Result<Vec<read::OperationAsyncResultRow>, ApiError> {
         let limit = usize::try_from(version).unwrap_or(usize::MAX);
-        let events = app(ctx).store.read_stream(&operation_stream(&self.id), 1, limit).await?;
+        let events = app(ctx).store.read_stream(&self.stream(ctx).await?, 1, limit).await?;
         let mut rows = Vec::new();
         for e in events.iter().filter(|e| e.event_type == "operation.async_result_received") {
             let event = <OperationEvent as DomainEvent>::decode(&e.event_type, e.schema_version, &e.payload)
@@ -317,12 +320,22 @@ impl Operation {
         Ok(rows)
     }
 
+    /// Its stream (a run from before operation ids were per owner keeps its global one).
+    async fn stream(&self, ctx: &Context<'_>) -> Result<String, ApiError> {
+        Ok(app(ctx).handler.stream_of::<OperationState>(&self.user_id, &self.id).await?)
+    }
+
+    /// The run as its stream holds it now.
+    async fn loaded(&self, ctx: &Context<'_>) -> Result<OperationState, ApiError> {
+        Ok(app(ctx).handler.load_stream::<OperationState>(&self.stream(ctx).await?).await?.state)
+    }
+
     async fn agent_overrides_of(&self, ctx: &Context<'_>) -> Result<Vec<String>, ApiError> {
         if let Some(o) = &self.overrides {
             return Ok(o.clone());
         }
-        let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(&self.id).await?;
-        Ok(loaded.state.spec.map(|s| s.agent_overrides).unwrap_or_default())
+        let loaded = self.loaded(ctx).await?;
+        Ok(loaded.spec.map(|s| s.agent_overrides).unwrap_or_default())
     }
 }
 
@@ -333,7 +346,7 @@ impl Operation {
     /// supervisor's dispatch, a heartbeat, or a user's call).
     #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::origins::Origin>> {
-        Ok(super::origins::origin(ctx, &operation_stream(&self.id)).await?)
+        Ok(super::origins::origin(ctx, &self.stream(ctx).await?).await?)
     }
 
     /// The roster settings the run's starter overrode (`model`, `provider`); `model` and
@@ -373,8 +386,7 @@ impl Operation {
         if let Some(off) = self.tools_disabled {
             return Ok(off);
         }
-        let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(&self.id).await?;
-        Ok(loaded.state.spec.is_some_and(|s| s.disable_tools))
+        Ok(self.loaded(ctx).await?.spec.is_some_and(|s| s.disable_tools))
     }
 
     /// Artifacts (`[{artifactId, title, kind, sizeBytes?, contentRef}]`).
@@ -382,7 +394,7 @@ impl Operation {
         if let Some((artifacts, _)) = &self.from_stream {
             return Ok(Json(artifacts.clone()));
         }
-        Ok(json(&read::artifacts(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
+        Ok(json(&read::artifacts(&app(ctx).db, &self.user_id, &self.id).await?))
     }
 
     /// Review scores (`[{rubricId, score, passed, reason?}]`).
@@ -390,7 +402,7 @@ impl Operation {
         if let Some((_, scores)) = &self.from_stream {
             return Ok(Json(scores.clone()));
         }
-        Ok(json(&read::scores(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
+        Ok(json(&read::scores(&app(ctx).db, &self.user_id, &self.id).await?))
     }
 
     /// Recorded steps, in order (read model).
@@ -403,13 +415,13 @@ impl Operation {
         before: Option<String>,
     ) -> GqlResult<Connection<String, OperationStep>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::steps(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
+        let page = read::steps(&app(ctx).db, &self.user_id, &self.id, &request).await?;
         Ok(connection(page, OperationStep::from))
     }
 
     /// Every human-in-the-loop card it asked, in order (read model).
     async fn cards(&self, ctx: &Context<'_>) -> GqlResult<Vec<HitlCardNode>> {
-        let rows = read::cards(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?;
+        let rows = read::cards(&app(ctx).db, &self.user_id, &self.id).await?;
         Ok(rows.into_iter().map(HitlCardNode::from).collect())
     }
 
@@ -422,7 +434,7 @@ impl Operation {
         if let Some(version) = self.stream_version {
             return Ok(json(&self.async_results_from_stream(ctx, version).await?));
         }
-        Ok(json(&read::async_results(&app(ctx).db, caller(ctx)?.owner(), &self.id).await?))
+        Ok(json(&read::async_results(&app(ctx).db, &self.user_id, &self.id).await?))
     }
 
     /// Sub-agents and other child operations, oldest first (read model).
@@ -435,7 +447,7 @@ impl Operation {
         before: Option<String>,
     ) -> GqlResult<Connection<String, Operation>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::children(&app(ctx).db, caller(ctx)?.owner(), &self.id, &request).await?;
+        let page = read::children(&app(ctx).db, &self.user_id, &self.id, &request).await?;
         Ok(connection(page, Operation::from))
     }
 
@@ -454,7 +466,7 @@ impl Operation {
         if after < 0 {
             return Err(ApiError::validation("afterVersion", "must not be negative").into());
         }
-        let stream = operation_stream(&self.id);
+        let stream = self.stream(ctx).await?;
         let events =
             app(ctx).store.read_stream(&stream, after.saturating_add(1), first).await.map_err(ApiError::from)?;
         Ok(events.into_iter().map(Event::from).collect())
@@ -469,16 +481,16 @@ impl Operation {
     /// The operation as it was right after the event at `position` (a replay of its stream).
     #[graphql(complexity = "super::cost::once(super::cost::REPLAY, child_complexity)")]
     async fn state_at(&self, ctx: &Context<'_>, position: i64) -> GqlResult<Option<Operation>> {
-        let events =
-            app(ctx).store.read_stream(&operation_stream(&self.id), 1, 100_000).await.map_err(ApiError::from)?;
+        let events = app(ctx).store.read_stream(&self.stream(ctx).await?, 1, 100_000).await.map_err(ApiError::from)?;
         let (state, version) = fold_recorded::<OperationState>(&events, Some(position)).map_err(ApiError::from)?;
         Ok((version > 0).then(|| Operation::from(&state)))
     }
 }
 
-/// One operation of the caller's, from its stream (NOT_FOUND otherwise).
-pub(crate) async fn operation_node(ctx: &Context<'_>, id: &str) -> Result<Operation, ApiError> {
-    let loaded = Commands::new(app(ctx), caller(ctx)?).load_operation(id).await?;
+/// Operation `id` of `owner` (the caller's own when `None`), from its stream, as the caller may
+/// see it (NOT_FOUND otherwise).
+pub(crate) async fn operation_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<Operation, ApiError> {
+    let loaded = Commands::new(app(ctx), caller(ctx)?).owned_by(owner).load_operation(id).await?;
     Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
 }
 
@@ -488,10 +500,19 @@ pub struct OperationsQuery;
 
 #[Object]
 impl OperationsQuery {
-    /// One operation, from its stream (always current). NOT_FOUND when it does not exist or
+    /// One operation (`id` among the caller's own; an admin names another owner with
+    /// `ownerId`), from its stream (always current). NOT_FOUND when it does not exist or
     /// belongs to someone else.
-    async fn operation(&self, ctx: &Context<'_>, id: String) -> GqlResult<Operation> {
-        Ok(operation_node(ctx, &id).await?)
+    async fn operation(
+        &self,
+        ctx: &Context<'_>,
+        id: String,
+        #[graphql(
+            desc = "Whose operation `id` is: an admin reading another user's names them; absent: the caller's own."
+        )]
+        owner_id: Option<String>,
+    ) -> GqlResult<Operation> {
+        Ok(operation_node(ctx, owner_id.as_deref(), &id).await?)
     }
 
     /// Operations, newest first (read model). Filters combine.

@@ -15,6 +15,7 @@ use agentlog_domain::{
     error::DomainError,
     ids::derived_id,
     operations::{Operation, OperationCommand},
+    streams::StreamKind,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::operations;
@@ -45,8 +46,9 @@ pub async fn run(state: App, stop: watch::Receiver<bool>) {
 /// `operationId/cardId` of the cards this pass timed out. Public so tests can drive the clock.
 pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
     let mut timed_out = Vec::new();
-    for (id, card_id) in operations::due_cards(&state.db, now).await? {
-        let op = state.handler.load::<Operation>(&id).await?.state;
+    for (owner, id, card_id) in operations::due_cards(&state.db, now).await? {
+        let loaded = state.handler.load_of::<Operation>(&owner, &id).await?;
+        let (op, stream) = (loaded.state, loaded.stream_id);
         let Some(deadline) = op
             .pending_card
             .as_ref()
@@ -56,11 +58,14 @@ pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<Vec<String>, Reacto
         else {
             continue;
         };
-        let key = format!("{id}\u{0}{card_id}\u{0}{}", deadline.timestamp_micros());
+        // An owned stream names the run in the key (two users' `op1` time out apart); a global
+        // stream's run keeps the key its passes always had.
+        let name = if StreamKind::parse_owner(&stream).is_some() { stream.as_str() } else { id.as_str() };
+        let key = format!("{name}\u{0}{card_id}\u{0}{}", deadline.timestamp_micros());
         let command_id = derived_id(NAME, &key, deadline.timestamp_millis());
         let ctx = Context::new(deadline, command_id, Actor::system(NAME), op.user_id.clone());
         let command = OperationCommand::TimeoutCard { card_id: card_id.clone() };
-        match state.handler.execute::<Operation>(&id, &command, &ctx).await {
+        match state.handler.execute_stream::<Operation>(&stream, &command, &ctx).await {
             Ok(outcome) if !outcome.replayed => timed_out.push(format!("{id}/{card_id}")),
             Ok(_) => {}
             // Another process timed it out, or a human answered or the run ended meanwhile.

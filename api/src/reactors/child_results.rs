@@ -11,7 +11,6 @@
 //! ([`super::refusals`]).
 
 use agentlog_domain::{
-    aggregate::Aggregate,
     context::Context,
     conversations::{Conversation, ConversationCommand},
     envelope::{Actor, RecordedEvent},
@@ -46,9 +45,11 @@ impl Reactor for ChildResults {
         let child = signal_bus::state_at::<Operation>(state, fact).await?;
         let Some((parent, command)) = child_result_for_parent(&child, &event) else { return Ok(()) };
         let ctx = Context::reacting_to(fact, NAME, Actor::system(NAME));
-        let refused = Refused::new(NAME, "operation.receive_async_result", Operation::stream_id(&parent), fact)
-            .operation(parent.clone());
-        match state.handler.execute::<Operation>(&parent, &command, &ctx).await {
+        // The parent is named in the child's owner's namespace.
+        let stream = state.handler.stream_of::<Operation>(&child.user_id, &parent).await?;
+        let refused =
+            Refused::new(NAME, "operation.receive_async_result", stream.clone(), fact).operation(parent.clone());
+        match state.handler.execute_stream::<Operation>(&stream, &command, &ctx).await {
             Ok(_) | Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => Ok(()),
             // The parent ended first: the result goes to its conversation instead.
             Err(CommandError::Domain(e @ DomainError::AlreadyFinished { .. })) => {

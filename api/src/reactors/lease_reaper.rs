@@ -14,6 +14,7 @@ use agentlog_domain::{
     error::DomainError,
     ids::derived_id,
     operations::{Operation, OperationCommand},
+    streams::StreamKind,
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::operations;
@@ -44,15 +45,20 @@ pub async fn run(state: App, stop: watch::Receiver<bool>) {
 /// of the operations this pass interrupted. Public so tests can drive the clock.
 pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<Vec<String>, ReactorError> {
     let mut expired = Vec::new();
-    for id in operations::expired_leases(&state.db, now).await? {
+    for (owner, id) in operations::expired_leases(&state.db, now).await? {
         let id = id.as_str();
         // The read model found the candidate; the operation's own state decides.
-        let op = state.handler.load::<Operation>(id).await?.state;
+        let loaded = state.handler.load_of::<Operation>(&owner, id).await?;
+        let op = loaded.state;
         let Some(lease) = op.lease.as_ref().filter(|l| l.expires_at <= now) else { continue };
-        let key = format!("{id}\u{0}{}\u{0}{}", lease.worker_id, lease.expires_at.timestamp_micros());
+        // An owned stream names the run in the key (two users' `op1` expire apart); a global
+        // stream's run keeps the key its passes always had.
+        let stream = loaded.stream_id;
+        let name = if StreamKind::parse_owner(&stream).is_some() { stream.as_str() } else { id };
+        let key = format!("{name}\u{0}{}\u{0}{}", lease.worker_id, lease.expires_at.timestamp_micros());
         let command_id = derived_id(NAME, &key, lease.expires_at.timestamp_millis());
         let ctx = Context::new(now, command_id, Actor::system(NAME), op.user_id.clone());
-        match state.handler.execute::<Operation>(id, &OperationCommand::ExpireLease, &ctx).await {
+        match state.handler.execute_stream::<Operation>(&stream, &OperationCommand::ExpireLease, &ctx).await {
             Ok(_) => expired.push(id.to_string()),
             // Another process expired it, or the worker renewed or finished meanwhile.
             Err(CommandError::Log(EventLogError::IdempotencyConflict { .. })) => {}

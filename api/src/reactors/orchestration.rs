@@ -104,8 +104,10 @@ async fn unsupported(state: &App, fact: &RecordedEvent, refused: &DomainError) -
         error_type: Some("unsupported_decision".into()),
         code: Some(refused.code().as_str().into()),
     };
-    let outcome = state.handler.execute::<Operation>(op.id(), &OperationCommand::Fail(error), &ctx).await.map(|_| ());
-    let record = Refused::new(NAME, "operation.fail", Operation::stream_id(op.id()), fact).operation(op.id());
+    // The fact is the supervisor's own: its stream is the run's.
+    let command = OperationCommand::Fail(error);
+    let outcome = state.handler.execute_stream::<Operation>(&fact.stream_id, &command, &ctx).await.map(|_| ());
+    let record = Refused::new(NAME, "operation.fail", fact.stream_id.clone(), fact).operation(op.id());
     match outcome {
         Err(CommandError::Domain(_)) => refusals::record(state, fact, &ctx, record, refused).await,
         other => settle(state, fact, &ctx, other, record).await,
@@ -191,9 +193,10 @@ async fn carry_out(state: &App, fact: &RecordedEvent, step: &OrchestrationAdvanc
     let supervisor_id = step.operation_id.as_str();
     if let SupervisorInstruction::Finish { reason } = &step.instruction {
         let command = OperationCommand::Complete { result: Some(reason.clone()), handoff: None, brief_judgement: None };
-        let outcome = state.handler.execute::<Operation>(supervisor_id, &command, &ctx).await.map(|_| ());
-        let refused = Refused::new(NAME, "operation.complete", Operation::stream_id(supervisor_id), fact)
-            .operation(supervisor_id);
+        // The supervisor is named in the group owner's namespace.
+        let stream = state.handler.stream_of::<Operation>(fact.user_id(), supervisor_id).await?;
+        let outcome = state.handler.execute_stream::<Operation>(&stream, &command, &ctx).await.map(|_| ());
+        let refused = Refused::new(NAME, "operation.complete", stream, fact).operation(supervisor_id);
         return settle(state, fact, &ctx, outcome, refused).await;
     }
     let group = state.handler.load_stream::<Group>(&fact.stream_id).await?.state;
@@ -280,13 +283,14 @@ async fn dispatch(
         .handler
         .execute_multi(ctx, || async {
             let h = &state.handler;
-            let parent = h.load::<Operation>(supervisor_id).await?;
+            // The supervisor and its members' runs are named in the group owner's namespace.
+            let parent = h.load_of::<Operation>(&group.user_id, supervisor_id).await?;
             let mut parent_state = parent.state.clone();
             let mut parent_events = Vec::new();
             let mut stamper = ctx.stamper();
             let mut writes = Vec::new();
             for (((agent, instruction), child_id), budgets) in members.iter().zip(&child_ids).zip(&member_budgets) {
-                let child = h.load::<Operation>(child_id).await?;
+                let child = h.load_of::<Operation>(&group.user_id, child_id).await?;
                 if !child.state.exists() {
                     agentlog_domain::budgets::refuse_start(budgets)?;
                 }
@@ -317,8 +321,8 @@ async fn dispatch(
         })
         .await
         .map(|_| ());
-    let refused = Refused::new(NAME, "operation.dispatch_members", Operation::stream_id(supervisor_id), fact)
-        .operation(supervisor_id);
+    let stream = state.handler.stream_of::<Operation>(&group.user_id, supervisor_id).await?;
+    let refused = Refused::new(NAME, "operation.dispatch_members", stream, fact).operation(supervisor_id);
     match outcome {
         Err(CommandError::Domain(DomainError::AlreadyExists { .. })) => Ok(()),
         other => settle(state, fact, ctx, other, refused).await,
@@ -356,7 +360,8 @@ async fn barrier_opened(state: &App, fact: &RecordedEvent) -> Result<(), Reactor
     let mut agent_ids = Vec::new();
     for e in events[since_wait..].iter().filter(|e| e.position <= fact.position) {
         if let OperationEvent::AsyncResultReceived(r) = signal_bus::decode::<OperationEvent>(e)? {
-            let child = state.handler.load::<Operation>(&r.key).await?.state;
+            // A member's run is named in the supervisor owner's namespace.
+            let child = state.handler.load_of::<Operation>(fact.user_id(), &r.key).await?.state;
             let agent = child.spec.as_ref().map(|s| s.agent.agent_id.clone()).unwrap_or_default();
             agent_ids.push(agent.clone());
             results.push(serde_json::json!({

@@ -210,7 +210,7 @@ async fn fire_cron_job(
         .execute_multi(&ctx, || async {
             let h = &state.handler;
             let cron = h.load_stream::<CronJob>(&stream).await?;
-            let operation = h.load::<Operation>(&operation_id).await?;
+            let operation = h.load_of::<Operation>(&job.user_id, &operation_id).await?;
             let fired = cron.state.decide(&CronCommand::Fire { at: slot.fixed_offset(), fires_today }, &ctx)?;
             let mut create = CreateOperation::new(operation_id.clone(), OperationKind::Conversation, agent.clone());
             create.group_id = job.group_id.clone();

@@ -9,7 +9,6 @@
 //! a crash, or in two server processes — cancels once. It acts for the task's owner.
 
 use agentlog_domain::{
-    aggregate::Aggregate,
     context::Context,
     envelope::{Actor, RecordedEvent},
     error::DomainError,
@@ -54,9 +53,12 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
     };
     let caller = Caller { user_id: fact.metadata.user_id.clone(), admin: false };
     let commands = Commands::new(state, &caller);
+    // The topics' runs are named in the task owner's namespace.
+    let owner = StreamKind::parse_owner(&fact.stream_id).unwrap_or_else(|| fact.metadata.user_id.clone());
     for op in operations {
         let ctx = Context::reacting_to(fact, &format!("{NAME}#{op}"), Actor::system(NAME));
-        match commands.cancel_with_descendants(&op, Some(reason.clone()), &ctx).await {
+        let stream = state.handler.stream_of::<Operation>(&owner, &op).await?;
+        match commands.cancel_with_descendants(&stream, Some(reason.clone()), &ctx).await {
             Ok(results) => tracing::debug!(operation = %op, appended = results.len(), "topic's run cancelled"),
             // Finished already (the topic ended with its run), or cancelled by another process.
             Err(
@@ -64,8 +66,7 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
                 | CommandError::Domain(DomainError::AlreadyFinished { .. } | DomainError::NotFound { .. }),
             ) => {}
             Err(CommandError::Domain(e)) => {
-                let refused =
-                    Refused::new(NAME, "operation.cancel", Operation::stream_id(&op), fact).operation(op.clone());
+                let refused = Refused::new(NAME, "operation.cancel", stream.clone(), fact).operation(op.clone());
                 let refused = match StreamKind::parse(&fact.stream_id) {
                     Some((StreamKind::Task, task)) => refused.task(task),
                     _ => refused,

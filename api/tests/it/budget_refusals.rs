@@ -24,10 +24,10 @@ async fn spend(state: &AppState, op: &str, agent: &str, cost: u64, t: DateTime<U
     let agent = AgentRef { agent_id: agent.into(), config_version: 1, model: None, provider: None };
     let create = OperationCommand::Create(CreateOperation::new(op, OperationKind::Conversation, agent));
     let user = Context::new(t, Uuid::now_v7(), Actor::user("alice"), "alice");
-    state.handler.execute::<Operation>(op, &create, &user).await.expect("create");
+    state.handler.execute_of::<Operation>("alice", op, &create, &user).await.expect("create");
     let claim = Context::new(t, Uuid::now_v7(), Actor::worker("w1"), "alice");
     let lease = OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 60 };
-    state.handler.execute::<Operation>(op, &lease, &claim).await.expect("claim");
+    state.handler.execute_of::<Operation>("alice", op, &lease, &claim).await.expect("claim");
     let step = OperationCommand::RecordStep(StepReport {
         phase: Phase::Acting,
         tool_calls: Vec::new(),
@@ -36,7 +36,7 @@ async fn spend(state: &AppState, op: &str, agent: &str, cost: u64, t: DateTime<U
     });
     let worker =
         Context::new(t, Uuid::now_v7(), Actor::worker("w1"), "alice").with_lease_token(Some(lease_token(&claim)));
-    state.handler.execute::<Operation>(op, &step, &worker).await.expect("step");
+    state.handler.execute_of::<Operation>("alice", op, &step, &worker).await.expect("step");
 }
 
 async fn of_type(state: &AppState, event_type: &str) -> Vec<RecordedEvent> {

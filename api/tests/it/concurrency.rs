@@ -74,7 +74,12 @@ async fn fifty_clients_on_one_of_each(db: Db) {
         .find(|e| e.event_type == "task.created" && e.payload["taskId"] == task_id.as_str())
         .map(|e| e.stream_id.clone())
         .expect("the task's creation");
-    let operation = format!("operation-{}", id_of("claimOperation", "operationId"));
+    let operation_id = id_of("claimOperation", "operationId");
+    let operation = events
+        .iter()
+        .find(|e| e.event_type == "operation.created" && e.payload["operationId"] == operation_id.as_str())
+        .map(|e| e.stream_id.clone())
+        .expect("the operation's creation");
     let acked = |op: &str| records.iter().filter(|r| r.op == op && r.position > 0).count();
     let logged = |stream: &str, event_type: &str| {
         events.iter().filter(|e| e.stream_id == stream && e.event_type == event_type).count()

@@ -114,8 +114,9 @@ async fn every_query_root_is_owner_isolated(db: Db) {
         if !path.is_empty() {
             assert!(mine.pointer(path).is_some_and(|v| !v.is_null()), "{root}: alice sees her data: {mine}");
         }
-        // Cron job, group, brief, agent, task and topic ids are per owner: an admin names the owner of one.
-        let as_admin = if ["cronJob", "group", "brief", "agent", "task"].contains(&root) {
+        // Cron job, group, brief, agent, task, operation and topic ids are per owner: an admin names
+        // the owner of one.
+        let as_admin = if ["cronJob", "group", "brief", "agent", "task", "operation"].contains(&root) {
             query.replace("(id:", &format!("(ownerId: \"{ALICE}\", id:"))
         } else if root == "conversation" {
             query.replace("(topicId:", &format!("(ownerId: \"{ALICE}\", topicId:"))

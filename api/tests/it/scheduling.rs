@@ -410,10 +410,13 @@ async fn expired_leases_interrupt_once_and_notify(db: Db) {
     let t = Utc::now();
     let agent = AgentRef { agent_id: "a1".into(), config_version: 1, model: None, provider: None };
     let create = CreateOperation::new("op1", OperationKind::Conversation, agent);
-    one.handler.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx(t, "alice")).await.expect("create");
+    one.handler
+        .execute_of::<Operation>("alice", "op1", &OperationCommand::Create(create), &ctx(t, "alice"))
+        .await
+        .expect("create");
     let claim = OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 60 };
     let worker = Context::new(t, Uuid::now_v7(), Actor::worker("w1"), "alice");
-    one.handler.execute::<Operation>("op1", &claim, &worker).await.expect("claim");
+    one.handler.execute_of::<Operation>("alice", "op1", &claim, &worker).await.expect("claim");
     caught_up(&[&one, &two]).await;
 
     assert!(lease_reaper::pass(&one, t + Duration::seconds(30)).await.expect("pass").is_empty());
@@ -421,9 +424,9 @@ async fn expired_leases_interrupt_once_and_notify(db: Db) {
     let (a, b) = tokio::join!(lease_reaper::pass(&one, later), lease_reaper::pass(&two, later));
     let interrupted = a.expect("pass").len() + b.expect("pass").len();
     assert!(interrupted >= 1);
-    let op = one.handler.load::<Operation>("op1").await.expect("load").state;
+    let op = one.handler.load_of::<Operation>("alice", "op1").await.expect("load").state;
     assert_eq!(op.status.as_str(), "interrupted");
-    let events = one.store.read_stream("operation-op1", 1, 100).await.expect("read");
+    let events = one.store.read_stream("operation@alice/op1", 1, 100).await.expect("read");
     let expired: Vec<_> = events.iter().filter(|e| e.event_type == "operation.lease_expired").collect();
     assert_eq!(expired.len(), 1, "expired once across two instances");
     // The signal bus brings it in as agentlog's own source, whose processors tell the owner

@@ -212,8 +212,10 @@ async fn an_operation_runs_end_to_end_and_stays_private(db: Db) {
     assert_eq!(error_code(&r).as_deref(), Some("FORBIDDEN"), "{r}");
     let r = s.gql(Some(&bob), "query($r: UUID!) { chain(rootSourceId: $r) { eventType } }", json!({"r": root})).await;
     assert!(r["data"]["chain"].as_array().unwrap().is_empty(), "{r}");
-    // the admin sees everything
-    let d = s.data(Some(&s.admin_token), "{ operation(id: \"op-a\") { userId status } }", json!({})).await;
+    // the admin sees everything (operation ids are per owner: it names the owner)
+    let d = s
+        .data(Some(&s.admin_token), "{ operation(id: \"op-a\", ownerId: \"alice\") { userId status } }", json!({}))
+        .await;
     assert_eq!(d["operation"]["userId"], "alice");
     s.stop();
 }
@@ -254,7 +256,7 @@ async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
     let t = s.user_token("dave").await;
     s.data(Some(&t), START, start_input("burst")).await;
     let lt = s.claim(&t, "burst", "w1").await;
-    let sub = "subscription($from: Int) { events(fromPosition: $from, filter: {streamPrefix: \"operation-burst\"}) { position eventType } }";
+    let sub = "subscription($from: Int) { events(fromPosition: $from, filter: {streamPrefix: \"operation@dave/burst\"}) { position eventType } }";
     let mut ws = Ws::connect(&s, &t, protocol).await;
     ws.subscribe("1", sub, json!({"from": 0})).await;
     let writer = {
@@ -291,7 +293,7 @@ async fn a_resumed_subscription_misses_nothing(db: Db, protocol: &str) {
     let expected = s
         .data(
             Some(&t),
-            "{ events(first: 500, filter: {streamPrefix: \"operation-burst\"}) { edges { node { position } } } }",
+            "{ events(first: 500, filter: {streamPrefix: \"operation@dave/burst\"}) { edges { node { position } } } }",
             json!({}),
         )
         .await;

@@ -3,10 +3,11 @@
 import { useState } from "preact/hooks";
 import { gql, useLiveEvents, useQuery } from "../api";
 import { CardForm, type Card } from "../card";
+import { runLink } from "../links";
 import { safeHref, when } from "../format";
 
 const INBOX = `{
-  pendingCards(first: 50) { nodes { operationId cardId kind title card askedAt deadline } }
+  pendingCards(first: 50) { nodes { operationId userId cardId kind title card askedAt deadline } }
   briefs(first: 50) { nodes { briefId userId type priority title summary actions taskId operationId resolvedAction resolvedComment resolvedAt createdAt origin { event { rootSourceId } } } }
   notifications(first: 50) { nodes { notificationId category type title body actionUrl isRead createdAt origin { event { rootSourceId } } } }
   unreadNotificationCount
@@ -42,7 +43,7 @@ function Brief({ b, onDone }: { b: any; onDone: () => void }) {
           {b.operationId && (
             <>
               {" "}
-              · <a href={`/runs/${encodeURIComponent(b.operationId)}`}>run {b.operationId}</a>
+              · <a href={runLink(b.operationId, b.userId)}>run {b.operationId}</a>
             </>
           )}
           {b.origin && (
@@ -94,7 +95,7 @@ function Brief({ b, onDone }: { b: any; onDone: () => void }) {
 /** The Inbox page. */
 export function Inbox() {
   const q = useQuery(INBOX);
-  useLiveEvents({ streamPrefix: "operation-" }, () => q.reload());
+  useLiveEvents({ streamPrefix: "operation" }, () => q.reload());
   useLiveEvents({ streamPrefix: "brief-" }, () => q.reload());
   useLiveEvents({ streamPrefix: "notification-" }, () => q.reload());
   if (q.error && !q.data) return <p role="alert" class="error">{q.error.message}</p>;
@@ -110,10 +111,10 @@ export function Inbox() {
         {d.pendingCards.nodes.map((c: any) => (
           <div key={`${c.operationId}/${c.cardId}`} class="pending">
             <p>
-              <a href={`/runs/${encodeURIComponent(c.operationId)}`}>run {c.operationId}</a> · asked {when(c.askedAt)}
+              <a href={runLink(c.operationId, c.userId)}>run {c.operationId}</a> · asked {when(c.askedAt)}
               {c.deadline && <> · due {when(c.deadline)}</>}
             </p>
-            <CardForm operationId={c.operationId} card={c.card as Card} onAnswered={q.reload} />
+            <CardForm operationId={c.operationId} owner={c.userId} card={c.card as Card} onAnswered={q.reload} />
           </div>
         ))}
       </section>

@@ -5,13 +5,14 @@ import { useEffect, useState } from "preact/hooks";
 import { gql, useQuery, useSubscription } from "../api";
 import { CardForm, type Card } from "../card";
 import { cost, count, duration, pretty, when } from "../format";
+import { runLink } from "../links";
 import { topicHref } from "./conversations";
 import { taskLink } from "./tasks";
 
 /** Timeline events read per page. */
 const PAGE = 200;
-const RUN = `query($id: String!) {
-  operation(id: $id) {
+const RUN = `query($id: String!, $owner: String) {
+  operation(id: $id, ownerId: $owner) {
     id userId status phase kind completionReason agentId agentConfigVersion model provider topicId taskId trigger
     instruction parentOperationId childIds stepCount inputTokens outputTokens totalTokens costMicros toolCalls
     leaseWorkerId pendingCard plan todos error createdAt startedAt completedAt agentConfig artifacts scores asyncResults
@@ -22,28 +23,28 @@ const RUN = `query($id: String!) {
     history(first: ${PAGE}) { position streamVersion eventType recordedAt payload rootSourceId eventId }
   }
 }`;
-const MORE = `query($id: String!, $after: Int!) { operation(id: $id) { history(first: ${PAGE}, afterVersion: $after) { position streamVersion eventType recordedAt payload rootSourceId eventId } } }`;
-const POSITION = `query($id: String!, $after: Int!) { operation(id: $id) { history(first: 1, afterVersion: $after) { position } } }`;
+const MORE = `query($id: String!, $owner: String, $after: Int!) { operation(id: $id, ownerId: $owner) { history(first: ${PAGE}, afterVersion: $after) { position streamVersion eventType recordedAt payload rootSourceId eventId } } }`;
+const POSITION = `query($id: String!, $owner: String, $after: Int!) { operation(id: $id, ownerId: $owner) { history(first: 1, afterVersion: $after) { position } } }`;
 /** The fields the slider shows, read from `stateAt`. */
 export const STATE_FIELDS = "status phase stepCount totalTokens costMicros toolCalls pendingCard plan todos completionReason";
-const STATE_AT = `query($id: String!, $p: Int!) { operation(id: $id) { stateAt(position: $p) { ${STATE_FIELDS} } } }`;
-const CHANGED = `subscription($id: String!) { operationChanged(id: $id) { position eventType } }`;
-const CHILDREN = `query($id: String!) { operation(id: $id) { children(first: 100) { nodes { id status kind agentId childIds } } } }`;
+const STATE_AT = `query($id: String!, $owner: String, $p: Int!) { operation(id: $id, ownerId: $owner) { stateAt(position: $p) { ${STATE_FIELDS} } } }`;
+const CHANGED = `subscription($id: String!, $owner: String) { operationChanged(id: $id, ownerId: $owner) { position eventType } }`;
+const CHILDREN = `query($id: String!, $owner: String) { operation(id: $id, ownerId: $owner) { children(first: 100) { nodes { id status kind agentId childIds } } } }`;
 
-/** One sub-agent and its own children, read when shown. */
-function SubTree({ id }: { id: string }) {
-  const q = useQuery(CHILDREN, { id });
+/** One sub-agent of `owner`'s and its own children (theirs too), read when shown. */
+function SubTree({ id, owner }: { id: string; owner: string }) {
+  const q = useQuery(CHILDREN, { id, owner });
   const kids = q.data?.operation.children.nodes ?? [];
   if (kids.length === 0) return null;
   return (
     <ul class="tree">
       {kids.map((k: any) => (
         <li key={k.id}>
-          <a href={`/runs/${encodeURIComponent(k.id)}`}>{k.id}</a> <span class={`status s-${k.status}`}>{k.status}</span>{" "}
+          <a href={runLink(k.id, owner)}>{k.id}</a> <span class={`status s-${k.status}`}>{k.status}</span>{" "}
           <small>
             {k.kind} · {k.agentId}
           </small>
-          {k.childIds.length > 0 && <SubTree id={k.id} />}
+          {k.childIds.length > 0 && <SubTree id={k.id} owner={owner} />}
         </li>
       ))}
     </ul>
@@ -52,7 +53,7 @@ function SubTree({ id }: { id: string }) {
 
 /** The state at the slider's position: the slider runs over every stream version; a
  * version's global position comes from the loaded timeline or, beyond it, from one read. */
-function Replay({ id, length, known }: { id: string; length: number; known: Map<number, number> }) {
+function Replay({ id, owner, length, known }: { id: string; owner?: string; length: number; known: Map<number, number> }) {
   const [version, setVersion] = useState(length);
   // The state shown and the position it is for (the slider may move on before it arrives).
   const [shown, setShown] = useState<{ at: number; state: unknown } | null>(null);
@@ -60,9 +61,9 @@ function Replay({ id, length, known }: { id: string; length: number; known: Map<
     let live = true;
     const position = known.has(version)
       ? Promise.resolve(known.get(version)!)
-      : gql(POSITION, { id, after: version - 1 }).then((d) => d.operation.history[0]?.position as number);
+      : gql(POSITION, { id, owner, after: version - 1 }).then((d) => d.operation.history[0]?.position as number);
     position
-      .then((at) => gql(STATE_AT, { id, p: at }).then((d) => live && setShown({ at, state: d.operation.stateAt })))
+      .then((at) => gql(STATE_AT, { id, owner, p: at }).then((d) => live && setShown({ at, state: d.operation.stateAt })))
       .catch(() => live && setShown(null));
     return () => {
       live = false;
@@ -98,9 +99,9 @@ function Json({ title, value }: { title: string; value: unknown }) {
 }
 
 /** The Run page. */
-export function Run({ id }: { id: string }) {
-  const run = useQuery(RUN, { id });
-  useSubscription(CHANGED, { id }, () => run.reload());
+export function Run({ id, owner }: { id: string; owner?: string }) {
+  const run = useQuery(RUN, { id, owner });
+  useSubscription(CHANGED, { id, owner }, () => run.reload());
   const [open, setOpen] = useState<number | null>(null);
   // Pages after the first, read on "Load more" (events never change, so they stay valid).
   const [more, setMore] = useState<{ id: string; events: any[] }>({ id, events: [] });
@@ -116,7 +117,7 @@ export function Run({ id }: { id: string }) {
   const loadMore = async () => {
     setLoading(true);
     try {
-      const d = await gql(MORE, { id, after: history.at(-1)?.streamVersion ?? 0 });
+      const d = await gql(MORE, { id, owner, after: history.at(-1)?.streamVersion ?? 0 });
       setMore({ id, events: [...extra, ...d.operation.history] });
     } finally {
       setLoading(false);
@@ -162,7 +163,7 @@ export function Run({ id }: { id: string }) {
           <>
             <dt>Parent</dt>
             <dd>
-              <a href={`/runs/${encodeURIComponent(o.parentOperationId)}`}>{o.parentOperationId}</a>
+              <a href={runLink(o.parentOperationId, o.userId)}>{o.parentOperationId}</a>
             </dd>
           </>
         )}
@@ -192,14 +193,14 @@ export function Run({ id }: { id: string }) {
       {o.pendingCard && o.status === "waiting_for_human" && (
         <section aria-labelledby="waiting">
           <h2 id="waiting">Waiting for you</h2>
-          <CardForm operationId={o.id} card={o.pendingCard.card as Card} onAnswered={run.reload} />
+          <CardForm operationId={o.id} owner={o.userId} card={o.pendingCard.card as Card} onAnswered={run.reload} />
         </section>
       )}
       {o.error && <Json title="Error" value={o.error} />}
       {o.childIds.length > 0 && (
         <section aria-labelledby="children">
           <h2 id="children">Sub-agents</h2>
-          <SubTree id={o.id} />
+          <SubTree id={o.id} owner={o.userId} />
         </section>
       )}
       <section aria-labelledby="timeline">
@@ -230,7 +231,7 @@ export function Run({ id }: { id: string }) {
           </button>
         )}
       </section>
-      {length > 0 && <Replay key={`${id}:${length}`} id={o.id} length={length} known={known} />}
+      {length > 0 && <Replay key={`${id}:${length}`} id={o.id} owner={o.userId} length={length} known={known} />}
       <section aria-labelledby="steps">
         <h2 id="steps">Steps</h2>
         {o.steps.nodes.length === 0 && <p>No steps recorded.</p>}

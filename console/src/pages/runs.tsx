@@ -2,12 +2,13 @@
 import { useState } from "preact/hooks";
 import { useLiveEvents, useQuery } from "../api";
 import { cost, count, duration, when } from "../format";
+import { runLink } from "../links";
 import { navigate, useLocation } from "../router";
 
 const RUNS = `query($first: Int, $after: String, $filter: OperationFilterInput) {
   operations(first: $first, after: $after, filter: $filter) {
     pageInfo { hasNextPage endCursor }
-    nodes { id status kind agentId model provider stepCount totalTokens costMicros createdAt startedAt completedAt completionReason parentOperationId }
+    nodes { id userId status kind agentId model provider stepCount totalTokens costMicros createdAt startedAt completedAt completionReason parentOperationId }
   }
 }`;
 
@@ -31,7 +32,7 @@ export function Runs() {
   const filter = filterFrom(url);
   const [after, setAfter] = useState<string | null>(null);
   const runs = useQuery(RUNS, { first: 50, after, filter });
-  useLiveEvents({ streamPrefix: "operation-" }, () => runs.reload());
+  useLiveEvents({ streamPrefix: "operation" }, () => runs.reload());
   const apply = (e: Event) => {
     e.preventDefault();
     const form = new FormData(e.target as HTMLFormElement);
@@ -108,7 +109,7 @@ export function Runs() {
             {rows.map((r: any) => (
               <tr key={r.id} data-run={r.id}>
                 <td>
-                  <a href={`/runs/${encodeURIComponent(r.id)}`}>{r.id}</a>
+                  <a href={runLink(r.id, r.userId)}>{r.id}</a>
                   {r.parentOperationId && <small> ↳ {r.parentOperationId}</small>}
                 </td>
                 <td>

@@ -5,6 +5,7 @@ import { useState } from "preact/hooks";
 import { ApiError, gql, useLiveEvents, useQuery } from "../api";
 import { pretty, when } from "../format";
 import { DepGraph, type GraphEdge, type GraphNode } from "../depgraph";
+import { runLink } from "../links";
 
 const BOARD = `query($first: Int) { tasks(first: $first) { pageInfo { hasNextPage } nodes { taskId userId identifier name instruction status priority assigneeAgentId totalTopics updatedAt } } }`;
 const TASK = `query($id: String!, $owner: String) {
@@ -167,7 +168,7 @@ export function Task({ id, owner }: { id: string; owner?: string }) {
         <ol>
           {t.topics.nodes.map((tp: any) => (
             <li key={tp.topicId} data-topic={tp.topicId}>
-              <a href={`/runs/${encodeURIComponent(tp.operationId)}`}>{tp.operationId}</a> <span class={`status s-${tp.status}`}>{tp.status}</span>{" "}
+              <a href={runLink(tp.operationId, t.userId)}>{tp.operationId}</a> <span class={`status s-${tp.status}`}>{tp.status}</span>{" "}
               <small>
                 {tp.trigger} · {when(tp.startedAt)}
               </small>

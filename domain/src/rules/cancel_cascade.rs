@@ -7,7 +7,9 @@ use crate::context::Context;
 use crate::error::DomainError;
 use crate::operations::event::OperationCancelled;
 use crate::operations::{Operation, OperationCommand, OperationEvent};
+use crate::rules::operation_start::operation_stream;
 use crate::stamp::StreamWrite;
+use crate::streams::StreamKind;
 
 /// Decide the cancellation of `root` and of every unfinished descendant.
 ///
@@ -24,7 +26,7 @@ pub fn cancel_cascade(
 ) -> Result<Vec<StreamEvents<OperationEvent>>, DomainError> {
     let root_events = root.decide(&OperationCommand::Cancel { reason: reason.clone() }, ctx)?;
     let by_id: BTreeMap<&str, &Operation> = descendants.iter().map(|op| (op.id(), op)).collect();
-    let mut out = vec![StreamEvents::new(Operation::stream_id(root.id()), root_events)];
+    let mut out = vec![StreamEvents::new(operation_stream(&ctx.user_id, root.id()), root_events)];
     let mut seen = BTreeSet::from([root.id()]);
     let mut queue: VecDeque<&Operation> = VecDeque::from([root]);
     while let Some(op) = queue.pop_front() {
@@ -36,7 +38,7 @@ pub fn cancel_cascade(
                 by_id.get(child_id).ok_or_else(|| DomainError::not_found("operation", child_id))?;
             if !child.is_finished() {
                 out.push(StreamEvents::new(
-                    Operation::stream_id(child_id),
+                    operation_stream(&ctx.user_id, child_id),
                     vec![OperationEvent::Cancelled(OperationCancelled {
                         reason: reason.clone(),
                         cascade_from: Some(root.id().to_string()),
@@ -63,7 +65,7 @@ pub fn stamp_cascade(
             let empty = Operation::default();
             let state = states
                 .iter()
-                .find(|op| Operation::stream_id(op.id()) == part.stream_id)
+                .find(|op| StreamKind::parse(&part.stream_id).is_some_and(|(_, id)| id == op.id()))
                 .copied()
                 .unwrap_or(&empty);
             stamper.write(state, part)

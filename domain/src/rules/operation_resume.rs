@@ -29,7 +29,7 @@ impl ResumedOperation {
     ) -> Vec<StreamWrite> {
         let mut stamper = ctx.stamper();
         let mut writes = vec![StreamWrite {
-            stream_id: Operation::stream_id(op.id()),
+            stream_id: crate::rules::operation_start::operation_stream(&ctx.user_id, op.id()),
             events: stamper.stamp(op, &self.operation),
         }];
         if let Some(c) = conversation.filter(|_| !self.conversation.is_empty()) {

@@ -26,12 +26,12 @@ use crate::stamp::StreamWrite;
 /// The events of a start, per stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartedOperation {
-    /// `operation-<id>`: created.
+    /// `operation@<owner>/<id>`: created.
     pub operation: StreamEvents<OperationEvent>,
     /// The owner's conversation `topicId` (named by [`conversation_stream`]): the operation is
     /// tracked (conversation and background kinds).
     pub conversation: Option<StreamEvents<ConversationEvent>>,
-    /// `operation-<parentId>`: the child is registered.
+    /// `operation@<owner>/<parentId>`: the child is registered.
     pub parent: Option<StreamEvents<OperationEvent>>,
 }
 
@@ -61,6 +61,13 @@ impl StartedOperation {
 /// was loaded: the caller retargets the part.
 pub fn conversation_stream(owner: &str, topic_id: &str) -> String {
     crate::streams::StreamKind::Conversation.owned_stream_id(owner, topic_id)
+}
+
+/// The stream of `owner`'s operation `id` (operation ids are per owner). An operation loaded
+/// from another stream (one written before operation ids were per owner) is written where it
+/// was loaded: the caller retargets the part.
+pub fn operation_stream(owner: &str, id: &str) -> String {
+    crate::streams::StreamKind::Operation.owned_stream_id(owner, id)
 }
 
 /// Does the conversation track this operation (and so enforce busy / background limits)?
@@ -181,11 +188,14 @@ pub fn start_operation_within(
                 },
                 ctx,
             )?;
-            Some(StreamEvents::new(Operation::stream_id(parent_id), events))
+            Some(StreamEvents::new(operation_stream(&ctx.user_id, parent_id), events))
         }
     };
     Ok(StartedOperation {
-        operation: StreamEvents::new(Operation::stream_id(&create.operation_id), operation),
+        operation: StreamEvents::new(
+            operation_stream(&ctx.user_id, &create.operation_id),
+            operation,
+        ),
         conversation: conversation_part,
         parent: parent_part,
     })

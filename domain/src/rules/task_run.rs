@@ -14,7 +14,7 @@ use crate::tasks::{RunTask, Task, TaskCommand, TaskEvent};
 pub struct TaskRunStart {
     /// The task's stream (`task@<owner>/<id>`): timeouts, inbox fallback, running, model snapshot, topic started.
     pub task: StreamEvents<TaskEvent>,
-    /// `operation-<id>`: the run's operation (kind task), created.
+    /// `operation@<owner>/<id>`: the run's operation (kind task), created.
     pub operation: StreamEvents<OperationEvent>,
 }
 
@@ -48,7 +48,10 @@ pub fn start_task_run(
     let operation_events = existing_operation.decide(&OperationCommand::Create(create), ctx)?;
     Ok(TaskRunStart {
         task: StreamEvents::new(task_stream.to_string(), task_events),
-        operation: StreamEvents::new(Operation::stream_id(&run.operation_id), operation_events),
+        operation: StreamEvents::new(
+            crate::rules::operation_start::operation_stream(&ctx.user_id, &run.operation_id),
+            operation_events,
+        ),
     })
 }
 

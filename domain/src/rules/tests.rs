@@ -224,7 +224,7 @@ fn a_start_is_one_chain_across_streams() {
     let writes = s.stamp(&Operation::default(), Some(&conv), Some(&parent), &system_ctx(5));
     assert_eq!(
         writes.iter().map(|w| w.stream_id.as_str()).collect::<Vec<_>>(),
-        ["operation-c", "conversation@u1/t1", "operation-p"]
+        ["operation@u1/c", "conversation@u1/t1", "operation@u1/p"]
     );
     let root = writes[0].events[0].event_id;
     for w in &writes {
@@ -271,7 +271,13 @@ fn cancel_cascades_to_every_unfinished_descendant_three_levels_deep() {
     let streams: Vec<&str> = parts.iter().map(|p| p.stream_id.as_str()).collect();
     assert_eq!(
         streams,
-        ["operation-root", "operation-a", "operation-b", "operation-a2", "operation-a1x"],
+        [
+            "operation@u1/root",
+            "operation@u1/a",
+            "operation@u1/b",
+            "operation@u1/a2",
+            "operation@u1/a1x"
+        ],
         "a1 is finished and untouched"
     );
     for part in &parts[1..] {

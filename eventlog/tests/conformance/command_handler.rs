@@ -131,10 +131,10 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store)).with_attempts(64);
     let mut create = CreateOperation::new("op1", OperationKind::Task, agent());
     create.max_steps = None;
-    h.execute::<Operation>("op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
+    h.execute_of::<Operation>("u1", "op1", &OperationCommand::Create(create), &ctx()).await.unwrap();
     let claim = ctx();
     let token = lease_token(&claim);
-    h.execute::<Operation>("op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
+    h.execute_of::<Operation>("u1", "op1", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
         .await
         .unwrap();
     let mut tasks = Vec::new();
@@ -143,15 +143,15 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..10 {
                 let report = ctx().with_lease_token(Some(token.clone()));
-                h.execute::<Operation>("op1", &step(10), &report).await.unwrap();
+                h.execute_of::<Operation>("u1", "op1", &step(10), &report).await.unwrap();
             }
         }));
     }
     for t in tasks {
         t.await.unwrap();
     }
-    let loaded = h.load::<Operation>("op1").await.unwrap();
-    let events = log.store.read_stream("operation-op1", 1, 10_000).await.unwrap();
+    let loaded = h.load_of::<Operation>("u1", "op1").await.unwrap();
+    let events = log.store.read_stream("operation@u1/op1", 1, 10_000).await.unwrap();
     let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
     assert_eq!(version, loaded.version);
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
@@ -161,7 +161,8 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
 
 async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
-    h.execute::<Operation>(
+    h.execute_of::<Operation>(
+        "u1",
         "long",
         &OperationCommand::Create(CreateOperation::new("long", OperationKind::Task, agent())),
         &ctx(),
@@ -170,26 +171,31 @@ async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     .unwrap();
     let claim = ctx();
     let token = lease_token(&claim);
-    h.execute::<Operation>("long", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
-        .await
-        .unwrap();
+    h.execute_of::<Operation>(
+        "u1",
+        "long",
+        &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 },
+        &claim,
+    )
+    .await
+    .unwrap();
     for i in 0..(SNAPSHOT_EVERY * 2 + 5) {
         let report = ctx().with_lease_token(Some(token.clone()));
-        h.execute::<Operation>("long", &step(i as u64), &report).await.unwrap();
+        h.execute_of::<Operation>("u1", "long", &step(i as u64), &report).await.unwrap();
     }
-    let snap = log.raw.scalar_i64("SELECT version FROM snapshots WHERE stream_id = 'operation-long'").await.unwrap();
+    let snap = log.raw.scalar_i64("SELECT version FROM snapshots WHERE stream_id = 'operation@u1/long'").await.unwrap();
     assert!(snap >= SNAPSHOT_EVERY * 2, "snapshot at {snap}");
-    let loaded = h.load::<Operation>("long").await.unwrap();
-    let events = log.store.read_stream("operation-long", 1, 10_000).await.unwrap();
+    let loaded = h.load_of::<Operation>("u1", "long").await.unwrap();
+    let events = log.store.read_stream("operation@u1/long", 1, 10_000).await.unwrap();
     let (folded, version) = fold_recorded::<Operation>(&events, None).unwrap();
     assert_eq!(version, loaded.version);
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&loaded.state).unwrap());
     // a corrupt snapshot is ignored, not trusted (by a handler that has no state in memory)
     log.raw
-        .execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation-long'")
+        .execute("UPDATE snapshots SET state = '{\"garbage\": true' WHERE stream_id = 'operation@u1/long'")
         .await
         .unwrap();
-    let reloaded = CommandHandler::new(Arc::clone(&log.store)).load::<Operation>("long").await.unwrap();
+    let reloaded = CommandHandler::new(Arc::clone(&log.store)).load_of::<Operation>("u1", "long").await.unwrap();
     assert_eq!(serde_json::to_value(&reloaded.state).unwrap(), serde_json::to_value(&folded).unwrap());
 }
 
@@ -227,7 +233,8 @@ async fn a_multi_stream_decision_is_atomic(log: TestLog) {
 
 /// Create and claim operation `id` through `h`; the lease token and where the claim landed.
 async fn claimed(h: &CommandHandler, id: &str, claim: &Context) -> (String, i64) {
-    h.execute::<Operation>(
+    h.execute_of::<Operation>(
+        "u1",
         id,
         &OperationCommand::Create(CreateOperation::new(id, OperationKind::Task, agent())),
         &ctx(),
@@ -235,7 +242,7 @@ async fn claimed(h: &CommandHandler, id: &str, claim: &Context) -> (String, i64)
     .await
     .unwrap();
     let out = h
-        .execute::<Operation>(id, &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, claim)
+        .execute_of::<Operation>("u1", id, &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, claim)
         .await
         .unwrap();
     (lease_token(claim), out.last_position())
@@ -249,24 +256,24 @@ async fn a_state_in_memory_follows_another_writer(log: TestLog) {
     let report = |i: u64| (step(i), ctx().with_lease_token(Some(token.clone())));
     for i in 0..3 {
         let (cmd, c) = report(i);
-        a.execute::<Operation>("shared", &cmd, &c).await.unwrap();
+        a.execute_of::<Operation>("u1", "shared", &cmd, &c).await.unwrap();
     }
     for i in 3..8 {
         let (cmd, c) = report(i);
-        b.execute::<Operation>("shared", &cmd, &c).await.unwrap();
+        b.execute_of::<Operation>("u1", "shared", &cmd, &c).await.unwrap();
     }
     // a's state in memory is three steps behind; its next command folds b's five steps first.
-    let before = log.store.stream_version("operation-shared").await.unwrap();
+    let before = log.store.stream_version("operation@u1/shared").await.unwrap();
     let (cmd, c) = report(8);
-    let out = a.execute::<Operation>("shared", &cmd, &c).await.unwrap();
+    let out = a.execute_of::<Operation>("u1", "shared", &cmd, &c).await.unwrap();
     assert_eq!(out.version, before + 1);
     assert_eq!(out.state.step_count, 9);
-    let events = log.store.read_stream("operation-shared", 1, 100).await.unwrap();
+    let events = log.store.read_stream("operation@u1/shared", 1, 100).await.unwrap();
     let (folded, _) = fold_recorded::<Operation>(&events, None).unwrap();
     assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&out.state).unwrap());
     assert_eq!(
         serde_json::to_value(&folded).unwrap(),
-        serde_json::to_value(&b.load::<Operation>("shared").await.unwrap().state).unwrap()
+        serde_json::to_value(&b.load_of::<Operation>("u1", "shared").await.unwrap().state).unwrap()
     );
 }
 
@@ -275,19 +282,24 @@ async fn a_retry_long_after_is_answered_from_the_log(log: TestLog) {
     let claim = ctx();
     let (token, claimed_at) = claimed(&h, "late", &claim).await;
     for i in 0..(SNAPSHOT_EVERY as u64 + 10) {
-        h.execute::<Operation>("late", &step(i), &ctx().with_lease_token(Some(token.clone()))).await.unwrap();
+        h.execute_of::<Operation>("u1", "late", &step(i), &ctx().with_lease_token(Some(token.clone()))).await.unwrap();
     }
-    let head = log.store.stream_version("operation-late").await.unwrap();
+    let head = log.store.stream_version("operation@u1/late").await.unwrap();
     // The claim resent long after (past the snapshot and the state in memory): deciding it
     // again would be refused (the run is claimed), but it was applied, so it is answered as
     // applied and nothing is written.
     let retry = h
-        .execute::<Operation>("late", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
+        .execute_of::<Operation>(
+            "u1",
+            "late",
+            &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 },
+            &claim,
+        )
         .await
         .unwrap();
     assert!(retry.replayed);
     assert_eq!(retry.last_position(), claimed_at);
-    assert_eq!(log.store.stream_version("operation-late").await.unwrap(), head);
+    assert_eq!(log.store.stream_version("operation@u1/late").await.unwrap(), head);
 }
 
 crate::on_both_backends!(StoreOptions::default() =>

@@ -45,8 +45,9 @@ pub use query::{
 
 use crate::{
     db::{ReadTx, Row, SqlValue},
+    decoding::OwnedKey,
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_instance, int_opt, json_text, micros, placeholders, wire_name},
+    fold::{RowSet, decode, group_by_owned_instance, int_opt, json_text, micros, placeholders, wire_name},
     projection::Projection,
     read::RowExt,
 };
@@ -394,8 +395,9 @@ impl Projection for AnalyticsProjection {
         "analytics"
     }
     fn version(&self) -> i32 {
-        // 2: the fleet rollups (a database at 1 rebuilds analytics to fill them).
-        2
+        // 2: the fleet rollups (a database at 1 rebuilds analytics to fill them); 3: runs keyed
+        // by (user_id, operation_id).
+        3
     }
     fn tables(&self) -> &'static [&'static str] {
         &["analytics_runs", "analytics_rollups", "analytics_fleet_rollups"]
@@ -404,13 +406,13 @@ impl Projection for AnalyticsProjection {
         is_fed_by(event_type)
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let groups = group_by_instance(events, "operation")?;
-        let ids: Vec<&str> = groups.iter().map(|(id, _)| id.as_str()).collect();
-        let mut runs = load_runs(tx, &ids).await?;
+        let groups = group_by_owned_instance(events)?;
+        let keys: Vec<OwnedKey> = groups.iter().map(|(key, _)| key.clone()).collect();
+        let mut runs = load_runs(tx, &keys).await?;
         let mut run_rows = RowSet::default();
         let mut finished = Vec::new();
-        for (id, events) in &groups {
-            let mut run = runs.remove(id).unwrap_or_default();
+        for (key, events) in &groups {
+            let mut run = runs.remove(key).unwrap_or_default();
             for recorded in events {
                 let event: OperationEvent = decode(recorded)?;
                 if let Some(f) = apply(&mut run, &event, recorded.position)? {
@@ -420,15 +422,19 @@ impl Projection for AnalyticsProjection {
             if run.agent_id.is_empty() {
                 continue;
             }
-            run_rows.put(id.clone(), run.row(id));
+            // The row's owner is the stream's: the key it is loaded by next time.
+            run.user_id.clone_from(&key.0);
+            run_rows.put(key.clone(), run.row(&key.1));
         }
-        run_rows.upsert(tx, "analytics_runs", &RUN_COLUMNS, &["operation_id"]).await?;
+        run_rows.upsert(tx, "analytics_runs", &RUN_COLUMNS, &["user_id", "operation_id"]).await?;
         count_finished(tx, Scope::Owner, &finished).await?;
         count_finished(tx, Scope::Fleet, &finished).await
     }
 }
 
-async fn load_runs(tx: &mut ReadTx, ids: &[&str]) -> Result<HashMap<String, Run>, ProjectionError> {
+/// The stored runs of these `(owner, operation)` keys.
+async fn load_runs(tx: &mut ReadTx, keys: &[OwnedKey]) -> Result<HashMap<OwnedKey, Run>, ProjectionError> {
+    let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
     let mut out = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(10_000) {
         let sql = format!(
@@ -438,7 +444,10 @@ async fn load_runs(tx: &mut ReadTx, ids: &[&str]) -> Result<HashMap<String, Run>
         );
         let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
         for row in tx.fetch(&sql, &args).await? {
-            out.insert(row.text_or_empty(0), Run::from_row(&row));
+            let key = (row.text_or_empty(1), row.text_or_empty(0));
+            if keys.contains(&key) {
+                out.insert(key, Run::from_row(&row));
+            }
         }
     }
     Ok(out)

@@ -97,7 +97,7 @@ pub async fn spent(db: &ReadDb, budget: &BudgetRow, from: Option<DateTime<Utc>>)
     let sql = format!(
         "SELECT CAST(COALESCE(SUM(COALESCE(s.cost_micros, 0)), 0) AS BIGINT), \
          CAST(COALESCE(SUM({TOKENS}), 0) AS BIGINT) \
-         FROM operation_steps s JOIN operations o ON o.id = s.operation_id {filter}"
+         FROM operation_steps s JOIN operations o ON o.user_id = s.user_id AND o.id = s.operation_id {filter}"
     );
     let rows = db.fetch(&sql, &args).await?;
     let row = rows.first();
@@ -124,7 +124,7 @@ pub async fn spend_over_time(
     terms.push(format!("s.at < ${}", args.len()));
     let sql = format!(
         "SELECT s.at, CAST(SUM(COALESCE(s.cost_micros, 0)) AS BIGINT), CAST(SUM({TOKENS}) AS BIGINT) \
-         FROM operation_steps s JOIN operations o ON o.id = s.operation_id WHERE {} GROUP BY s.at ORDER BY s.at",
+         FROM operation_steps s JOIN operations o ON o.user_id = s.user_id AND o.id = s.operation_id WHERE {} GROUP BY s.at ORDER BY s.at",
         terms.join(" AND ")
     );
     let unsigned = |n: Option<i64>| n.map_or(0, |n| u64::try_from(n).unwrap_or(0));

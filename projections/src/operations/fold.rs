@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::rows::{self, OPERATION_COLUMNS, SideRows, time_opt, usage_values};
 use crate::db::SqlValue;
 use crate::fold::{int, int_opt, json_opt, json_text, wire_name};
-use crate::{error::ProjectionError, fold::micros};
+use crate::{decoding::OwnedKey, error::ProjectionError, fold::micros};
 
 /// How a cancelled operation was cancelled (the domain state only records that it was).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,29 +60,34 @@ impl OperationFold {
     /// the domain's `evolve`, then the facts the domain state does not keep.
     pub(crate) fn apply(
         &mut self,
-        id: &str,
+        key: &OwnedKey,
         recorded: &RecordedEvent,
         event: OperationEvent,
         side: &mut SideRows,
     ) -> Result<(), ProjectionError> {
         let position = recorded.position;
+        let id = key;
         match &event {
             OperationEvent::StepRecorded(e) => {
-                side.steps.put((id.to_string(), e.step_index), rows::step(id, e, position)?)
+                side.steps.put((key.0.clone(), key.1.clone(), e.step_index), rows::step(id, e, position)?)
             }
-            OperationEvent::ArtifactRecorded(e) => side
-                .artifacts
-                .put((id.to_string(), e.artifact.artifact_id.clone()), rows::artifact(id, &e.artifact, position)),
+            OperationEvent::ArtifactRecorded(e) => side.artifacts.put(
+                (key.0.clone(), key.1.clone(), e.artifact.artifact_id.clone()),
+                rows::artifact(id, &e.artifact, position),
+            ),
             OperationEvent::ScoreRecorded(e) => {
                 let seq = self.op.scores.len() as i64;
-                side.scores.put((id.to_string(), seq), rows::score(id, seq, &e.score, position));
+                side.scores.put((key.0.clone(), key.1.clone(), seq), rows::score(id, seq, &e.score, position));
             }
-            OperationEvent::AsyncResultReceived(e) => {
-                side.async_results.put((id.to_string(), e.key.clone()), rows::async_result(id, e, position))
-            }
+            OperationEvent::AsyncResultReceived(e) => side
+                .async_results
+                .put((key.0.clone(), key.1.clone(), e.key.clone()), rows::async_result(id, e, position)),
             OperationEvent::HumanAsked(e) => {
                 let pending = PendingCard { card: e.card.clone(), asked_at: e.at, deadline: e.deadline };
-                side.cards.put((id.to_string(), position), rows::card(id, position, &pending, &rows::CardClose::Open)?);
+                side.cards.put(
+                    (key.0.clone(), key.1.clone(), position),
+                    rows::card(id, position, &pending, &rows::CardClose::Open)?,
+                );
                 self.card_position = Some(position);
                 self.card_open = true;
             }
@@ -119,12 +124,17 @@ impl OperationFold {
     }
 
     /// Close the open card (if any) with `how`.
-    fn close_card(&mut self, id: &str, how: rows::CardClose<'_>, side: &mut SideRows) -> Result<(), ProjectionError> {
+    fn close_card(
+        &mut self,
+        key: &OwnedKey,
+        how: rows::CardClose<'_>,
+        side: &mut SideRows,
+    ) -> Result<(), ProjectionError> {
         if !self.card_open {
             return Ok(());
         }
         if let (Some(position), Some(pending)) = (self.card_position, &self.op.pending_card) {
-            side.cards.put((id.to_string(), position), rows::card(id, position, pending, &how)?);
+            side.cards.put((key.0.clone(), key.1.clone(), position), rows::card(key, position, pending, &how)?);
         }
         self.card_open = false;
         Ok(())

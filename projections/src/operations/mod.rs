@@ -43,8 +43,9 @@ use self::{
 };
 use crate::{
     db::ReadTx,
+    decoding::OwnedKey,
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_instance, load_states},
+    fold::{RowSet, decode, group_by_owned_instance, load_owned_states},
     projection::Projection,
 };
 use agentlog_domain::envelope::RecordedEvent;
@@ -59,7 +60,8 @@ impl Projection for OperationsProjection {
         "operations"
     }
     fn version(&self) -> i32 {
-        1
+        // 2: keyed by (user_id, operation_id): operation ids are per owner.
+        2
     }
     fn tables(&self) -> &'static [&'static str] {
         &[
@@ -75,33 +77,37 @@ impl Projection for OperationsProjection {
         event_type.starts_with("operation.")
     }
     async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
-        let groups = group_by_instance(events, "operation")?;
-        let ids: Vec<&str> = groups.iter().map(|(id, _)| id.as_str()).collect();
-        let mut folds: std::collections::HashMap<String, OperationFold> =
-            load_states(tx, "operations", "id", &ids).await?;
+        let groups = group_by_owned_instance(events)?;
+        let keys: Vec<OwnedKey> = groups.iter().map(|(key, _)| key.clone()).collect();
+        let mut folds: std::collections::HashMap<OwnedKey, OperationFold> =
+            load_owned_states(tx, "operations", "id", &keys).await?;
         let mut operations = RowSet::default();
         let mut side = SideRows::default();
-        for (id, events) in &groups {
-            let mut fold = folds.remove(id).unwrap_or_default();
+        for (key, events) in &groups {
+            let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
                 let event: OperationEvent = decode(recorded)?;
-                fold.apply(id, recorded, event, &mut side)?;
+                fold.apply(key, recorded, event, &mut side)?;
             }
             if !fold.op.exists() {
                 // The domain never records anything before `operation.created`; if a log holds
                 // such events anyway there is no row to show them in.
-                tracing::warn!(operation = %id, "events for an operation that was never created; skipped");
+                tracing::warn!(operation = %key.1, owner = %key.0, "events for an operation that was never created; skipped");
                 continue;
             }
-            operations.put(id.clone(), fold::operation_row(id, &fold)?);
+            // The row's owner is the stream's: the key it is loaded by next time.
+            fold.op.user_id.clone_from(&key.0);
+            operations.put(key.clone(), fold::operation_row(&key.1, &fold)?);
         }
-        operations.upsert(tx, "operations", &OPERATION_COLUMNS, &["id"]).await?;
-        side.steps.upsert(tx, "operation_steps", &STEP_COLUMNS, &["operation_id", "step_index"]).await?;
-        side.cards.upsert(tx, "operation_cards", &CARD_COLUMNS, &["operation_id", "asked_position"]).await?;
-        side.artifacts.upsert(tx, "operation_artifacts", &ARTIFACT_COLUMNS, &["operation_id", "artifact_id"]).await?;
-        side.scores.upsert(tx, "operation_scores", &SCORE_COLUMNS, &["operation_id", "seq"]).await?;
+        operations.upsert(tx, "operations", &OPERATION_COLUMNS, &["user_id", "id"]).await?;
+        side.steps.upsert(tx, "operation_steps", &STEP_COLUMNS, &["user_id", "operation_id", "step_index"]).await?;
+        side.cards.upsert(tx, "operation_cards", &CARD_COLUMNS, &["user_id", "operation_id", "asked_position"]).await?;
+        side.artifacts
+            .upsert(tx, "operation_artifacts", &ARTIFACT_COLUMNS, &["user_id", "operation_id", "artifact_id"])
+            .await?;
+        side.scores.upsert(tx, "operation_scores", &SCORE_COLUMNS, &["user_id", "operation_id", "seq"]).await?;
         side.async_results
-            .upsert(tx, "operation_async_results", &ASYNC_RESULT_COLUMNS, &["operation_id", "result_key"])
+            .upsert(tx, "operation_async_results", &ASYNC_RESULT_COLUMNS, &["user_id", "operation_id", "result_key"])
             .await
     }
 }

@@ -208,11 +208,11 @@ pub struct OperationFilter {
     pub created_to: Option<DateTime<Utc>>,
 }
 
-/// One operation by id; `None` when it does not exist or belongs to someone else.
-pub async fn get(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<Option<OperationRow>, ProjectionError> {
+/// `owner`'s operation `id`; `None` when they hold none by that id.
+pub async fn get(db: &ReadDb, owner: &str, id: &str) -> Result<Option<OperationRow>, ProjectionError> {
     let mut w = Conditions::default();
+    w.eq("user_id", Some(owner));
     w.eq("id", Some(id));
-    w.owner("user_id", owner);
     let rows = db.fetch(&format!("{OPERATION_SELECT} {}", w.sql()), w.args()).await?;
     Ok(rows.first().map(OperationRow::from_row))
 }
@@ -227,15 +227,15 @@ pub async fn list(
     list_ordered(db, owner, filter, page, Order::Desc).await
 }
 
-/// The child operations of `parent_id`, oldest first.
+/// The child operations of `owner`'s `parent_id` (its owner's too), oldest first.
 pub async fn children(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     parent_id: &str,
     page: &PageRequest,
 ) -> Result<Page<OperationRow>, ProjectionError> {
     let filter = OperationFilter { parent_operation_id: Some(parent_id.to_string()), ..Default::default() };
-    list_ordered(db, owner, &filter, page, Order::Asc).await
+    list_ordered(db, Some(owner), &filter, page, Order::Asc).await
 }
 
 async fn list_ordered(
@@ -259,14 +259,6 @@ async fn list_ordered(
     w.below("created_at", filter.created_to.map(|t| t.timestamp_micros()));
     let keyset = Keyset { sort: "created_at", id: "id", order };
     keyset.page(db, OPERATION_SELECT, w, page, |r| Ok(OperationRow::from_row(r)), OperationRow::cursor).await
-}
-
-/// Does `id` exist and may `owner` see it?
-async fn visible(db: &ReadDb, owner: Option<&str>, id: &str) -> Result<bool, ProjectionError> {
-    let mut w = Conditions::default();
-    w.eq("id", Some(id));
-    w.owner("user_id", owner);
-    Ok(!db.fetch(&format!("SELECT 1 FROM operations {}", w.sql()), w.args()).await?.is_empty())
 }
 
 /// One recorded step.
@@ -297,17 +289,15 @@ pub struct OperationStepRow {
     pub position: i64,
 }
 
-/// The steps of an operation, in order, after `after`.
+/// The steps of `owner`'s operation `operation_id`, in order, after `after`.
 pub async fn steps(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     operation_id: &str,
     page: &PageRequest,
 ) -> Result<Page<OperationStepRow>, ProjectionError> {
-    if !visible(db, owner, operation_id).await? {
-        return Ok(Page::empty());
-    }
     let mut w = Conditions::default();
+    w.eq("user_id", Some(owner));
     w.eq("operation_id", Some(operation_id));
     let select = "SELECT operation_id, step_index, phase, tool_calls, tool_call_count, input_tokens, output_tokens, \
          total_tokens, cost_micros, at, position FROM operation_steps";
@@ -338,6 +328,8 @@ pub async fn steps(
 pub struct OperationCardRow {
     /// The operation.
     pub operation_id: String,
+    /// The operation's owner.
+    pub user_id: String,
     /// Log position of the question (identifies the asking).
     pub asked_position: i64,
     /// The card's id.
@@ -365,7 +357,7 @@ pub struct OperationCardRow {
 }
 
 const CARD_SELECT: &str = "SELECT c.operation_id, c.asked_position, c.card_id, c.kind, c.title, c.card, c.asked_at, \
-    c.deadline, c.outcome, c.answer, c.on_timeout, c.waited_ms, c.closed_at FROM operation_cards c";
+    c.deadline, c.outcome, c.answer, c.on_timeout, c.waited_ms, c.closed_at, c.user_id FROM operation_cards c";
 
 fn card_row(r: &Row) -> OperationCardRow {
     OperationCardRow {
@@ -382,20 +374,14 @@ fn card_row(r: &Row) -> OperationCardRow {
         on_timeout: r.json_value(10),
         waited_ms: r.i64(11),
         closed_at: r.time(12),
+        user_id: r.text_or_empty(13),
     }
 }
 
-/// Every card an operation asked, in order.
-pub async fn cards(
-    db: &ReadDb,
-    owner: Option<&str>,
-    operation_id: &str,
-) -> Result<Vec<OperationCardRow>, ProjectionError> {
-    if !visible(db, owner, operation_id).await? {
-        return Ok(Vec::new());
-    }
-    let sql = format!("{CARD_SELECT} WHERE c.operation_id = $1 ORDER BY c.asked_position");
-    Ok(db.fetch(&sql, &[operation_id.into()]).await?.iter().map(card_row).collect())
+/// Every card `owner`'s operation `operation_id` asked, in order.
+pub async fn cards(db: &ReadDb, owner: &str, operation_id: &str) -> Result<Vec<OperationCardRow>, ProjectionError> {
+    let sql = format!("{CARD_SELECT} WHERE c.user_id = $1 AND c.operation_id = $2 ORDER BY c.asked_position");
+    Ok(db.fetch(&sql, &[owner.into(), operation_id.into()]).await?.iter().map(card_row).collect())
 }
 
 /// Cards waiting for an answer (the owner's, or everyone's for an admin), oldest first.
@@ -406,13 +392,13 @@ pub async fn pending_cards(
 ) -> Result<Page<OperationCardRow>, ProjectionError> {
     let mut w = Conditions::default();
     w.push("c.outcome = 'pending'".into());
-    w.owner("o.user_id", owner);
-    let select = format!("{CARD_SELECT} JOIN operations o ON o.id = c.operation_id");
+    w.owner("c.user_id", owner);
+    let select = CARD_SELECT;
     let keyset = Keyset { sort: "c.asked_position", id: "c.operation_id", order: Order::Asc };
     keyset
         .page(
             db,
-            &select,
+            select,
             w,
             page,
             |r| Ok(card_row(r)),
@@ -444,16 +430,13 @@ pub struct OperationArtifactRow {
 /// The artifacts of an operation, in the order recorded.
 pub async fn artifacts(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     operation_id: &str,
 ) -> Result<Vec<OperationArtifactRow>, ProjectionError> {
-    if !visible(db, owner, operation_id).await? {
-        return Ok(Vec::new());
-    }
     let sql = "SELECT operation_id, artifact_id, title, kind, size_bytes, content_ref, position \
-               FROM operation_artifacts WHERE operation_id = $1 ORDER BY position";
+               FROM operation_artifacts WHERE user_id = $1 AND operation_id = $2 ORDER BY position";
     Ok(db
-        .fetch(sql, &[operation_id.into()])
+        .fetch(sql, &[owner.into(), operation_id.into()])
         .await?
         .iter()
         .map(|r| OperationArtifactRow {
@@ -489,18 +472,11 @@ pub struct OperationScoreRow {
 }
 
 /// The review scores of an operation, in the order recorded.
-pub async fn scores(
-    db: &ReadDb,
-    owner: Option<&str>,
-    operation_id: &str,
-) -> Result<Vec<OperationScoreRow>, ProjectionError> {
-    if !visible(db, owner, operation_id).await? {
-        return Ok(Vec::new());
-    }
+pub async fn scores(db: &ReadDb, owner: &str, operation_id: &str) -> Result<Vec<OperationScoreRow>, ProjectionError> {
     let sql = "SELECT operation_id, seq, rubric_id, score, passed, reason, position \
-               FROM operation_scores WHERE operation_id = $1 ORDER BY seq";
+               FROM operation_scores WHERE user_id = $1 AND operation_id = $2 ORDER BY seq";
     Ok(db
-        .fetch(sql, &[operation_id.into()])
+        .fetch(sql, &[owner.into(), operation_id.into()])
         .await?
         .iter()
         .map(|r| OperationScoreRow {
@@ -540,16 +516,13 @@ pub struct OperationAsyncResultRow {
 /// The results delivered to an operation, in order.
 pub async fn async_results(
     db: &ReadDb,
-    owner: Option<&str>,
+    owner: &str,
     operation_id: &str,
 ) -> Result<Vec<OperationAsyncResultRow>, ProjectionError> {
-    if !visible(db, owner, operation_id).await? {
-        return Ok(Vec::new());
-    }
     let sql = "SELECT operation_id, result_key, success, result, truncated, original_chars, resumed, position \
-               FROM operation_async_results WHERE operation_id = $1 ORDER BY position";
+               FROM operation_async_results WHERE user_id = $1 AND operation_id = $2 ORDER BY position";
     Ok(db
-        .fetch(sql, &[operation_id.into()])
+        .fetch(sql, &[owner.into(), operation_id.into()])
         .await?
         .iter()
         .map(|r| OperationAsyncResultRow {
@@ -565,28 +538,31 @@ pub async fn async_results(
         .collect())
 }
 
-/// Pending cards whose deadline passed at `now`, earliest deadline first: `(operationId,
-/// cardId)`, the card-timeout pass's candidates.
-pub async fn due_cards(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<(String, String)>, ProjectionError> {
+/// Pending cards whose deadline passed at `now`, earliest deadline first: `(owner,
+/// operationId, cardId)`, the card-timeout pass's candidates.
+pub async fn due_cards(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<(String, String, String)>, ProjectionError> {
     let rows = db
         .fetch(
-            "SELECT operation_id, card_id FROM operation_cards WHERE outcome = 'pending' AND deadline IS NOT NULL \
-             AND deadline <= $1 ORDER BY deadline, operation_id",
+            "SELECT user_id, operation_id, card_id FROM operation_cards WHERE outcome = 'pending' \
+             AND deadline IS NOT NULL AND deadline <= $1 ORDER BY deadline, user_id, operation_id",
+            &[now.timestamp_micros().into()],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((r.str(0)?.to_string(), r.str(1)?.to_string(), r.str(2)?.to_string())))
+        .collect())
+}
+
+/// Running operations whose lease expired at or before `now`, soonest expired first, as
+/// `(owner, operationId)` (the lease reaper's candidates; each operation's own state still decides).
+pub async fn expired_leases(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<(String, String)>, ProjectionError> {
+    let rows = db
+        .fetch(
+            "SELECT user_id, id FROM operations WHERE status = 'running' AND lease_expires_at IS NOT NULL \
+             AND lease_expires_at <= $1 ORDER BY lease_expires_at, user_id, id",
             &[now.timestamp_micros().into()],
         )
         .await?;
     Ok(rows.iter().filter_map(|r| Some((r.str(0)?.to_string(), r.str(1)?.to_string()))).collect())
-}
-
-/// Running operations whose lease expired at or before `now`, soonest expired first (the lease
-/// reaper's candidates; each operation's own state still decides).
-pub async fn expired_leases(db: &ReadDb, now: DateTime<Utc>) -> Result<Vec<String>, ProjectionError> {
-    let rows = db
-        .fetch(
-            "SELECT id FROM operations WHERE status = 'running' AND lease_expires_at IS NOT NULL \
-             AND lease_expires_at <= $1 ORDER BY lease_expires_at, id",
-            &[now.timestamp_micros().into()],
-        )
-        .await?;
-    Ok(rows.iter().filter_map(|r| r.str(0).map(str::to_string)).collect())
 }

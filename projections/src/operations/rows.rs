@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     db::SqlValue,
+    decoding::OwnedKey,
     error::ProjectionError,
     fold::{RowSet, int, int_opt, json_text, micros, wire_name},
 };
@@ -64,9 +65,10 @@ pub(crate) const OPERATION_COLUMNS: [&str; 45] = [
 ];
 
 /// Columns of `operation_steps`.
-pub(crate) const STEP_COLUMNS: [&str; 11] = [
+pub(crate) const STEP_COLUMNS: [&str; 12] = [
     "operation_id",
     "step_index",
+    "user_id",
     "phase",
     "tool_calls",
     "tool_call_count",
@@ -79,9 +81,10 @@ pub(crate) const STEP_COLUMNS: [&str; 11] = [
 ];
 
 /// Columns of `operation_cards`.
-pub(crate) const CARD_COLUMNS: [&str; 13] = [
+pub(crate) const CARD_COLUMNS: [&str; 14] = [
     "operation_id",
     "asked_position",
+    "user_id",
     "card_id",
     "kind",
     "title",
@@ -96,30 +99,39 @@ pub(crate) const CARD_COLUMNS: [&str; 13] = [
 ];
 
 /// Columns of `operation_artifacts`.
-pub(crate) const ARTIFACT_COLUMNS: [&str; 7] =
-    ["operation_id", "artifact_id", "title", "kind", "size_bytes", "content_ref", "position"];
+pub(crate) const ARTIFACT_COLUMNS: [&str; 8] =
+    ["operation_id", "artifact_id", "user_id", "title", "kind", "size_bytes", "content_ref", "position"];
 
 /// Columns of `operation_scores`.
-pub(crate) const SCORE_COLUMNS: [&str; 7] =
-    ["operation_id", "seq", "rubric_id", "score", "passed", "reason", "position"];
+pub(crate) const SCORE_COLUMNS: [&str; 8] =
+    ["operation_id", "seq", "user_id", "rubric_id", "score", "passed", "reason", "position"];
 
 /// Columns of `operation_async_results`.
-pub(crate) const ASYNC_RESULT_COLUMNS: [&str; 8] =
-    ["operation_id", "result_key", "success", "result", "truncated", "original_chars", "resumed", "position"];
+pub(crate) const ASYNC_RESULT_COLUMNS: [&str; 9] = [
+    "operation_id",
+    "result_key",
+    "user_id",
+    "success",
+    "result",
+    "truncated",
+    "original_chars",
+    "resumed",
+    "position",
+];
 
 /// Side-table rows produced by one batch, deduplicated by key.
 #[derive(Debug, Default)]
 pub(crate) struct SideRows {
-    /// `operation_steps` by (operation, step index).
-    pub steps: RowSet<(String, u32)>,
-    /// `operation_cards` by (operation, asked position).
-    pub cards: RowSet<(String, i64)>,
-    /// `operation_artifacts` by (operation, artifact).
-    pub artifacts: RowSet<(String, String)>,
-    /// `operation_scores` by (operation, seq).
-    pub scores: RowSet<(String, i64)>,
-    /// `operation_async_results` by (operation, key).
-    pub async_results: RowSet<(String, String)>,
+    /// `operation_steps` by (owner, operation, step index).
+    pub steps: RowSet<(String, String, u32)>,
+    /// `operation_cards` by (owner, operation, asked position).
+    pub cards: RowSet<(String, String, i64)>,
+    /// `operation_artifacts` by (owner, operation, artifact).
+    pub artifacts: RowSet<(String, String, String)>,
+    /// `operation_scores` by (owner, operation, seq).
+    pub scores: RowSet<(String, String, i64)>,
+    /// `operation_async_results` by (owner, operation, key).
+    pub async_results: RowSet<(String, String, String)>,
 }
 
 pub(super) fn time(at: DateTime<Utc>) -> SqlValue {
@@ -135,10 +147,11 @@ pub(super) fn usage_values(usage: &Usage) -> [SqlValue; 4] {
 }
 
 /// The `operation_steps` row of a step.
-pub(crate) fn step(id: &str, e: &StepRecorded, position: i64) -> Result<Vec<SqlValue>, ProjectionError> {
+pub(crate) fn step(key: &OwnedKey, e: &StepRecorded, position: i64) -> Result<Vec<SqlValue>, ProjectionError> {
     let mut row = vec![
-        id.into(),
+        key.1.as_str().into(),
         e.step_index.into(),
+        key.0.as_str().into(),
         wire_name(&e.phase)?.into(),
         json_text(&e.tool_calls)?.into(),
         int(e.tool_calls.len() as u64),
@@ -179,7 +192,7 @@ pub(crate) enum CardClose<'a> {
 
 /// The `operation_cards` row of a card.
 pub(crate) fn card(
-    id: &str,
+    key: &OwnedKey,
     asked_position: i64,
     pending: &PendingCard,
     how: &CardClose<'_>,
@@ -196,8 +209,9 @@ pub(crate) fn card(
         CardClose::Abandoned { at } => ("abandoned", SqlValue::Null, SqlValue::Null, SqlValue::Null, time(*at)),
     };
     Ok(vec![
-        id.into(),
+        key.1.as_str().into(),
         asked_position.into(),
+        key.0.as_str().into(),
         card.card_id.as_str().into(),
         card.kind.name().into(),
         card.title.as_str().into(),
@@ -213,10 +227,11 @@ pub(crate) fn card(
 }
 
 /// The `operation_artifacts` row of an artifact.
-pub(crate) fn artifact(id: &str, a: &Artifact, position: i64) -> Vec<SqlValue> {
+pub(crate) fn artifact(key: &OwnedKey, a: &Artifact, position: i64) -> Vec<SqlValue> {
     vec![
-        id.into(),
+        key.1.as_str().into(),
         a.artifact_id.as_str().into(),
+        key.0.as_str().into(),
         a.title.as_str().into(),
         a.kind.as_str().into(),
         int_opt(a.size_bytes),
@@ -226,10 +241,11 @@ pub(crate) fn artifact(id: &str, a: &Artifact, position: i64) -> Vec<SqlValue> {
 }
 
 /// The `operation_scores` row of a score.
-pub(crate) fn score(id: &str, seq: i64, s: &ReviewScore, position: i64) -> Vec<SqlValue> {
+pub(crate) fn score(key: &OwnedKey, seq: i64, s: &ReviewScore, position: i64) -> Vec<SqlValue> {
     vec![
-        id.into(),
+        key.1.as_str().into(),
         seq.into(),
+        key.0.as_str().into(),
         s.rubric_id.as_str().into(),
         i64::from(s.score).into(),
         s.passed.into(),
@@ -239,10 +255,11 @@ pub(crate) fn score(id: &str, seq: i64, s: &ReviewScore, position: i64) -> Vec<S
 }
 
 /// The `operation_async_results` row of a delivered result.
-pub(crate) fn async_result(id: &str, e: &AsyncResultReceived, position: i64) -> Vec<SqlValue> {
+pub(crate) fn async_result(key: &OwnedKey, e: &AsyncResultReceived, position: i64) -> Vec<SqlValue> {
     vec![
-        id.into(),
+        key.1.as_str().into(),
         e.key.as_str().into(),
+        key.0.as_str().into(),
         e.success.into(),
         e.result.as_deref().into(),
         e.truncated.into(),

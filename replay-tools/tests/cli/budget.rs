@@ -14,7 +14,7 @@ use agentlog_domain::{
 };
 use agentlog_eventlog::CommandHandler;
 use chrono::{DateTime, Utc};
-use serde_json::json;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::support::{Fixture, json_ok, replay};
@@ -26,17 +26,27 @@ fn at(s: &str) -> DateTime<Utc> {
 }
 
 fn ctx(t: DateTime<Utc>, actor: Actor) -> Context {
-    Context::new(t, Uuid::now_v7(), actor, OWNER)
+    owned_ctx(OWNER, t, actor)
+}
+
+fn owned_ctx(owner: &str, t: DateTime<Utc>, actor: Actor) -> Context {
+    Context::new(t, Uuid::now_v7(), actor, owner)
 }
 
 /// Run `op` on the budget's agent and report steps of these costs at `t`.
 async fn run(h: &CommandHandler, op: &str, t: &str, costs: &[u64]) {
+    run_for(h, OWNER, op, t, costs).await;
+}
+
+/// [`run`] as `owner`'s run `op` (operation ids are per owner).
+async fn run_for(h: &CommandHandler, owner: &str, op: &str, t: &str, costs: &[u64]) {
+    let ctx = |t, actor| owned_ctx(owner, t, actor);
     let t = at(t);
     let agent = AgentRef { agent_id: "ledger-agent".into(), config_version: 1, model: None, provider: None };
     let create = OperationCommand::Create(CreateOperation::new(op, OperationKind::Task, agent));
-    h.execute::<Operation>(op, &create, &ctx(t, Actor::user(OWNER))).await.expect("create");
+    h.execute_of::<Operation>(owner, op, &create, &ctx(t, Actor::user(owner))).await.expect("create");
     let claim = ctx(t, Actor::worker("w1"));
-    h.execute::<Operation>(op, &OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 60 }, &claim)
+    h.execute_of::<Operation>(owner, op, &OperationCommand::Claim { worker_id: "w1".into(), lease_secs: 60 }, &claim)
         .await
         .expect("claim");
     for cost in costs {
@@ -47,7 +57,7 @@ async fn run(h: &CommandHandler, op: &str, t: &str, costs: &[u64]) {
             budgets: Vec::new(),
         });
         let worker = ctx(t, Actor::worker("w1")).with_lease_token(Some(lease_token(&claim)));
-        h.execute::<Operation>(op, &step, &worker).await.expect("step");
+        h.execute_of::<Operation>(owner, op, &step, &worker).await.expect("step");
     }
 }
 
@@ -129,6 +139,23 @@ async fn budget_reports(f: Fixture) {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("ledger-r2") && text.contains("cron.fire"), "{text}");
     assert!(!replay(&f.url, &["budget-spend", "--budget", "nope"]).status.success());
+
+    // Operation ids are per owner: another user's `ledger-r1` (of an agent by that name) counts
+    // nothing against the owner's budget, and a timeline of the id names its owner.
+    run_for(&h, "someone-else", "ledger-r1", "2031-05-01T11:00:00Z", &[500]).await;
+    let again = json_ok(&replay(&f.url, &["--json", "budget-spend", "--budget", "ledger"]));
+    assert_eq!(again, spend, "the other owner's run is not the budget's");
+    assert!(!replay(&f.url, &["run", "ledger-r1"]).status.success(), "two owners hold ledger-r1");
+    for owner in [OWNER, "someone-else"] {
+        let v = json_ok(&replay(&f.url, &["--json", "run", "ledger-r1", "--owner", owner]));
+        let entries = v["entries"].as_array().cloned().unwrap_or_default();
+        let runs: Vec<&Value> = entries.iter().filter(|e| e["role"] == "run").collect();
+        assert!(!runs.is_empty(), "{v}");
+        let stream = format!("operation@{owner}/ledger-r1");
+        assert!(runs.iter().all(|e| e["event"]["streamId"] == stream.as_str()), "{v}");
+    }
+    let v = json_ok(&replay(&f.url, &["--json", "run", "ledger-r3"]));
+    assert_eq!(v["entries"][0]["event"]["streamId"], format!("operation@{OWNER}/ledger-r3"), "one owner: found");
 }
 
 crate::both!(budget_reports as budget_reports);

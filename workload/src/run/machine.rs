@@ -356,7 +356,7 @@ impl RunMachine {
         g: &mut Gen,
         spawned: &mut Vec<Box<dyn Story>>,
     ) {
-        let own = stream_events(appends, &Operation::stream_id(&self.op_id));
+        let own = stream_events(appends, &StreamKind::Operation.stream_id(&self.op_id));
         if self.terminal.is_none()
             && let Some(t) = own.iter().find(|e| is_terminal(&e.event_type))
         {

@@ -1,5 +1,5 @@
 //! Ids per owner: for a kind whose ids a client chooses per owner (cron jobs, groups, agents,
-//! budgets, sources, briefs, topics, tasks), creating
+//! budgets, sources, briefs, topics, tasks, operations), creating
 //! an id another user holds succeeds and makes the creator's own; neither user sees the other's;
 //! an admin names the owner with `ownerId`; logs written before ids were per owner (global
 //! streams `<kind>-<id>`) stay readable by their owner only.
@@ -26,6 +26,7 @@ use uuid::Uuid;
 mod agents;
 mod briefs;
 mod budgets;
+mod operations;
 mod sources;
 mod tasks;
 mod topics;
