@@ -29,6 +29,7 @@ pub mod raw_json;
 mod request;
 pub mod sources;
 mod subscribers;
+pub mod task_mutations;
 pub mod tasks;
 pub mod variables;
 mod wire;
@@ -65,7 +66,7 @@ pub struct Query(
 #[derive(MergedObject, Default)]
 pub struct Mutation(
     operation_mutations::OperationsMutation,
-    tasks::TasksMutation,
+    task_mutations::TasksMutation,
     briefs::BriefsMutation,
     notifications::NotificationsMutation,
     conversations::ConversationsMutation,
