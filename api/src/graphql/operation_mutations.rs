@@ -80,6 +80,9 @@ impl OperationsMutation {
         &self,
         ctx: &Context<'_>,
         input: StartOperationInput,
+        #[graphql(
+            desc = "Whose run it is (its id is in their namespace): an admin starting one for another user names them (anyone else naming another user: FORBIDDEN); absent: the caller's own."
+        )]
         owner_id: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<OperationPayload> {

@@ -28,6 +28,14 @@ async fn operation_ids_are_per_owner(db: Db) {
     let again = s.gql(Some(&alice), START, json!({"id": "op1"})).await;
     assert_eq!(support::error_code(&again).as_deref(), Some("CONFLICT"), "{again}");
     start(&s, &alice, "op2", None).await;
+    // Only an admin starts a run for someone else: bob naming alice is FORBIDDEN, whether or not
+    // she holds the id, and writes nothing.
+    let head_before = s.data(Some(&admin), "{ headPosition }", json!({})).await["headPosition"].clone();
+    for id in ["op1", "op7"] {
+        let r = s.gql(Some(&bob), START, json!({"id": id, "o": "alice"})).await;
+        assert_eq!(support::error_code(&r).as_deref(), Some("FORBIDDEN"), "{r}");
+    }
+    assert_eq!(s.data(Some(&admin), "{ headPosition }", json!({})).await["headPosition"], head_before);
 
     // Each sees and changes their own only.
     let lease = s.claim(&bob, "op1", "w1").await;
