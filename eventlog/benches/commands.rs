@@ -8,7 +8,9 @@
 //! ```
 //! `AGENTLOG_BENCH_STEPS` steps per run (default 400), `AGENTLOG_BENCH_RUNS` runs (default 5).
 
-use std::{sync::Arc, time::Instant};
+mod support;
+
+use std::time::Instant;
 
 use agentlog_domain::{
     context::Context,
@@ -16,12 +18,11 @@ use agentlog_domain::{
     operations::{CreateOperation, Operation, OperationCommand, OperationKind, Phase, StepReport, lease_token},
     values::{AgentRef, Usage},
 };
-use agentlog_eventlog::{
-    CommandHandler, EventStore, PostgresEventStore, SqliteEventStore, StoreOptions,
-    testing::{TempPostgres, TempSqlite},
-};
+use agentlog_eventlog::CommandHandler;
 use chrono::Utc;
 use uuid::Uuid;
+
+use support::open;
 
 fn env(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -29,21 +30,6 @@ fn env(name: &str, default: usize) -> usize {
 
 fn ctx() -> Context {
     Context::new(Utc::now(), Uuid::now_v7(), Actor::user("u1"), "u1")
-}
-
-async fn open(pg_url: Option<&str>) -> (Arc<dyn EventStore>, Box<dyn std::any::Any>) {
-    match pg_url {
-        None => {
-            let f = TempSqlite::new();
-            let s = SqliteEventStore::open(&f.url(), StoreOptions::default()).await.unwrap();
-            (Arc::new(s), Box::new(f))
-        }
-        Some(url) => {
-            let db = TempPostgres::create(url).await.unwrap();
-            let s = PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap();
-            (Arc::new(s), Box::new(db))
-        }
-    }
 }
 
 /// Steps reported per second over `runs` runs of `steps` steps, through `h`.

@@ -8,6 +8,8 @@
 //! ```
 //! Sizes scale with `AGENTLOG_BENCH_SCALE` (default 1.0).
 
+mod support;
+
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -23,6 +25,8 @@ use futures_util::StreamExt;
 use serde_json::json;
 use sqlx::{Connection, Executor, PgConnection, QueryBuilder, Row, Sqlite, SqliteConnection};
 use uuid::Uuid;
+
+use support::open;
 
 fn scale(n: usize) -> usize {
     let s: f64 = std::env::var("AGENTLOG_BENCH_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0);
@@ -371,21 +375,6 @@ async fn raw_latency(raw: &Raw, n: usize) -> Vec<Duration> {
 }
 
 // ---------------------------------------------------------------- the library
-
-async fn open(pg_url: Option<&str>) -> (Arc<dyn EventStore>, Box<dyn std::any::Any>) {
-    match pg_url {
-        None => {
-            let f = TempSqlite::new();
-            let s = SqliteEventStore::open(&f.url(), StoreOptions::default()).await.unwrap();
-            (Arc::new(s), Box::new(f))
-        }
-        Some(url) => {
-            let db = TempPostgres::create(url).await.unwrap();
-            let s = PostgresEventStore::connect(&db.url, StoreOptions::default()).await.unwrap();
-            (Arc::new(s), Box::new(db))
-        }
-    }
-}
 
 async fn lib_append(store: &Arc<dyn EventStore>, n: usize, per_append: usize) -> Duration {
     let events: Vec<NewEvent> = (0..n).map(event).collect();

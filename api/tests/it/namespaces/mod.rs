@@ -45,6 +45,31 @@ fn refusal(r: &Value, id: &str) -> (Option<String>, String) {
     (support::error_code(r), r["errors"][0]["message"].as_str().unwrap_or("").replace(id, "<id>"))
 }
 
+/// As `token`'s user, subscribe to `follow` on another owner's `theirs` (`ownerId: owner`) and
+/// on the unknown id `unknown`: both first answers, which must refuse alike.
+async fn subscription_refusals(
+    s: &Server,
+    token: &str,
+    follow: &str,
+    (theirs, owner): (&str, &str),
+    unknown: &str,
+) -> ((Option<String>, String), (Option<String>, String)) {
+    let mut ws = support::Ws::connect(s, token, "graphql-transport-ws").await;
+    ws.subscribe("1", follow, json!({"id": theirs, "o": owner})).await;
+    ws.subscribe("2", follow, json!({"id": unknown})).await;
+    let (mut first, mut second) = (Value::Null, Value::Null);
+    while first.is_null() || second.is_null() {
+        let v = ws.next_json().await.expect("an answer");
+        match (v["id"].as_str(), v["type"].as_str()) {
+            (Some("1"), Some("next")) => first = v,
+            (Some("2"), Some("next")) => second = v,
+            _ => {}
+        }
+    }
+    ws.cut().await;
+    (refusal(&first["payload"], theirs), refusal(&second["payload"], unknown))
+}
+
 async fn cron_job_and_group_ids_are_per_owner(db: Db) {
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;

@@ -118,22 +118,10 @@ async fn operation_ids_are_per_owner(db: Db) {
     }
     assert_eq!(head().await, before, "nothing written");
     // The subscription answers the same.
-    let mut ws = support::Ws::connect(&s, &bob, "graphql-transport-ws").await;
     let follow = "subscription($id: String!, $o: String) { operationChanged(id: $id, ownerId: $o) { eventType } }";
-    ws.subscribe("1", follow, json!({"id": "op2", "o": "alice"})).await;
-    ws.subscribe("2", follow, json!({"id": "zz1"})).await;
-    let (mut theirs, mut unknown) = (Value::Null, Value::Null);
-    while theirs.is_null() || unknown.is_null() {
-        let v = ws.next_json().await.expect("an answer");
-        match (v["id"].as_str(), v["type"].as_str()) {
-            (Some("1"), Some("next")) => theirs = v,
-            (Some("2"), Some("next")) => unknown = v,
-            _ => {}
-        }
-    }
-    assert_eq!(refusal(&theirs["payload"], "op2"), refusal(&unknown["payload"], "zz1"), "{theirs} vs {unknown}");
-    assert_eq!(support::error_code(&theirs["payload"]).as_deref(), Some("NOT_FOUND"), "{theirs}");
-    ws.cut().await;
+    let (theirs, unknown) = subscription_refusals(&s, &bob, follow, ("op2", "alice"), "zz1").await;
+    assert_eq!(theirs, unknown);
+    assert_eq!(theirs.0.as_deref(), Some("NOT_FOUND"), "{theirs:?}");
 
     let cancel = "mutation($o: String) { cancelOperation(id: \"op1\", ownerId: $o) { operation { userId status } } }";
     let r = s.data(Some(&admin), cancel, json!({"o": "alice"})).await;
