@@ -1,5 +1,6 @@
 //! A cron job: created for an agent, fired every few minutes (each fire a source that may start
-//! a run of the agent), edited, paused and resumed, run out of executions and reset, deleted.
+//! a run of the agent), edited and moved to its real schedule, paused and resumed, run out of
+//! executions and reset, deleted.
 
 use agentlog_domain::{
     aggregate::Aggregate,
@@ -16,6 +17,10 @@ use super::{
     story::{Gen, Poll, Story, caused_by, find, stream_events},
     world::{Decision, Part, World},
 };
+
+/// The schedules a job moves to once tried: what people run agents on.
+const SCHEDULES: &[&str] =
+    &["0 9 * * *", "0 9 * * 1-5", "30 8 * * 1-5", "0 * * * *", "0 */6 * * *", "15 18 * * *", "0 7 * * 1"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
@@ -115,8 +120,12 @@ impl Story for CronStory {
             }
             Step::Update => {
                 let r = &mut g.rng;
+                // Tried every minute, the job moves to its real schedule: the jobs a log leaves
+                // enabled fire as a fleet's do (hourly, daily), not 1,000 of them every minute.
+                let pattern = r.pick(SCHEDULES).map(|p| (*p).to_string());
                 let patch = CronJobPatch {
                     name: Some(r.words(2, 4)),
+                    pattern,
                     content: r.chance(50).then(|| r.words(5, 25)),
                     ..CronJobPatch::default()
                 };
