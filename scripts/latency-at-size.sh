@@ -11,6 +11,8 @@
 # a copy whose read models are built (`agentlog-replay rebuild`) and whose reactors are at its
 # head (a server that ran on it, or reactor_checkpoints set to the head on a copy of a
 # generated log): a server on a log its reactors never followed first reacts to all of it.
+# The phases start once both servers' heads stand still (the large one first fires the cron
+# slots it missed).
 # Per phase: agentlog-load's report ($OUT/<phase>.json) and the server's CPU seconds; at the
 # end, p50 and p99 per mutation type, large / small.
 set -euo pipefail
@@ -45,6 +47,25 @@ for side in small:$PORT_S large:$PORT_L; do
     done
 done
 say "servers ready (small :$PORT_S, large :$PORT_L); output in $OUT"
+
+head() { # port token
+    curl -fs "http://127.0.0.1:$1/graphql" -H 'content-type: application/json' -H "authorization: Bearer $2" \
+        -d '{"query":"{ headPosition }"}' | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["headPosition"])'
+}
+# A server opening a log catches up on what its clock passes missed while nothing ran (each
+# enabled cron job fires its latest missed slot once, with the runs and signals that follow):
+# measure only once both heads have stood still for 10 s, as a server that ran all along would.
+for side in small:$PORT_S large:$PORT_L; do
+    name="${side%%:*}"; port="${side##*:}"; token="$(cat "$OUT/$name/token")"
+    last=-1; still=0
+    for _ in $(seq 1 600); do
+        now="$(head "$port" "$token")"
+        if [ "$now" = "$last" ]; then still=$((still + 1)); else still=0; last="$now"; fi
+        [ "$still" -ge 5 ] && break
+        sleep 2
+    done
+    say "$name: head $last, still for $((still * 2)) s"
+done
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz="$(getconf CLK_TCK)"

@@ -18,8 +18,9 @@ use crate::{
     error::ProjectionError,
 };
 
-/// Ids per `IN (…)` list: well under SQLite's bound-parameter limit.
-const IDS_PER_QUERY: usize = 10_000;
+/// Most keys in one `OR` chain: SQLite parses a chain as a tree one level deeper per term and
+/// refuses trees deeper than 1,000.
+pub(crate) const MAX_OR_TERMS: usize = 400;
 
 /// Decode a stored event into its aggregate's event type (upcasting old versions).
 pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, ProjectionError> {
@@ -33,34 +34,51 @@ pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, Project
 
 /// The `state` column of the rows of a table keyed by `(user_id, key_column)` (ids per owner)
 /// with these keys, by key.
+///
+/// Looked up by the whole key: an id alone does not lead the primary key, and a lookup by it
+/// scans the table, a cost that grows with the read model.
 pub(crate) async fn load_owned_states<S: DeserializeOwned>(
     tx: &mut ReadTx,
     table: &str,
     key_column: &str,
     keys: &[(String, String)],
 ) -> Result<HashMap<(String, String), S>, ProjectionError> {
-    let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
     let mut out = HashMap::with_capacity(keys.len());
-    for chunk in ids.chunks(IDS_PER_QUERY) {
+    for chunk in keys.chunks(MAX_OR_TERMS) {
         let sql = format!(
-            "SELECT user_id, {key_column}, state FROM {table} WHERE {key_column} IN ({})",
-            placeholders(chunk.len())
+            "SELECT user_id, {key_column}, state FROM {table} WHERE {}",
+            key_terms(&["user_id", key_column], chunk.len())
         );
-        let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
+        let args: Vec<SqlValue> =
+            chunk.iter().flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect();
         for row in tx.fetch(&sql, &args).await? {
             let (Some(owner), Some(id), Some(text)) = (row.str(0), row.str(1), row.str(2)) else {
                 return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
             };
-            let key = (owner.to_string(), id.to_string());
-            if !keys.contains(&key) {
-                continue;
-            }
             let state = serde_json::from_str(text)
                 .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
-            out.insert(key, state);
+            out.insert((owner.to_string(), id.to_string()), state);
         }
     }
     Ok(out)
+}
+
+/// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) OR …`: `n` whole keys of columns `key`.
+pub(crate) fn key_terms(key: &[&str], n: usize) -> String {
+    let mut next = 0;
+    let terms: Vec<String> = (0..n)
+        .map(|_| {
+            let parts: Vec<String> = key
+                .iter()
+                .map(|c| {
+                    next += 1;
+                    format!("{c} = ${next}")
+                })
+                .collect();
+            format!("({})", parts.join(" AND "))
+        })
+        .collect();
+    terms.join(" OR ")
 }
 
 /// `$1, $2, … $n`.

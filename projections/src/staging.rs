@@ -20,14 +20,11 @@ use std::{
 use crate::{
     db::{ReadTx, Row, SqlValue},
     error::ProjectionError,
-    fold::placeholders,
+    fold::{MAX_OR_TERMS, key_terms, placeholders},
 };
 
 /// Most values bound in one `IN (…)` list (well below both backends' limits).
 const MAX_BINDS: usize = 5_000;
-/// Most keys in one `OR` chain: SQLite parses a chain as a tree one level deeper per term and
-/// refuses trees deeper than 1,000.
-const MAX_OR_TERMS: usize = 400;
 
 /// A read-model row type: its table, its columns (in [`TableRow::values`] order), its key.
 pub(crate) trait TableRow: Sized {
@@ -202,24 +199,6 @@ impl<R: TableRow> Staged<R> {
         delete_keys(tx, R::TABLE, R::KEY, &deletes).await?;
         tx.upsert(R::TABLE, R::COLUMNS, R::KEY, &upserts).await
     }
-}
-
-/// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) …` for `n` keys.
-fn key_terms(key: &[&str], n: usize) -> String {
-    let mut next = 0;
-    let terms: Vec<String> = (0..n)
-        .map(|_| {
-            let parts: Vec<String> = key
-                .iter()
-                .map(|c| {
-                    next += 1;
-                    format!("{c} = ${next}")
-                })
-                .collect();
-            format!("({})", parts.join(" AND "))
-        })
-        .collect();
-    terms.join(" OR ")
 }
 
 /// Delete rows by key, chunked.

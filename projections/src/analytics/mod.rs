@@ -47,7 +47,10 @@ use crate::{
     db::{ReadTx, Row, SqlValue},
     decoding::OwnedKey,
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_owned_instance, int_opt, json_text, micros, placeholders, wire_name},
+    fold::{
+        MAX_OR_TERMS, RowSet, decode, group_by_owned_instance, int_opt, json_text, key_terms, micros, placeholders,
+        wire_name,
+    },
     projection::Projection,
     read::RowExt,
 };
@@ -432,22 +435,20 @@ impl Projection for AnalyticsProjection {
     }
 }
 
-/// The stored runs of these `(owner, operation)` keys.
+/// The stored runs of these `(owner, operation)` keys, looked up by the whole key (see
+/// [`load_owned_states`](crate::fold::load_owned_states)).
 async fn load_runs(tx: &mut ReadTx, keys: &[OwnedKey]) -> Result<HashMap<OwnedKey, Run>, ProjectionError> {
-    let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
-    let mut out = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(10_000) {
+    let mut out = HashMap::with_capacity(keys.len());
+    for chunk in keys.chunks(MAX_OR_TERMS) {
         let sql = format!(
-            "SELECT {} FROM analytics_runs WHERE operation_id IN ({})",
+            "SELECT {} FROM analytics_runs WHERE {}",
             RUN_COLUMNS.join(", "),
-            placeholders(chunk.len())
+            key_terms(&["user_id", "operation_id"], chunk.len())
         );
-        let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
+        let args: Vec<SqlValue> =
+            chunk.iter().flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect();
         for row in tx.fetch(&sql, &args).await? {
-            let key = (row.text_or_empty(1), row.text_or_empty(0));
-            if keys.contains(&key) {
-                out.insert(key, Run::from_row(&row));
-            }
+            out.insert((row.text_or_empty(1), row.text_or_empty(0)), Run::from_row(&row));
         }
     }
     Ok(out)
