@@ -60,11 +60,33 @@ const NAMESPACE: Uuid = Uuid::from_u128(0x6167_656e_746c_6f67_8000_0000_0000_000
 
 /// A deterministic UUID v7-shaped id for `key` within `kind`, stamped with `at_ms`.
 pub fn derived_id(kind: &str, key: &str, at_ms: i64) -> Uuid {
-    let mut name = Vec::with_capacity(kind.len() + key.len() + 1);
-    name.extend_from_slice(kind.as_bytes());
-    name.push(0);
-    name.extend_from_slice(key.as_bytes());
-    let hashed = Uuid::new_v5(&NAMESPACE, &name);
+    derived_from_parts(kind, &[key.as_bytes()], at_ms)
+}
+
+/// [`derived_id`] of the key that is `parts` joined: the hashed name is built on the stack
+/// when it fits (ids are derived for every event a decision makes).
+fn derived_from_parts(kind: &str, parts: &[&[u8]], at_ms: i64) -> Uuid {
+    const ON_STACK: usize = 160;
+    let len = kind.len() + 1 + parts.iter().map(|p| p.len()).sum::<usize>();
+    let hashed = if len <= ON_STACK {
+        let mut name = [0u8; ON_STACK];
+        let mut at = 0;
+        for part in
+            std::iter::once(kind.as_bytes()).chain([&[0u8][..]]).chain(parts.iter().copied())
+        {
+            name[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        Uuid::new_v5(&NAMESPACE, &name[..len])
+    } else {
+        let mut name = Vec::with_capacity(len);
+        name.extend_from_slice(kind.as_bytes());
+        name.push(0);
+        for part in parts {
+            name.extend_from_slice(part);
+        }
+        Uuid::new_v5(&NAMESPACE, &name)
+    };
     let mut bytes = *hashed.as_bytes();
     let ms = at_ms.clamp(0, (1_i64 << 48) - 1) as u64;
     bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
@@ -73,9 +95,25 @@ pub fn derived_id(kind: &str, key: &str, at_ms: i64) -> Uuid {
     Uuid::from_bytes(bytes)
 }
 
-/// The `n`-th id derived from `parent` (for the several events one decision produces).
+/// The `n`-th id derived from `parent` (for the several events one decision produces): the
+/// [`derived_id`] of the key `{parent}#{n}`, written without `core::fmt`.
 pub fn nth_child_id(parent: Uuid, kind: &str, n: u32, at_ms: i64) -> Uuid {
-    derived_id(kind, &format!("{parent}#{n}"), at_ms)
+    let mut hyphenated = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    let parent = parent.hyphenated().encode_lower(&mut hyphenated).as_bytes();
+    let mut digits = [0u8; 11];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    // '#' right before the first digit.
+    digits[at - 1] = b'#';
+    derived_from_parts(kind, &[parent, &digits[at - 1..]], at_ms)
 }
 
 /// The millisecond timestamp of a UUID v7 (or derived) id.
@@ -98,6 +136,20 @@ mod tests {
         assert_ne!(a, derived_id("j", "x", 1000));
         assert_eq!(a.get_version_num(), 7);
         assert_eq!(id_timestamp_ms(a), 1000);
+    }
+
+    #[test]
+    fn child_ids_hash_the_formatted_key() {
+        let parent = derived_id("k", "x", 1000);
+        for n in [0, 7, 10, 123_456, u32::MAX] {
+            assert_eq!(
+                nth_child_id(parent, "event", n, 5),
+                derived_id("event", &format!("{parent}#{n}"), 5)
+            );
+        }
+        let long = "y".repeat(400);
+        assert_eq!(derived_id("k", &long, 1), derived_id("k", &long, 1));
+        assert_ne!(derived_id("k", &long, 1), derived_id("k", &long[1..], 1));
     }
 
     #[test]

@@ -24,8 +24,57 @@ use crate::{
 
 /// SQLite allows 32,766 bound parameters per statement; stay well below.
 const IDS_PER_QUERY: usize = 10_000;
-/// 12 columns per event row.
-const ROWS_PER_INSERT: usize = 2_000;
+/// 12 columns per event row. A power of two: see [`insert_shapes`].
+const ROWS_PER_INSERT: usize = 1_024;
+
+/// The row counts of the INSERT statements that write `rows` rows: full statements of
+/// [`ROWS_PER_INSERT`], then the rest as powers of two, largest first. Each row count is a
+/// statement of its own (prepared once and cached by the connection), so a batch of any size
+/// uses the same eleven statements instead of preparing one for its remainder.
+fn insert_shapes(rows: usize) -> impl Iterator<Item = usize> {
+    let full = rows / ROWS_PER_INSERT;
+    let rest = rows % ROWS_PER_INSERT;
+    std::iter::repeat_n(ROWS_PER_INSERT, full).chain(
+        (0..ROWS_PER_INSERT.trailing_zeros()).rev().map(|bit| 1usize << bit).filter(move |size| rest & size != 0),
+    )
+}
+
+/// A UUID as the log's text (lower-case, hyphenated), written without `core::fmt`, to bind as
+/// a borrowed `&str`.
+struct UuidText([u8; uuid::fmt::Hyphenated::LENGTH]);
+
+impl UuidText {
+    fn new(id: Uuid) -> Self {
+        let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        id.hyphenated().encode_lower(&mut text);
+        Self(text)
+    }
+
+    fn as_str(&self) -> &str {
+        // Hex digits and hyphens only: always UTF-8.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+/// The text columns of an event row that are UUIDs: event id, root source, parent node.
+struct RowIds {
+    event: UuidText,
+    root_source: UuidText,
+    parent_node: Option<UuidText>,
+}
+
+impl RowIds {
+    fn of(event_id: Uuid, metadata: &agentlog_domain::envelope::EventMetadata) -> Self {
+        Self {
+            event: UuidText::new(event_id),
+            root_source: UuidText::new(metadata.chain.root_source_id),
+            parent_node: metadata.chain.parent_node_id.map(UuidText::new),
+        }
+    }
+}
+
+const INSERT_EVENTS: &str = "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, \
+                             schema_version, payload, metadata, root_source_id, parent_node_id, user_id, recorded_at) ";
 
 /// The SQLite-backed event store.
 pub struct SqliteEventStore {
@@ -157,6 +206,7 @@ async fn load_state(
     let mut stored = HashMap::new();
     let mut versions = HashMap::with_capacity(streams.len());
     let mut last = 0;
+    let id_texts: Vec<UuidText> = ids.iter().copied().map(UuidText::new).collect();
     let chunks = ids.len().div_ceil(IDS_PER_QUERY).max(streams.len().div_ceil(IDS_PER_QUERY)).max(1);
     for k in 0..chunks {
         let id_chunk = ids.chunks(IDS_PER_QUERY).nth(k).unwrap_or(&[]);
@@ -182,8 +232,8 @@ async fn load_state(
                  payload, metadata FROM events WHERE event_id IN (",
             );
             let mut list = q.separated(", ");
-            for id in id_chunk {
-                list.push_bind(id.to_string());
+            for id in id_texts.iter().skip(k * IDS_PER_QUERY).take(IDS_PER_QUERY) {
+                list.push_bind(id.as_str());
             }
             q.push(")");
         }
@@ -236,26 +286,28 @@ async fn commit_in_transaction(
     let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
     if !plan.rows.is_empty() {
         let recorded_at = now.timestamp_micros();
+        let ids: Vec<RowIds> =
+            plan.rows.iter().map(|r| RowIds::of(r.event.event.event_id, &r.event.event.metadata)).collect();
         let mut next = last;
-        for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
-            let mut q = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, \
-                 payload, metadata, root_source_id, parent_node_id, user_id, recorded_at) ",
-            );
-            q.push_values(chunk, |mut b, row| {
+        let mut done = 0;
+        for size in insert_shapes(plan.rows.len()) {
+            let (rows, row_ids) = (&plan.rows[done..done + size], &ids[done..done + size]);
+            done += size;
+            let mut q = QueryBuilder::<Sqlite>::new(INSERT_EVENTS);
+            q.push_values(rows.iter().zip(row_ids), |mut b, (row, ids)| {
                 next += 1;
                 let e = &row.event.event;
                 located.insert(e.event_id, (next, row.stream_version));
                 b.push_bind(next)
-                    .push_bind(e.event_id.to_string())
+                    .push_bind(ids.event.as_str())
                     .push_bind(row.stream_id)
                     .push_bind(row.stream_version)
                     .push_bind(e.event_type.as_str())
                     .push_bind(e.schema_version)
                     .push_bind(row.event.payload_json.as_str())
                     .push_bind(row.event.metadata_json.as_str())
-                    .push_bind(e.metadata.chain.root_source_id.to_string())
-                    .push_bind(e.metadata.chain.parent_node_id.map(|p| p.to_string()))
+                    .push_bind(ids.root_source.as_str())
+                    .push_bind(ids.parent_node.as_ref().map(UuidText::as_str))
                     .push_bind(e.metadata.user_id.as_str())
                     .push_bind(recorded_at);
             });
@@ -275,23 +327,25 @@ async fn import_in_transaction(
     streams.dedup();
     let (stored, versions, last) = load_state(conn, &ids, &streams).await?;
     let plan = plan_import(events, &stored, versions, last)?;
-    for chunk in plan.rows.chunks(ROWS_PER_INSERT) {
-        let mut q = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, \
-             payload, metadata, root_source_id, parent_node_id, user_id, recorded_at) ",
-        );
-        q.push_values(chunk, |mut b, row| {
+    let ids: Vec<RowIds> =
+        plan.rows.iter().map(|r| RowIds::of(r.event.recorded.event_id, &r.event.recorded.metadata)).collect();
+    let mut done = 0;
+    for size in insert_shapes(plan.rows.len()) {
+        let (rows, row_ids) = (&plan.rows[done..done + size], &ids[done..done + size]);
+        done += size;
+        let mut q = QueryBuilder::<Sqlite>::new(INSERT_EVENTS);
+        q.push_values(rows.iter().zip(row_ids), |mut b, (row, ids)| {
             let r = &row.event.recorded;
             b.push_bind(row.position)
-                .push_bind(r.event_id.to_string())
+                .push_bind(ids.event.as_str())
                 .push_bind(r.stream_id.as_str())
                 .push_bind(r.stream_version)
                 .push_bind(r.event_type.as_str())
                 .push_bind(r.schema_version)
                 .push_bind(row.event.prepared.payload_json.as_str())
                 .push_bind(row.event.prepared.metadata_json.as_str())
-                .push_bind(r.metadata.chain.root_source_id.to_string())
-                .push_bind(r.metadata.chain.parent_node_id.map(|p| p.to_string()))
+                .push_bind(ids.root_source.as_str())
+                .push_bind(ids.parent_node.as_ref().map(UuidText::as_str))
                 .push_bind(r.metadata.user_id.as_str())
                 .push_bind(r.recorded_at.timestamp_micros());
         });
@@ -444,5 +498,26 @@ fn push_filter(q: &mut QueryBuilder<'_, Sqlite>, filter: &EventFilter) {
     }
     if let Some(user) = &filter.user_id {
         q.push(" AND user_id = ").push_bind(user.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_shapes_cover_every_row_with_few_statements() {
+        for rows in [0, 1, 2, 3, 1_023, 1_024, 1_025, 4_999, 5_000, 12_345] {
+            let shapes: Vec<usize> = insert_shapes(rows).collect();
+            assert_eq!(shapes.iter().sum::<usize>(), rows, "{rows}");
+            assert!(shapes.iter().all(|s| s.is_power_of_two() && *s <= ROWS_PER_INSERT), "{shapes:?}");
+            assert!(shapes.windows(2).all(|w| w[0] >= w[1]), "{shapes:?}");
+        }
+    }
+
+    #[test]
+    fn uuid_text_is_the_hyphenated_lower_case_form() {
+        let id = Uuid::from_u128(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        assert_eq!(UuidText::new(id).as_str(), id.to_string());
     }
 }

@@ -27,6 +27,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use options::Global;
 
+/// The bulk tools allocate and free millions of small objects across threads (a simulated event
+/// is built on the simulation's thread and freed on the writer's once committed): mimalloc's
+/// per-thread free lists take that without the system allocator's arena locking, consolidation
+/// and heap trimming (a fifth of `generate`'s CPU time with it).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line of `agentlog-replay`.
 #[derive(Debug, Parser)]
 #[command(name = "agentlog-replay", version, about)]
