@@ -181,7 +181,7 @@ mod tests {
         let versions: Vec<i64> = SQLITE.iter().map(|m| m.version).collect();
         assert_eq!(
             versions,
-            (1..=7).chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 31, 32, 33, 34, 35, 36]).collect::<Vec<_>>()
+            (1..=7).chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 31, 32, 33, 34, 35, 36, 37]).collect::<Vec<_>>()
         );
         assert_eq!(SQLITE.iter().nth(1).map(|m| m.description.to_string()).as_deref(), Some("read models core"));
     }
