@@ -51,6 +51,10 @@ async fn agent_ids_stay_apart_in_analytics(db: Db) {
     let alice = s.user_token("alice").await;
     let bob = s.user_token("bob").await;
     let admin = s.admin_token.clone();
+    let register = "mutation($i: JSON!) { registerAgent(input: $i) { agent { id } } }";
+    for token in [&alice, &bob] {
+        s.data(Some(token), register, json!({"i": {"agentId": "a1", "config": {"slug": "a1", "title": "A1"}}})).await;
+    }
     run(&s, &alice, "op1", "m1", Some(10)).await;
     run(&s, &alice, "op2", "m2", None).await;
     run(&s, &bob, "op1", "m1", Some(20)).await;
