@@ -7,13 +7,19 @@ use std::collections::{BTreeMap, HashMap};
 
 use agentlog_domain::values::Usage;
 
-use super::{DAY_MICROS, Finished, HOUR_MICROS, Run, histogram::DurationHistogram, measure};
+use super::{
+    histogram::DurationHistogram,
+    runs::{Finished, Run, measure},
+};
 use crate::{
     db::{ReadTx, Row, SqlValue},
     error::ProjectionError,
     fold::{RowSet, int_opt, json_text, placeholders},
     read::RowExt,
 };
+
+const HOUR_MICROS: i64 = 3_600_000_000;
+const DAY_MICROS: i64 = 24 * HOUR_MICROS;
 
 /// Which rollup table a cell lives in, named by the dimensions it keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
