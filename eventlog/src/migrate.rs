@@ -61,7 +61,7 @@ const FILES: (Files, Files) = migration_files!(
     shared "0034_per_owner_budgets.sql",
     shared "0035_per_owner_tasks.sql",
     shared "0036_per_owner_operations.sql",
-    own "0037_analytics_agent_rollups.sql",
+    shared "0037_analytics_agent_rollups.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;
@@ -244,7 +244,7 @@ mod tests {
         "3ac05ea487d03b003249f734d3ae9dba3de9221f775209bb9b8578eae4a591b165ab61d0d2e92fea2a372f8946780c86",
         "55c139a2f984d30ea29e55d0e36c1942efa2717def731228c396e257e00b856555a7e3cc293cf366b54ff3593420babc",
         "a2fed8d92e3e6d7a3d86af9b0148c3ddd0f98a94e89890d070b851a8f0cc548deaab0c9bb7d9d1554115af70c1e959f4",
-        "5dc18d2a64e172c6633f1f864fa8341e0a888f8d8476558465e7b65506ec48002c2f2f207f0560181f9f093b63c2065d",
+        "47bbec2813009b8e205ae05ff7b78f6b15f97b353658a685960ddbe67e57f411ac67a927f1cfad2b964901964606b8b4",
     ];
 
     const RECORDED_POSTGRES: [&str; 23] = [
@@ -270,6 +270,6 @@ mod tests {
         "3ac05ea487d03b003249f734d3ae9dba3de9221f775209bb9b8578eae4a591b165ab61d0d2e92fea2a372f8946780c86",
         "55c139a2f984d30ea29e55d0e36c1942efa2717def731228c396e257e00b856555a7e3cc293cf366b54ff3593420babc",
         "a2fed8d92e3e6d7a3d86af9b0148c3ddd0f98a94e89890d070b851a8f0cc548deaab0c9bb7d9d1554115af70c1e959f4",
-        "a2b3925af79792ea7b0fe3140c753c164393e652113d9874f7b85d7a7ebbfb1f9bf9fcb85946a7e7c40de656c131539c",
+        "47bbec2813009b8e205ae05ff7b78f6b15f97b353658a685960ddbe67e57f411ac67a927f1cfad2b964901964606b8b4",
     ];
 }

@@ -4,9 +4,7 @@
 -- agent x model over every provider and status: a report by agent and model reads one row per
 -- bucket of its answer. duration_histogram in every rollup table is compact text
 -- (`bucket:count,...`, see analytics/histogram.rs); analytics is rebuilt from the log to fill them,
--- as a missing checkpoint makes the runner do. Both tables are WITHOUT ROWID: rows are stored in
--- rollup_key order (granularity, bucket start, then the dimensions), so a report's range is
--- read from adjacent pages, not from pages shared with the other granularity's rows.
+-- as a missing checkpoint makes the runner do.
 DELETE FROM projection_dropped_indexes
 WHERE table_name = 'analytics_fleet_rollups';
 
@@ -30,7 +28,7 @@ CREATE TABLE analytics_fleet_rollups (
     duration_histogram TEXT   NOT NULL,
     completion_reasons TEXT   NOT NULL,
     updated_position   BIGINT NOT NULL
-) WITHOUT ROWID;
+);
 CREATE INDEX analytics_fleet_rollups_by_bucket ON analytics_fleet_rollups (granularity, bucket_start);
 
 CREATE TABLE analytics_agent_rollups (
@@ -52,7 +50,7 @@ CREATE TABLE analytics_agent_rollups (
     duration_histogram TEXT   NOT NULL,
     completion_reasons TEXT   NOT NULL,
     updated_position   BIGINT NOT NULL
-) WITHOUT ROWID;
+);
 CREATE INDEX analytics_agent_rollups_by_bucket ON analytics_agent_rollups (granularity, bucket_start);
 CREATE INDEX analytics_agent_rollups_by_user ON analytics_agent_rollups (granularity, user_id, bucket_start);
 
