@@ -109,6 +109,7 @@ fn log_code(e: &EventLogError) -> &'static str {
 fn projection_code(e: &ProjectionError) -> &'static str {
     match e {
         ProjectionError::Invalid(_) => "VALIDATION",
+        ProjectionError::Limit(_) => "LIMIT",
         e if e.is_unavailable() => UNAVAILABLE,
         e if e.is_storage_full() => STORAGE_FULL,
         e if e.is_statement_timeout() => "LIMIT",

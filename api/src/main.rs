@@ -72,6 +72,10 @@ enum Command {
         /// larger one is replaced by a LIMIT error (the subscription goes on).
         #[arg(long, env = "AGENTLOG_MAX_RESPONSE_BYTES", default_value_t = ApiLimits::default().max_response_bytes)]
         max_response_bytes: usize,
+        /// Most rollup cells one `analytics` report may read; a larger report is refused with
+        /// LIMIT.
+        #[arg(long, env = "AGENTLOG_MAX_ANALYTICS_CELLS", default_value_t = ApiLimits::default().max_analytics_cells)]
+        max_analytics_cells: usize,
         /// Most sub-agent levels below a top-level run; a deeper `spawnSubagent` (or group
         /// member run) is refused with LIMIT.
         #[arg(long, env = "AGENTLOG_MAX_SUBAGENT_DEPTH", default_value_t = Settings::default().max_subagent_depth)]
@@ -154,6 +158,7 @@ async fn main() -> anyhow::Result<()> {
             max_anonymous_connections,
             connection_init_timeout_ms,
             max_response_bytes,
+            max_analytics_cells,
             max_subagent_depth,
             query_timeout_ms,
             statement_timeout_ms,
@@ -171,6 +176,7 @@ async fn main() -> anyhow::Result<()> {
                 max_anonymous_connections,
                 connection_init_timeout: std::time::Duration::from_millis(connection_init_timeout_ms),
                 max_response_bytes,
+                max_analytics_cells,
                 query_timeout: std::time::Duration::from_millis(query_timeout_ms),
                 ..ApiLimits::default()
             };

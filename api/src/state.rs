@@ -55,6 +55,9 @@ pub struct ApiLimits {
     /// Most items one `reportBatch` may carry; a longer batch is refused (VALIDATION) before
     /// anything is loaded or decided.
     pub max_batch_items: usize,
+    /// Most rollup cells one `analytics` report may read; a larger report is refused with
+    /// LIMIT (narrow its range, filters or `groupBy`).
+    pub max_analytics_cells: usize,
 }
 
 impl Default for ApiLimits {
@@ -77,6 +80,7 @@ impl Default for ApiLimits {
             max_response_bytes: 16 * 1024 * 1024,
             query_timeout: Duration::from_secs(30),
             max_batch_items: 500,
+            max_analytics_cells: agentlog_projections::analytics::MAX_CELLS,
         }
     }
 }

@@ -61,6 +61,7 @@ const FILES: (Files, Files) = migration_files!(
     shared "0034_per_owner_budgets.sql",
     shared "0035_per_owner_tasks.sql",
     shared "0036_per_owner_operations.sql",
+    shared "0037_analytics_agent_rollups.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;
@@ -180,7 +181,7 @@ mod tests {
         let versions: Vec<i64> = SQLITE.iter().map(|m| m.version).collect();
         assert_eq!(
             versions,
-            (1..=7).chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 31, 32, 33, 34, 35, 36]).collect::<Vec<_>>()
+            (1..=7).chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 31, 32, 33, 34, 35, 36, 37]).collect::<Vec<_>>()
         );
         assert_eq!(SQLITE.iter().nth(1).map(|m| m.description.to_string()).as_deref(), Some("read models core"));
     }
@@ -220,7 +221,7 @@ mod tests {
         assert_eq!(postgres, RECORDED_POSTGRES);
     }
 
-    const RECORDED_SQLITE: [&str; 22] = [
+    const RECORDED_SQLITE: [&str; 23] = [
         "c47c7b2eb67d5e6075beb55d5ec9b6aab0fadeb5e17dbed4a0a3ff5d1841f976ee78d2dc998defa8b51914ed040606df",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -243,9 +244,10 @@ mod tests {
         "3ac05ea487d03b003249f734d3ae9dba3de9221f775209bb9b8578eae4a591b165ab61d0d2e92fea2a372f8946780c86",
         "55c139a2f984d30ea29e55d0e36c1942efa2717def731228c396e257e00b856555a7e3cc293cf366b54ff3593420babc",
         "a2fed8d92e3e6d7a3d86af9b0148c3ddd0f98a94e89890d070b851a8f0cc548deaab0c9bb7d9d1554115af70c1e959f4",
+        "47bbec2813009b8e205ae05ff7b78f6b15f97b353658a685960ddbe67e57f411ac67a927f1cfad2b964901964606b8b4",
     ];
 
-    const RECORDED_POSTGRES: [&str; 22] = [
+    const RECORDED_POSTGRES: [&str; 23] = [
         "a310766a893f218cda81d192a0f2f8624956b837d5b22624efcf3d3fc6f4281b4b8c109f6024bb27cd1b1f2238d3b29f",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -268,5 +270,6 @@ mod tests {
         "3ac05ea487d03b003249f734d3ae9dba3de9221f775209bb9b8578eae4a591b165ab61d0d2e92fea2a372f8946780c86",
         "55c139a2f984d30ea29e55d0e36c1942efa2717def731228c396e257e00b856555a7e3cc293cf366b54ff3593420babc",
         "a2fed8d92e3e6d7a3d86af9b0148c3ddd0f98a94e89890d070b851a8f0cc548deaab0c9bb7d9d1554115af70c1e959f4",
+        "47bbec2813009b8e205ae05ff7b78f6b15f97b353658a685960ddbe67e57f411ac67a927f1cfad2b964901964606b8b4",
     ];
 }

@@ -30,6 +30,9 @@ pub enum ProjectionError {
     /// A projection was asked for something inconsistent.
     #[error("{0}")]
     Invalid(String),
+    /// A read would exceed the bound on its cost (the request must be narrowed).
+    #[error("{0}")]
+    Limit(String),
     /// No projection has this name.
     #[error("no projection named `{0}`")]
     UnknownProjection(String),

@@ -133,6 +133,9 @@ pub struct Bucket {
     pub bucket_start: DateTime<Utc>,
     /// The agent, when grouped by agent.
     pub agent_id: Option<String>,
+    /// The agent's owner, when grouped by agent (agent ids are per owner: two users' `a1` are two
+    /// buckets).
+    pub user_id: Option<String>,
     /// The model, when grouped by model (`""` = unknown).
     pub model: Option<String>,
     /// The provider, when grouped by provider (`""` = unknown).
@@ -148,6 +151,7 @@ impl From<AnalyticsBucket> for Bucket {
         Self {
             bucket_start: b.bucket_start,
             agent_id: b.agent_id,
+            user_id: b.user_id,
             model: b.model,
             provider: b.provider,
             status: b.status,
@@ -172,10 +176,16 @@ pub struct AnalyticsQueryRoot;
 
 /// Most buckets one report may span: a year of hours.
 const MAX_BUCKETS: i64 = 24 * 366;
+// The default `analytics`'s doc string names.
+const _: () = assert!(analytics::MAX_CELLS == 100_000);
 
 #[Object]
 impl AnalyticsQueryRoot {
-    /// Figures over finished runs (an admin's cover every user).
+    /// Figures over finished runs (an admin's cover every user). A report reads at most
+    /// `--max-analytics-cells` rollup cells (default 100,000; a cell: one bucket × owner × agent
+    /// × model, × provider × status too when the report groups or filters on those; for an
+    /// admin's report that names no agent, one bucket × model × provider × status): a larger one
+    /// is refused with LIMIT — narrow from/to, the filters or groupBy.
     #[graphql(complexity = "super::cost::once(super::cost::ANALYTICS, child_complexity)")]
     async fn analytics(&self, ctx: &Context<'_>, input: Option<AnalyticsInput>) -> GqlResult<AnalyticsReportNode> {
         let input = input.unwrap_or_default();
@@ -204,7 +214,8 @@ impl AnalyticsQueryRoot {
             status: input.status,
             group_by,
         };
-        let report = analytics::query(&app(ctx).db, caller(ctx)?.owner(), &query).await?;
+        let app = app(ctx);
+        let report = analytics::query(&app.db, caller(ctx)?.owner(), &query, app.limits.max_analytics_cells).await?;
         Ok(AnalyticsReportNode {
             buckets: report.buckets.into_iter().map(Bucket::from).collect(),
             total: report.total.into(),

@@ -8,8 +8,9 @@
 //! pure integer arithmetic (`leading_zeros` and a shift): the same value lands in the same
 //! bucket on every machine, which keeps rebuilds byte-identical.
 //!
-//! A histogram is a sparse map bucket → count, stored as JSON (`{"131": 4, "200": 1}`).
-//! Merging is adding counts, so rows of any granularity, agent, model … can be combined and
+//! A histogram is a sparse map bucket → count, stored as compact text: `bucket:count` pairs
+//! in bucket order, comma-separated (`131:4,200:1`; empty when nothing was counted), which reads
+//! back without a JSON parser. Merging is adding counts, so rows of any granularity, agent, model … can be combined and
 //! queried together. A quantile is the nearest-rank one: the bucket holding the
 //! `ceil(q·n)`-th smallest value, reported as its midpoint (clamped to the exact min and max the
 //! rollup also keeps).
@@ -74,6 +75,40 @@ impl DurationHistogram {
         for (bucket, count) in &other.buckets {
             *self.buckets.entry(*bucket).or_insert(0) += count;
         }
+    }
+
+    /// The stored text: `bucket:count` pairs in bucket order, comma-separated.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::with_capacity(self.buckets.len() * 8);
+        for (i, (bucket, count)) in self.buckets.iter().enumerate() {
+            let comma = if i > 0 { "," } else { "" };
+            // Writing into a String cannot fail.
+            let _ = write!(out, "{comma}{bucket}:{count}");
+        }
+        out
+    }
+
+    /// Read [`to_text`](Self::to_text)'s form; `None` when it is not that form.
+    pub fn from_text(text: &str) -> Option<Self> {
+        let mut h = Self::default();
+        h.merge_text(text)?;
+        Some(h)
+    }
+
+    /// Add the counts of a stored text (as [`merge`](Self::merge) with
+    /// [`from_text`](Self::from_text)'s histogram, without building it); `None` when the text is
+    /// not that form (nothing is added then).
+    pub fn merge_text(&mut self, text: &str) -> Option<()> {
+        let mut pairs = Vec::new();
+        for pair in text.split(',').filter(|p| !p.is_empty()) {
+            let (bucket, count) = pair.split_once(':')?;
+            pairs.push((bucket.parse::<u32>().ok()?, count.parse::<u64>().ok()?));
+        }
+        for (bucket, count) in pairs {
+            *self.buckets.entry(bucket).or_insert(0) += count;
+        }
+        Some(())
     }
 
     /// How many values were counted.
@@ -148,6 +183,25 @@ mod tests {
         let p99 = all.quantile(0.99).unwrap() as f64;
         assert!((p99 - 2_970.0 * 7.0).abs() / (2_970.0 * 7.0) <= 1.0 / 128.0 + 0.001, "{p99}");
         assert_eq!(DurationHistogram::default().quantile(0.5), None);
+    }
+
+    #[test]
+    fn the_text_is_sparse_pairs_in_bucket_order() {
+        let mut h = DurationHistogram::default();
+        h.record(1_000);
+        h.record(5);
+        h.record(5);
+        assert_eq!(h.to_text(), "5:2,317:1");
+        assert_eq!(DurationHistogram::from_text("5:2,317:1"), Some(h.clone()));
+        assert_eq!(DurationHistogram::from_text(""), Some(DurationHistogram::default()));
+        assert_eq!(DurationHistogram::default().to_text(), "");
+        let mut merged = h.clone();
+        assert_eq!(merged.merge_text("5:1,9:3"), Some(()));
+        assert_eq!(merged.to_text(), "5:3,9:3,317:1");
+        for bad in ["5", "5:x", "-1:2", "5:2;6:1", "{\"5\":2}"] {
+            assert_eq!(DurationHistogram::from_text(bad), None, "{bad}");
+            assert_eq!(h.clone().merge_text(bad), None, "{bad}");
+        }
     }
 
     #[test]

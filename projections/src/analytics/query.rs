@@ -1,14 +1,23 @@
-//! The analytics query: pick rollup rows of one granularity by time range and dimensions,
-//! merge them (sums, histograms, reason counts) per bucket and per chosen dimensions, and read
-//! percentiles from the merged histograms.
+//! The analytics query: pick rollup rows of one granularity by time range and dimensions from
+//! the smallest table that keeps every dimension the report groups or filters on, merge them
+//! (sums, histograms, reason counts) per bucket and per chosen dimensions, and read percentiles
+//! from the merged histograms. A report reads at most [`MAX_CELLS`] rows.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::histogram::DurationHistogram;
-use crate::{conditions::Conditions, db::ReadDb, error::ProjectionError, read::RowExt};
+use super::{cells::Scope, histogram::DurationHistogram};
+use crate::{
+    conditions::Conditions,
+    db::{ReadDb, Row, SqlValue},
+    error::ProjectionError,
+    read::RowExt,
+};
+
+/// The default bound on the rollup rows one report reads (its cost is bounded by them).
+pub const MAX_CELLS: usize = 100_000;
 
 /// Hour or day buckets (UTC).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -113,6 +122,9 @@ pub struct AnalyticsBucket {
     pub bucket_start: DateTime<Utc>,
     /// The agent, when grouped by agent.
     pub agent_id: Option<String>,
+    /// The agent's owner, when grouped by agent (an agent id is its owner's: two users' `a1`
+    /// are two buckets).
+    pub user_id: Option<String>,
     /// The model, when grouped by model (`""` = unknown).
     pub model: Option<String>,
     /// The provider, when grouped by provider (`""` = unknown).
@@ -204,60 +216,117 @@ impl Accumulator {
     }
 }
 
-type BucketKey = (i64, Option<String>, Option<String>, Option<String>, Option<String>);
+/// Bucket start, agent, owner, model, provider, status: the dimensions grouped on.
+type BucketKey = (i64, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>);
 
-/// Figures for finished runs matching `q` (the owner's runs, or everyone's for an admin: read
-/// from the rollups summed over every owner).
-pub async fn query(db: &ReadDb, owner: Option<&str>, q: &AnalyticsQuery) -> Result<AnalyticsReport, ProjectionError> {
+/// The table a report reads: the smallest that keeps every dimension it groups or filters on.
+fn source(owner: Option<&str>, q: &AnalyticsQuery) -> Scope {
+    let uses = |d: AnalyticsDimension, filter: &Option<String>| q.group_by.contains(&d) || filter.is_some();
+    let agent = uses(AnalyticsDimension::Agent, &q.agent_id);
+    let provider_or_status =
+        uses(AnalyticsDimension::Provider, &q.provider) || uses(AnalyticsDimension::Status, &q.status);
+    if owner.is_none() && !agent {
+        Scope::Fleet
+    } else if !provider_or_status {
+        Scope::Agents
+    } else {
+        Scope::Owner
+    }
+}
+
+/// Column `i`'s text, moved out of the row.
+fn take_text(r: &mut Row, i: usize) -> String {
+    match r.0.get_mut(i) {
+        Some(SqlValue::Text(s)) => std::mem::take(s),
+        _ => String::new(),
+    }
+}
+
+/// Figures for finished runs matching `q` (the owner's runs, or everyone's for an admin),
+/// reading at most `max_cells` rollup rows: a larger report is refused with
+/// [`ProjectionError::Limit`] (narrow its time range, its filters or its `group_by`).
+pub async fn query(
+    db: &ReadDb,
+    owner: Option<&str>,
+    q: &AnalyticsQuery,
+    max_cells: usize,
+) -> Result<AnalyticsReport, ProjectionError> {
+    let scope = source(owner, q);
+    let table = scope.table();
     let mut w = Conditions::default();
     w.eq("granularity", Some(q.granularity.as_str()));
     w.at_least("bucket_start", q.from.map(|t| t.timestamp_micros()));
     w.below("bucket_start", q.to.map(|t| t.timestamp_micros()));
     w.owner("user_id", owner);
-    let table = if owner.is_some() { "analytics_rollups" } else { "analytics_fleet_rollups" };
     w.eq("agent_id", q.agent_id.as_deref());
     w.eq("model", q.model.as_deref());
     w.eq("provider", q.provider.as_deref());
     w.eq("status", q.status.as_deref());
     let sql = format!(
-        "SELECT bucket_start, agent_id, model, provider, status, runs, input_tokens, output_tokens, total_tokens, \
-         cost_micros, duration_count, duration_sum_ms, duration_min_ms, duration_max_ms, duration_histogram, \
-         completion_reasons FROM {table} {}",
-        w.sql()
+        "SELECT bucket_start, runs, input_tokens, output_tokens, total_tokens, cost_micros, duration_count, \
+         duration_sum_ms, duration_min_ms, duration_max_ms, duration_histogram, completion_reasons, {}, {}, {}, {}, {} \
+         FROM {table} {} LIMIT {}",
+        scope.select("agent_id"),
+        scope.select("user_id"),
+        scope.select("model"),
+        scope.select("provider"),
+        scope.select("status"),
+        w.sql(),
+        max_cells.saturating_add(1)
     );
     let by = |d: AnalyticsDimension| q.group_by.contains(&d);
+    let by_agent = by(AnalyticsDimension::Agent);
     let mut buckets: BTreeMap<BucketKey, Accumulator> = BTreeMap::new();
     let mut total = Accumulator::default();
-    for r in db.fetch(&sql, w.args()).await? {
-        let histogram: DurationHistogram = r
-            .json_as(14)
-            .ok_or_else(|| ProjectionError::Invalid(format!("{table}: a duration histogram is unreadable")))?;
-        let row = Accumulator {
-            runs: r.int_or_zero(5),
-            tokens: [r.i64(6), r.i64(7), r.i64(8), r.i64(9)],
-            duration_count: r.int_or_zero(10),
-            duration_sum: r.int_or_zero(11),
-            min: r.i64(12),
-            max: r.i64(13),
-            histogram,
-            reasons: r.json_as(15).unwrap_or_default(),
-        };
-        let key = (
-            r.int_or_zero(0),
-            by(AnalyticsDimension::Agent).then(|| r.text_or_empty(1)),
-            by(AnalyticsDimension::Model).then(|| r.text_or_empty(2)),
-            by(AnalyticsDimension::Provider).then(|| r.text_or_empty(3)),
-            by(AnalyticsDimension::Status).then(|| r.text_or_empty(4)),
-        );
-        total.add(&row);
-        buckets.entry(key).or_default().add(&row);
+    let mut unreadable = false;
+    let read = db
+        .for_each_row(&sql, w.args(), |mut r| {
+            let mut histogram = DurationHistogram::default();
+            if histogram.merge_text(r.str(10).unwrap_or_default()).is_none() {
+                unreadable = true;
+            }
+            let row = Accumulator {
+                runs: r.int_or_zero(1),
+                tokens: [r.i64(2), r.i64(3), r.i64(4), r.i64(5)],
+                duration_count: r.int_or_zero(6),
+                duration_sum: r.int_or_zero(7),
+                min: r.i64(8),
+                max: r.i64(9),
+                histogram,
+                reasons: r.json_as(11).unwrap_or_default(),
+            };
+            let key = (
+                r.int_or_zero(0),
+                by_agent.then(|| take_text(&mut r, 12)),
+                by_agent.then(|| take_text(&mut r, 13)),
+                by(AnalyticsDimension::Model).then(|| take_text(&mut r, 14)),
+                by(AnalyticsDimension::Provider).then(|| take_text(&mut r, 15)),
+                by(AnalyticsDimension::Status).then(|| take_text(&mut r, 16)),
+            );
+            total.add(&row);
+            match buckets.entry(key) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(row);
+                }
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().add(&row),
+            }
+        })
+        .await?;
+    if unreadable {
+        return Err(ProjectionError::Invalid(format!("{table}: a duration histogram is unreadable")));
+    }
+    if usize::try_from(read).unwrap_or(usize::MAX) > max_cells {
+        return Err(ProjectionError::Limit(format!(
+            "the report would read more than {max_cells} rollup cells: narrow from/to, the filters or groupBy"
+        )));
     }
     Ok(AnalyticsReport {
         buckets: buckets
             .into_iter()
-            .map(|((start, agent_id, model, provider, status), acc)| AnalyticsBucket {
+            .map(|((start, agent_id, user_id, model, provider, status), acc)| AnalyticsBucket {
                 bucket_start: DateTime::from_timestamp_micros(start).unwrap_or(DateTime::UNIX_EPOCH),
                 agent_id,
+                user_id,
                 model,
                 provider,
                 status,

@@ -10,7 +10,7 @@ use agentlog_projections::{
     ProjectionRunner, ReadDb, RunnerOptions,
     analytics::{
         AnalyticsBucket, AnalyticsDimension, AnalyticsProjection, AnalyticsQuery, AnalyticsReport, AnalyticsSummary,
-        DurationHistogram, DurationSummary, Granularity, query,
+        DurationHistogram, DurationSummary, Granularity, MAX_CELLS, query,
     },
 };
 use agentlog_workload::{Workload, WorkloadConfig};
@@ -98,7 +98,8 @@ fn summarize(runs: &[&Fact]) -> AnalyticsSummary {
     }
 }
 
-type Key = (i64, Option<String>, Option<String>, Option<String>, Option<String>);
+/// Bucket start, agent, its owner, model, provider, status.
+type Key = (i64, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>);
 
 /// The report `q` asks for, aggregated from every matching run.
 fn per_run(facts: &[Fact], owner: Option<&str>, q: &AnalyticsQuery) -> AnalyticsReport {
@@ -120,6 +121,7 @@ fn per_run(facts: &[Fact], owner: Option<&str>, q: &AnalyticsQuery) -> Analytics
         let key = (
             f.finished_at.div_euclid(width) * width,
             by(AnalyticsDimension::Agent).then(|| f.agent_id.clone()),
+            by(AnalyticsDimension::Agent).then(|| f.user_id.clone()),
             by(AnalyticsDimension::Model).then(|| f.model.clone()),
             by(AnalyticsDimension::Provider).then(|| f.provider.clone()),
             by(AnalyticsDimension::Status).then(|| f.status.clone()),
@@ -129,9 +131,10 @@ fn per_run(facts: &[Fact], owner: Option<&str>, q: &AnalyticsQuery) -> Analytics
     AnalyticsReport {
         buckets: groups
             .into_iter()
-            .map(|((start, agent_id, model, provider, status), runs)| AnalyticsBucket {
+            .map(|((start, agent_id, user_id, model, provider, status), runs)| AnalyticsBucket {
                 bucket_start: DateTime::from_timestamp_micros(start).unwrap(),
                 agent_id,
+                user_id,
                 model,
                 provider,
                 status,
@@ -189,25 +192,30 @@ async fn rollups_equal_per_run_aggregation(log: TestLog) {
     assert!(facts.len() > 50 && users.len() > 2, "{} runs of {} users", facts.len(), users.len());
     assert!(facts.iter().any(|f| f.duration_ms.is_some()) && facts.iter().any(|f| f.status != "done"));
     for q in queries(&facts) {
-        let admin = query(&db, None, &q).await.unwrap();
+        let admin = query(&db, None, &q, MAX_CELLS).await.unwrap();
         assert!(!admin.buckets.is_empty(), "{q:?}");
         assert_eq!(admin, per_run(&facts, None, &q), "admin: {q:?}");
         for user in &users {
-            assert_eq!(query(&db, Some(user), &q).await.unwrap(), per_run(&facts, Some(user), &q), "{user}: {q:?}");
+            assert_eq!(
+                query(&db, Some(user), &q, MAX_CELLS).await.unwrap(),
+                per_run(&facts, Some(user), &q),
+                "{user}: {q:?}"
+            );
         }
     }
-    // the fleet rows are the per-owner rows summed: fewer of them, as many runs
-    let count = |sql: &'static str| {
+    // the agent and fleet rows are the per-owner rows summed over the dimensions they drop:
+    // fewer of them, as many runs
+    let count = |sql: String| {
         let db = db.clone();
-        async move { db.fetch(sql, &[]).await.unwrap()[0].i64(0).unwrap() }
+        async move { db.fetch(&sql, &[]).await.unwrap()[0].i64(0).unwrap() }
     };
-    let fleet = count("SELECT COUNT(*) FROM analytics_fleet_rollups").await;
-    let owned = count("SELECT COUNT(*) FROM analytics_rollups").await;
-    assert!(fleet < owned, "{fleet} fleet rows, {owned} per-owner rows");
-    assert_eq!(
-        count("SELECT CAST(SUM(runs) AS BIGINT) FROM analytics_fleet_rollups").await,
-        count("SELECT CAST(SUM(runs) AS BIGINT) FROM analytics_rollups").await
-    );
+    let owned = count("SELECT COUNT(*) FROM analytics_rollups".into()).await;
+    let runs = count("SELECT CAST(SUM(runs) AS BIGINT) FROM analytics_rollups".into()).await;
+    for table in ["analytics_agent_rollups", "analytics_fleet_rollups"] {
+        let rows = count(format!("SELECT COUNT(*) FROM {table}")).await;
+        assert!(rows < owned, "{rows} rows in {table}, {owned} per-owner rows");
+        assert_eq!(count(format!("SELECT CAST(SUM(runs) AS BIGINT) FROM {table}")).await, runs, "{table}");
+    }
 }
 
 both!(rollups_equal_per_run_aggregation as rollups_equal_per_run_aggregation);

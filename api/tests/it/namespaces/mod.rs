@@ -24,6 +24,7 @@ use support::{Db, Server};
 use uuid::Uuid;
 
 mod agents;
+mod analytics;
 mod briefs;
 mod budgets;
 mod operations;
