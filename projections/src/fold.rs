@@ -6,7 +6,7 @@
 //! column next to the queryable columns derived from it, so applying the next batch starts
 //! exactly where the last one stopped, with the domain's own `evolve`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use agentlog_domain::{aggregate::DomainEvent, envelope::RecordedEvent};
 use chrono::{DateTime, Utc};
@@ -40,6 +40,7 @@ pub(crate) async fn load_owned_states<S: DeserializeOwned>(
     keys: &[(String, String)],
 ) -> Result<HashMap<(String, String), S>, ProjectionError> {
     let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
+    let wanted: HashSet<&(String, String)> = keys.iter().collect();
     let mut out = HashMap::with_capacity(keys.len());
     for chunk in ids.chunks(IDS_PER_QUERY) {
         let sql = format!(
@@ -52,7 +53,7 @@ pub(crate) async fn load_owned_states<S: DeserializeOwned>(
                 return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
             };
             let key = (owner.to_string(), id.to_string());
-            if !keys.contains(&key) {
+            if !wanted.contains(&key) {
                 continue;
             }
             let state = serde_json::from_str(text)

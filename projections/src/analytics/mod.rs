@@ -28,7 +28,7 @@
 pub mod histogram;
 mod query;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use agentlog_domain::values::Usage;
 use agentlog_domain::{
@@ -435,6 +435,7 @@ impl Projection for AnalyticsProjection {
 /// The stored runs of these `(owner, operation)` keys.
 async fn load_runs(tx: &mut ReadTx, keys: &[OwnedKey]) -> Result<HashMap<OwnedKey, Run>, ProjectionError> {
     let ids: Vec<&str> = keys.iter().map(|(_, id)| id.as_str()).collect();
+    let wanted: HashSet<&OwnedKey> = keys.iter().collect();
     let mut out = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(10_000) {
         let sql = format!(
@@ -445,7 +446,7 @@ async fn load_runs(tx: &mut ReadTx, keys: &[OwnedKey]) -> Result<HashMap<OwnedKe
         let args: Vec<SqlValue> = chunk.iter().map(|id| SqlValue::from(*id)).collect();
         for row in tx.fetch(&sql, &args).await? {
             let key = (row.text_or_empty(1), row.text_or_empty(0));
-            if keys.contains(&key) {
+            if wanted.contains(&key) {
                 out.insert(key, Run::from_row(&row));
             }
         }
