@@ -27,7 +27,7 @@ type BoxError = Box<dyn std::error::Error>;
 const BATCH: usize = 5_000;
 
 fn options() -> RunnerOptions {
-    RunnerOptions { batch_size: BATCH, retry_delay: Duration::from_millis(100), bulk: false }
+    RunnerOptions { batch_size: BATCH, retry_delay: Duration::from_millis(100), ..RunnerOptions::default() }
 }
 
 /// Load `workload` into `store`, 20 rounds per append. Returns the head.

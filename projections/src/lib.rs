@@ -36,7 +36,7 @@ pub use db::{ReadDb, ReadTx, Row, SqlValue};
 pub use error::ProjectionError;
 pub use projection::Projection;
 pub use runner::{BULK_WAL_AUTOCHECKPOINT, ProjectionRunner};
-pub use runner_state::{ProjectionStatus, RunnerOptions, RunnerTimings};
+pub use runner_state::{BULK_SQLITE_CACHE_MIB, ProjectionStatus, RunnerOptions, RunnerTimings};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {

@@ -484,6 +484,11 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
     if inner.options.bulk {
         tx.execute(&format!("PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT}"), &[]).await?;
     }
+    if inner.options.sqlite_cache_mib > 0 {
+        // Negative: a size in KiB rather than in pages.
+        let kib = i64::from(inner.options.sqlite_cache_mib) * 1024;
+        tx.execute(&format!("PRAGMA cache_size = -{kib}"), &[]).await?;
+    }
     let committed = lock_checkpoints(&mut tx, None).await?;
     let mut failures = Vec::new();
     let mut advanced = Vec::new();

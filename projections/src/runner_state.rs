@@ -15,6 +15,9 @@ use crate::{
     projection::Projection,
 };
 
+/// SQLite's page cache during a bulk load, in MiB ([`RunnerOptions::bulk`]).
+pub const BULK_SQLITE_CACHE_MIB: u32 = 256;
+
 /// Tunables of the runner.
 #[derive(Debug, Clone)]
 pub struct RunnerOptions {
@@ -28,22 +31,28 @@ pub struct RunnerOptions {
     /// once per batch); on PostgreSQL each projection applies a batch in its own transaction,
     /// all at once, each with its own checkpoint row.
     pub bulk: bool,
+    /// SQLite's page cache for each batch's connection, in MiB (0: the connection's own,
+    /// 32 MiB). A bulk load inserts by random keys (event ids, operation ids) into indexes far
+    /// larger than 32 MiB: with a small cache each batch reads most of those pages back and
+    /// writes each one it touches to the WAL again. The connection keeps the size after the
+    /// load.
+    pub sqlite_cache_mib: u32,
 }
 
 impl Default for RunnerOptions {
     fn default() -> Self {
-        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500), bulk: false }
+        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500), bulk: false, sqlite_cache_mib: 0 }
     }
 }
 
 impl RunnerOptions {
     /// For a rebuild that no server waits on (`agentlog-replay rebuild`): batches of 20,000
     /// events, so a rebuild commits ten times less often and writes a row that many events
-    /// change once per batch. Three batches of decoded events are in memory at once (a peak of
-    /// 0.7–0.9 GB at 0.3–1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
-    /// the write lock, and appends wait.
+    /// change once per batch. Three batches of decoded events and the page cache are in memory
+    /// at once (a peak of 1.24 GB at 1M events, BENCHMARKS.md). Not for a server: on SQLite a batch holds
+    /// the write lock, and appends wait. SQLite's page cache is [`BULK_SQLITE_CACHE_MIB`].
     pub fn bulk() -> Self {
-        Self { batch_size: 20_000, bulk: true, ..Self::default() }
+        Self { batch_size: 20_000, bulk: true, sqlite_cache_mib: BULK_SQLITE_CACHE_MIB, ..Self::default() }
     }
 }
 

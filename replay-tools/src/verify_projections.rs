@@ -121,8 +121,9 @@ async fn compare_groups(
     for (position, projections) in groups {
         let prefix: Arc<dyn EventStore> = Arc::new(LogPrefix { inner: Arc::clone(store), up_to: position });
         // A bulk load into the scratch tables, in batches of 5,000: three batches of decoded
-        // events are in memory at once, and verify's memory must not grow with the log.
-        let options = RunnerOptions { batch_size: 5_000, ..RunnerOptions::bulk() };
+        // events are in memory at once, and verify's memory must not grow with the log (nor
+        // take a bulk load's page cache).
+        let options = RunnerOptions { batch_size: 5_000, sqlite_cache_mib: 0, ..RunnerOptions::bulk() };
         let runner = ProjectionRunner::new(prefix, scratch.clone(), projections.clone(), options);
         let bar = output::progress(u64::try_from(position).unwrap_or(0), "rebuild", json);
         let mut progress = runner.watch_position();

@@ -182,7 +182,7 @@ async fn rollups_equal_per_run_aggregation(log: TestLog) {
     }
     let db = ReadDb::from(log.store.database());
     // small batches: most cells are read back and added to by later batches
-    let options = RunnerOptions { batch_size: 150, retry_delay: Duration::from_millis(20), bulk: false };
+    let options = RunnerOptions { batch_size: 150, retry_delay: Duration::from_millis(20), ..RunnerOptions::default() };
     let runner =
         ProjectionRunner::new(Arc::clone(&log.store), db.clone(), vec![Arc::new(AnalyticsProjection)], options);
     runner.catch_up().await.unwrap();

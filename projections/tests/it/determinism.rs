@@ -71,7 +71,7 @@ fn workload() -> &'static Workload {
 }
 
 fn runner(log: &TestLog, db: &ReadDb, projections: Vec<Arc<dyn Projection>>, batch_size: usize) -> ProjectionRunner {
-    let options = RunnerOptions { batch_size, retry_delay: Duration::from_millis(20), bulk: false };
+    let options = RunnerOptions { batch_size, retry_delay: Duration::from_millis(20), ..RunnerOptions::default() };
     ProjectionRunner::new(Arc::clone(&log.store), db.clone(), projections, options)
 }
 

@@ -65,7 +65,7 @@ fn runner(log: &TestLog, db: &ReadDb, counter: &Arc<Counter>) -> ProjectionRunne
         Arc::clone(&log.store),
         db.clone(),
         vec![Arc::new(ChainsProjection), Arc::clone(counter) as Arc<dyn Projection>],
-        RunnerOptions { batch_size: 64, retry_delay: Duration::from_millis(50), bulk: false },
+        RunnerOptions { batch_size: 64, retry_delay: Duration::from_millis(50), ..RunnerOptions::default() },
     )
 }
 

@@ -23,7 +23,7 @@ async fn tasks_read_model_agrees_with_domain_evolve() {
         Arc::clone(&log.store),
         db.clone(),
         only_tasks,
-        RunnerOptions { batch_size: 500, retry_delay: Duration::from_millis(20), bulk: false },
+        RunnerOptions { batch_size: 500, retry_delay: Duration::from_millis(20), ..RunnerOptions::default() },
     );
     runner.catch_up().await.unwrap();
 

@@ -31,7 +31,7 @@ impl Harness {
             Arc::clone(&log.store),
             db.clone(),
             all_projections(),
-            RunnerOptions { batch_size: 7, retry_delay: Duration::from_millis(50), bulk: false },
+            RunnerOptions { batch_size: 7, retry_delay: Duration::from_millis(50), ..RunnerOptions::default() },
         );
         let handler = CommandHandler::new(Arc::clone(&log.store));
         Self { log, db, runner, handler, ticks: 0 }
