@@ -49,8 +49,7 @@ pub(crate) async fn load_owned_states<S: DeserializeOwned>(
             "SELECT user_id, {key_column}, state FROM {table} WHERE {}",
             key_terms(&["user_id", key_column], chunk.len())
         );
-        let args: Vec<SqlValue> =
-            chunk.iter().flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect();
+        let args = owned_key_args(chunk);
         for row in tx.fetch(&sql, &args).await? {
             let (Some(owner), Some(id), Some(text)) = (row.str(0), row.str(1), row.str(2)) else {
                 return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
@@ -61,6 +60,11 @@ pub(crate) async fn load_owned_states<S: DeserializeOwned>(
         }
     }
     Ok(out)
+}
+
+/// The bound values of `(owner, id)` keys for [`key_terms`] over `["user_id", <id column>]`.
+pub(crate) fn owned_key_args(keys: &[(String, String)]) -> Vec<SqlValue> {
+    keys.iter().flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect()
 }
 
 /// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) OR …`: `n` whole keys of columns `key`.

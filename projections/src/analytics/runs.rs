@@ -10,7 +10,7 @@ use crate::{
     db::{ReadTx, Row, SqlValue},
     decoding::OwnedKey,
     error::ProjectionError,
-    fold::{MAX_OR_TERMS, int_opt, key_terms, micros, wire_name},
+    fold::{MAX_OR_TERMS, int_opt, key_terms, micros, owned_key_args, wire_name},
     read::RowExt,
 };
 
@@ -175,8 +175,7 @@ pub(super) async fn load_runs(tx: &mut ReadTx, keys: &[OwnedKey]) -> Result<Hash
             RUN_COLUMNS.join(", "),
             key_terms(&["user_id", "operation_id"], chunk.len())
         );
-        let args: Vec<SqlValue> =
-            chunk.iter().flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect();
+        let args = owned_key_args(chunk);
         for row in tx.fetch(&sql, &args).await? {
             out.insert((row.text_or_empty(1), row.text_or_empty(0)), Run::from_row(&row));
         }
