@@ -9,7 +9,7 @@ import { navigate, useLocation } from "../router";
 
 const REPORT = `query($input: AnalyticsInput) {
   analytics(input: $input) {
-    buckets { bucketStart agentId model provider figures { runs inputTokens outputTokens totalTokens costMicros } }
+    buckets { bucketStart userId agentId model provider figures { runs inputTokens outputTokens totalTokens costMicros } }
     total { runs inputTokens outputTokens totalTokens costMicros completionReasons duration { count meanMs p50Ms p95Ms p99Ms maxMs } }
   }
 }`;
@@ -54,13 +54,15 @@ export function Analytics() {
   };
   const report = q.data?.analytics;
   const key = DIMENSIONS[by];
+  // An agent id is its owner's: in the admin's report two users' `a1` are two series.
+  const label = (b: any): string => (key === "agentId" && b.userId && b.agentId ? `${b.userId}/${b.agentId}` : (b[key] ?? "–"));
   const times = [...new Set<number>((report?.buckets ?? []).map((b: any) => Date.parse(b.bucketStart) / 1000))].sort((a, b) => a - b);
-  const groups = [...new Set<string>((report?.buckets ?? []).map((b: any) => b[key] ?? "–"))];
+  const groups = [...new Set<string>((report?.buckets ?? []).map(label))];
   const column = (figure: "costMicros" | "totalTokens") =>
     groups.map((g): [string, (number | null)[]] => [
       g,
       times.map((t) => {
-        const b = report.buckets.find((b: any) => Date.parse(b.bucketStart) / 1000 === t && (b[key] ?? "–") === g);
+        const b = report.buckets.find((b: any) => Date.parse(b.bucketStart) / 1000 === t && label(b) === g);
         if (!b) return null;
         const f = b.figures;
         // Runs that reported only prompt and completion tokens count their sum.
