@@ -9,7 +9,7 @@ use agentlog_domain::values::Usage;
 
 use super::{
     histogram::DurationHistogram,
-    runs::{Finished, Run, measure},
+    runs::{Finished, Run, usage_at},
 };
 use crate::{
     db::{ReadTx, Row, SqlValue},
@@ -162,12 +162,7 @@ impl Cell {
             provider: r.text_or_empty(6),
             status: r.text_or_empty(7),
             runs: r.int_or_zero(8),
-            usage: Usage {
-                input_tokens: measure(r.i64(9)),
-                output_tokens: measure(r.i64(10)),
-                total_tokens: measure(r.i64(11)),
-                cost_micros: measure(r.i64(12)),
-            },
+            usage: usage_at(r, 9),
             duration_count: r.int_or_zero(13),
             duration_sum_ms: r.int_or_zero(14),
             duration_min_ms: r.i64(15),

@@ -54,6 +54,16 @@ pub(super) fn measure(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
 }
 
+/// The usage stored in four columns from `first` on: input, output and total tokens, cost.
+pub(super) fn usage_at(r: &Row, first: usize) -> Usage {
+    Usage {
+        input_tokens: measure(r.i64(first)),
+        output_tokens: measure(r.i64(first + 1)),
+        total_tokens: measure(r.i64(first + 2)),
+        cost_micros: measure(r.i64(first + 3)),
+    }
+}
+
 impl Run {
     pub(super) fn from_row(r: &Row) -> Self {
         Self {
@@ -63,12 +73,7 @@ impl Run {
             provider: r.text_or_empty(4),
             created_at: r.int_or_zero(5),
             started_at: r.i64(6),
-            usage: Usage {
-                input_tokens: measure(r.i64(7)),
-                output_tokens: measure(r.i64(8)),
-                total_tokens: measure(r.i64(9)),
-                cost_micros: measure(r.i64(10)),
-            },
+            usage: usage_at(r, 7),
             status: r.text(11),
             completion_reason: r.text(12),
             finished_at: r.i64(13),
