@@ -103,6 +103,11 @@ enum Command {
         /// PostgreSQL LISTEN/NOTIFY wakes an instance at once; the poll is the fallback).
         #[arg(long, env = "AGENTLOG_LOG_POLL_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
         log_poll_ms: u64,
+        /// SQLite: MiB of the database file each connection reads through a memory map (0:
+        /// off). Reads after other connections' commits then find their pages mapped rather
+        /// than reading them again; the mapped pages count in resident memory as file pages.
+        #[arg(long, env = "AGENTLOG_SQLITE_MMAP_MIB", default_value_t = agentlog_api::state::DEFAULT_SQLITE_MMAP_MIB)]
+        sqlite_mmap_mib: u64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -166,6 +171,7 @@ async fn main() -> anyhow::Result<()> {
             notification_purge_every_secs,
             shutdown_timeout_secs,
             log_poll_ms,
+            sqlite_mmap_mib,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -188,6 +194,7 @@ async fn main() -> anyhow::Result<()> {
                     .then(|| std::time::Duration::from_secs(notification_retention_secs)),
                 notification_purge_every: std::time::Duration::from_secs(notification_purge_every_secs.max(1)),
                 log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
+                sqlite_mmap_mib,
                 ..Settings::default()
             };
             let otlp = otlp_endpoint

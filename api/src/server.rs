@@ -54,6 +54,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
     let options = StoreOptions {
         statement_timeout: settings.statement_timeout,
         poll_interval: settings.log_poll_interval,
+        sqlite_mmap_mib: settings.sqlite_mmap_mib,
         ..StoreOptions::default()
     };
     let store =

@@ -85,6 +85,10 @@ impl Default for ApiLimits {
     }
 }
 
+/// The server's default SQLite memory map, MiB (off: the server's resident memory then holds
+/// only its own pages; BENCHMARKS.md, "Reads at size", has what a map gains).
+pub const DEFAULT_SQLITE_MMAP_MIB: u64 = 0;
+
 /// How the application behaves, whoever calls it (a request, a reactor, a clock pass).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -103,6 +107,9 @@ pub struct Settings {
     /// How often the log is polled for other instances' commits when nothing wakes it sooner
     /// (PostgreSQL's LISTEN/NOTIFY wakes it at once; on SQLite the poll is the only way).
     pub log_poll_interval: Duration,
+    /// SQLite: MiB of the database file each connection reads through a memory map
+    /// (`StoreOptions::sqlite_mmap_mib`; 0: off).
+    pub sqlite_mmap_mib: u64,
 }
 
 impl Default for Settings {
@@ -114,6 +121,7 @@ impl Default for Settings {
             notification_purge_every: Duration::from_secs(3600),
             statement_timeout: Some(Duration::from_secs(30)),
             log_poll_interval: StoreOptions::default().poll_interval,
+            sqlite_mmap_mib: DEFAULT_SQLITE_MMAP_MIB,
         }
     }
 }

@@ -156,6 +156,7 @@ fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnect
         // 32 MiB of page cache per connection (SQLite's default is 2 MiB): read-model writes
         // touch index pages all over a large file, and every miss is a read system call.
         .pragma("cache_size", "-32768")
+        .pragma("mmap_size", options.sqlite_mmap_mib.saturating_mul(1024 * 1024).to_string())
         .foreign_keys(true))
 }
 
@@ -519,5 +520,22 @@ mod tests {
     fn uuid_text_is_the_hyphenated_lower_case_form() {
         let id = Uuid::from_u128(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
         assert_eq!(UuidText::new(id).as_str(), id.to_string());
+    }
+
+    /// Every pooled connection, not just the first, maps the file as asked (and none when off).
+    #[tokio::test]
+    async fn every_connection_maps_as_many_mib_as_asked() {
+        for (mib, expected) in [(0_u64, 0_i64), (64, 64 * 1024 * 1024)] {
+            let file = crate::testing::TempSqlite::new();
+            let options = StoreOptions { sqlite_mmap_mib: mib, ..StoreOptions::default() };
+            let store = SqliteEventStore::open(&file.url(), options).await.unwrap();
+            let mut held = Vec::new();
+            for _ in 0..3 {
+                let mut conn = store.pool().acquire().await.unwrap();
+                let size: i64 = sqlx::query_scalar("PRAGMA mmap_size").fetch_one(&mut *conn).await.unwrap();
+                assert_eq!(size, expected, "{mib} MiB");
+                held.push(conn);
+            }
+        }
     }
 }

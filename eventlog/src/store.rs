@@ -164,6 +164,12 @@ pub struct StoreOptions {
     pub listen_notify: bool,
     /// SQLite: `synchronous=FULL` (default, durable across power loss) or NORMAL when false.
     pub sqlite_synchronous_full: bool,
+    /// SQLite: how much of the database file each connection reads through a memory map, MiB
+    /// (`PRAGMA mmap_size`; default 0, off). In WAL mode every commit empties the other
+    /// connections' page caches, so a read after a write reads its pages again: through the
+    /// map that is a memory access, not a `pread` copy. The mapped pages count in the process's
+    /// resident memory as file pages the kernel may reclaim.
+    pub sqlite_mmap_mib: u64,
     /// PostgreSQL: the `statement_timeout` of every pooled connection (default none). A
     /// statement running longer is cancelled by the database, so its connection comes back to
     /// the pool; an append cut off this way rolls back and is not acknowledged. Migrations run
@@ -183,6 +189,7 @@ impl Default for StoreOptions {
             read_connections: 8,
             listen_notify: true,
             sqlite_synchronous_full: true,
+            sqlite_mmap_mib: 0,
             statement_timeout: None,
         }
     }
