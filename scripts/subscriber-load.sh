@@ -10,7 +10,10 @@
 #   alone    no subscribers
 #   fan-out  SUBSCRIBERS websocket subscribers from the head (SLOW of them pausing 200 ms per message)
 #   alone    again (the machine's drift shows as a difference between the two)
-# The server's VmRSS is sampled every second into $OUT/rss.tsv; VmHWM (peak) at the end.
+# The server's VmRSS is sampled every second into $OUT/rss.tsv; VmHWM (peak) at the end; its
+# CPU time and the load average after each phase. With subscribers, agentlog-load reports the
+# append → delivery latency of the live events (`recordedAt` to arrival), normal and slow
+# subscribers apart (slow ones fall behind on purpose, so theirs grows with the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,15 +51,21 @@ rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
   done ) >"$OUT/rss.tsv" &
 sampler=$!
 
+# The server's CPU time so far (user + system), in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+
 phase() {
     local name="$1"; shift
     echo "$name" >"$OUT/phase"
     say "phase $name: $*"
     # Exit 1 (a subscriber that did not catch up, a duplicate) is reported, not fatal here.
-    local code=0
+    local code=0 before after
+    before="$(cpu_ticks)"
     "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients "$CLIENTS" \
         --duration "$SECS" "$@" >"$OUT/$name.txt" || code=$?
+    after="$(cpu_ticks)"
     cat "$OUT/$name.txt"
+    echo "server CPU in phase $name: $(awk -v a="$after" -v b="$before" -v t="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", (a - b) / t }') s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
     [ "$code" -eq 0 ] || say "phase $name: agentlog-load exited $code"
     echo idle >"$OUT/phase"
     sleep 5

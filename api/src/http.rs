@@ -304,7 +304,10 @@ async fn graphql_get(
             let state = http.state.clone();
             let schema = http.schema.clone();
             let shutdown = http.state.shutdown.clone();
-            upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).on_upgrade(move |socket| async move {
+            // A small read buffer: the codec zeroes the whole free part of it before every read
+            // attempt, and a subscription's connection is polled (and tries a read) for every event
+            // it is sent; clients send only small messages (connection_init, subscribe, pings).
+            upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).read_buffer_size(WS_READ_BUFFER).on_upgrade(move |socket| async move {
                 let _in_flight = in_flight;
                 let (mut sink, stream) = socket.split();
                 // The token the connection authenticated with: revoking it closes the socket.
@@ -363,9 +366,21 @@ async fn graphql_get(
                     // that long, and a subscriber that only listens (graphql-ws clients send no
                     // pings by default) must not be cut off on a quiet stream or a slow machine.
                     .serve();
+                // What queued while the socket was busy goes out in one write: a subscriber handed
+                // several events at once costs one flush, not one per event.
                 let forward = async {
                     while let Some(msg) = rx.recv().await {
-                        if sink.send(msg).await.is_err() {
+                        if sink.feed(msg).await.is_err() {
+                            break;
+                        }
+                        let mut fed = true;
+                        while let Ok(more) = rx.try_recv() {
+                            if sink.feed(more).await.is_err() {
+                                fed = false;
+                                break;
+                            }
+                        }
+                        if !fed || sink.flush().await.is_err() {
                             break;
                         }
                     }
@@ -416,6 +431,9 @@ pub const WS_INIT_TIMEOUT: u16 = 4408;
 /// The close code of every websocket when the server shuts down (RFC 6455 `1001 Going Away`):
 /// the client reconnects, to this server once it is back or to another instance.
 pub const WS_GOING_AWAY: u16 = 1001;
+
+/// A websocket's read buffer (tungstenite's default is 128 KiB, zeroed on each read attempt).
+const WS_READ_BUFFER: usize = 4 * 1024;
 
 /// Longest wait to hand a websocket its close frame.
 const CLOSE_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -37,6 +37,6 @@ mod write;
 pub use config::{Config, Scenario};
 pub use error::LoadError;
 pub use record::Record;
-pub use report::{OpReport, Report, SubscriberReport};
+pub use report::{DeliveryReport, OpReport, Report, SubscriberReport};
 pub use run::run;
 pub use target::{Target, check_loopback};

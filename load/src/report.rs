@@ -50,6 +50,10 @@ pub struct SubscriberReport {
     /// Every position received, in order.
     #[serde(skip)]
     pub positions: Vec<i64>,
+    /// For each live event received (recorded after the subscriber began): microseconds from
+    /// its `recordedAt` to its arrival at this client.
+    #[serde(skip)]
+    pub delivery_us: Vec<u64>,
     /// Errors met (the first few).
     pub errors: Vec<String>,
 }
@@ -77,6 +81,25 @@ pub struct Report {
     pub appended: i64,
     /// Each subscriber.
     pub subscribers: Vec<SubscriberReport>,
+    /// Append → delivery latency of live events, normal and slow subscribers apart.
+    pub delivery: Vec<DeliveryReport>,
+}
+
+/// Append → delivery latency (an event's `recordedAt` to its arrival at a subscriber) of the
+/// live events one kind of subscriber received, every subscriber's together.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryReport {
+    /// The slow subscribers' deliveries (they fall behind on purpose) or the others'.
+    pub slow: bool,
+    /// Deliveries timed.
+    pub deliveries: u64,
+    /// Median, in milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile, in milliseconds.
+    pub p99_ms: f64,
+    /// Slowest, in milliseconds.
+    pub max_ms: f64,
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -123,6 +146,32 @@ impl Report {
             head_position: 0,
             appended: 0,
             subscribers: Vec::new(),
+            delivery: Vec::new(),
+        }
+    }
+
+    /// Add the subscribers' reports and summarise their deliveries.
+    pub fn add_subscribers(&mut self, subscribers: Vec<SubscriberReport>) {
+        self.subscribers = subscribers;
+        self.delivery.clear();
+        for slow in [false, true] {
+            let mut all: Vec<u64> = self
+                .subscribers
+                .iter()
+                .filter(|s| s.slow == slow)
+                .flat_map(|s| s.delivery_us.iter().copied())
+                .collect();
+            if all.is_empty() {
+                continue;
+            }
+            all.sort_unstable();
+            self.delivery.push(DeliveryReport {
+                slow,
+                deliveries: all.len() as u64,
+                p50_ms: ms(percentile(&all, 50.0)),
+                p99_ms: ms(percentile(&all, 99.0)),
+                max_ms: ms(all.last().copied().unwrap_or(0)),
+            });
         }
     }
 
@@ -189,6 +238,17 @@ impl fmt::Display for Report {
                 o.max_ms,
                 o.retries,
                 errors.join(", ")
+            )?;
+        }
+        for d in &self.delivery {
+            writeln!(
+                f,
+                "append → delivery, {} subscribers: {} deliveries, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                if d.slow { "slow" } else { "normal" },
+                d.deliveries,
+                d.p50_ms,
+                d.p99_ms,
+                d.max_ms
             )?;
         }
         if self.subscribers.len() > MAX_SUBSCRIBER_LINES {

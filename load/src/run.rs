@@ -139,11 +139,13 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     let mut report = Report::build(config.scenario, config.clients, elapsed, shared.budget.sent(), stats);
     report.head_position = head.unwrap_or(-1);
     report.appended = head.map_or(0, |h| h - start_head);
+    let mut followed = Vec::with_capacity(config.subscribers);
     while let Some(joined) = subscribers.join_next().await {
         if let Ok(s) = joined {
-            report.subscribers.push(s);
+            followed.push(s);
         }
     }
+    report.add_subscribers(followed);
     progress.finish_and_clear();
     Ok(report)
 }

@@ -59,6 +59,7 @@ mod shutdown;
 mod slow_db;
 mod subagents;
 mod subscription_cap;
+mod subscription_fan_out;
 mod tasks_flow;
 mod units;
 mod unwritable_log;

@@ -1,0 +1,94 @@
+//! One event stream fanned out to many websockets of different owners at once: each socket
+//! gets exactly its owner's events, in order, none twice (several at a time, so the server
+//! writes them in batches), and an admin's socket gets every one of them.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{Db, Server, Ws};
+
+const START: &str = "mutation($input: StartOperationInput!) { startOperation(input: $input) { position } }";
+const SUB: &str = "subscription($from: Int) { events(fromPosition: $from) { position userId } }";
+const USERS: [&str; 3] = ["ann", "bob", "cyd"];
+const SOCKETS_PER_USER: usize = 3;
+const OPERATIONS_PER_USER: usize = 4;
+
+/// The positions after `from` that `token` may read, oldest first.
+async fn visible_after(s: &Server, token: &str, from: i64) -> Vec<i64> {
+    let d = s
+        .data(
+            Some(token),
+            "query($a: String) { events(first: 500, after: $a) { edges { node { position } } } }",
+            json!({"a": from.to_string()}),
+        )
+        .await;
+    d["events"]["edges"].as_array().unwrap().iter().map(|e| e["node"]["position"].as_i64().unwrap()).collect()
+}
+
+/// Read `n` events from `ws`: their positions and owners.
+async fn read(ws: &mut Ws, n: usize) -> Vec<(i64, String)> {
+    let mut got = Vec::with_capacity(n);
+    while got.len() < n {
+        let p = ws.next_data().await;
+        assert!(p.get("errors").is_none(), "{p}");
+        let e = &p["data"]["events"];
+        got.push((e["position"].as_i64().unwrap(), e["userId"].as_str().unwrap().to_string()));
+    }
+    got
+}
+
+async fn each_owner_sees_exactly_its_own(db: Db) {
+    let s = Server::start(db).await;
+    let admin = s.admin_token.clone();
+    let head = s.data(Some(&admin), "{ headPosition }", json!({})).await["headPosition"].as_i64().unwrap();
+    let mut tokens = Vec::new();
+    for u in USERS {
+        tokens.push(s.user_token(u).await);
+    }
+    let mut sockets: Vec<(usize, Ws)> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        for k in 0..SOCKETS_PER_USER {
+            let mut ws = Ws::connect(&s, t, "graphql-transport-ws").await;
+            ws.subscribe(&format!("s{k}"), SUB, json!({"from": head})).await;
+            sockets.push((i, ws));
+        }
+    }
+    let mut admin_ws = Ws::connect(&s, &admin, "graphql-transport-ws").await;
+    admin_ws.subscribe("all", SUB, json!({"from": head})).await;
+    // Let every subscription reach the server before the writes.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    // The users write interleaved, so one stretch of the log holds every owner's events.
+    for n in 0..OPERATIONS_PER_USER {
+        for (i, t) in tokens.iter().enumerate() {
+            let input = json!({"input": {"operationId": format!("op-{n}"), "kind": "TASK", "agentId": "inbox", "model": "m1", "provider": "p1"}});
+            s.data(Some(t), START, input).await;
+        }
+    }
+
+    let mut everyone: Vec<i64> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let expected = visible_after(&s, t, head).await;
+        assert!(expected.len() >= OPERATIONS_PER_USER, "{} has {expected:?}", USERS[i]);
+        everyone.extend(&expected);
+        for (_, ws) in sockets.iter_mut().filter(|(owner, _)| *owner == i) {
+            let got = read(ws, expected.len()).await;
+            assert!(got.iter().all(|(_, u)| u == USERS[i]), "{} saw another owner's event: {got:?}", USERS[i]);
+            let positions: Vec<i64> = got.iter().map(|(p, _)| *p).collect();
+            assert_eq!(positions, expected, "{}: each of its events once, in order", USERS[i]);
+        }
+    }
+    // The admin: every user's events among everything (reactors may have written more).
+    everyone.sort_unstable();
+    let last = *everyone.last().unwrap();
+    let mut seen: Vec<i64> = Vec::new();
+    while seen.last().is_none_or(|p| *p < last) {
+        let p: Value = admin_ws.next_data().await;
+        seen.push(p["data"]["events"]["position"].as_i64().unwrap());
+    }
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "in order, none twice: {seen:?}");
+    assert!(everyone.iter().all(|p| seen.contains(p)), "the admin saw {seen:?}, missing some of {everyone:?}");
+    s.stop();
+}
+
+both!(each_owner_sees_exactly_its_own as subscription_fan_out_each_owner_sees_its_own);
