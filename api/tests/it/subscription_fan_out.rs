@@ -60,7 +60,7 @@ async fn each_owner_sees_exactly_its_own(db: Db) {
 
     // The users write interleaved, so one stretch of the log holds every owner's events.
     for n in 0..OPERATIONS_PER_USER {
-        for (i, t) in tokens.iter().enumerate() {
+        for t in &tokens {
             let input = json!({"input": {"operationId": format!("op-{n}"), "kind": "TASK", "agentId": "inbox", "model": "m1", "provider": "p1"}});
             s.data(Some(t), START, input).await;
         }
