@@ -80,11 +80,14 @@ async fn task_ids_are_per_owner(db: Db) {
     assert_eq!(head().await, before, "nothing written");
     // taskChanged: bob naming alice's t1 is answered as for an unknown id; an admin naming
     // alice follows hers (and sees the update below), not bob's.
-    let follow = "subscription($id: String!, $o: String) { taskChanged(id: $id, ownerId: $o) { eventType node { userId priority } } }";
+    let follow = "subscription($id: String!, $o: String, $from: Int) { taskChanged(id: $id, ownerId: $o, fromPosition: $from) { eventType node { userId priority } } }";
     let (theirs, unknown) = subscription_refusals(&s, &bob, follow, ("t1", "alice"), "zz1").await;
     assert_eq!(theirs, unknown);
     let mut admin_ws = support::Ws::connect(&s, &admin, "graphql-transport-ws").await;
-    admin_ws.subscribe("a", follow, json!({"id": "t1", "o": "alice"})).await;
+    // From the head now, not "from now on": the update below may commit before the server has
+    // registered the subscription.
+    let from = head().await;
+    admin_ws.subscribe("a", follow, json!({"id": "t1", "o": "alice", "from": from})).await;
     let update = "mutation($o: String) { updateTask(id: \"t1\", patch: {priority: 4}, ownerId: $o) \
         { task { userId priority } } }";
     let r = s.data(Some(&admin), update, json!({"o": "alice"})).await;
