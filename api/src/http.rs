@@ -369,18 +369,15 @@ async fn graphql_get(
                 // What queued while the socket was busy goes out in one write: a subscriber handed
                 // several events at once costs one flush, not one per event.
                 let forward = async {
-                    while let Some(msg) = rx.recv().await {
-                        if sink.feed(msg).await.is_err() {
-                            break;
-                        }
-                        let mut fed = true;
-                        while let Ok(more) = rx.try_recv() {
-                            if sink.feed(more).await.is_err() {
-                                fed = false;
-                                break;
+                    'forward: while let Some(first) = rx.recv().await {
+                        let mut queued = Some(first);
+                        while let Some(msg) = queued {
+                            if sink.feed(msg).await.is_err() {
+                                break 'forward;
                             }
+                            queued = rx.try_recv().ok();
                         }
-                        if !fed || sink.flush().await.is_err() {
+                        if sink.flush().await.is_err() {
                             break;
                         }
                     }
