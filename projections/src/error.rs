@@ -12,6 +12,15 @@ pub enum ProjectionError {
         #[source]
         source: sqlx::Error,
     },
+    /// A SQLite statement run on the connection's handle failed (`db::sqlite_handle`).
+    #[error("database error while {context}: {source}")]
+    Sqlite {
+        /// What was being done.
+        context: &'static str,
+        /// SQLite's code and message.
+        #[source]
+        source: crate::db::SqliteFailure,
+    },
     /// The log failed.
     #[error(transparent)]
     Log(#[from] agentlog_eventlog::EventLogError),
@@ -73,6 +82,7 @@ impl ProjectionError {
     pub fn is_storage_full(&self) -> bool {
         match self {
             Self::Database { source, .. } => agentlog_eventlog::is_storage_full(source),
+            Self::Sqlite { source, .. } => source.is_storage_full(),
             Self::Log(e) => e.is_storage_full(),
             _ => false,
         }

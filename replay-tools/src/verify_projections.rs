@@ -23,7 +23,7 @@ use agentlog_eventlog::{
     StreamAppend,
 };
 use agentlog_projections::{
-    Projection, ProjectionRunner, ReadDb, RunnerOptions, SqlValue, all_projections, checksum::table_checksums,
+    Projection, ProjectionRunner, ReadDb, SqliteDb, RunnerOptions, SqlValue, all_projections, checksum::table_checksums,
 };
 use anyhow::Context;
 use async_trait::async_trait;
@@ -296,7 +296,7 @@ impl Scratch {
                     .connect_with(options)
                     .await
                     .with_context(|| format!("creating the scratch database {}", path.display()))?;
-                let scratch = Self { db: ReadDb::Sqlite(pool.clone()), place: Place::File(path) };
+                let scratch = Self { db: ReadDb::Sqlite(SqliteDb::new(pool.clone())), place: Place::File(path) };
                 if let Err(e) = agentlog_eventlog::migrate::migrate_sqlite(&pool).await {
                     scratch.remove(live).await;
                     return Err(anyhow::Error::new(e).context("migrating the scratch database"));
@@ -331,7 +331,7 @@ impl Scratch {
     /// Close and delete the scratch database (best effort: a leftover is only clutter).
     async fn remove(self, live: &ReadDb) {
         match &self.db {
-            ReadDb::Sqlite(p) => p.close().await,
+            ReadDb::Sqlite(db) => db.pool().close().await,
             ReadDb::Postgres(p) => p.close().await,
         }
         match self.place {

@@ -10,11 +10,16 @@ use std::borrow::Cow;
 
 use futures_util::TryStreamExt;
 use sqlx::{
-    Column, PgPool, Postgres, Row as _, Sqlite, SqlitePool, Transaction, TypeInfo, ValueRef, postgres::PgRow,
+    Column, PgPool, Postgres, Row as _, Transaction, TypeInfo, ValueRef, postgres::PgRow,
     sqlite::SqliteRow,
 };
 
 use crate::error::ProjectionError;
+
+mod sqlite;
+
+pub use sqlite::{SqliteDb, SqliteFailure};
+use sqlite::SqliteTx;
 
 /// A value bound into or read out of portable SQL.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,7 +142,7 @@ impl Row {
 #[derive(Debug, Clone)]
 pub enum ReadDb {
     /// SQLite (the log's file).
-    Sqlite(SqlitePool),
+    Sqlite(SqliteDb),
     /// PostgreSQL (the log's database).
     Postgres(PgPool),
 }
@@ -145,7 +150,7 @@ pub enum ReadDb {
 impl From<agentlog_eventlog::DatabasePool> for ReadDb {
     fn from(pool: agentlog_eventlog::DatabasePool) -> Self {
         match pool {
-            agentlog_eventlog::DatabasePool::Sqlite(p) => Self::Sqlite(p),
+            agentlog_eventlog::DatabasePool::Sqlite(p) => Self::Sqlite(SqliteDb::new(p)),
             agentlog_eventlog::DatabasePool::Postgres(p) => Self::Postgres(p),
         }
     }
@@ -153,8 +158,8 @@ impl From<agentlog_eventlog::DatabasePool> for ReadDb {
 
 /// A write transaction on the read-model database.
 pub enum ReadTx {
-    /// SQLite, begun IMMEDIATE (takes the write lock up front).
-    Sqlite(Transaction<'static, Sqlite>),
+    /// SQLite, on the read models' writer, begun IMMEDIATE (takes the write lock up front).
+    Sqlite(SqliteTx),
     /// PostgreSQL.
     Postgres(Transaction<'static, Postgres>),
 }
@@ -287,9 +292,7 @@ impl ReadDb {
     /// Begin a write transaction.
     pub async fn begin(&self) -> Result<ReadTx, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(p) => ReadTx::Sqlite(
-                p.begin_with("BEGIN IMMEDIATE").await.map_err(ProjectionError::db("beginning a transaction"))?,
-            ),
+            Self::Sqlite(db) => ReadTx::Sqlite(db.begin().await?),
             Self::Postgres(p) => {
                 ReadTx::Postgres(p.begin().await.map_err(ProjectionError::db("beginning a transaction"))?)
             }
@@ -299,10 +302,10 @@ impl ReadDb {
     /// Run a query outside any transaction and return its rows.
     pub async fn fetch(&self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(p) => {
+            Self::Sqlite(db) => {
                 let sql = for_sqlite(sql);
                 bind_all!(sqlx::query(&sql), args)
-                    .fetch_all(p)
+                    .fetch_all(db.pool())
                     .await
                     .map_err(ProjectionError::db("reading a read model"))?
                     .iter()
@@ -329,9 +332,9 @@ impl ReadDb {
     ) -> Result<u64, ProjectionError> {
         let mut n = 0u64;
         match self {
-            Self::Sqlite(p) => {
+            Self::Sqlite(db) => {
                 let sql = for_sqlite(sql);
-                let mut rows = bind_all!(sqlx::query(&sql), args).fetch(p);
+                let mut rows = bind_all!(sqlx::query(&sql), args).fetch(db.pool());
                 while let Some(row) = rows.try_next().await.map_err(ProjectionError::db("reading a read model"))? {
                     each(decode_sqlite(&row));
                     n += 1;
@@ -351,10 +354,10 @@ impl ReadDb {
     /// Run a statement outside any transaction.
     pub async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(p) => {
+            Self::Sqlite(db) => {
                 let sql = for_sqlite(sql);
                 bind_all!(sqlx::query(&sql), args)
-                    .execute(p)
+                    .execute(db.pool())
                     .await
                     .map_err(ProjectionError::db("writing a read model"))?
                     .rows_affected()
@@ -376,6 +379,15 @@ impl ReadDb {
 /// Most bound parameters one statement may carry (SQLite's limit is 32,766).
 const MAX_PARAMS: usize = 30_000;
 
+/// `?, ?, … ?`: `n` parameters of a one-row SQLite statement.
+fn sqlite_params(n: usize) -> String {
+    let mut s = String::with_capacity(n * 3);
+    for i in 0..n {
+        s.push_str(if i == 0 { "?" } else { ", ?" });
+    }
+    s
+}
+
 impl ReadTx {
     /// True for PostgreSQL.
     pub fn is_postgres(&self) -> bool {
@@ -385,14 +397,7 @@ impl ReadTx {
     /// Run a statement.
     pub async fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(tx) => {
-                let sql = for_sqlite(sql);
-                bind_all!(sqlx::query(&sql), args)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(ProjectionError::db("writing a read model"))?
-                    .rows_affected()
-            }
+            Self::Sqlite(tx) => tx.execute(&for_sqlite(sql), args)?,
             Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(&mut **tx)
                 .await
@@ -404,16 +409,7 @@ impl ReadTx {
     /// Run a query and return its rows.
     pub async fn fetch(&mut self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(tx) => {
-                let sql = for_sqlite(sql);
-                bind_all!(sqlx::query(&sql), args)
-                    .fetch_all(&mut **tx)
-                    .await
-                    .map_err(ProjectionError::db("reading a read model"))?
-                    .iter()
-                    .map(decode_sqlite)
-                    .collect()
-            }
+            Self::Sqlite(tx) => tx.fetch(&for_sqlite(sql), args)?,
             Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(&mut **tx)
                 .await
@@ -448,7 +444,8 @@ impl ReadTx {
 
     /// Insert `rows`, with an optional `ON CONFLICT …` tail: on PostgreSQL one
     /// `INSERT … SELECT FROM UNNEST(…)` with one array per column (its plan does not grow with the
-    /// row count), on SQLite multi-row `VALUES` statements.
+    /// row count; multi-row `VALUES` when a column mixes text and numbers), on SQLite a one-row
+    /// statement prepared once and run per row on the connection's handle (`sqlite_handle`).
     pub async fn insert_rows(
         &mut self,
         table: &str,
@@ -474,6 +471,13 @@ impl ReadTx {
                 .map_err(ProjectionError::db("writing a read model"))?;
             return Ok(());
         }
+        if let Self::Sqlite(tx) = self {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let sql = format!("INSERT INTO {table} ({}) VALUES ({}){tail}", columns.join(", "), sqlite_params(columns.len()));
+            return tx.run_per_row(&sql, rows);
+        }
         let per_chunk = (MAX_PARAMS / columns.len().max(1)).max(1);
         for chunk in rows.chunks(per_chunk) {
             let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
@@ -491,20 +495,11 @@ impl ReadTx {
                 sql.push(')');
             }
             sql.push_str(tail);
-            match self {
-                Self::Sqlite(tx) => {
-                    let sql = for_sqlite(&sql);
-                    bind_all!(sqlx::query(&sql), chunk.iter().flatten())
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ProjectionError::db("writing a read model"))?;
-                }
-                Self::Postgres(tx) => {
-                    bind_all!(sqlx::query(&sql), chunk.iter().flatten(), UntypedNull)
-                        .execute(&mut **tx)
-                        .await
-                        .map_err(ProjectionError::db("writing a read model"))?;
-                }
+            if let Self::Postgres(tx) = self {
+                bind_all!(sqlx::query(&sql), chunk.iter().flatten(), UntypedNull)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(ProjectionError::db("writing a read model"))?;
             }
         }
         Ok(())
@@ -513,19 +508,17 @@ impl ReadTx {
     /// Commit.
     pub async fn commit(self) -> Result<(), ProjectionError> {
         match self {
-            Self::Sqlite(tx) => tx.commit().await,
-            Self::Postgres(tx) => tx.commit().await,
+            Self::Sqlite(tx) => tx.commit(),
+            Self::Postgres(tx) => tx.commit().await.map_err(ProjectionError::db("committing read models")),
         }
-        .map_err(ProjectionError::db("committing read models"))
     }
 
     /// Roll back.
     pub async fn rollback(self) -> Result<(), ProjectionError> {
         match self {
-            Self::Sqlite(tx) => tx.rollback().await,
-            Self::Postgres(tx) => tx.rollback().await,
+            Self::Sqlite(tx) => tx.rollback(),
+            Self::Postgres(tx) => tx.rollback().await.map_err(ProjectionError::db("rolling back read models")),
         }
-        .map_err(ProjectionError::db("rolling back read models"))
     }
 }
 

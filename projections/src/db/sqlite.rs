@@ -1,0 +1,391 @@
+//! The read models' SQLite database: queries on the log's pool, writes on a connection of its
+//! own that runs each statement on the calling thread.
+//!
+//! sqlx runs a SQLite connection on a worker thread and hands every statement, every bound
+//! value and every fetched row across a channel to it and back. A projection batch writes
+//! thousands of rows; those hand-offs, the copies of every value they need, and preparing a
+//! new multi-row `INSERT` for every chunk size cost more than SQLite's own work. Here a batch's
+//! transaction runs on one connection the runner holds for the batch: each statement is
+//! prepared once per connection (kept by its SQL text), bound in place and stepped, and a
+//! multi-row write is one one-row `INSERT` run once per row — which SQLite executes faster
+//! than it parses a multi-row one.
+//!
+//! The connection is opened with the pool's own settings (synchronous, foreign keys, memory
+//! map) read from a pooled connection, so what it writes is written as a pooled connection
+//! would write it. Values map as sqlx maps them (`SqlValue::Int` ↔ INTEGER, `Float` ↔ REAL,
+//! `Text` ↔ TEXT; a BLOB, or text that is not UTF-8, reads as NULL): tables written either way
+//! are identical.
+
+use std::{
+    collections::HashMap,
+    ffi::{CStr, CString, c_char, c_int},
+    ptr::{self, NonNull},
+    sync::Arc,
+};
+
+use libsqlite3_sys as ffi;
+use sqlx::SqlitePool;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use super::{Row, SqlValue};
+use crate::error::ProjectionError;
+
+/// Prepared statements a writer keeps; past this it finalizes them all and starts again
+/// (statements whose text carries a key count, `IN ($1 … $n)`, would otherwise pile up).
+const MAX_STATEMENTS: usize = 512;
+
+/// A statement's failure, with SQLite's own code and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("SQLite error {code}: {message}")]
+pub struct SqliteFailure {
+    /// SQLite's extended result code (`code & 0xff` is the primary one: 13 is SQLITE_FULL).
+    pub code: i32,
+    /// `sqlite3_errmsg`.
+    pub message: String,
+}
+
+impl SqliteFailure {
+    /// True when the disk is full (SQLITE_FULL).
+    pub fn is_storage_full(&self) -> bool {
+        self.code & 0xff == ffi::SQLITE_FULL
+    }
+
+    fn new(message: impl Into<String>) -> Self {
+        Self { code: ffi::SQLITE_MISUSE, message: message.into() }
+    }
+}
+
+/// The read models' SQLite database: the log's reader pool, for queries, and the writer's
+/// connection, opened on first use, for every write transaction (one at a time: a second
+/// `begin` waits for the first to end, as SQLite's write lock would make it anyway).
+#[derive(Clone, Debug)]
+pub struct SqliteDb {
+    pool: SqlitePool,
+    connection: Arc<tokio::sync::OnceCell<Arc<Mutex<Connection>>>>,
+}
+
+impl SqliteDb {
+    /// The read models in the file of `pool`.
+    pub fn new(pool: SqlitePool) -> Self {
+        Self { pool, connection: Arc::default() }
+    }
+
+    /// The pool queries run on.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Begin a write transaction (`BEGIN IMMEDIATE`: the write lock up front).
+    pub(crate) async fn begin(&self) -> Result<SqliteTx, ProjectionError> {
+        let connection = self.connection.get_or_try_init(|| open(&self.pool)).await?;
+        let mut conn = Arc::clone(connection).lock_owned().await;
+        conn.execute("BEGIN IMMEDIATE", &[]).map_err(failed("beginning a transaction"))?;
+        Ok(SqliteTx { conn, open: true })
+    }
+}
+
+/// Open the writer's connection on the pool's file with the pool's settings.
+async fn open(pool: &SqlitePool) -> Result<Arc<Mutex<Connection>>, ProjectionError> {
+    let options = pool.connect_options();
+    let filename = options.get_filename().to_string_lossy().into_owned();
+    if filename.is_empty() || filename == ":memory:" || filename.starts_with("file:") {
+        return Err(ProjectionError::Invalid(
+            "the read models need a SQLite database file (an in-memory database has none to share)".into(),
+        ));
+    }
+    // The pool's settings, as a pooled connection has them: the writer writes as it would.
+    let mut settings = Vec::new();
+    for pragma in ["synchronous", "foreign_keys", "cache_size", "mmap_size"] {
+        let value: i64 = sqlx::query_scalar(&format!("PRAGMA {pragma}"))
+            .fetch_one(pool)
+            .await
+            .map_err(ProjectionError::db("reading the database's settings"))?;
+        settings.push(format!("PRAGMA {pragma} = {value}"));
+    }
+    settings.push("PRAGMA busy_timeout = 30000".to_string());
+    let conn = Connection::open(&filename, &settings).map_err(failed("opening the read models' writer"))?;
+    Ok(Arc::new(Mutex::new(conn)))
+}
+
+fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
+    move |source| ProjectionError::Sqlite { context, source }
+}
+
+/// A write transaction on the writer's connection; rolled back if dropped before `commit`.
+pub struct SqliteTx {
+    conn: OwnedMutexGuard<Connection>,
+    open: bool,
+}
+
+impl std::fmt::Debug for SqliteTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteTx").field("open", &self.open).finish()
+    }
+}
+
+impl SqliteTx {
+    /// Run one statement; the rows it changed.
+    pub(crate) fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
+        self.conn.execute(sql, args).map_err(failed("writing a read model"))
+    }
+
+    /// Run one query; its rows.
+    pub(crate) fn fetch(&mut self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
+        let mut rows = Vec::new();
+        self.conn.for_each_row(sql, args, &mut |row| rows.push(row)).map_err(failed("reading a read model"))?;
+        Ok(rows)
+    }
+
+    /// Run the one-row statement `sql` once per row of `rows`.
+    pub(crate) fn run_per_row(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<(), ProjectionError> {
+        self.conn.run_per_row(sql, rows).map_err(failed("writing a read model"))
+    }
+
+    /// Commit.
+    pub(crate) fn commit(mut self) -> Result<(), ProjectionError> {
+        self.open = false;
+        self.conn.execute("COMMIT", &[]).map(drop).map_err(failed("committing read models"))
+    }
+
+    /// Roll back.
+    pub(crate) fn rollback(mut self) -> Result<(), ProjectionError> {
+        self.open = false;
+        self.conn.execute("ROLLBACK", &[]).map(drop).map_err(failed("rolling back read models"))
+    }
+}
+
+impl Drop for SqliteTx {
+    fn drop(&mut self) {
+        if self.open
+            && let Err(e) = self.conn.execute("ROLLBACK", &[])
+        {
+            // Nothing to roll back after a failed COMMIT or a statement that ended the
+            // transaction itself; any other failure leaves the connection to SQLite's own
+            // cleanup on the next BEGIN.
+            tracing::debug!(error = %e, "rolling back an abandoned read-model transaction");
+        }
+    }
+}
+
+/// An open SQLite connection with its prepared statements.
+struct Connection {
+    db: NonNull<ffi::sqlite3>,
+    statements: HashMap<String, NonNull<ffi::sqlite3_stmt>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection").field("statements", &self.statements.len()).finish()
+    }
+}
+
+// SAFETY: the connection is used by one thread at a time (behind the writer's mutex), and
+// SQLite is built thread-safe (libsqlite3-sys's default, SQLITE_THREADSAFE=1).
+unsafe impl Send for Connection {}
+
+impl Connection {
+    fn open(filename: &str, settings: &[String]) -> Result<Self, SqliteFailure> {
+        let path = CString::new(filename).map_err(|_| SqliteFailure::new("database path contains a NUL byte"))?;
+        let mut db = ptr::null_mut();
+        // SAFETY: `path` is NUL-terminated; on failure SQLite may still hand back a handle,
+        // which is closed below.
+        let rc = unsafe {
+            ffi::sqlite3_open_v2(
+                path.as_ptr(),
+                &mut db,
+                ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_FULLMUTEX | ffi::SQLITE_OPEN_PRIVATECACHE,
+                ptr::null(),
+            )
+        };
+        let Some(db) = NonNull::new(db) else { return Err(SqliteFailure::new("out of memory opening SQLite")) };
+        let mut conn = Self { db, statements: HashMap::new() };
+        if rc != ffi::SQLITE_OK {
+            return Err(conn.failure());
+        }
+        // SAFETY: an open handle.
+        unsafe { ffi::sqlite3_extended_result_codes(db.as_ptr(), 1) };
+        for setting in settings {
+            conn.execute(setting, &[])?;
+        }
+        Ok(conn)
+    }
+
+    fn failure(&self) -> SqliteFailure {
+        // SAFETY: an open handle; the message is copied before any other call.
+        unsafe {
+            let code = ffi::sqlite3_extended_errcode(self.db.as_ptr());
+            let message = CStr::from_ptr(ffi::sqlite3_errmsg(self.db.as_ptr())).to_string_lossy().into_owned();
+            SqliteFailure { code, message }
+        }
+    }
+
+    /// The prepared statement of `sql` (one statement), prepared now if it is not kept yet.
+    fn statement(&mut self, sql: &str) -> Result<Statement<'_>, SqliteFailure> {
+        if !self.statements.contains_key(sql) {
+            if self.statements.len() >= MAX_STATEMENTS {
+                self.finalize_all();
+            }
+            let len = c_int::try_from(sql.len()).map_err(|_| SqliteFailure::new("statement too long"))?;
+            let mut raw = ptr::null_mut();
+            // SAFETY: `sql` outlives the call and its length is passed, so it needs no NUL.
+            let rc = unsafe {
+                ffi::sqlite3_prepare_v3(
+                    self.db.as_ptr(),
+                    sql.as_ptr().cast::<c_char>(),
+                    len,
+                    ffi::SQLITE_PREPARE_PERSISTENT as u32,
+                    &mut raw,
+                    ptr::null_mut(),
+                )
+            };
+            if rc != ffi::SQLITE_OK {
+                return Err(self.failure());
+            }
+            let raw = NonNull::new(raw).ok_or_else(|| SqliteFailure::new(format!("no statement in `{sql}`")))?;
+            self.statements.insert(sql.to_string(), raw);
+        }
+        let raw = self.statements[sql];
+        Ok(Statement { raw, conn: self })
+    }
+
+    fn finalize_all(&mut self) {
+        for (_, stmt) in self.statements.drain() {
+            // SAFETY: each kept statement is finalized once.
+            unsafe { ffi::sqlite3_finalize(stmt.as_ptr()) };
+        }
+    }
+
+    fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, SqliteFailure> {
+        {
+            let mut stmt = self.statement(sql)?;
+            stmt.bind(args)?;
+            stmt.run(None)?;
+        }
+        // SAFETY: an open handle.
+        Ok(u64::try_from(unsafe { ffi::sqlite3_changes64(self.db.as_ptr()) }).unwrap_or(0))
+    }
+
+    fn for_each_row(&mut self, sql: &str, args: &[SqlValue], each: &mut dyn FnMut(Row)) -> Result<u64, SqliteFailure> {
+        let mut stmt = self.statement(sql)?;
+        stmt.bind(args)?;
+        stmt.run(Some(each))
+    }
+
+    fn run_per_row(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<(), SqliteFailure> {
+        let mut stmt = self.statement(sql)?;
+        for row in rows {
+            stmt.bind(row)?;
+            stmt.run(None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.finalize_all();
+        // SAFETY: every statement is finalized; the handle is closed once.
+        unsafe { ffi::sqlite3_close(self.db.as_ptr()) };
+    }
+}
+
+/// A kept statement in use; reset and unbound when dropped, so it holds no read lock and no
+/// pointer into the caller's values once the call returns.
+struct Statement<'c> {
+    raw: NonNull<ffi::sqlite3_stmt>,
+    conn: &'c Connection,
+}
+
+impl Statement<'_> {
+    /// Bind `args` to parameters 1…n. Text is bound without a copy: the values outlive every
+    /// step, and the bindings are cleared before the call returns.
+    fn bind(&mut self, args: &[SqlValue]) -> Result<(), SqliteFailure> {
+        let stmt = self.raw.as_ptr();
+        for (i, value) in args.iter().enumerate() {
+            let at = c_int::try_from(i + 1).map_err(|_| SqliteFailure::new("too many parameters"))?;
+            // SAFETY: a live statement; text pointers stay valid while `args` is borrowed
+            // (SQLITE_STATIC), and lengths are passed.
+            let rc = unsafe {
+                match value {
+                    SqlValue::Null => ffi::sqlite3_bind_null(stmt, at),
+                    SqlValue::Int(v) => ffi::sqlite3_bind_int64(stmt, at, *v),
+                    SqlValue::Float(v) => ffi::sqlite3_bind_double(stmt, at, *v),
+                    SqlValue::Text(s) => ffi::sqlite3_bind_text64(
+                        stmt,
+                        at,
+                        s.as_ptr().cast::<c_char>(),
+                        s.len() as u64,
+                        ffi::SQLITE_STATIC(),
+                        ffi::SQLITE_UTF8 as u8,
+                    ),
+                }
+            };
+            if rc != ffi::SQLITE_OK {
+                return Err(self.conn.failure());
+            }
+        }
+        Ok(())
+    }
+
+    /// Step to the end, handing each row to `each`; then reset for the next binding. The number
+    /// of rows.
+    fn run(&mut self, mut each: Option<&mut dyn FnMut(Row)>) -> Result<u64, SqliteFailure> {
+        let stmt = self.raw.as_ptr();
+        let mut n = 0;
+        let result = loop {
+            // SAFETY: a live statement of the open handle.
+            match unsafe { ffi::sqlite3_step(stmt) } {
+                ffi::SQLITE_ROW => {
+                    if let Some(each) = each.as_mut() {
+                        each(self.row());
+                    }
+                    n += 1;
+                }
+                ffi::SQLITE_DONE => break Ok(n),
+                _ => break Err(self.conn.failure()),
+            }
+        };
+        // SAFETY: as above (resetting after a failure returns that failure again, already taken).
+        unsafe { ffi::sqlite3_reset(stmt) };
+        result
+    }
+
+    /// The current row's columns.
+    fn row(&self) -> Row {
+        let stmt = self.raw.as_ptr();
+        // SAFETY: called only while `sqlite3_step` returned SQLITE_ROW; column indexes are in
+        // range; text is read with its byte length before any other call on the column.
+        unsafe {
+            let width = ffi::sqlite3_column_count(stmt);
+            let mut out = Vec::with_capacity(usize::try_from(width).unwrap_or(0));
+            for i in 0..width {
+                out.push(match ffi::sqlite3_column_type(stmt, i) {
+                    ffi::SQLITE_INTEGER => SqlValue::Int(ffi::sqlite3_column_int64(stmt, i)),
+                    ffi::SQLITE_FLOAT => SqlValue::Float(ffi::sqlite3_column_double(stmt, i)),
+                    ffi::SQLITE_TEXT => {
+                        let text = ffi::sqlite3_column_text(stmt, i);
+                        let len = usize::try_from(ffi::sqlite3_column_bytes(stmt, i)).unwrap_or(0);
+                        if text.is_null() {
+                            SqlValue::Null
+                        } else {
+                            let bytes = std::slice::from_raw_parts(text, len);
+                            std::str::from_utf8(bytes).map_or(SqlValue::Null, |s| SqlValue::Text(s.to_owned()))
+                        }
+                    }
+                    _ => SqlValue::Null,
+                });
+            }
+            Row(out)
+        }
+    }
+}
+
+impl Drop for Statement<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a live statement; clearing drops the pointers into the caller's values.
+        unsafe {
+            ffi::sqlite3_reset(self.raw.as_ptr());
+            ffi::sqlite3_clear_bindings(self.raw.as_ptr());
+        }
+    }
+}
