@@ -5,6 +5,7 @@
 //! `AGENTLOG_DATABASE_URL`, the same default as the server), prints a table by default and JSON
 //! with `--json`, and exits non-zero with a message on stderr when anything fails.
 
+mod allocator;
 mod budget;
 mod chain;
 mod conversation_parse;
@@ -26,13 +27,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use options::Global;
-
-/// The bulk tools allocate and free millions of small objects across threads (a simulated event
-/// is built on the simulation's thread and freed on the writer's once committed): mimalloc's
-/// per-thread free lists take that without the system allocator's arena locking, consolidation
-/// and heap trimming (a fifth of `generate`'s CPU time with it).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Command line of `agentlog-replay`.
 #[derive(Debug, Parser)]
@@ -113,7 +107,10 @@ async fn dispatch(global: Global, command: Command) -> anyhow::Result<ExitCode> 
         Command::Chain(args) => chain::run(&global, &args).await,
         Command::State(args) => state::run(&global, &args).await,
         Command::Verify(args) => verify::run(&global, &args).await,
-        Command::Rebuild(args) => rebuild::run(&global, &args).await,
+        Command::Rebuild(args) => {
+            allocator::keep_freed_memory();
+            rebuild::run(&global, &args).await
+        }
         Command::Export(args) => transfer::export(&global, &args).await,
         Command::Import(args) => transfer::import(&global, &args).await,
         Command::Copy(args) => transfer::copy(&global, &args).await,
@@ -121,6 +118,9 @@ async fn dispatch(global: Global, command: Command) -> anyhow::Result<ExitCode> 
         Command::BudgetSpend(args) => budget::spend(&global, &args).await,
         Command::BudgetCrossings(args) => budget::crossings(&global, &args).await,
         Command::ConversationParse(args) => conversation_parse::run(&args),
-        Command::Generate(args) => generate::run(&global, &args).await,
+        Command::Generate(args) => {
+            allocator::keep_freed_memory();
+            generate::run(&global, &args).await
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! `agentlog-replay rebuild [--projection NAME]`: empty one read model (or all) and apply the
 //! log again from position 0 as a bulk load (`ProjectionRunner::rebuild_bulk`: batches of
-//! 20,000, secondary indexes dropped and created again at the end, projections in parallel on
+//! 50,000, secondary indexes dropped and created again at the end, projections in parallel on
 //! PostgreSQL), with a progress bar. A running server notices the checkpoint
 //! move back and applies along from the committed checkpoints (each event once), but its
 //! queries see the read model empty and filling meanwhile: stop it first for a quiet rebuild.

@@ -57,11 +57,17 @@ pub struct Report {
 pub async fn verify(store: &Arc<dyn EventStore>, database: &str, args: &Args, json: bool) -> anyhow::Result<Report> {
     let head = store.head_position().await.context("reading the log head")?;
     let bar = output::progress(u64::try_from(head).unwrap_or(0), "log", json);
-    let (mut problems, events, streams, head) = verify_log(&**store, args.page_size, &bar).await?;
+    // The log's checks only read; they run beside the read models' rebuild, on the other core.
+    let log_check = {
+        let (store, bar, page_size) = (Arc::clone(store), bar.clone(), args.page_size);
+        tokio::spawn(async move { verify_log(&*store, page_size, &bar).await })
+    };
+    let found = if args.log_only { None } else { Some(verify_projections::compare(store, database, json).await) };
+    let (mut problems, events, streams, head) = log_check.await.context("checking the log")??;
     bar.finish_and_clear();
     let mut report = Report { events, streams, head, ..Report::default() };
-    if !args.log_only {
-        let found = verify_projections::compare(store, database, json).await?;
+    if let Some(found) = found {
+        let found = found?;
         problems.extend(found.problems);
         report.projections = found.compared;
         report.notes = found.notes;

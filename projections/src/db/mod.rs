@@ -9,17 +9,14 @@
 use std::borrow::Cow;
 
 use futures_util::TryStreamExt;
-use sqlx::{
-    Column, PgPool, Postgres, Row as _, Transaction, TypeInfo, ValueRef, postgres::PgRow,
-    sqlite::SqliteRow,
-};
+use sqlx::{Column, PgPool, Postgres, Row as _, Transaction, TypeInfo, postgres::PgRow};
 
 use crate::error::ProjectionError;
 
 mod sqlite;
 
-pub use sqlite::{SqliteDb, SqliteFailure};
 use sqlite::SqliteTx;
+pub use sqlite::{SqliteDb, SqliteFailure};
 
 /// A value bound into or read out of portable SQL.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,24 +202,6 @@ fn for_sqlite(sql: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn decode_sqlite(row: &SqliteRow) -> Row {
-    let mut out = Vec::with_capacity(row.columns().len());
-    for i in 0..row.columns().len() {
-        // The type's name is borrowed, not copied: this runs for every cell a rebuild reads.
-        let value = match row.try_get_raw(i) {
-            Ok(v) if !v.is_null() => match v.type_info().name() {
-                "INTEGER" => row.try_get::<i64, _>(i).map(SqlValue::Int).unwrap_or(SqlValue::Null),
-                "REAL" => row.try_get::<f64, _>(i).map(SqlValue::Float).unwrap_or(SqlValue::Null),
-                "TEXT" => row.try_get::<String, _>(i).map(SqlValue::Text).unwrap_or(SqlValue::Null),
-                _ => SqlValue::Null,
-            },
-            _ => SqlValue::Null,
-        };
-        out.push(value);
-    }
-    Row(out)
-}
-
 fn decode_pg(row: &PgRow) -> Row {
     let mut out = Vec::with_capacity(row.columns().len());
     for (i, col) in row.columns().iter().enumerate() {
@@ -303,14 +282,9 @@ impl ReadDb {
     pub async fn fetch(&self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
         Ok(match self {
             Self::Sqlite(db) => {
-                let sql = for_sqlite(sql);
-                bind_all!(sqlx::query(&sql), args)
-                    .fetch_all(db.pool())
-                    .await
-                    .map_err(ProjectionError::db("reading a read model"))?
-                    .iter()
-                    .map(decode_sqlite)
-                    .collect()
+                let mut rows = Vec::new();
+                db.for_each_row(&for_sqlite(sql), args, &mut |row| rows.push(row)).await?;
+                rows
             }
             Self::Postgres(p) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(p)
@@ -328,18 +302,11 @@ impl ReadDb {
         &self,
         sql: &str,
         args: &[SqlValue],
-        mut each: impl FnMut(Row),
+        mut each: impl FnMut(Row) + Send,
     ) -> Result<u64, ProjectionError> {
         let mut n = 0u64;
         match self {
-            Self::Sqlite(db) => {
-                let sql = for_sqlite(sql);
-                let mut rows = bind_all!(sqlx::query(&sql), args).fetch(db.pool());
-                while let Some(row) = rows.try_next().await.map_err(ProjectionError::db("reading a read model"))? {
-                    each(decode_sqlite(&row));
-                    n += 1;
-                }
-            }
+            Self::Sqlite(db) => n = db.for_each_row(&for_sqlite(sql), args, &mut each).await?,
             Self::Postgres(p) => {
                 let mut rows = bind_all!(sqlx::query(sql), args, UntypedNull).fetch(p);
                 while let Some(row) = rows.try_next().await.map_err(ProjectionError::db("reading a read model"))? {
@@ -354,14 +321,7 @@ impl ReadDb {
     /// Run a statement outside any transaction.
     pub async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {
-            Self::Sqlite(db) => {
-                let sql = for_sqlite(sql);
-                bind_all!(sqlx::query(&sql), args)
-                    .execute(db.pool())
-                    .await
-                    .map_err(ProjectionError::db("writing a read model"))?
-                    .rows_affected()
-            }
+            Self::Sqlite(db) => db.execute(&for_sqlite(sql), args).await?,
             Self::Postgres(p) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(p)
                 .await
@@ -475,7 +435,8 @@ impl ReadTx {
             if rows.is_empty() {
                 return Ok(());
             }
-            let sql = format!("INSERT INTO {table} ({}) VALUES ({}){tail}", columns.join(", "), sqlite_params(columns.len()));
+            let sql =
+                format!("INSERT INTO {table} ({}) VALUES ({}){tail}", columns.join(", "), sqlite_params(columns.len()));
             return tx.run_per_row(&sql, rows);
         }
         let per_chunk = (MAX_PARAMS / columns.len().max(1)).max(1);

@@ -25,7 +25,7 @@ use std::{
 
 use libsqlite3_sys as ffi;
 use sqlx::SqlitePool;
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore, SemaphorePermit};
 
 use super::{Row, SqlValue};
 use crate::error::ProjectionError;
@@ -55,56 +55,142 @@ impl SqliteFailure {
     }
 }
 
-/// The read models' SQLite database: the log's reader pool, for queries, and the writer's
-/// connection, opened on first use, for every write transaction (one at a time: a second
-/// `begin` waits for the first to end, as SQLite's write lock would make it anyway).
+/// The read models' SQLite database: connections of its own on the log's file — one writer,
+/// for every write transaction (one at a time: a second `begin` waits for the first to end, as
+/// SQLite's write lock would make it anyway), and readers for queries, as many at once as the
+/// log's reader pool has connections — opened on first use with the pool's settings.
 #[derive(Clone, Debug)]
 pub struct SqliteDb {
     pool: SqlitePool,
-    connection: Arc<tokio::sync::OnceCell<Arc<Mutex<Connection>>>>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// The file and the settings every connection is opened with.
+    open: tokio::sync::OnceCell<Opening>,
+    writer: tokio::sync::OnceCell<Arc<Mutex<Connection>>>,
+    /// Readers not in use.
+    idle: std::sync::Mutex<Vec<Connection>>,
+    /// One permit per reader that may be open at once.
+    readers: Semaphore,
+}
+
+#[derive(Debug)]
+struct Opening {
+    filename: String,
+    settings: Vec<String>,
 }
 
 impl SqliteDb {
     /// The read models in the file of `pool`.
     pub fn new(pool: SqlitePool) -> Self {
-        Self { pool, connection: Arc::default() }
+        let readers = Semaphore::new(pool.options().get_max_connections().max(1) as usize);
+        let shared = Shared {
+            open: tokio::sync::OnceCell::new(),
+            writer: tokio::sync::OnceCell::new(),
+            idle: Default::default(),
+            readers,
+        };
+        Self { pool, shared: Arc::new(shared) }
     }
 
-    /// The pool queries run on.
+    /// The log's reader pool (its file and settings are the read models').
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
 
     /// Begin a write transaction (`BEGIN IMMEDIATE`: the write lock up front).
     pub(crate) async fn begin(&self) -> Result<SqliteTx, ProjectionError> {
-        let connection = self.connection.get_or_try_init(|| open(&self.pool)).await?;
-        let mut conn = Arc::clone(connection).lock_owned().await;
+        let mut conn = self.writer().await?;
         conn.execute("BEGIN IMMEDIATE", &[]).map_err(failed("beginning a transaction"))?;
         Ok(SqliteTx { conn, open: true })
     }
+
+    /// Run one statement outside any transaction; the rows it changed. On the writer: a write
+    /// waits for the read models' transaction in flight here (an async wait, not SQLite's busy
+    /// wait, which would hold the thread the transaction needs to finish).
+    pub(crate) async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
+        self.writer().await?.execute(sql, args).map_err(failed("writing a read model"))
+    }
+
+    /// The writer's connection, opened on first use, once the transaction in flight ends.
+    async fn writer(&self) -> Result<OwnedMutexGuard<Connection>, ProjectionError> {
+        let writer = self
+            .shared
+            .writer
+            .get_or_try_init(|| async {
+                let opening = self.opening().await?;
+                let conn = Connection::open(&opening.filename, &opening.settings)
+                    .map_err(failed("opening the read models' writer"))?;
+                Ok::<_, ProjectionError>(Arc::new(Mutex::new(conn)))
+            })
+            .await?;
+        Ok(Arc::clone(writer).lock_owned().await)
+    }
+
+    /// Run one query outside any transaction on a reader, handing each row to `each`; the
+    /// number of rows.
+    pub(crate) async fn for_each_row(
+        &self,
+        sql: &str,
+        args: &[SqlValue],
+        each: &mut (dyn FnMut(Row) + Send),
+    ) -> Result<u64, ProjectionError> {
+        let mut reader = self.reader().await?;
+        let result = reader.conn.for_each_row(sql, args, each).map_err(failed("reading a read model"));
+        self.put_back(reader);
+        result
+    }
+
+    async fn reader(&self) -> Result<Reader<'_>, ProjectionError> {
+        let permit = self.shared.readers.acquire().await.map_err(|_| ProjectionError::Stopped)?;
+        let idle = self.shared.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => {
+                let opening = self.opening().await?;
+                Connection::open(&opening.filename, &opening.settings).map_err(failed("opening a read-model reader"))?
+            }
+        };
+        Ok(Reader { conn, _permit: permit })
+    }
+
+    fn put_back(&self, reader: Reader<'_>) {
+        self.shared.idle.lock().unwrap_or_else(|p| p.into_inner()).push(reader.conn);
+    }
+
+    /// The file and the pool's settings, read once from a pooled connection: every connection
+    /// of the read models is opened as a pooled one is, and writes as it would.
+    async fn opening(&self) -> Result<&Opening, ProjectionError> {
+        self.shared
+            .open
+            .get_or_try_init(|| async {
+                let filename = self.pool.connect_options().get_filename().to_string_lossy().into_owned();
+                if filename.is_empty() || filename == ":memory:" || filename.starts_with("file:") {
+                    return Err(ProjectionError::Invalid(
+                        "the read models need a SQLite database file (an in-memory database has none to share)".into(),
+                    ));
+                }
+                let mut settings = Vec::new();
+                for pragma in ["synchronous", "foreign_keys", "cache_size", "mmap_size"] {
+                    let value: i64 = sqlx::query_scalar(&format!("PRAGMA {pragma}"))
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(ProjectionError::db("reading the database's settings"))?;
+                    settings.push(format!("PRAGMA {pragma} = {value}"));
+                }
+                settings.push("PRAGMA busy_timeout = 30000".to_string());
+                Ok(Opening { filename, settings })
+            })
+            .await
+    }
 }
 
-/// Open the writer's connection on the pool's file with the pool's settings.
-async fn open(pool: &SqlitePool) -> Result<Arc<Mutex<Connection>>, ProjectionError> {
-    let options = pool.connect_options();
-    let filename = options.get_filename().to_string_lossy().into_owned();
-    if filename.is_empty() || filename == ":memory:" || filename.starts_with("file:") {
-        return Err(ProjectionError::Invalid(
-            "the read models need a SQLite database file (an in-memory database has none to share)".into(),
-        ));
-    }
-    // The pool's settings, as a pooled connection has them: the writer writes as it would.
-    let mut settings = Vec::new();
-    for pragma in ["synchronous", "foreign_keys", "cache_size", "mmap_size"] {
-        let value: i64 = sqlx::query_scalar(&format!("PRAGMA {pragma}"))
-            .fetch_one(pool)
-            .await
-            .map_err(ProjectionError::db("reading the database's settings"))?;
-        settings.push(format!("PRAGMA {pragma} = {value}"));
-    }
-    settings.push("PRAGMA busy_timeout = 30000".to_string());
-    let conn = Connection::open(&filename, &settings).map_err(failed("opening the read models' writer"))?;
-    Ok(Arc::new(Mutex::new(conn)))
+/// A reader taken from the idle ones, with its place among those open at once.
+struct Reader<'a> {
+    conn: Connection,
+    _permit: SemaphorePermit<'a>,
 }
 
 fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
