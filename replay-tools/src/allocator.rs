@@ -6,7 +6,7 @@
 //! lists take that without the system allocator's arena locking, consolidation and heap trimming
 //! (a fifth of `generate`'s CPU time with it).
 //!
-//! By default mimalloc gives freed pages back to the system 10 ms after they are freed, and the
+//! By default mimalloc gives freed pages back to the system a second after they are freed, and the
 //! next batch's allocations fault them in again, each page zeroed by the kernel: a sixth of a
 //! rebuild's CPU time (BENCHMARKS.md). `rebuild` and `generate` keep what they freed instead
 //! (their resident memory stays at its peak until they exit); `verify`, whose memory is
@@ -22,8 +22,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// libmimalloc-sys names only the older options). Milliseconds; -1: never purge.
 const PURGE_DELAY: mi_option_t = 15;
 
-/// mimalloc's default purge delay, milliseconds (`MIMALLOC_PURGE_DELAY`).
-const DEFAULT_PURGE_DELAY: i64 = 10;
+/// mimalloc's default purge delay, milliseconds (`MIMALLOC_PURGE_DELAY`; 1,000 in mimalloc 3).
+const DEFAULT_PURGE_DELAY: i64 = 1_000;
 
 /// Keep freed memory for reuse rather than returning it to the system, unless the user set
 /// `MIMALLOC_PURGE_DELAY` (mimalloc reads it itself). For the bulk loads.
