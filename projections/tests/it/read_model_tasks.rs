@@ -7,8 +7,8 @@ use crate::support;
 use agentlog_domain::{
     tasks::graph::BlocksGraph,
     tasks::{
-        CommentAuthor, CreateTask, DependencyKind, PinnedBy, RunTask, RunTrigger, Task, TaskCommand as C, TaskPatch,
-        TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
+        AutomationMode, CommentAuthor, CreateTask, DependencyKind, HeartbeatConfig, PinnedBy, RunTask, RunTrigger,
+        ScheduleConfig, Task, TaskCommand as C, TaskPatch, TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
     },
     values::{AgentRef, Handoff},
 };
@@ -225,6 +225,10 @@ fn at(hh: u32, mm: u32, ss: u32) -> chrono::DateTime<chrono::Utc> {
     chrono::Utc.with_ymd_and_hms(2026, 11, 29, hh, mm, ss).single().unwrap()
 }
 
+fn with_timeout() -> HeartbeatConfig {
+    HeartbeatConfig { interval_secs: None, timeout_secs: Some(600), require_input: false }
+}
+
 /// The scheduler's due instants of a task follow its runs and status: the next slot after the
 /// later of its last schedule run and the start of its schedule, none while a run is in flight
 /// or it is paused; the heartbeat deadline while it runs. A continued topic's new start replaces
@@ -232,9 +236,9 @@ fn at(hh: u32, mm: u32, ss: u32) -> chrono::DateTime<chrono::Utc> {
 async fn due_instants_follow_runs_and_status(log: TestLog) {
     let mut h = Harness::new(log);
     let C::Create(mut spec) = create("s", None) else { unreachable!("create() creates") };
-    spec.automation_mode = Some(agentlog_domain::tasks::AutomationMode::Schedule);
+    spec.automation_mode = Some(AutomationMode::Schedule);
     spec.schedule.pattern = Some("0 * * * *".into());
-    spec.heartbeat.timeout_secs = Some(600);
+    spec.heartbeat = with_timeout();
     h.exec::<Task>(U, "s", C::Create(spec)).await; // 09:00:00
     h.exec::<Task>(U, "s", C::ChangeStatus { to: TaskStatus::Scheduled, error: None }).await; // 09:00:01
     h.sync().await;
@@ -274,6 +278,20 @@ async fn due_instants_follow_runs_and_status(log: TestLog) {
     h.sync().await;
     let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
     assert_eq!(row.next_schedule_at, Some(at(10, 0, 0)));
+    // A new pattern and zone: half past, in Kolkata (UTC+05:30), so on the hour in UTC.
+    let schedule =
+        ScheduleConfig { pattern: Some("30 * * * *".into()), timezone: "Asia/Kolkata".into(), max_executions: None };
+    let configure =
+        C::ConfigureAutomation { mode: Some(AutomationMode::Schedule), heartbeat: with_timeout(), schedule };
+    h.exec::<Task>(U, "s", configure).await;
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!(row.next_schedule_at, Some(at(10, 0, 0)));
+    let manual = C::ConfigureAutomation { mode: None, heartbeat: with_timeout(), schedule: ScheduleConfig::default() };
+    h.exec::<Task>(U, "s", manual).await;
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!(row.next_schedule_at, None, "manual: never due");
 
     h.rebuild().await;
     assert_eq!(tasks::task(&h.db, U, "s").await.unwrap(), Some(row), "a rebuild agrees");
