@@ -106,12 +106,26 @@ impl<R: TableRow> Staged<R> {
         keys: impl IntoIterator<Item = R::Key>,
     ) -> Result<(), ProjectionError> {
         let mut seen = HashSet::new();
-        let keys: Vec<R::Key> =
-            keys.into_iter().filter(|k| !self.index.contains_key(k) && seen.insert(k.clone())).collect();
-        for chunk in keys.chunks(MAX_OR_TERMS) {
-            let args: Vec<SqlValue> = chunk.iter().flat_map(R::key_values).collect();
+        let keys: Vec<Vec<SqlValue>> = keys
+            .into_iter()
+            .filter(|k| !self.index.contains_key(k) && seen.insert(k.clone()))
+            .map(|k| R::key_values(&k))
+            .collect();
+        self.load_matching(tx, R::KEY, &keys).await
+    }
+
+    /// Load the rows whose `columns` hold one of `values` (each in `columns` order), those not
+    /// staged yet: with a leading part of the key (`user_id, task_id`), every row of a parent.
+    pub(crate) async fn load_matching(
+        &mut self,
+        tx: &mut ReadTx,
+        columns: &[&str],
+        values: &[Vec<SqlValue>],
+    ) -> Result<(), ProjectionError> {
+        for chunk in values.chunks(MAX_OR_TERMS) {
+            let args: Vec<SqlValue> = chunk.iter().flatten().cloned().collect();
             let sql =
-                format!("SELECT {} FROM {} WHERE {}", R::COLUMNS.join(", "), R::TABLE, key_terms(R::KEY, chunk.len()));
+                format!("SELECT {} FROM {} WHERE {}", R::COLUMNS.join(", "), R::TABLE, key_terms(columns, chunk.len()));
             for row in tx.fetch(&sql, &args).await? {
                 let row = R::from_row(&row)?;
                 let key = row.key();
@@ -124,6 +138,11 @@ impl<R: TableRow> Staged<R> {
         Ok(())
     }
 
+    /// The staged rows that exist.
+    pub(crate) fn rows(&self) -> impl Iterator<Item = &R> {
+        self.slots.iter().filter_map(|s| s.row.as_ref())
+    }
+
     /// The staged row with this key, if it exists.
     pub(crate) fn get(&self, key: &R::Key) -> Option<&R> {
         self.index.get(key).and_then(|&i| self.slots[i].row.as_ref())
@@ -133,7 +152,8 @@ impl<R: TableRow> Staged<R> {
     pub(crate) fn get_mut(&mut self, key: &R::Key) -> Option<&mut R> {
         let &i = self.index.get(key)?;
         let slot = &mut self.slots[i];
-        slot.dirty = slot.row.is_some();
+        // A removed row stays removed (and its delete pending).
+        slot.dirty |= slot.row.is_some();
         slot.row.as_mut()
     }
 

@@ -5,6 +5,19 @@
 //! decide — so a job or task that was disabled, deleted, paused, finished, switched mode, is
 //! already running or waits for a human is skipped, whatever an earlier pass saw.
 //!
+//! **Only what is due.** The candidates are the rows whose due instant, kept by their read
+//! model as a pure function of the log, is at or before now: a cron job's first slot after its
+//! last fire that its conditions allow (`cron_jobs.next_due_at`), a scheduled task's first slot
+//! after its last schedule run (`tasks.next_schedule_at`), a heartbeat task's tick
+//! (`tasks.heartbeat_tick_due_at`) and a running task's heartbeat deadline
+//! (`tasks.heartbeat_deadline_at`), each an index range. A pass on an idle server reads no row,
+//! however many jobs and tasks there are; the due instant is a lower bound of when a pass has
+//! something to do, so no slot is missed. A candidate the rules skip stays due until it fires or
+//! its row changes: one whose latest slot falls outside its active hours after the server was
+//! down (until its next allowed slot), one whose agent is gone or whose budget is spent (until
+//! its next fire), a task a human is waiting on, and a job or task in a zone this build does not
+//! know (reported skipped on every pass, as before).
+//!
 //! **Once per slot.** A fire's command id, and so its event ids, the run's topic id and its
 //! operation id, derive from the job or task and the slot (the scheduled minute, or the
 //! heartbeat's tick token). Two server processes firing the same slot, or a restart in the
@@ -25,17 +38,17 @@ use std::time::Duration;
 use agentlog_domain::{
     aggregate::{Aggregate, StreamEvents},
     context::Context,
-    cron_jobs::{CronCommand, CronJob, pattern::CronPattern},
+    cron_jobs::{CronCommand, CronJob, pattern::CronPattern, slots},
     envelope::Actor,
     error::DomainError,
     ids::{derived_id, server_id},
     operations::{CreateOperation, Operation, OperationCommand, OperationKind},
     streams::StreamKind,
-    tasks::{self as domain_task, AutomationMode, RunTrigger, Task, TaskStatus},
+    tasks::{self as domain_task, RunTrigger, Task, TaskStatus},
 };
 use agentlog_eventlog::{CommandError, EventLogError};
 use agentlog_projections::{briefs, budgets::RunScope, cron_jobs, cron_jobs::CronJobRow, tasks};
-use chrono::{DateTime, Duration as Span, NaiveDateTime, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use tokio::sync::watch;
 
@@ -55,7 +68,7 @@ use crate::{
 pub const NAME: &str = "scheduler";
 
 /// How far back a pass looks for a missed slot.
-pub const MAX_CATCH_UP_DAYS: i64 = 366;
+pub use agentlog_domain::cron_jobs::slots::MAX_CATCH_UP_DAYS;
 
 /// How often the scheduler passes (cron slots are minutes; heartbeats may be seconds).
 pub const PASS_EVERY: Duration = Duration::from_secs(1);
@@ -91,41 +104,19 @@ pub async fn run(state: App, stop: watch::Receiver<bool>) {
 /// One pass at `now`: fire what is due. Public so tests can drive the clock.
 pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<PassReport, ReactorError> {
     let mut report = PassReport::default();
-    for job in cron_jobs::dispatchable_jobs(&state.db, None).await? {
+    for job in cron_jobs::jobs_due(&state.db, None, now).await? {
         fire_cron_job(state, &job, now, &mut report).await?;
     }
-    for (owner, task_id) in tasks::automated_candidates(&state.db, AutomationMode::Heartbeat, Some(now)).await? {
+    for (owner, task_id) in tasks::heartbeat_ticks_due(&state.db, now).await? {
         heartbeat_tick(state, &owner, &task_id, now, &mut report).await?;
     }
-    for (owner, task_id) in tasks::automated_candidates(&state.db, AutomationMode::Schedule, None).await? {
+    for (owner, task_id) in tasks::schedules_due(&state.db, now).await? {
         schedule_tick(state, &owner, &task_id, now, &mut report).await?;
     }
-    for (owner, task_id) in tasks::heartbeat_timeout_candidates(&state.db, now).await? {
+    for (owner, task_id) in tasks::heartbeat_timeouts_due(&state.db, now).await? {
         heartbeat_timeout(state, &owner, &task_id, now, &mut report).await?;
     }
     Ok(report)
-}
-
-/// The latest slot of `pattern` in zone `tz` at or before `now` and after `last` (exclusive,
-/// by minute), as the instant it falls on.
-pub fn latest_slot(pattern: &str, tz: Tz, now: DateTime<Utc>, last: DateTime<Utc>) -> Option<DateTime<Tz>> {
-    let pattern = CronPattern::parse(pattern).ok()?;
-    let local_now = now.with_timezone(&tz).naive_local();
-    let after_last = minute_of(last.with_timezone(&tz).naive_local()) + Span::minutes(1);
-    let not_before = after_last.max(local_now - Span::days(MAX_CATCH_UP_DAYS));
-    let mut at = local_now;
-    // A slot in a DST gap has no instant: look further back.
-    loop {
-        let slot = pattern.latest_at_or_before(at, not_before)?;
-        if let Some(instant) = tz.from_local_datetime(&slot).earliest() {
-            return Some(instant);
-        }
-        at = slot - Span::minutes(1);
-    }
-}
-
-fn minute_of(t: NaiveDateTime) -> NaiveDateTime {
-    t.with_second(0).and_then(|t| t.with_nanosecond(0)).unwrap_or(t)
 }
 
 /// The scheduler acting for the owner of what it fires.
@@ -166,7 +157,8 @@ async fn fire_cron_job(
         return Ok(());
     };
     let last = job.last_executed_at.unwrap_or(job.created_at);
-    let Some(slot) = latest_slot(&job.pattern, tz, now, last) else { return Ok(()) };
+    let Ok(pattern) = CronPattern::parse(&job.pattern) else { return Ok(()) };
+    let Some(slot) = slots::latest_slot(&pattern, &tz, now, last) else { return Ok(()) };
     let slot_utc = slot.with_timezone(&Utc);
     let stream = state.handler.stream_of::<CronJob>(&job.user_id, &job.job_id).await?;
     // A job in an owned stream is named with its owner: two users' jobs `j1` fire apart. A
@@ -328,7 +320,8 @@ async fn schedule_tick(
     };
     let last_run = task.topics.values().filter(|t| t.trigger == RunTrigger::Schedule).map(|t| t.started_at).max();
     let last = last_run.map_or(started, |r| r.max(started));
-    let Some(slot) = latest_slot(&pattern, tz, now, last) else { return Ok(()) };
+    let Ok(pattern) = CronPattern::parse(&pattern) else { return Ok(()) };
+    let Some(slot) = slots::latest_slot(&pattern, &tz, now, last) else { return Ok(()) };
     let key = format!("{name}@{}", slot.naive_local().format("%Y-%m-%dT%H:%M"));
     let waiting = briefs::human_waiting(&state.db, &task.user_id, task_id).await?;
     match domain_task::tick::schedule_tick(&task, waiting) {
@@ -370,13 +363,10 @@ async fn heartbeat_timeout(
     let loaded = state.handler.load_of::<Task>(owner, task_id).await?;
     let (stream, task) = (loaded.stream_id, loaded.state);
     let name = task_key(&stream, task_id);
-    let (Some(last), Some(timeout)) = (task.last_heartbeat_at, task.heartbeat.timeout_secs) else { return Ok(()) };
+    let (Some(last), Some(due)) = (task.last_heartbeat_at, task.heartbeat_deadline()) else { return Ok(()) };
     if task.status != TaskStatus::Running || !task.heartbeat_stale(now) {
         return Ok(());
     }
-    // The first whole second past the timeout: when the rule first holds.
-    let secs = i64::try_from(timeout).unwrap_or(i64::MAX / 2).saturating_add(1);
-    let Some(due) = last.checked_add_signed(Span::seconds(secs)) else { return Ok(()) };
     let key = format!("{name}\u{0}{}", last.timestamp_micros());
     let ctx = system_context("heartbeat-timeout", &key, due, &task.user_id);
     match state.handler.execute_stream::<Task>(&stream, &domain_task::TaskCommand::CheckHeartbeatTimeout, &ctx).await {

@@ -52,6 +52,7 @@ mod read_models;
 mod refusals;
 mod retention;
 mod roster;
+mod scheduler_due;
 mod scheduling;
 mod schema_drift;
 mod server;

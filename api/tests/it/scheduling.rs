@@ -459,17 +459,3 @@ both!(
     cron_slots_fire_once as scheduler_cron_slots_fire_once,
     expired_leases_interrupt_once_and_notify as lease_reaper_interrupts_once_and_notifies
 );
-
-#[test]
-fn slots_skip_daylight_saving_gaps_and_take_the_first_of_repeated_hours() {
-    let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
-    // 2026-03-29 02:30 does not exist in Berlin (02:00 → 03:00): the latest slot is the day before.
-    let now = at("2026-03-29T01:30:00Z"); // 03:30 local
-    let last = at("2026-03-27T00:00:00Z");
-    let slot = scheduler::latest_slot("30 2 * * *", berlin, now, last).expect("a slot");
-    assert_eq!(slot.with_timezone(&Utc), at("2026-03-28T01:30:00Z"));
-    // 2026-10-25 02:30 happens twice: the first (CEST, 00:30 UTC) is the slot.
-    let now = at("2026-10-25T02:00:00Z");
-    let slot = scheduler::latest_slot("30 2 * * *", berlin, now, at("2026-10-24T12:00:00Z")).expect("a slot");
-    assert_eq!(slot.with_timezone(&Utc), at("2026-10-25T00:30:00Z"));
-}

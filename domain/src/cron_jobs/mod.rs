@@ -6,7 +6,9 @@
 //! - a fire counts one execution, and a job whose remaining executions reach 0 disables itself;
 //! - reset re-enables it and restores its counters;
 //! - [`should_fire`] is the pure fire rule (pattern, enabled, remaining, conditions), and
-//!   [`next_fire_at`] the forward search for the next minute it holds (`next_fire`).
+//!   [`next_fire_at`] the forward search for the next minute it holds (`next_fire`);
+//! - [`slots`] places a pattern's slots in a zone: the latest one a scheduler pass fires, and
+//!   the first one after the last fire, from which a job is due ([`next_fire::next_due_at`]).
 //!
 //! The fire event's id is derived from the job and the minute it fires for, so two scheduler
 //! instances firing the same minute write one event.
@@ -14,9 +16,12 @@
 pub mod conditions;
 pub mod next_fire;
 pub mod pattern;
+pub mod slots;
 
 #[cfg(test)]
 mod next_fire_tests;
+#[cfg(test)]
+mod slots_tests;
 #[cfg(test)]
 mod tests;
 

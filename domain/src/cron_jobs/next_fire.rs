@@ -3,14 +3,21 @@
 //! is skipped), and it comes after the last fire's local minute (so a repeated hour fires once,
 //! at the first occurrence the scheduler can still reach).
 //!
+//! [`next_due_at`] is its clock-free twin, the instant from which the scheduler has a slot of
+//! the job to fire (it may be past): what the cron jobs read model keeps, so that a pass reads
+//! only the jobs due.
+//!
 //! The zone is any `chrono::TimeZone` (the api passes chrono-tz's): the domain holds no
 //! time-zone database, and `now` is passed in.
 
-use chrono::{
-    DateTime, Datelike, Duration, LocalResult, NaiveDateTime, NaiveTime, TimeZone, Timelike, Utc,
-};
+use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
 
-use super::{conditions::ExecutionConditions, pattern::CronPattern};
+use super::{
+    CronJob,
+    conditions::ExecutionConditions,
+    pattern::CronPattern,
+    slots::{first_allowed, next_due},
+};
 
 /// How far ahead [`next_slot`] looks; a schedule with no fire within it has none.
 pub const HORIZON_DAYS: i64 = 366;
@@ -30,28 +37,31 @@ pub fn next_slot<Z: TimeZone>(
     let local = |t: DateTime<Utc>| t.with_timezone(zone).naive_local();
     let today = local(now).date();
     let after = last.map_or(local(now), |last| local(last).max(local(now)));
-    let mut from = after.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
+    let from = after.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
     let horizon = from + Duration::days(HORIZON_DAYS);
-    let c = conditions;
-    while let Some(slot) = pattern.earliest_at_or_after(from, horizon) {
-        let date = slot.date();
-        let weekday = date.weekday().num_days_from_sunday() as u8;
-        if c.active_days.as_ref().is_some_and(|days| !days.contains(&weekday))
-            || (date == today && c.max_executions_per_day.is_some_and(|max| fires_today >= max))
-        {
-            from = date.succ_opt()?.and_time(NaiveTime::MIN);
-            continue;
-        }
-        if c.active_hours.is_some_and(|h| !h.contains(slot.hour() as u8)) {
-            from = slot.with_minute(0)? + Duration::hours(1);
-            continue;
-        }
-        match instant_after(zone, slot, now) {
-            Some(at) => return Some(at),
-            None => from = slot + Duration::minutes(1),
-        }
+    let fires_on = |day| if day == today { fires_today } else { 0 };
+    first_allowed(&pattern, conditions, fires_on, from, horizon, |slot| {
+        instant_after(zone, slot, now)
+    })
+}
+
+/// The instant `job` falls due for the scheduler, a pure function of its state: its first slot
+/// (in `zone`, its `timezone` resolved by the caller) after its last fire — after `created_at`
+/// when it has not fired since it was created, reset, or its pattern or zone changed, as the
+/// scheduler counts — that its conditions allow, `fires_on` counting its fires on a local day;
+/// `None` while it is disabled or used up, or when its pattern has no such slot.
+pub fn next_due_at<Z: TimeZone>(
+    job: &CronJob,
+    zone: &Z,
+    created_at: DateTime<Utc>,
+    fires_on: impl Fn(NaiveDate) -> u32,
+) -> Option<DateTime<Utc>> {
+    if !job.enabled || job.deleted || job.remaining_executions == Some(0) {
+        return None;
     }
-    None
+    let pattern = CronPattern::parse(&job.pattern).ok()?;
+    let last = job.last_executed_at.unwrap_or(created_at);
+    next_due(&pattern, &job.conditions, fires_on, zone, last)
 }
 
 /// The instant local `slot` falls on that is after `now`: of a repeated minute the first one

@@ -141,6 +141,11 @@ impl CronPattern {
 }
 
 impl CronPattern {
+    /// The hours (0–23) the pattern allows, ascending.
+    pub fn hours(&self) -> impl Iterator<Item = u8> + '_ {
+        self.hours.iter().copied()
+    }
+
     /// Does the pattern allow this local date (day of month, month and weekday)?
     pub fn matches_day(&self, date: NaiveDate) -> bool {
         let weekday = date.weekday().num_days_from_sunday() as u8;

@@ -33,7 +33,7 @@ pub use model::{
     AutomationMode, CommentAuthor, DependencyKind, FAILURE_FUSE, HeartbeatConfig, PinnedBy,
     RunTrigger, ScheduleConfig, TaskConfig, TaskStatus, Topic, TopicReview, TopicStatus,
 };
-pub use state::Task;
+pub use state::{Task, heartbeat_deadline};
 
 use crate::aggregate::Aggregate;
 use crate::context::Context;

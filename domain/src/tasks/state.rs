@@ -123,6 +123,12 @@ impl Task {
         }
     }
 
+    /// When its heartbeat goes stale ([`heartbeat_deadline`] of its last heartbeat and
+    /// timeout); `None` without a heartbeat or a timeout.
+    pub fn heartbeat_deadline(&self) -> Option<DateTime<Utc>> {
+        heartbeat_deadline(self.last_heartbeat_at?, self.heartbeat.timeout_secs?)
+    }
+
     /// Runs triggered by the schedule since the current schedule window opened.
     pub fn schedule_runs_in_window(&self) -> u32 {
         let since = self.schedule_started_at;
@@ -148,4 +154,12 @@ impl Task {
                 .is_some_and(|max| max > 0 && self.schedule_runs_in_window() >= max);
         topics_full || schedule_full
     }
+}
+
+/// When a heartbeat at `last` with a timeout of `timeout_secs` goes stale: the first whole
+/// second past the timeout, the first instant at which [`Task::heartbeat_stale`] holds. `None`
+/// when that is past the end of representable time (it never goes stale).
+pub fn heartbeat_deadline(last: DateTime<Utc>, timeout_secs: u64) -> Option<DateTime<Utc>> {
+    let secs = i64::try_from(timeout_secs).ok()?.checked_add(1)?;
+    last.checked_add_signed(chrono::Duration::try_seconds(secs)?)
 }

@@ -1,9 +1,12 @@
-//! Folding `cron.*` events into `cron_jobs` (as `CronJob::evolve`; a deleted job's row goes).
+//! Folding `cron.*` events into `cron_jobs` (as `CronJob::evolve`; a deleted job's row goes),
+//! then each touched job's due instant from its new state.
+
+use std::collections::HashSet;
 
 use agentlog_domain::{cron_jobs::CronEvent as E, envelope::RecordedEvent};
 use async_trait::async_trait;
 
-use super::rows::CronJobRow;
+use super::{due::next_due_at, rows::CronJobRow};
 use crate::{
     db::ReadTx,
     decoding::decode_owned_batch,
@@ -22,7 +25,8 @@ impl Projection for CronJobsProjection {
         "cron_jobs"
     }
     fn version(&self) -> i32 {
-        2
+        // 3: `next_due_at`.
+        3
     }
     fn tables(&self) -> &'static [&'static str] {
         &[CronJobRow::TABLE]
@@ -57,6 +61,7 @@ impl Projection for CronJobsProjection {
                         total_executions: 0,
                         last_fire_local_day: None,
                         fires_on_last_day: 0,
+                        next_due_at: None,
                         created_at: e.at,
                         updated_at: at,
                     });
@@ -124,6 +129,13 @@ impl Projection for CronJobsProjection {
                 }
             }
             job.updated_at = at;
+        }
+        // Once per job and batch: a rebuild folds many fires of a job in one batch.
+        let touched: HashSet<&(String, String)> = decoded.iter().map(|(_, key, _)| key).collect();
+        for key in touched {
+            if let Some(job) = jobs.get_mut(key) {
+                job.next_due_at = next_due_at(job);
+            }
         }
         jobs.flush(tx).await
     }

@@ -1,8 +1,5 @@
 //! Queries over the cron jobs read model, owner-scoped (`owner: None` = admin).
 
-use agentlog_domain::cron_jobs::should_fire;
-use chrono::{DateTime, FixedOffset, Utc};
-
 use super::rows::CronJobRow;
 use crate::{
     db::ReadDb,
@@ -50,26 +47,4 @@ pub async fn dispatchable_jobs(db: &ReadDb, owner: Option<&str>) -> Result<Vec<C
     q.owner(owner).condition("enabled = 1").condition("(remaining_executions IS NULL OR remaining_executions > 0)");
     let rows = q.all(db, "(last_executed_at IS NOT NULL), last_executed_at, job_id").await?;
     rows.iter().map(CronJobRow::from_row).collect()
-}
-
-/// Jobs due at `now`: dispatchable jobs for which `cron::should_fire` holds at `now` in the
-/// job's time zone (pattern, active days and hours, daily maximum). `local` converts an instant
-/// into a zone (the caller has the time-zone database); a job whose zone it does not know is
-/// skipped.
-pub async fn jobs_due(
-    db: &ReadDb,
-    owner: Option<&str>,
-    now: DateTime<Utc>,
-    local: impl Fn(&str, DateTime<Utc>) -> Option<DateTime<FixedOffset>>,
-) -> Result<Vec<CronJobRow>, ProjectionError> {
-    let jobs = dispatchable_jobs(db, owner).await?;
-    Ok(jobs
-        .into_iter()
-        .filter(|job| {
-            local(&job.timezone, now).is_some_and(|at| {
-                let fires_today = job.fires_on(&at.date_naive().to_string());
-                should_fire(&job.to_domain(), at, fires_today).is_ok()
-            })
-        })
-        .collect())
 }

@@ -47,6 +47,9 @@ pub struct CronJobRow {
     pub last_fire_local_day: Option<String>,
     /// Fires on that local day (for `maxExecutionsPerDay`).
     pub fires_on_last_day: i64,
+    /// When the scheduler has a slot of it to fire (none: disabled, used up, or no slot ever);
+    /// derived from the other fields.
+    pub next_due_at: Option<DateTime<Utc>>,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Last changed (log time).
@@ -106,6 +109,7 @@ impl TableRow for CronJobRow {
         "total_executions",
         "last_fire_local_day",
         "fires_on_last_day",
+        "next_due_at",
         "created_at",
         "updated_at",
     ];
@@ -135,6 +139,7 @@ impl TableRow for CronJobRow {
             self.total_executions.into(),
             self.last_fire_local_day.as_deref().into(),
             self.fires_on_last_day.into(),
+            opt_micros(self.next_due_at),
             micros(self.created_at),
             micros(self.updated_at),
         ]
@@ -158,6 +163,7 @@ impl TableRow for CronJobRow {
             total_executions: c.int()?,
             last_fire_local_day: c.opt_text(),
             fires_on_last_day: c.int()?,
+            next_due_at: c.opt_time()?,
             created_at: c.time()?,
             updated_at: c.time()?,
         })

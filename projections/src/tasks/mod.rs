@@ -1,7 +1,7 @@
 //! The tasks read model: `tasks`, `task_dependencies` (blocks | relates), `task_topics` (runs
 //! with status, trigger, hand-off and review), `task_documents` (pinnedBy) and `task_comments`,
 //! folded from `task.*` events; and the queries the API serves from them, subtask layers
-//! included.
+//! included, and the scheduler's due queries (`due`).
 //!
 //! ```no_run
 //! # async fn demo(db: agentlog_projections::ReadDb) -> Result<(), agentlog_projections::ProjectionError> {
@@ -12,13 +12,15 @@
 //! # Ok(()) }
 //! ```
 
+mod due;
 mod projection;
 mod query;
 mod rows;
 
+pub use due::{heartbeat_ticks_due, heartbeat_timeouts_due, schedules_due};
 pub use projection::TasksProjection;
 pub use query::{
-    TaskFilter, automated_candidates, heartbeat_timeout_candidates, subtask_layers, task, task_by_identifier,
-    task_comments, task_dependants, task_dependencies, task_documents, task_topic, task_topics, tasks,
+    TaskFilter, subtask_layers, task, task_by_identifier, task_comments, task_dependants, task_dependencies,
+    task_documents, task_topic, task_topics, tasks,
 };
 pub use rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};

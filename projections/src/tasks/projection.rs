@@ -1,16 +1,22 @@
 //! Folding `task.*` events into `tasks`, `task_dependencies`, `task_documents`, `task_topics`
-//! and `task_comments`. Mirrors the domain's `Task::evolve`, one row per entity.
+//! and `task_comments`. Mirrors the domain's `Task::evolve`, one row per entity; then each
+//! touched task's due instants (`due`) from its new state.
+
+use std::collections::{BTreeSet, HashSet};
 
 use agentlog_domain::{
     envelope::RecordedEvent,
-    tasks::{CommentAuthor, TaskEvent as E, TaskStatus, TopicStatus},
+    tasks::{CommentAuthor, RunTrigger, TaskEvent as E, TaskStatus, TopicStatus},
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};
+use super::{
+    due,
+    rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow},
+};
 use crate::{
-    db::ReadTx,
+    db::{ReadTx, SqlValue},
     decoding::decode_owned_batch,
     error::ProjectionError,
     projection::Projection,
@@ -37,7 +43,8 @@ impl Projection for TasksProjection {
         "tasks"
     }
     fn version(&self) -> i32 {
-        2
+        // 3: the scheduler's due instants, and what they derive from.
+        3
     }
     fn tables(&self) -> &'static [&'static str] {
         &[TaskRow::TABLE, DependencyRow::TABLE, DocumentRow::TABLE, TopicRow::TABLE, CommentRow::TABLE]
@@ -54,8 +61,24 @@ impl Projection for TasksProjection {
         let mut batch = Batch::default();
         batch.tasks.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;
         batch.topics.load(tx, "topic_id", decoded.iter().flat_map(|(_, _, e)| topic_ids(e))).await?;
+        // A continued topic's new start replaces its old one: the task's latest schedule run is
+        // found again among all its topics (the server never continues one; the domain may).
+        let continuing: BTreeSet<&(String, String)> = decoded
+            .iter()
+            .filter(|(_, _, e)| matches!(e, E::TopicStarted(t) if t.continued))
+            .map(|(_, key, _)| key)
+            .collect();
+        let parents: Vec<Vec<SqlValue>> = continuing.iter().map(|(owner, id)| vec![owner.into(), id.into()]).collect();
+        batch.topics.load_matching(tx, &["user_id", "task_id"], &parents).await?;
         for (recorded, key, event) in &decoded {
             fold(&mut batch, recorded, key, event);
+        }
+        // Once per task and batch: a rebuild folds many events of a task in one batch.
+        let touched: HashSet<&(String, String)> = decoded.iter().map(|(_, key, _)| key).collect();
+        for key in touched {
+            if let Some(task) = batch.tasks.get_mut(key) {
+                due::refresh(task);
+            }
         }
         batch.tasks.flush(tx).await?;
         batch.dependencies.flush(tx).await?;
@@ -116,6 +139,11 @@ fn new_task(key: &(String, String), e: &agentlog_domain::tasks::event::TaskCreat
         heartbeat_require_input: s.heartbeat.require_input,
         skipped_ticks: 0,
         last_skipped_tick_at: None,
+        last_schedule_run_at: None,
+        running_topics: 0,
+        next_schedule_at: None,
+        heartbeat_tick_due_at: None,
+        heartbeat_deadline_at: None,
     }
 }
 
@@ -132,6 +160,10 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task: &(String, String), event:
     }
     // Child rows carry the task's owner (the stream's: task ids are per owner).
     let (owner, key) = (task.0.clone(), task.1.clone());
+    // The task counts its running topics (`Task::running_topics`): the change in how many of
+    // the topics this event touches run.
+    let touched_topics: BTreeSet<String> = topic_ids(event).into_iter().collect();
+    let running_before = running_among(b, task, &touched_topics);
     match event {
         E::DependencyAdded(e) => {
             b.dependencies.put(DependencyRow {
@@ -227,10 +259,39 @@ fn fold(b: &mut Batch, recorded: &RecordedEvent, task: &(String, String), event:
         }
         _ => {}
     }
+    let running_change = running_among(b, task, &touched_topics) - running_before;
+    let schedule_run_again = match event {
+        E::TopicStarted(e) if e.continued => Some(latest_schedule_run(b, task)),
+        _ => None,
+    };
     if let Some(row) = b.tasks.get_mut(task) {
         fold_task(row, event);
+        row.running_topics += running_change;
+        if let Some(latest) = schedule_run_again {
+            row.last_schedule_run_at = latest;
+        }
         row.updated_at = at;
     }
+}
+
+/// How many of `task`'s topics `ids` are staged as running.
+fn running_among(b: &Batch, task: &(String, String), ids: &BTreeSet<String>) -> i64 {
+    let running = ids
+        .iter()
+        .filter_map(|id| b.topics.get(&(task.0.clone(), task.1.clone(), id.clone())))
+        .filter(|t| t.status == TopicStatus::Running)
+        .count();
+    i64::try_from(running).unwrap_or(i64::MAX)
+}
+
+/// The latest start of `task`'s runs triggered by the schedule, among its staged topics (all of
+/// them, loaded for a continued topic).
+fn latest_schedule_run(b: &Batch, task: &(String, String)) -> Option<DateTime<Utc>> {
+    b.topics
+        .rows()
+        .filter(|t| t.user_id == task.0 && t.task_id == task.1 && t.trigger == RunTrigger::Schedule)
+        .map(|t| t.started_at)
+        .max()
 }
 
 /// Mark a topic ended; returns it for further changes (none when the topic is unknown).
@@ -300,6 +361,11 @@ fn fold_task(task: &mut TaskRow, event: &E) {
         E::TopicStarted(e) => {
             if !e.continued {
                 task.total_topics += 1;
+                // A new run: the latest schedule run is this one or the one before. (A
+                // continued one is found again among all topics: `fold`.)
+                if e.trigger == RunTrigger::Schedule {
+                    task.last_schedule_run_at = task.last_schedule_run_at.max(Some(e.at));
+                }
             }
             task.current_topic_id = Some(e.topic_id.clone());
             task.last_heartbeat_at = Some(e.at);

@@ -89,6 +89,16 @@ pub struct TaskRow {
     pub skipped_ticks: i64,
     /// When the latest tick was skipped.
     pub last_skipped_tick_at: Option<DateTime<Utc>>,
+    /// The latest start of a run the schedule triggered (the scheduler's last slot).
+    pub last_schedule_run_at: Option<DateTime<Utc>>,
+    /// Topics running now.
+    pub running_topics: i64,
+    /// When its schedule has a slot to run; derived (`tasks::due`).
+    pub next_schedule_at: Option<DateTime<Utc>>,
+    /// When its heartbeat tick is due, while it may tick; derived.
+    pub heartbeat_tick_due_at: Option<DateTime<Utc>>,
+    /// When a run's heartbeat goes stale, while it runs; derived.
+    pub heartbeat_deadline_at: Option<DateTime<Utc>>,
 }
 
 impl TableRow for TaskRow {
@@ -131,6 +141,11 @@ impl TableRow for TaskRow {
         "heartbeat_require_input",
         "skipped_ticks",
         "last_skipped_tick_at",
+        "last_schedule_run_at",
+        "running_topics",
+        "next_schedule_at",
+        "heartbeat_tick_due_at",
+        "heartbeat_deadline_at",
     ];
     const KEY: &'static [&'static str] = &["user_id", "task_id"];
 
@@ -177,6 +192,11 @@ impl TableRow for TaskRow {
             i64::from(self.heartbeat_require_input).into(),
             self.skipped_ticks.into(),
             opt_micros(self.last_skipped_tick_at),
+            opt_micros(self.last_schedule_run_at),
+            self.running_topics.into(),
+            opt_micros(self.next_schedule_at),
+            opt_micros(self.heartbeat_tick_due_at),
+            opt_micros(self.heartbeat_deadline_at),
         ]
     }
     fn from_row(row: &Row) -> Result<Self, ProjectionError> {
@@ -217,6 +237,11 @@ impl TableRow for TaskRow {
             heartbeat_require_input: c.int()? != 0,
             skipped_ticks: c.int()?,
             last_skipped_tick_at: c.opt_time()?,
+            last_schedule_run_at: c.opt_time()?,
+            running_topics: c.int()?,
+            next_schedule_at: c.opt_time()?,
+            heartbeat_tick_due_at: c.opt_time()?,
+            heartbeat_deadline_at: c.opt_time()?,
         })
     }
 }

@@ -225,6 +225,7 @@ async fn cron_jobs_fold_and_query(log: TestLog) {
     assert_eq!(j1.fires_on("2026-11-30"), 2);
     let j2 = cron_jobs::cron_job(db, U, "j2").await.unwrap().expect("j2");
     assert_eq!((j2.name.as_deref(), j2.enabled), (Some("news"), false));
+    assert_eq!((j1.next_due_at, j2.next_due_at), (None, None), "disabled or used up: never due");
     assert!(cron_jobs::cron_job(db, U, "j3").await.unwrap().is_none(), "a deleted job's row goes");
     assert!(cron_jobs::dispatchable_jobs(db, Some(U)).await.unwrap().is_empty());
 
@@ -234,8 +235,14 @@ async fn cron_jobs_fold_and_query(log: TestLog) {
     let db = &h.db;
     let ready = cron_jobs::dispatchable_jobs(db, Some(U)).await.unwrap();
     assert_eq!(sorted(ready.iter().map(|j| j.job_id.as_str())), ["j1", "j2"]);
-    let due = cron_jobs::jobs_due(db, Some(U), at(3).to_utc(), |_, now| Some(now.fixed_offset())).await.unwrap();
-    assert_eq!(due.len(), 2);
+    // Both are due: j1 reset (due from its creation on), j2 never fired; a minute before their
+    // first slot, neither.
+    let due = cron_jobs::jobs_due(db, Some(U), at(3).to_utc()).await.unwrap();
+    assert_eq!(sorted(due.iter().map(|j| j.job_id.as_str())), ["j1", "j2"]);
+    let before = chrono::Utc.with_ymd_and_hms(2026, 11, 29, 9, 0, 59).single().unwrap();
+    assert!(cron_jobs::jobs_due(db, Some(U), before).await.unwrap().is_empty());
+    let j2 = cron_jobs::cron_job(db, U, "j2").await.unwrap().expect("j2");
+    assert_eq!(j2.next_due_at, chrono::Utc.with_ymd_and_hms(2026, 11, 29, 9, 1, 0).single());
     let enabled = cron_jobs::CronJobFilter { enabled: Some(true), ..Default::default() };
     assert_eq!(cron_jobs::cron_jobs(db, None, &enabled, &PageRequest::default()).await.unwrap().items.len(), 2);
     assert!(cron_jobs::cron_job(db, "user-2", "j1").await.unwrap().is_none());

@@ -7,8 +7,8 @@ use crate::support;
 use agentlog_domain::{
     tasks::graph::BlocksGraph,
     tasks::{
-        CommentAuthor, CreateTask, DependencyKind, PinnedBy, RunTask, RunTrigger, Task, TaskCommand as C, TaskPatch,
-        TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
+        AutomationMode, CommentAuthor, CreateTask, DependencyKind, HeartbeatConfig, PinnedBy, RunTask, RunTrigger,
+        ScheduleConfig, Task, TaskCommand as C, TaskPatch, TaskStatus, TopicEnd, TopicOutcome, TopicStatus,
     },
     values::{AgentRef, Handoff},
 };
@@ -199,3 +199,102 @@ async fn tasks_fold_and_query(log: TestLog) {
 }
 
 both!(tasks_fold_and_query as tasks_read_model);
+
+fn start(topic: &str, trigger: RunTrigger, continue_topic: bool) -> C {
+    let C::Run(mut r) = run(topic) else { unreachable!("run() is a run") };
+    (r.trigger, r.continue_topic) = (trigger, continue_topic);
+    C::Run(r)
+}
+
+fn done(topic: &str, trigger: RunTrigger) -> C {
+    C::CompleteTopic(TopicOutcome {
+        topic_id: topic.into(),
+        operation_id: format!("op-{topic}"),
+        end: TopicEnd::Done,
+        run_trigger: trigger,
+        handoff: None,
+        last_assistant_content: Some("A substantive summary.".into()),
+        human_waiting: false,
+        brief_judgement: None,
+    })
+}
+
+/// An instant of the harness's day.
+fn at(hh: u32, mm: u32, ss: u32) -> chrono::DateTime<chrono::Utc> {
+    use chrono::TimeZone;
+    chrono::Utc.with_ymd_and_hms(2026, 11, 29, hh, mm, ss).single().unwrap()
+}
+
+fn with_timeout() -> HeartbeatConfig {
+    HeartbeatConfig { interval_secs: None, timeout_secs: Some(600), require_input: false }
+}
+
+/// The scheduler's due instants of a task follow its runs and status: the next slot after the
+/// later of its last schedule run and the start of its schedule, none while a run is in flight
+/// or it is paused; the heartbeat deadline while it runs. A continued topic's new start replaces
+/// its old one (found again among all the task's topics, in a later batch).
+async fn due_instants_follow_runs_and_status(log: TestLog) {
+    let mut h = Harness::new(log);
+    let C::Create(mut spec) = create("s", None) else { unreachable!("create() creates") };
+    spec.automation_mode = Some(AutomationMode::Schedule);
+    spec.schedule.pattern = Some("0 * * * *".into());
+    spec.heartbeat = with_timeout();
+    h.exec::<Task>(U, "s", C::Create(spec)).await; // 09:00:00
+    h.exec::<Task>(U, "s", C::ChangeStatus { to: TaskStatus::Scheduled, error: None }).await; // 09:00:01
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!(row.schedule_started_at, Some(at(9, 0, 1)));
+    assert_eq!((row.next_schedule_at, row.heartbeat_deadline_at), (Some(at(10, 0, 0)), None));
+    assert!(tasks::schedules_due(&h.db, at(9, 59, 59)).await.unwrap().is_empty());
+    assert_eq!(tasks::schedules_due(&h.db, at(10, 0, 0)).await.unwrap(), [(U.to_string(), "s".to_string())]);
+
+    h.exec::<Task>(U, "s", start("r1", RunTrigger::Schedule, false)).await; // 09:00:02
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!((row.running_topics, row.next_schedule_at), (1, None), "a run in flight: not due");
+    assert_eq!(row.heartbeat_deadline_at, Some(at(9, 10, 3)), "the first second past 600 s");
+    assert!(tasks::heartbeat_timeouts_due(&h.db, at(9, 10, 2)).await.unwrap().is_empty());
+    assert_eq!(tasks::heartbeat_timeouts_due(&h.db, at(9, 10, 3)).await.unwrap().len(), 1);
+    h.exec::<Task>(U, "s", done("r1", RunTrigger::Schedule)).await; // 09:00:03
+    h.exec::<Task>(U, "s", start("r2", RunTrigger::Schedule, false)).await; // 09:00:04
+    h.exec::<Task>(U, "s", done("r2", RunTrigger::Schedule)).await; // 09:00:05
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!((row.status, row.running_topics), (TaskStatus::Scheduled, 0));
+    assert_eq!(row.last_schedule_run_at, Some(at(9, 0, 4)));
+    assert_eq!((row.next_schedule_at, row.heartbeat_deadline_at), (Some(at(10, 0, 0)), None));
+
+    // r2 continued by hand: its schedule start is gone, r1's is the latest.
+    h.exec::<Task>(U, "s", start("r2", RunTrigger::Manual, true)).await; // 09:00:06
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!((row.last_schedule_run_at, row.running_topics), (Some(at(9, 0, 2)), 1));
+    h.exec::<Task>(U, "s", done("r2", RunTrigger::Manual)).await; // 09:00:07
+    h.exec::<Task>(U, "s", C::ChangeStatus { to: TaskStatus::Paused, error: None }).await;
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!((row.next_schedule_at, row.heartbeat_deadline_at, row.heartbeat_tick_due_at), (None, None, None));
+    h.exec::<Task>(U, "s", C::ChangeStatus { to: TaskStatus::Scheduled, error: None }).await; // 09:00:09
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!(row.next_schedule_at, Some(at(10, 0, 0)));
+    // A new pattern and zone: half past, in Kolkata (UTC+05:30), so on the hour in UTC.
+    let schedule =
+        ScheduleConfig { pattern: Some("30 * * * *".into()), timezone: "Asia/Kolkata".into(), max_executions: None };
+    let configure =
+        C::ConfigureAutomation { mode: Some(AutomationMode::Schedule), heartbeat: with_timeout(), schedule };
+    h.exec::<Task>(U, "s", configure).await;
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!(row.next_schedule_at, Some(at(10, 0, 0)));
+    let manual = C::ConfigureAutomation { mode: None, heartbeat: with_timeout(), schedule: ScheduleConfig::default() };
+    h.exec::<Task>(U, "s", manual).await;
+    h.sync().await;
+    let row = tasks::task(&h.db, U, "s").await.unwrap().expect("s");
+    assert_eq!(row.next_schedule_at, None, "manual: never due");
+
+    h.rebuild().await;
+    assert_eq!(tasks::task(&h.db, U, "s").await.unwrap(), Some(row), "a rebuild agrees");
+}
+
+both!(due_instants_follow_runs_and_status as task_due_instants);

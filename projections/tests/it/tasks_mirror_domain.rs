@@ -6,11 +6,13 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use agentlog_domain::{
     aggregate::{Aggregate, DomainEvent},
-    tasks::{Task, TaskEvent},
+    cron_jobs::{ExecutionConditions, pattern::CronPattern, slots},
+    tasks::{AutomationMode, RunTrigger, Task, TaskEvent, TaskStatus},
 };
 use agentlog_eventlog::{StoreOptions, testing::sqlite_log};
 use agentlog_projections::{ProjectionRunner, ReadDb, RunnerOptions, all_projections, page::PageRequest, tasks};
 use agentlog_workload::{Workload, WorkloadConfig};
+use chrono::{DateTime, Utc};
 
 #[tokio::test]
 async fn tasks_read_model_agrees_with_domain_evolve() {
@@ -38,6 +40,7 @@ async fn tasks_read_model_agrees_with_domain_evolve() {
     assert!(folded.len() >= 10, "the workload has tasks: {}", folded.len());
 
     let mut compared_topics = 0;
+    let mut schedule_runs = 0;
     for (id, task) in &folded {
         let row = tasks::task(&db, &task.user_id, id).await.unwrap().unwrap_or_else(|| panic!("task {id} has no row"));
         let at = |field: &str| format!("task {id}: {field}");
@@ -62,6 +65,16 @@ async fn tasks_read_model_agrees_with_domain_evolve() {
         assert_eq!(row.schedule_started_at, task.schedule_started_at, "{}", at("schedule_started_at"));
         assert_eq!(row.started_at, task.started_at, "{}", at("started_at"));
         assert_eq!(row.completed_at, task.completed_at, "{}", at("completed_at"));
+        let running = i64::try_from(task.running_topics().count()).unwrap();
+        assert_eq!(row.running_topics, running, "{}", at("running_topics"));
+        let last_schedule_run =
+            task.topics.values().filter(|t| t.trigger == RunTrigger::Schedule).map(|t| t.started_at).max();
+        assert_eq!(row.last_schedule_run_at, last_schedule_run, "{}", at("last_schedule_run_at"));
+        schedule_runs += usize::from(last_schedule_run.is_some());
+        assert_eq!(row.next_schedule_at, schedule_due(task), "{}", at("next_schedule_at"));
+        assert_eq!(row.heartbeat_tick_due_at, tick_due(task), "{}", at("heartbeat_tick_due_at"));
+        let deadline = (task.status == TaskStatus::Running).then(|| task.heartbeat_deadline()).flatten();
+        assert_eq!(row.heartbeat_deadline_at, deadline, "{}", at("heartbeat_deadline_at"));
 
         let deps: BTreeMap<String, _> = tasks::task_dependencies(&db, &task.user_id, id)
             .await
@@ -97,4 +110,32 @@ async fn tasks_read_model_agrees_with_domain_evolve() {
         }
     }
     assert!(compared_topics > 0, "the workload ran tasks");
+    assert!(schedule_runs > 0, "the workload ran scheduled tasks");
+}
+
+/// When the scheduler has a slot of `task`'s schedule to run, from the domain's state: its
+/// first slot after its last schedule run or the start of its schedule, while it may run (the
+/// scheduler's `schedule_tick`: scheduled or running, nothing in flight).
+fn schedule_due(task: &Task) -> Option<DateTime<Utc>> {
+    let may_run = task.automation_mode == Some(AutomationMode::Schedule)
+        && matches!(task.status, TaskStatus::Scheduled | TaskStatus::Running)
+        && task.running_topics().next().is_none();
+    let started = task.schedule_started_at.filter(|_| may_run)?;
+    let pattern = task.schedule.pattern.as_deref()?;
+    let runs = task.topics.values().filter(|t| t.trigger == RunTrigger::Schedule).map(|t| t.started_at);
+    let last = runs.max().map_or(started, |run| run.max(started));
+    let zone: chrono_tz::Tz = task.schedule.timezone.parse().ok()?;
+    slots::next_due(&CronPattern::parse(pattern).ok()?, &ExecutionConditions::default(), |_| 0, &zone, last)
+}
+
+/// The heartbeat tick's due instant while `task` may tick (`tick::heartbeat_tick`'s rules that
+/// need no other aggregate).
+fn tick_due(task: &Task) -> Option<DateTime<Utc>> {
+    let may_tick = task.automation_mode == Some(AutomationMode::Heartbeat)
+        && !task.status.is_terminal()
+        && task.status != TaskStatus::Paused
+        && task.heartbeat.interval_secs.is_some_and(|i| i > 0)
+        && task.running_topics().next().is_none()
+        && task.tick_token.is_some();
+    task.next_tick_at.filter(|_| may_tick)
 }

@@ -417,6 +417,29 @@ fn lazy_heartbeat_timeout_pauses_a_stale_running_task() {
 }
 
 #[test]
+fn the_heartbeat_deadline_is_the_first_instant_the_heartbeat_is_stale() {
+    let last = chrono::DateTime::parse_from_rfc3339("2026-11-30T10:00:00.250Z")
+        .expect("a time")
+        .with_timezone(&chrono::Utc);
+    for timeout in [0u64, 1, 59, 3_600, 86_400 * 365] {
+        let mut t = automated(AutomationMode::Heartbeat, |_| {});
+        (t.heartbeat.timeout_secs, t.last_heartbeat_at) = (Some(timeout), Some(last));
+        let deadline = t.heartbeat_deadline().expect("a deadline");
+        assert_eq!(deadline, heartbeat_deadline(last, timeout).expect("a deadline"));
+        let secs = i64::try_from(timeout).expect("small") + 1;
+        assert_eq!(deadline, last + chrono::Duration::seconds(secs), "{timeout}");
+        assert!(!t.heartbeat_stale(deadline - chrono::Duration::microseconds(1)), "{timeout}");
+        assert!(t.heartbeat_stale(deadline), "{timeout}");
+    }
+    // A timeout past the end of time: never stale, no deadline.
+    assert_eq!(heartbeat_deadline(last, u64::MAX), None);
+    assert_eq!(heartbeat_deadline(last, i64::MAX as u64 / 1_000), None);
+    let mut t = automated(AutomationMode::Heartbeat, |_| {});
+    (t.heartbeat.timeout_secs, t.last_heartbeat_at) = (None, Some(last));
+    assert_eq!(t.heartbeat_deadline(), None);
+}
+
+#[test]
 fn heartbeat_tick_rules() {
     let t = automated(AutomationMode::Heartbeat, |_| {});
     let (t, _) = apply(
