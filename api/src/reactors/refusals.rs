@@ -187,15 +187,6 @@ async fn write(
     Reason { code, message }: Reason<'_>,
     told: Told,
 ) -> Result<(), ReactorError> {
-    tracing::warn!(
-        reactor = refused.reactor,
-        command = refused.command,
-        stream = %refused.target_stream_id,
-        fact = fact.position,
-        code,
-        error = %message,
-        "a reactor's command was refused; recorded"
-    );
     let record = RecordRefusal {
         refusal_id: refusal_id(ctx.command_id),
         reactor: refused.reactor.to_string(),
@@ -225,7 +216,18 @@ async fn write(
         }
         other => other?,
     };
+    // Logged once, by the pass that wrote it: a pass meeting a slot already refused (every
+    // second, until the slot passes) says nothing.
     if results.iter().any(|r| !r.duplicate && !r.positions.is_empty()) {
+        tracing::warn!(
+            reactor = record.reactor,
+            command = record.command,
+            stream = %record.target_stream_id,
+            fact = fact.position,
+            code,
+            error = %record.message,
+            "a reactor's command was refused; recorded"
+        );
         state.metrics.refused(refused.reactor, code);
     }
     Ok(())
