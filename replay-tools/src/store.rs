@@ -22,6 +22,14 @@ pub enum Create {
 /// Open the log at `url`. A SQLite file that does not exist is an error unless `create` says
 /// otherwise: a mistyped path must not quietly audit an empty new log.
 pub async fn open(url: &str, create: Create) -> anyhow::Result<Arc<dyn EventStore>> {
+    // A bulk rebuild on PostgreSQL applies every projection at once, each on a connection of
+    // its own, beside the log's reader.
+    open_with(url, create, 8).await
+}
+
+/// [`open`] with at most `read_connections` readers (each SQLite connection keeps a page
+/// cache of its own: `verify`, whose memory is bounded, needs three).
+pub async fn open_with(url: &str, create: Create, read_connections: u32) -> anyhow::Result<Arc<dyn EventStore>> {
     if create == Create::No
         && let Some(path) = sqlite_path(url)
         && !Path::new(path).exists()
@@ -32,9 +40,7 @@ pub async fn open(url: &str, create: Create) -> anyhow::Result<Arc<dyn EventStor
         // A CLI process does not need to hear about other instances' appends quickly.
         listen_notify: false,
         poll_interval: Duration::from_secs(5),
-        // A bulk rebuild on PostgreSQL applies every projection at once, each on a connection
-        // of its own, beside the log's reader.
-        read_connections: 8,
+        read_connections,
         ..StoreOptions::default()
     };
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))

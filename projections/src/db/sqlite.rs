@@ -103,6 +103,10 @@ impl SqliteDb {
     /// Begin a write transaction (`BEGIN IMMEDIATE`: the write lock up front).
     pub(crate) async fn begin(&self) -> Result<SqliteTx, ProjectionError> {
         let mut conn = self.writer().await?;
+        if conn.in_transaction() {
+            // An earlier transaction whose commit and rollback both failed: end it first.
+            conn.execute("ROLLBACK", &[]).map_err(failed("rolling back read models"))?;
+        }
         conn.execute("BEGIN IMMEDIATE", &[]).map_err(failed("beginning a transaction"))?;
         Ok(SqliteTx { conn, open: true })
     }
@@ -227,10 +231,13 @@ impl SqliteTx {
         self.conn.run_per_row(sql, rows).map_err(failed("writing a read model"))
     }
 
-    /// Commit.
-    pub(crate) fn commit(mut self) -> Result<(), ProjectionError> {
-        self.open = false;
-        self.conn.execute("COMMIT", &[]).map(drop).map_err(failed("committing read models"))
+    /// Commit. A failed commit rolls back (when it dropped), so the writer's next transaction
+    /// begins on a connection with none open.
+    pub(crate) fn commit(self) -> Result<(), ProjectionError> {
+        let mut tx = self;
+        let committed = tx.conn.execute("COMMIT", &[]).map(drop).map_err(failed("committing read models"));
+        tx.open = committed.is_err();
+        committed
     }
 
     /// Roll back.
@@ -245,9 +252,8 @@ impl Drop for SqliteTx {
         if self.open
             && let Err(e) = self.conn.execute("ROLLBACK", &[])
         {
-            // Nothing to roll back after a failed COMMIT or a statement that ended the
-            // transaction itself; any other failure leaves the connection to SQLite's own
-            // cleanup on the next BEGIN.
+            // Nothing to roll back when a failed statement ended the transaction itself; a
+            // transaction left open is rolled back by the writer's next `begin`.
             tracing::debug!(error = %e, "rolling back an abandoned read-model transaction");
         }
     }
@@ -294,6 +300,12 @@ impl Connection {
             conn.execute(setting, &[])?;
         }
         Ok(conn)
+    }
+
+    /// Is a transaction open on this connection?
+    fn in_transaction(&self) -> bool {
+        // SAFETY: an open handle.
+        unsafe { ffi::sqlite3_get_autocommit(self.db.as_ptr()) == 0 }
     }
 
     fn failure(&self) -> SqliteFailure {

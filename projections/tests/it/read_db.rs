@@ -46,7 +46,7 @@ async fn nulls_do_not_type_a_cached_statement(log: TestLog) {
 
 both!(nulls_do_not_type_a_cached_statement as read_db_nulls_do_not_type_statements);
 
-/// Bulk upserts (PostgreSQL: one `UNNEST` statement; SQLite: chunks of `VALUES`): thousands of
+/// Bulk upserts (PostgreSQL: one `UNNEST` statement; SQLite: a one-row statement per row): thousands of
 /// rows, a float column that also receives integers, a column that is NULL in every row, and a
 /// second upsert of the same keys replacing every non-key column.
 async fn bulk_upserts_round_trip(log: TestLog) {
@@ -86,3 +86,104 @@ async fn bulk_upserts_round_trip(log: TestLog) {
 }
 
 both!(bulk_upserts_round_trip as read_db_bulk_upserts_round_trip);
+
+/// A transaction dropped before its commit writes nothing, and the next one begins and commits
+/// (SQLite: on the same writer connection, which must not be left inside a transaction).
+async fn a_dropped_transaction_writes_nothing(log: TestLog) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE t_drop (id BIGINT PRIMARY KEY, v TEXT)", &[]).await.unwrap();
+    {
+        let mut tx = db.begin().await.unwrap();
+        tx.upsert("t_drop", &["id", "v"], &["id"], &[vec![1.into(), "lost".into()]]).await.unwrap();
+    }
+    let mut tx = db.begin().await.unwrap();
+    tx.upsert("t_drop", &["id", "v"], &["id"], &[vec![2.into(), "kept".into()]]).await.unwrap();
+    tx.rollback().await.unwrap();
+    let mut tx = db.begin().await.unwrap();
+    tx.upsert("t_drop", &["id", "v"], &["id"], &[vec![3.into(), "kept".into()]]).await.unwrap();
+    tx.commit().await.unwrap();
+    let got = db.fetch("SELECT id, v FROM t_drop ORDER BY id", &[]).await.unwrap();
+    assert_eq!(got.into_iter().map(|r| r.0).collect::<Vec<_>>(), vec![vec![3.into(), "kept".into()]]);
+}
+
+both!(a_dropped_transaction_writes_nothing as read_db_dropped_transaction_writes_nothing);
+
+/// A write outside a transaction waits for the transaction in flight and then runs (SQLite:
+/// both on the writer, so it neither fails busy nor holds a thread in SQLite's busy wait), and
+/// a query meanwhile sees the last committed state.
+async fn a_write_outside_waits_for_the_transaction(log: TestLog) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE t_wait (id BIGINT PRIMARY KEY, v BIGINT)", &[]).await.unwrap();
+    let mut tx = db.begin().await.unwrap();
+    tx.upsert("t_wait", &["id", "v"], &["id"], &[vec![1.into(), 1.into()]]).await.unwrap();
+    let outside = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            db.execute(
+                "INSERT INTO t_wait (id, v) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET v = 2",
+                &[1.into(), 3.into()],
+            )
+            .await
+        })
+    };
+    let seen = db.fetch("SELECT COUNT(*) FROM t_wait", &[]).await.unwrap();
+    assert_eq!(seen[0].i64(0), Some(0), "a query sees only what is committed");
+    tx.commit().await.unwrap();
+    outside.await.unwrap().unwrap();
+    let got = db.fetch("SELECT v FROM t_wait WHERE id = 1", &[]).await.unwrap();
+    assert_eq!(got[0].i64(0), Some(2), "the outside write ran after the transaction committed");
+}
+
+both!(a_write_outside_waits_for_the_transaction as read_db_write_outside_waits_for_the_transaction);
+
+/// Far more distinct statements than a connection keeps prepared (each `IN` list of another
+/// length is another text), inside one transaction and outside: every one answers right.
+async fn many_distinct_statements(log: TestLog) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE t_many (id BIGINT PRIMARY KEY)", &[]).await.unwrap();
+    let mut tx = db.begin().await.unwrap();
+    let ids: Vec<Vec<SqlValue>> = (1..=700i64).map(|i| vec![i.into()]).collect();
+    tx.upsert("t_many", &["id"], &["id"], &ids).await.unwrap();
+    for n in 1..=700usize {
+        let list: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+        let args: Vec<SqlValue> = (1..=n as i64).map(SqlValue::from).collect();
+        let sql = format!("SELECT COUNT(*) FROM t_many WHERE id IN ({})", list.join(", "));
+        assert_eq!(tx.fetch(&sql, &args).await.unwrap()[0].i64(0), Some(n as i64));
+    }
+    tx.commit().await.unwrap();
+    for n in [1usize, 600, 700] {
+        let list: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+        let args: Vec<SqlValue> = (1..=n as i64).map(SqlValue::from).collect();
+        let sql = format!("SELECT COUNT(*) FROM t_many WHERE id IN ({})", list.join(", "));
+        assert_eq!(db.fetch(&sql, &args).await.unwrap()[0].i64(0), Some(n as i64));
+    }
+}
+
+both!(many_distinct_statements as read_db_many_distinct_statements);
+
+/// SQLite: what the read models' own connections write is stored as sqlx stores it — integers
+/// as INTEGER, floats as REAL, text as TEXT (digits included), NULL as NULL — and read back the
+/// same, a BLOB as NULL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_values_keep_their_storage_types() {
+    let log = agentlog_eventlog::testing::sqlite_log(agentlog_eventlog::StoreOptions::default()).await;
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE t_types (id BIGINT PRIMARY KEY, i BIGINT, f DOUBLE PRECISION, t TEXT, n TEXT)", &[])
+        .await
+        .unwrap();
+    let mut tx = db.begin().await.unwrap();
+    let row = vec![1.into(), 42.into(), 2.5.into(), "007".into(), SqlValue::Null];
+    tx.upsert("t_types", &["id", "i", "f", "t", "n"], &["id"], &[row.clone()]).await.unwrap();
+    tx.commit().await.unwrap();
+    let agentlog_eventlog::DatabasePool::Sqlite(pool) = log.store.database() else { unreachable!() };
+    let types: (String, String, String, String) =
+        sqlx::query_as("SELECT typeof(i), typeof(f), typeof(t), typeof(n) FROM t_types")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(types, ("integer".into(), "real".into(), "text".into(), "null".into()));
+    let got = db.fetch("SELECT id, i, f, t, n, x'00ff' FROM t_types", &[]).await.unwrap();
+    let mut want = row;
+    want.push(SqlValue::Null);
+    assert_eq!(got[0].0, want);
+}
