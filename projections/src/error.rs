@@ -19,7 +19,7 @@ pub enum ProjectionError {
         context: &'static str,
         /// SQLite's code and message.
         #[source]
-        source: crate::db::SqliteFailure,
+        source: SqliteFailure,
     },
     /// The log failed.
     #[error(transparent)]
@@ -106,5 +106,27 @@ impl ProjectionError {
             Self::Log(e) => e.is_unavailable(),
             _ => false,
         }
+    }
+}
+
+/// A statement's failure, with SQLite's own code and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("SQLite error {code}: {message}")]
+pub struct SqliteFailure {
+    /// SQLite's extended result code (`code & 0xff` is the primary one: 13 is SQLITE_FULL).
+    pub code: i32,
+    /// `sqlite3_errmsg`.
+    pub message: String,
+}
+
+impl SqliteFailure {
+    /// True when the disk is full (SQLITE_FULL).
+    pub fn is_storage_full(&self) -> bool {
+        self.code & 0xff == libsqlite3_sys::SQLITE_FULL
+    }
+
+    /// A failure found before SQLite was called (a path or statement it cannot take).
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self { code: libsqlite3_sys::SQLITE_MISUSE, message: message.into() }
     }
 }

@@ -12,6 +12,8 @@
 //! (their resident memory stays at its peak until they exit); `verify`, whose memory is
 //! bounded, gives it back as usual.
 
+use std::ffi::c_long;
+
 use libmimalloc_sys::{mi_option_get, mi_option_set, mi_option_t};
 
 /// The allocator of `agentlog-replay`.
@@ -23,7 +25,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const PURGE_DELAY: mi_option_t = 15;
 
 /// mimalloc's default purge delay, milliseconds (`MIMALLOC_PURGE_DELAY`; 1,000 in mimalloc 3).
-const DEFAULT_PURGE_DELAY: i64 = 1_000;
+const DEFAULT_PURGE_DELAY: c_long = 1_000;
 
 /// Keep freed memory for reuse rather than returning it to the system, unless the user set
 /// `MIMALLOC_PURGE_DELAY` (mimalloc reads it itself). For the bulk loads.
@@ -34,7 +36,7 @@ pub fn keep_freed_memory() {
     // SAFETY: setting an option is thread-safe in mimalloc; only the purge delay changes.
     unsafe {
         // Another value there is another option (a mimalloc that moved it): left alone.
-        if i64::from(mi_option_get(PURGE_DELAY)) == DEFAULT_PURGE_DELAY {
+        if mi_option_get(PURGE_DELAY) == DEFAULT_PURGE_DELAY {
             mi_option_set(PURGE_DELAY, -1);
         }
     }
@@ -49,7 +51,7 @@ mod tests {
         // The default purge delay is where the constant points: another option there would
         // have another default (libmimalloc-sys upgraded to a mimalloc that moved it).
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-            assert_eq!(i64::from(unsafe { mi_option_get(PURGE_DELAY) }), DEFAULT_PURGE_DELAY);
+            assert_eq!(unsafe { mi_option_get(PURGE_DELAY) }, DEFAULT_PURGE_DELAY);
         }
         keep_freed_memory();
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {

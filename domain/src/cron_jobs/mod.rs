@@ -8,7 +8,7 @@
 //! - [`should_fire`] is the pure fire rule (pattern, enabled, remaining, conditions), and
 //!   [`next_fire_at`] the forward search for the next minute it holds (`next_fire`);
 //! - [`slots`] places a pattern's slots in a zone: the latest one a scheduler pass fires, and
-//!   the first one after the last fire, from which a job is due ([`next_fire::next_due_at`]).
+//!   the first one after the last fire, from which a job is due ([`next_due_at`]).
 //!
 //! The fire event's id is derived from the job and the minute it fires for, so two scheduler
 //! instances firing the same minute write one event.
@@ -279,6 +279,25 @@ pub fn next_fire_at<Z: chrono::TimeZone>(
         now,
         fires_today,
     )
+}
+
+/// The instant `job` falls due for the scheduler, a pure function of its state: its first slot
+/// (in `zone`, its `timezone` resolved by the caller) after its last fire — after `created_at`
+/// when it has not fired since it was created, reset, or its pattern or zone changed, as the
+/// scheduler counts — that its conditions allow, `fires_on` counting its fires on a local day;
+/// `None` while it is disabled or used up, or when its pattern has no such slot.
+pub fn next_due_at<Z: chrono::TimeZone>(
+    job: &CronJob,
+    zone: &Z,
+    created_at: DateTime<Utc>,
+    fires_on: impl Fn(chrono::NaiveDate) -> u32,
+) -> Option<DateTime<Utc>> {
+    if !job.enabled || job.deleted || job.remaining_executions == Some(0) {
+        return None;
+    }
+    let pattern = pattern::CronPattern::parse(&job.pattern).ok()?;
+    let last = job.last_executed_at.unwrap_or(created_at);
+    slots::next_due(&pattern, &job.conditions, fires_on, zone, last)
 }
 
 fn check_common(

@@ -10,14 +10,9 @@
 //! The zone is any `chrono::TimeZone` (the api passes chrono-tz's): the domain holds no
 //! time-zone database, and `now` is passed in.
 
-use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, TimeZone, Timelike, Utc};
 
-use super::{
-    CronJob,
-    conditions::ExecutionConditions,
-    pattern::CronPattern,
-    slots::{first_allowed, next_due},
-};
+use super::{conditions::ExecutionConditions, pattern::CronPattern, slots::first_allowed};
 
 /// How far ahead [`next_slot`] looks; a schedule with no fire within it has none.
 pub const HORIZON_DAYS: i64 = 366;
@@ -43,25 +38,6 @@ pub fn next_slot<Z: TimeZone>(
     first_allowed(&pattern, conditions, fires_on, from, horizon, |slot| {
         instant_after(zone, slot, now)
     })
-}
-
-/// The instant `job` falls due for the scheduler, a pure function of its state: its first slot
-/// (in `zone`, its `timezone` resolved by the caller) after its last fire — after `created_at`
-/// when it has not fired since it was created, reset, or its pattern or zone changed, as the
-/// scheduler counts — that its conditions allow, `fires_on` counting its fires on a local day;
-/// `None` while it is disabled or used up, or when its pattern has no such slot.
-pub fn next_due_at<Z: TimeZone>(
-    job: &CronJob,
-    zone: &Z,
-    created_at: DateTime<Utc>,
-    fires_on: impl Fn(NaiveDate) -> u32,
-) -> Option<DateTime<Utc>> {
-    if !job.enabled || job.deleted || job.remaining_executions == Some(0) {
-        return None;
-    }
-    let pattern = CronPattern::parse(&job.pattern).ok()?;
-    let last = job.last_executed_at.unwrap_or(created_at);
-    next_due(&pattern, &job.conditions, fires_on, zone, last)
 }
 
 /// The instant local `slot` falls on that is after `now`: of a repeated minute the first one

@@ -195,7 +195,7 @@ fn next_due_finds_rare_slots_and_none_for_slots_that_never_come() {
 
 #[test]
 fn a_jobs_due_instant_follows_its_state() {
-    use super::next_fire::next_due_at;
+    use super::next_due_at;
     let created = at("2026-11-30T08:00:30Z");
     let mut job = CronJob {
         job_id: "j1".into(),

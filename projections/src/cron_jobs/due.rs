@@ -1,9 +1,9 @@
 //! When the scheduler must look at a cron job: `next_due_at`, the instant from which a pass has
-//! a slot of the job to fire (`cron_jobs::next_fire::next_due_at`: its first slot after its last
+//! a slot of the job to fire (`cron_jobs::next_due_at`: its first slot after its last
 //! fire that its conditions allow), kept on the row and indexed, so that a pass reads the jobs
 //! due and not every job. A pure function of the row, so of the log: no clock.
 
-use agentlog_domain::cron_jobs::next_fire;
+use agentlog_domain::cron_jobs;
 use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 
@@ -23,7 +23,7 @@ pub(crate) fn next_due_at(job: &CronJobRow) -> Option<DateTime<Utc>> {
         return Some(job.last_executed_at.unwrap_or(job.created_at));
     };
     let fires_on = |day: NaiveDate| job.fires_on(&day.to_string());
-    next_fire::next_due_at(&job.to_domain(), &zone, job.created_at, fires_on)
+    cron_jobs::next_due_at(&job.to_domain(), &zone, job.created_at, fires_on)
 }
 
 /// Jobs due at `now` (`next_due_at <= now`, an index range: a pass reads only these), least

@@ -27,33 +27,12 @@ use libsqlite3_sys as ffi;
 use sqlx::SqlitePool;
 use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore, SemaphorePermit};
 
-use super::{Row, SqlValue};
-use crate::error::ProjectionError;
+use super::value::{Row, SqlValue};
+use crate::error::{ProjectionError, SqliteFailure};
 
 /// Prepared statements a writer keeps; past this it finalizes them all and starts again
 /// (statements whose text carries a key count, `IN ($1 … $n)`, would otherwise pile up).
 const MAX_STATEMENTS: usize = 512;
-
-/// A statement's failure, with SQLite's own code and message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("SQLite error {code}: {message}")]
-pub struct SqliteFailure {
-    /// SQLite's extended result code (`code & 0xff` is the primary one: 13 is SQLITE_FULL).
-    pub code: i32,
-    /// `sqlite3_errmsg`.
-    pub message: String,
-}
-
-impl SqliteFailure {
-    /// True when the disk is full (SQLITE_FULL).
-    pub fn is_storage_full(&self) -> bool {
-        self.code & 0xff == ffi::SQLITE_FULL
-    }
-
-    fn new(message: impl Into<String>) -> Self {
-        Self { code: ffi::SQLITE_MISUSE, message: message.into() }
-    }
-}
 
 /// The read models' SQLite database: connections of its own on the log's file — one writer,
 /// for every write transaction (one at a time: a second `begin` waits for the first to end, as
@@ -331,7 +310,7 @@ impl Connection {
                     self.db.as_ptr(),
                     sql.as_ptr().cast::<c_char>(),
                     len,
-                    ffi::SQLITE_PREPARE_PERSISTENT as u32,
+                    ffi::SQLITE_PREPARE_PERSISTENT,
                     &mut raw,
                     ptr::null_mut(),
                 )

@@ -173,7 +173,7 @@ async fn sqlite_values_keep_their_storage_types() {
         .unwrap();
     let mut tx = db.begin().await.unwrap();
     let row = vec![1.into(), 42.into(), 2.5.into(), "007".into(), SqlValue::Null];
-    tx.upsert("t_types", &["id", "i", "f", "t", "n"], &["id"], &[row.clone()]).await.unwrap();
+    tx.upsert("t_types", &["id", "i", "f", "t", "n"], &["id"], std::slice::from_ref(&row)).await.unwrap();
     tx.commit().await.unwrap();
     let agentlog_eventlog::DatabasePool::Sqlite(pool) = log.store.database() else { unreachable!() };
     let types: (String, String, String, String) =
