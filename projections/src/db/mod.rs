@@ -266,7 +266,7 @@ impl ReadTx {
     }
 
     /// Insert `rows` into `table`, replacing the non-key columns of rows whose `key` columns
-    /// already exist. One multi-row statement per chunk.
+    /// already exist (see [`insert_rows`](Self::insert_rows) for the statements).
     pub async fn upsert(
         &mut self,
         table: &str,
