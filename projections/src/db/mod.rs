@@ -46,12 +46,9 @@ pub enum ReadTx {
     Postgres(Transaction<'static, Postgres>),
 }
 
-/// Rewrite `$n` placeholders for SQLite: plain `?` when they run 1, 2, 3 … in order, each once
-/// (every multi-row insert), else `?n`.
-///
-/// Numbered parameters cost SQLite a linear lookup per parameter when sqlx binds them
-/// (`sqlite3_bind_parameter_name` scans the statement's list of names), which is quadratic in a
-/// statement's parameter count: a 2,000-row insert took seconds. Plain `?` has no name to scan.
+/// Rewrite `$n` placeholders for SQLite: plain `?` when they run 1, 2, 3 … in order, each once,
+/// else `?n`. (SQLite reads `$1` as a parameter *named* `$1`, numbered by first appearance, not
+/// as parameter 1; values are bound by number.)
 fn for_sqlite(sql: &str) -> Cow<'_, str> {
     if !sql.contains('$') {
         return Cow::Borrowed(sql);
@@ -135,9 +132,6 @@ impl sqlx::Encode<'_, Postgres> for UntypedNull {
 }
 
 macro_rules! bind_all {
-    ($q:expr, $args:expr) => {
-        bind_all!($q, $args, None::<i64>)
-    };
     ($q:expr, $args:expr, $null:expr) => {{
         let mut q = $q;
         for a in $args {

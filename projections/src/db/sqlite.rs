@@ -1,20 +1,19 @@
-//! The read models' SQLite database: queries on the log's pool, writes on a connection of its
-//! own that runs each statement on the calling thread.
+//! The read models' SQLite database: connections of their own on the log's file — a writer
+//! and readers — that run each statement on the calling thread.
 //!
 //! sqlx runs a SQLite connection on a worker thread and hands every statement, every bound
 //! value and every fetched row across a channel to it and back. A projection batch writes
-//! thousands of rows; those hand-offs, the copies of every value they need, and preparing a
-//! new multi-row `INSERT` for every chunk size cost more than SQLite's own work. Here a batch's
-//! transaction runs on one connection the runner holds for the batch: each statement is
-//! prepared once per connection (kept by its SQL text), bound in place and stepped, and a
-//! multi-row write is one one-row `INSERT` run once per row — which SQLite executes faster
-//! than it parses a multi-row one.
+//! thousands of rows, and a report reads thousands; those hand-offs, the copies of every value
+//! they need, and preparing a new multi-row `INSERT` for every chunk size cost more than
+//! SQLite's own work. Here each statement is prepared once per connection (kept by its SQL
+//! text), bound in place and stepped, and a multi-row write is a one-row `INSERT` run once per
+//! row — which SQLite executes faster than it parses a multi-row one.
 //!
-//! The connection is opened with the pool's own settings (synchronous, foreign keys, memory
-//! map) read from a pooled connection, so what it writes is written as a pooled connection
-//! would write it. Values map as sqlx maps them (`SqlValue::Int` ↔ INTEGER, `Float` ↔ REAL,
-//! `Text` ↔ TEXT; a BLOB, or text that is not UTF-8, reads as NULL): tables written either way
-//! are identical.
+//! The connections are opened with the log pool's own settings (synchronous, foreign keys,
+//! page cache, memory map) read from a pooled connection, so what they write is written as a
+//! pooled connection would write it. Values map as sqlx maps them (`SqlValue::Int` ↔ INTEGER,
+//! `Float` ↔ REAL, `Text` ↔ TEXT; a BLOB, or text that is not UTF-8, reads as NULL): tables
+//! written either way are identical.
 
 use std::{
     collections::HashMap,
@@ -30,7 +29,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore, SemaphorePermit};
 use super::value::{Row, SqlValue};
 use crate::error::{ProjectionError, SqliteFailure};
 
-/// Prepared statements a writer keeps; past this it finalizes them all and starts again
+/// Prepared statements a connection keeps; past this it finalizes them all and starts again
 /// (statements whose text carries a key count, `IN ($1 … $n)`, would otherwise pile up).
 const MAX_STATEMENTS: usize = 512;
 
