@@ -31,7 +31,7 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn commit_batch(
         &self,
         writer: &mut Self::Writer,
-        batch: &[&PreparedAppend],
+        batch: &[Arc<PreparedAppend>],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<BatchAnswers, EventLogError>> + Send;
 
@@ -39,7 +39,7 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// the same lock as appends, on a connection of its own.
     fn import_batch(
         &self,
-        events: &[PreparedImport],
+        events: Vec<PreparedImport>,
     ) -> impl Future<Output = Result<ImportResult, EventLogError>> + Send;
 
     /// Events with `after < position <= up_to` that pass `filter`, in position order.

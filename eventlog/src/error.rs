@@ -46,6 +46,16 @@ pub enum EventLogError {
         #[source]
         source: sqlx::Error,
     },
+    /// A statement on the SQLite log's own writer or import connection failed; as with
+    /// [`Database`](Self::Database), re-appending the same event ids is always safe.
+    #[error("database error while {context}: {source}")]
+    Sqlite {
+        /// What the log was doing.
+        context: &'static str,
+        /// SQLite's code and message.
+        #[source]
+        source: agentlog_sqlite::SqliteFailure,
+    },
     /// Applying the schema migrations failed.
     #[error("migrating the database failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -85,6 +95,7 @@ impl EventLogError {
     pub fn is_storage_full(&self) -> bool {
         match self {
             Self::Database { source, .. } => is_storage_full(source),
+            Self::Sqlite { source, .. } => source.is_storage_full(),
             _ => false,
         }
     }

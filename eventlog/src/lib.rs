@@ -33,7 +33,7 @@ pub mod testing;
 mod validate;
 mod writer;
 
-pub use append::{AppendResult, ExpectedVersion, StreamAppend};
+pub use append::{AppendResult, ExpectedVersion, QueuedAppends, StreamAppend};
 pub use applied::applied_command;
 pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
 pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};

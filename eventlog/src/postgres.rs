@@ -448,9 +448,11 @@ impl Backend for PgBackend {
     async fn commit_batch(
         &self,
         conn: &mut PgConnection,
-        batch: &[&PreparedAppend],
+        batch: &[Arc<PreparedAppend>],
         now: DateTime<Utc>,
     ) -> Result<BatchAnswers, EventLogError> {
+        let batch: Vec<&PreparedAppend> = batch.iter().map(|a| &**a).collect();
+        let batch = batch.as_slice();
         // BEGIN and the append lock in one round trip (a simple-query batch).
         // A query without arguments goes over the simple protocol, which allows two statements.
         conn.execute(BEGIN_AND_LOCK).await.map_err(EventLogError::db("starting an append transaction"))?;
@@ -469,7 +471,8 @@ impl Backend for PgBackend {
         }
     }
 
-    async fn import_batch(&self, events: &[PreparedImport]) -> Result<ImportResult, EventLogError> {
+    async fn import_batch(&self, events: Vec<PreparedImport>) -> Result<ImportResult, EventLogError> {
+        let events = events.as_slice();
         let mut conn = self.pool.acquire().await.map_err(EventLogError::db("opening an import connection"))?;
         // The append lock orders the import with every appender, exactly as an append.
         conn.execute(BEGIN_AND_LOCK).await.map_err(EventLogError::db("starting an import transaction"))?;

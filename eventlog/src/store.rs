@@ -10,7 +10,7 @@ use tokio::{
 };
 
 use crate::{
-    append::{AppendResult, ExpectedVersion, StreamAppend},
+    append::{AppendResult, ExpectedVersion, QueuedAppends, StreamAppend},
     backend::Backend,
     error::EventLogError,
     filter::EventFilter,
@@ -75,11 +75,18 @@ pub trait EventStore: Send + Sync {
     /// on its own; answers in the same order. The log commits them in that order, and may put
     /// several into one transaction (a bulk load pays a few commits, not one per append).
     async fn append_in_order(&self, appends: Vec<Vec<StreamAppend>>) -> Vec<Result<Vec<AppendResult>, EventLogError>> {
+        self.queue_in_order(appends).await.answers().await
+    }
+
+    /// [`append_in_order`](Self::append_in_order) without waiting for the answers: returns once
+    /// the appends are queued, so a bulk load can prepare and queue its next appends while these
+    /// commit. Appends queued later are committed after these.
+    async fn queue_in_order(&self, appends: Vec<Vec<StreamAppend>>) -> QueuedAppends {
         let mut answers = Vec::with_capacity(appends.len());
         for append in appends {
             answers.push(self.append_multi(append).await);
         }
-        answers
+        QueuedAppends::answered(answers)
     }
 
     /// Up to `limit` events of one stream from `from_version` (1-based, inclusive).
@@ -170,6 +177,10 @@ pub struct StoreOptions {
     /// map that is a memory access, not a `pread` copy. The mapped pages count in the process's
     /// resident memory as file pages the kernel may reclaim.
     pub sqlite_mmap_mib: u64,
+    /// SQLite: the WAL pages after which a commit of the writer copies the WAL back into the
+    /// database file (`PRAGMA wal_autocheckpoint`; default 1,000, SQLite's own). A bulk load
+    /// raises it: index pages changed by many commits are then copied back once.
+    pub sqlite_wal_autocheckpoint: u32,
     /// PostgreSQL: the `statement_timeout` of every pooled connection (default none). A
     /// statement running longer is cancelled by the database, so its connection comes back to
     /// the pool; an append cut off this way rolls back and is not acknowledged. Migrations run
@@ -190,6 +201,7 @@ impl Default for StoreOptions {
             listen_notify: true,
             sqlite_synchronous_full: true,
             sqlite_mmap_mib: 0,
+            sqlite_wal_autocheckpoint: 1_000,
             statement_timeout: None,
         }
     }
@@ -236,43 +248,36 @@ impl<B: Backend> LogCore<B> {
         let append = prepare_all(appends, &self.limits)?;
         let (reply, answer) = oneshot::channel();
         let sender = self.queue.lock().await.clone().ok_or(EventLogError::Closed)?;
-        sender.send(WriteRequest { append, reply }).await.map_err(|_| EventLogError::Closed)?;
+        sender.send(WriteRequest { append: Arc::new(append), reply }).await.map_err(|_| EventLogError::Closed)?;
         answer.await.map_err(|_| EventLogError::Closed)?
     }
 
-    /// Queue every append, in order, before waiting for any answer: the writer then commits
-    /// them in that order, as many per transaction as its batch takes.
-    pub(crate) async fn append_in_order(
-        &self,
-        appends: Vec<Vec<StreamAppend>>,
-    ) -> Vec<Result<Vec<AppendResult>, EventLogError>> {
+    /// Queue every append, in order, without waiting for an answer: the writer commits them in
+    /// that order, as many per transaction as its batch takes.
+    pub(crate) async fn queue_in_order(&self, appends: Vec<Vec<StreamAppend>>) -> QueuedAppends {
+        let mut queued = QueuedAppends::with_capacity(appends.len());
         let Some(sender) = self.queue.lock().await.clone() else {
-            return appends.iter().map(|_| Err(EventLogError::Closed)).collect();
+            for _ in &appends {
+                queued.push_answered(Err(EventLogError::Closed));
+            }
+            return queued;
         };
-        let mut pending = Vec::with_capacity(appends.len());
         for appends in appends {
             let append = match prepare_all(appends, &self.limits) {
                 Ok(append) => append,
                 Err(e) => {
-                    pending.push(Err(EventLogError::from(e)));
+                    queued.push_answered(Err(EventLogError::from(e)));
                     continue;
                 }
             };
             let (reply, answer) = oneshot::channel();
             // One sender, one task: the queue receives these in this order.
-            pending.push(match sender.send(WriteRequest { append, reply }).await {
-                Ok(()) => Ok(answer),
-                Err(_) => Err(EventLogError::Closed),
-            });
+            match sender.send(WriteRequest { append: Arc::new(append), reply }).await {
+                Ok(()) => queued.push_waiting(answer),
+                Err(_) => queued.push_answered(Err(EventLogError::Closed)),
+            }
         }
-        let mut answers = Vec::with_capacity(pending.len());
-        for p in pending {
-            answers.push(match p {
-                Ok(answer) => answer.await.unwrap_or(Err(EventLogError::Closed)),
-                Err(e) => Err(e),
-            });
-        }
-        answers
+        queued
     }
 
     pub(crate) async fn import(&self, events: Vec<RecordedEvent>) -> Result<ImportResult, EventLogError> {
@@ -280,7 +285,7 @@ impl<B: Backend> LogCore<B> {
             return Ok(ImportResult::default());
         }
         let prepared = prepare_import(events, &self.limits)?;
-        let result = self.backend.import_batch(&prepared).await?;
+        let result = self.backend.import_batch(prepared).await?;
         if result.imported > 0 {
             // The import bypassed the writer: tell the tailer to look now rather than at its poll.
             self.tail.wake.notify_one();
@@ -330,11 +335,11 @@ macro_rules! impl_event_store {
             ) -> Result<Vec<$crate::append::AppendResult>, $crate::error::EventLogError> {
                 self.core.append_multi(appends).await
             }
-            async fn append_in_order(
+            async fn queue_in_order(
                 &self,
                 appends: Vec<Vec<$crate::append::StreamAppend>>,
-            ) -> Vec<Result<Vec<$crate::append::AppendResult>, $crate::error::EventLogError>> {
-                self.core.append_in_order(appends).await
+            ) -> $crate::append::QueuedAppends {
+                self.core.queue_in_order(appends).await
             }
             async fn read_stream(
                 &self,

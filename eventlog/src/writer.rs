@@ -17,7 +17,7 @@ use crate::{
 
 /// One queued append and where to send its answer.
 pub(crate) struct WriteRequest {
-    pub append: PreparedAppend,
+    pub append: Arc<PreparedAppend>,
     pub reply: oneshot::Sender<Result<Vec<AppendResult>, EventLogError>>,
 }
 
@@ -47,7 +47,7 @@ pub(crate) async fn run_writer<B: Backend>(
                 Err(_) => break,
             }
         }
-        let batch: Vec<&PreparedAppend> = requests.iter().map(|r| &r.append).collect();
+        let batch: Vec<Arc<PreparedAppend>> = requests.iter().map(|r| Arc::clone(&r.append)).collect();
         let answers = match commit_reconnecting(&*backend, &mut writer, &batch).await {
             Ok(answers) => answers,
             Err(EventLogError::Unavailable { reason }) => {
@@ -64,10 +64,12 @@ pub(crate) async fn run_writer<B: Backend>(
                 tracing::debug!(error = %e, size = requests.len(), "batch failed; retrying appends one by one");
                 let mut answers = Vec::with_capacity(requests.len());
                 for append in &batch {
-                    answers.push(match commit_reconnecting(&*backend, &mut writer, &[append]).await {
-                        Ok(mut one) => one.pop().unwrap_or(Err(EventLogError::Closed)),
-                        Err(e) => Err(e),
-                    });
+                    answers.push(
+                        match commit_reconnecting(&*backend, &mut writer, std::slice::from_ref(append)).await {
+                            Ok(mut one) => one.pop().unwrap_or(Err(EventLogError::Closed)),
+                            Err(e) => Err(e),
+                        },
+                    );
                 }
                 answers
             }
@@ -98,7 +100,7 @@ pub(crate) async fn run_writer<B: Backend>(
 async fn commit_reconnecting<B: Backend>(
     backend: &B,
     writer: &mut Option<B::Writer>,
-    batch: &[&PreparedAppend],
+    batch: &[Arc<PreparedAppend>],
 ) -> Result<BatchAnswers, EventLogError> {
     let mut reused = writer.is_some();
     loop {

@@ -1,5 +1,7 @@
 //! Errors of the projections.
 
+pub use agentlog_sqlite::SqliteFailure;
+
 /// What can go wrong while projecting or reading read models.
 #[derive(Debug, thiserror::Error)]
 pub enum ProjectionError {
@@ -12,7 +14,7 @@ pub enum ProjectionError {
         #[source]
         source: sqlx::Error,
     },
-    /// A SQLite statement run on the connection's handle failed (`db::sqlite_handle`).
+    /// A statement on the read models' own SQLite connections failed (`db::sqlite`).
     #[error("database error while {context}: {source}")]
     Sqlite {
         /// What was being done.
@@ -106,27 +108,5 @@ impl ProjectionError {
             Self::Log(e) => e.is_unavailable(),
             _ => false,
         }
-    }
-}
-
-/// A statement's failure, with SQLite's own code and message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("SQLite error {code}: {message}")]
-pub struct SqliteFailure {
-    /// SQLite's extended result code (`code & 0xff` is the primary one: 13 is SQLITE_FULL).
-    pub code: i32,
-    /// `sqlite3_errmsg`.
-    pub message: String,
-}
-
-impl SqliteFailure {
-    /// True when the disk is full (SQLITE_FULL).
-    pub fn is_storage_full(&self) -> bool {
-        self.code & 0xff == libsqlite3_sys::SQLITE_FULL
-    }
-
-    /// A failure found before SQLite was called (a path or statement it cannot take).
-    pub(crate) fn new(message: impl Into<String>) -> Self {
-        Self { code: libsqlite3_sys::SQLITE_MISUSE, message: message.into() }
     }
 }

@@ -7,11 +7,12 @@
 //! are built by the server when it starts, or by `agentlog-replay rebuild`.
 
 use std::{
+    collections::VecDeque,
     process::ExitCode,
     time::{Duration, Instant},
 };
 
-use agentlog_eventlog::StreamAppend;
+use agentlog_eventlog::{DatabasePool, QueuedAppends, StoreOptions, StreamAppend};
 use agentlog_workload::{Workload, WorkloadConfig, WorkloadError, WorkloadStats};
 use anyhow::{Context, bail};
 use serde::Serialize;
@@ -58,7 +59,19 @@ pub struct Generated {
 /// little more; the log commits them in a few transactions); also the progress bar's step.
 /// Counted in events, not rounds: a round grows with the users, who grow with `--events`, and
 /// what is in flight (a chunk being built, two queued, one appending) must not.
-const EVENTS_PER_CHUNK: usize = 10_000;
+const EVENTS_PER_CHUNK: usize = 20_000;
+
+/// Chunks queued in the log beyond the one committing: enough to keep the writer busy while
+/// the next chunk is validated.
+const CHUNKS_IN_FLIGHT: usize = 1;
+
+/// The most events the log commits in one transaction while generating (the server's
+/// default is 5,000): fewer, larger commits write each changed index page once per commit.
+const EVENTS_PER_COMMIT: usize = 50_000;
+
+/// SQLite's WAL is copied back into the database file every this many pages while generating
+/// (instead of every 1,000), and once more, emptied, at the end.
+const WAL_AUTOCHECKPOINT: u32 = 100_000;
 
 /// Play the workload, sending its rounds in chunks. Returns its stats and the time spent
 /// simulating (not waiting for the log to take a chunk).
@@ -94,6 +107,14 @@ fn simulate(
     (stats, started.elapsed().saturating_sub(waiting))
 }
 
+/// Wait for a queued chunk's answers; the first refusal stops the generation.
+async fn settle(queued: QueuedAppends) -> anyhow::Result<()> {
+    for answer in queued.answers().await {
+        answer.context("appending the workload")?;
+    }
+    Ok(())
+}
+
 /// Run `generate`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     if args.events == 0 {
@@ -103,7 +124,12 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     if users == 0 {
         bail!("--users must be at least 1");
     }
-    let store = store::open(&global.database, Create::Yes).await?;
+    let options = StoreOptions {
+        max_batch_events: EVENTS_PER_COMMIT,
+        sqlite_wal_autocheckpoint: WAL_AUTOCHECKPOINT,
+        ..store::options(store::READ_CONNECTIONS)
+    };
+    let store = store::open_with_options(&global.database, Create::Yes, options).await?;
     let head = store.head_position().await.context("reading the log head")?;
     if head > 0 {
         bail!(
@@ -122,13 +148,22 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let simulation = tokio::task::spawn_blocking(move || simulate(&config, chunks));
     let bar = output::progress(u64::try_from(args.events).unwrap_or(0), "append events", global.json);
     let mut appended = 0u64;
+    // Chunks queued in the log and not yet answered: the next chunk is validated and queued
+    // while the previous one commits.
+    let mut in_flight: VecDeque<(QueuedAppends, usize)> = VecDeque::new();
     while let Some(chunk) = next_chunk.recv().await {
         let events: usize = chunk.iter().flatten().map(|a| a.events.len()).sum();
-        for answer in store.append_in_order(chunk).await {
-            answer.context("appending the workload")?;
+        in_flight.push_back((store.queue_in_order(chunk).await, events));
+        if in_flight.len() > CHUNKS_IN_FLIGHT
+            && let Some((queued, events)) = in_flight.pop_front()
+        {
+            settle(queued).await?;
+            appended += u64::try_from(events).unwrap_or(0);
+            bar.set_position(appended);
         }
-        appended += u64::try_from(events).unwrap_or(0);
-        bar.set_position(appended);
+    }
+    while let Some((queued, _)) = in_flight.pop_front() {
+        settle(queued).await?;
     }
     bar.finish_and_clear();
     let (stats, simulated) = simulation.await.context("the simulation thread")?;
@@ -140,6 +175,9 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         simulating_millis: u64::try_from(simulated.as_millis()).unwrap_or(u64::MAX),
     };
+    if let DatabasePool::Sqlite(pool) = store.database() {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&pool).await.context("checkpointing the log")?;
+    }
     store.close().await;
     if global.json {
         output::print_json(&generated)?;

@@ -22,27 +22,42 @@ pub enum Create {
 /// Open the log at `url`. A SQLite file that does not exist is an error unless `create` says
 /// otherwise: a mistyped path must not quietly audit an empty new log.
 pub async fn open(url: &str, create: Create) -> anyhow::Result<Arc<dyn EventStore>> {
-    // A bulk rebuild on PostgreSQL applies every projection at once, each on a connection of
-    // its own, beside the log's reader.
-    open_with(url, create, 8).await
+    open_with(url, create, READ_CONNECTIONS).await
 }
+
+/// Readers of a command's log: a bulk rebuild on PostgreSQL applies every projection at once,
+/// each on a connection of its own, beside the log's reader.
+pub const READ_CONNECTIONS: u32 = 8;
 
 /// [`open`] with at most `read_connections` readers (each SQLite connection keeps a page
 /// cache of its own: `verify`, whose memory is bounded, needs three).
 pub async fn open_with(url: &str, create: Create, read_connections: u32) -> anyhow::Result<Arc<dyn EventStore>> {
+    open_with_options(url, create, options(read_connections)).await
+}
+
+/// The options every command opens its log with, with `read_connections` readers.
+pub fn options(read_connections: u32) -> StoreOptions {
+    StoreOptions {
+        // A CLI process does not need to hear about other instances' appends quickly.
+        listen_notify: false,
+        poll_interval: Duration::from_secs(5),
+        read_connections,
+        ..StoreOptions::default()
+    }
+}
+
+/// [`open`] with `options` (see [`options`]).
+pub async fn open_with_options(
+    url: &str,
+    create: Create,
+    options: StoreOptions,
+) -> anyhow::Result<Arc<dyn EventStore>> {
     if create == Create::No
         && let Some(path) = sqlite_path(url)
         && !Path::new(path).exists()
     {
         bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
-    let options = StoreOptions {
-        // A CLI process does not need to hear about other instances' appends quickly.
-        listen_notify: false,
-        poll_interval: Duration::from_secs(5),
-        read_connections,
-        ..StoreOptions::default()
-    };
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
 }
 

@@ -15,10 +15,8 @@ use crate::error::ProjectionError;
 
 mod sqlite;
 
-mod value;
-
+pub use agentlog_sqlite::{Row, SqlValue};
 pub use sqlite::{SqliteDb, SqliteTx};
-pub use value::{Row, SqlValue};
 
 /// The read-model database.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! Values bound into and read out of portable SQL, and rows of them.
+//! Values bound into and read out of SQL, and rows of them.
 
 /// A value bound into or read out of portable SQL.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +36,37 @@ impl SqlValue {
             Self::Text(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+impl SqlValue {
+    /// The value borrowed, to bind.
+    pub fn as_ref(&self) -> SqlRef<'_> {
+        match self {
+            Self::Null => SqlRef::Null,
+            Self::Int(v) => SqlRef::Int(*v),
+            Self::Float(v) => SqlRef::Float(*v),
+            Self::Text(s) => SqlRef::Text(s),
+        }
+    }
+}
+
+/// A value to bind, borrowed from the caller for the statement's run (text is not copied).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SqlRef<'a> {
+    /// NULL.
+    Null,
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// Text.
+    Text(&'a str),
+}
+
+impl<'a> From<Option<&'a str>> for SqlRef<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        v.map_or(Self::Null, Self::Text)
     }
 }
 

@@ -1,0 +1,342 @@
+//! The SQLite store: the embedded default. One file in WAL mode; one writer connection held by
+//! the group-commit writer (SQLite allows one writer at a time anyway) and a pool of readers.
+
+use std::{path::Path, str::FromStr, sync::Arc, time::Duration};
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_sqlite::Connection;
+use chrono::{DateTime, Utc};
+use sqlx::{
+    QueryBuilder, Row, Sqlite, SqlitePool,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow},
+};
+use tokio::{sync::Notify, task::JoinHandle};
+use uuid::Uuid;
+
+mod write;
+
+use write::WriterConnection;
+
+use crate::{
+    backend::{Backend, BatchAnswers},
+    error::EventLogError,
+    filter::EventFilter,
+    import::{ImportResult, PreparedImport},
+    store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+    validate::PreparedAppend,
+};
+
+/// The SQLite-backed event store.
+pub struct SqliteEventStore {
+    core: LogCore<SqliteBackend>,
+}
+
+impl_event_store!(SqliteEventStore, BackendKind::Sqlite);
+
+impl SqliteEventStore {
+    /// Open (creating and migrating if needed) the log in a SQLite file. `target` is a URL
+    /// (`sqlite:agentlog.db`, `sqlite:///abs/path.db`) or a plain file path.
+    pub async fn open(target: &str, options: StoreOptions) -> Result<Self, EventLogError> {
+        let connect = connect_options(target, &options)?;
+        let filename = connect.get_filename().to_string_lossy().into_owned();
+        if filename.is_empty() || filename == ":memory:" {
+            // The writer and imports open connections of their own on the file.
+            return Err(EventLogError::UnsupportedUrl(format!("{target} (the log needs a database file)")));
+        }
+        create_private(connect.get_filename())?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.read_connections.max(1))
+            .min_connections(1)
+            .test_before_acquire(false)
+            .connect_with(connect.clone())
+            .await
+            .map_err(EventLogError::db("opening the SQLite database"))?;
+        if options.migrate {
+            crate::migrate::migrate_sqlite(&pool).await?;
+        }
+        let settings = writer_settings(&options);
+        let backend = SqliteBackend { pool, connect, filename, settings };
+        Ok(Self { core: LogCore::start(backend, &options).await? })
+    }
+
+    /// The reader pool (projections keep their read models in the same file).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.core.backend.pool
+    }
+
+    fn database_pool(&self) -> crate::store::DatabasePool {
+        crate::store::DatabasePool::Sqlite(self.core.backend.pool.clone())
+    }
+
+    /// Options to open more connections to the same file (with the same pragmas).
+    pub fn connect_options(&self) -> &SqliteConnectOptions {
+        &self.core.backend.connect
+    }
+}
+
+/// Create a database file that does not exist yet readable by its owner only (0600): SQLite
+/// creates the `-wal` and `-shm` files with the database file's permissions, so the log is
+/// private whatever the umask. An existing file keeps its permissions (the operator's choice).
+fn create_private(path: &Path) -> Result<(), EventLogError> {
+    if path.as_os_str().is_empty() || path == Path::new(":memory:") || path.exists() {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        // Created meanwhile by another process: theirs to have made private.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => {
+            Err(EventLogError::Database { context: "creating the SQLite database file", source: sqlx::Error::Io(e) })
+        }
+    }
+}
+
+fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnectOptions, EventLogError> {
+    let base = if target.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(target).map_err(|_| EventLogError::UnsupportedUrl(target.to_string()))?
+    } else {
+        SqliteConnectOptions::new().filename(Path::new(target))
+    };
+    let base = base.create_if_missing(true).journal_mode(SqliteJournalMode::Wal).busy_timeout(BUSY_TIMEOUT);
+    Ok(shared_pragmas(options).into_iter().fold(base, |o, (name, value)| o.pragma(name, value)))
+}
+
+/// SQL for the SQLite log.
+pub(crate) struct SqliteBackend {
+    pool: SqlitePool,
+    connect: SqliteConnectOptions,
+    /// The database file, for the writer's and imports' own connections.
+    filename: String,
+    /// The `PRAGMA`s those connections run when they open.
+    settings: Vec<String>,
+}
+
+/// The settings of the writer's own connection: the pool's (see [`connect_options`]) and the
+/// writer's WAL checkpoint interval.
+fn writer_settings(options: &StoreOptions) -> Vec<String> {
+    let mut settings: Vec<String> =
+        shared_pragmas(options).into_iter().map(|(name, value)| format!("PRAGMA {name} = {value}")).collect();
+    settings.push(format!("PRAGMA busy_timeout = {}", BUSY_TIMEOUT.as_millis()));
+    settings.push(format!("PRAGMA wal_autocheckpoint = {}", options.sqlite_wal_autocheckpoint));
+    settings
+}
+
+/// How long a connection waits for another process's write lock before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `PRAGMA`s every connection of the log runs, pooled or its own.
+fn shared_pragmas(options: &StoreOptions) -> Vec<(&'static str, String)> {
+    vec![
+        ("synchronous", if options.sqlite_synchronous_full { "FULL" } else { "NORMAL" }.to_string()),
+        // 32 MiB of page cache per connection (SQLite's default is 2 MiB): read-model writes
+        // touch index pages all over a large file, and every miss is a read system call.
+        ("cache_size", "-32768".to_string()),
+        ("mmap_size", options.sqlite_mmap_mib.saturating_mul(1024 * 1024).to_string()),
+        ("foreign_keys", "ON".to_string()),
+    ]
+}
+
+/// Run SQLite work on the blocking pool: a commit waits for `fsync`, which must not hold one
+/// of the runtime's worker threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, EventLogError> + Send + 'static,
+) -> Result<T, EventLogError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(EventLogError::Unavailable { reason: e.to_string() }))
+}
+
+const COLUMNS: &str =
+    "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
+
+pub(crate) fn decode_row(row: &SqliteRow) -> Result<RecordedEvent, EventLogError> {
+    let position: i64 = row.try_get(0).map_err(EventLogError::db("decoding an event row"))?;
+    let corrupt = |reason: String| EventLogError::Corrupt { position, reason };
+    let get_str = |i: usize| -> Result<String, EventLogError> {
+        row.try_get::<String, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
+    };
+    let get_ref = |i: usize| -> Result<&str, EventLogError> {
+        row.try_get::<&str, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
+    };
+    let event_id = Uuid::parse_str(get_ref(1)?).map_err(|e| corrupt(format!("event_id: {e}")))?;
+    let payload = serde_json::from_str(get_ref(6)?).map_err(|e| corrupt(format!("payload: {e}")))?;
+    let metadata = serde_json::from_str(get_ref(7)?).map_err(|e| corrupt(format!("metadata: {e}")))?;
+    let micros: i64 = row.try_get(8).map_err(|e| corrupt(format!("recorded_at: {e}")))?;
+    let recorded_at: DateTime<Utc> =
+        DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("recorded_at {micros} out of range")))?;
+    Ok(RecordedEvent {
+        position,
+        event_id,
+        stream_id: get_str(2)?,
+        stream_version: row.try_get(3).map_err(|e| corrupt(format!("stream_version: {e}")))?,
+        event_type: get_str(4)?,
+        schema_version: row.try_get(5).map_err(|e| corrupt(format!("schema_version: {e}")))?,
+        payload,
+        metadata,
+        recorded_at,
+    })
+}
+
+impl Backend for SqliteBackend {
+    type Writer = WriterConnection;
+
+    async fn open_writer(&self) -> Result<WriterConnection, EventLogError> {
+        let (filename, settings) = (self.filename.clone(), self.settings.clone());
+        let conn = blocking(move || {
+            Connection::open(&filename, &settings).map_err(write::failed("opening the writer connection"))
+        })
+        .await?;
+        Ok(Arc::new(std::sync::Mutex::new(conn)))
+    }
+
+    async fn commit_batch(
+        &self,
+        conn: &mut WriterConnection,
+        batch: &[Arc<PreparedAppend>],
+        now: DateTime<Utc>,
+    ) -> Result<BatchAnswers, EventLogError> {
+        let (conn, batch) = (Arc::clone(conn), batch.to_vec());
+        blocking(move || {
+            let batch: Vec<&PreparedAppend> = batch.iter().map(|a| &**a).collect();
+            write::commit_batch(&mut conn.lock().unwrap_or_else(|p| p.into_inner()), &batch, now)
+        })
+        .await
+    }
+
+    async fn import_batch(&self, events: Vec<PreparedImport>) -> Result<ImportResult, EventLogError> {
+        let (filename, settings) = (self.filename.clone(), self.settings.clone());
+        // A connection of its own; the file's write lock (IMMEDIATE) orders it with appends.
+        blocking(move || {
+            let mut conn =
+                Connection::open(&filename, &settings).map_err(write::failed("opening an import connection"))?;
+            write::import(&mut conn, &events)
+        })
+        .await
+    }
+
+    async fn read_all(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after);
+        if let Some(up_to) = up_to {
+            q.push(" AND position <= ").push_bind(up_to);
+        }
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_all_back(
+        &self,
+        after: i64,
+        before: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after).push(" AND position < ").push_bind(before);
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY position DESC LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_stream(
+        &self,
+        stream_id: &str,
+        from_version: i64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, EventLogError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE stream_id = ? AND stream_version >= ? ORDER BY stream_version LIMIT ?"
+        ))
+        .bind(stream_id)
+        .bind(from_version)
+        .bind(limit.min(i64::MAX as usize) as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(EventLogError::db("reading a stream"))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = ?")
+            .bind(stream_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading a stream version"))
+    }
+
+    async fn head(&self) -> Result<i64, EventLogError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(position), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading the log head"))
+    }
+
+    fn spawn_fan_out(
+        self: &Arc<Self>,
+        _committed: tokio::sync::watch::Receiver<i64>,
+        _wake: Arc<Notify>,
+    ) -> Vec<JoinHandle<()>> {
+        // One process per file: local commits wake the tailer directly; other processes on the
+        // same file (the replay tools) are picked up by the tailer's polling.
+        Vec::new()
+    }
+}
+
+/// The `AND …` conditions of a log filter.
+fn push_filter(q: &mut QueryBuilder<'_, Sqlite>, filter: &EventFilter) {
+    if !filter.event_types.is_empty() {
+        q.push(" AND event_type IN (");
+        let mut list = q.separated(", ");
+        for t in &filter.event_types {
+            list.push_bind(t.clone());
+        }
+        q.push(")");
+    }
+    if let Some(prefix) = &filter.stream_prefix {
+        q.push(format!(" AND substr(stream_id, 1, {}) = ", prefix.chars().count())).push_bind(prefix.clone());
+    }
+    if let Some(root) = filter.root_source_id {
+        q.push(" AND root_source_id = ").push_bind(root.to_string());
+    }
+    if let Some(user) = &filter.user_id {
+        q.push(" AND user_id = ").push_bind(user.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pooled connection, not just the first, maps the file as asked (and none when off).
+    #[tokio::test]
+    async fn every_connection_maps_as_many_mib_as_asked() {
+        for (mib, expected) in [(0_u64, 0_i64), (64, 64 * 1024 * 1024)] {
+            let file = crate::testing::TempSqlite::new();
+            let options = StoreOptions { sqlite_mmap_mib: mib, ..StoreOptions::default() };
+            let store = SqliteEventStore::open(&file.url(), options).await.unwrap();
+            let mut held = Vec::new();
+            for _ in 0..3 {
+                let mut conn = store.pool().acquire().await.unwrap();
+                let size: i64 = sqlx::query_scalar("PRAGMA mmap_size").fetch_one(&mut *conn).await.unwrap();
+                assert_eq!(size, expected, "{mib} MiB");
+                held.push(conn);
+            }
+        }
+    }
+}

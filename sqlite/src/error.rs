@@ -1,0 +1,28 @@
+//! A statement's failure.
+
+/// A statement's failure, with SQLite's own code and message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("SQLite error {code}: {message}")]
+pub struct SqliteFailure {
+    /// SQLite's extended result code (`code & 0xff` is the primary one: 13 is SQLITE_FULL).
+    pub code: i32,
+    /// `sqlite3_errmsg`.
+    pub message: String,
+}
+
+impl SqliteFailure {
+    /// True when the disk is full (SQLITE_FULL).
+    pub fn is_storage_full(&self) -> bool {
+        self.code & 0xff == libsqlite3_sys::SQLITE_FULL
+    }
+
+    /// True when a UNIQUE, PRIMARY KEY or other constraint refused a write (SQLITE_CONSTRAINT).
+    pub fn is_constraint(&self) -> bool {
+        self.code & 0xff == libsqlite3_sys::SQLITE_CONSTRAINT
+    }
+
+    /// A failure found before SQLite was called (a path or statement it cannot take).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { code: libsqlite3_sys::SQLITE_MISUSE, message: message.into() }
+    }
+}
