@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-CRATES = ["domain", "eventlog", "conversation-flow", "workload", "otel", "projections", "api",
+CRATES = ["domain", "sqlite", "eventlog", "conversation-flow", "workload", "otel", "projections", "api",
           "replay-tools", "load"]
 
 

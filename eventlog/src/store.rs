@@ -10,11 +10,12 @@ use tokio::{
 };
 
 use crate::{
-    append::{AppendResult, ExpectedVersion, QueuedAppends, StreamAppend},
+    append::{AppendResult, ExpectedVersion, StreamAppend},
     backend::Backend,
     error::EventLogError,
     filter::EventFilter,
     import::{ImportResult, prepare_import},
+    queued::QueuedAppends,
     subscription::{EventSubscription, subscribe},
     tail::{Tail, run_tailer},
     validate::{Limits, prepare_all},
@@ -338,7 +339,7 @@ macro_rules! impl_event_store {
             async fn queue_in_order(
                 &self,
                 appends: Vec<Vec<$crate::append::StreamAppend>>,
-            ) -> $crate::append::QueuedAppends {
+            ) -> $crate::queued::QueuedAppends {
                 self.core.queue_in_order(appends).await
             }
             async fn read_stream(

@@ -302,3 +302,115 @@ impl Drop for Statement<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    /// A new empty database file, removed when dropped.
+    struct TempFile(std::path::PathBuf);
+
+    impl TempFile {
+        fn new() -> Self {
+            static NEXT: AtomicU32 = AtomicU32::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "agentlog-sqlite-{}-{}.db",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::File::create(&path).unwrap();
+            Self(path)
+        }
+
+        fn open(&self) -> Connection {
+            Connection::open(self.0.to_str().unwrap(), &["PRAGMA journal_mode = WAL".to_string()]).unwrap()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+            }
+        }
+    }
+
+    fn rows(conn: &mut Connection, sql: &str) -> Vec<Row> {
+        let mut out = Vec::new();
+        conn.for_each_row(sql, &[], &mut |row| out.push(row)).unwrap();
+        out
+    }
+
+    #[test]
+    fn values_round_trip_with_sqlx_storage_types() {
+        let file = TempFile::new();
+        let mut conn = file.open();
+        conn.execute("CREATE TABLE t (a, b, c, d)", &[]).unwrap();
+        let changed = conn
+            .execute_refs(
+                "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
+                &[SqlRef::Int(7), SqlRef::Float(1.5), SqlRef::Text("héllo"), SqlRef::Null],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+        let got = rows(&mut conn, "SELECT a, b, c, d, typeof(a), typeof(b), typeof(c), typeof(d) FROM t");
+        assert_eq!(
+            got,
+            vec![Row(vec![
+                SqlValue::Int(7),
+                SqlValue::Float(1.5),
+                SqlValue::Text("héllo".into()),
+                SqlValue::Null,
+                SqlValue::Text("integer".into()),
+                SqlValue::Text("real".into()),
+                SqlValue::Text("text".into()),
+                SqlValue::Text("null".into()),
+            ])]
+        );
+    }
+
+    /// A row that binds fewer values than the one before it gets NULL for the rest, never a
+    /// pointer into the earlier row (which is dropped by then).
+    #[test]
+    fn each_row_binds_only_its_own_values() {
+        let file = TempFile::new();
+        let mut conn = file.open();
+        conn.execute("CREATE TABLE t (a TEXT, b TEXT)", &[]).unwrap();
+        let input = vec![vec!["x".to_string(), "y".to_string()], vec!["z".to_string()]];
+        conn.run_per_row_with("INSERT INTO t VALUES (?1, ?2)", input, |row: &Vec<String>, values| {
+            values.extend(row.iter().map(|s| SqlRef::Text(s)));
+        })
+        .unwrap();
+        assert_eq!(
+            rows(&mut conn, "SELECT a, b FROM t ORDER BY a"),
+            vec![
+                Row(vec![SqlValue::Text("x".into()), SqlValue::Text("y".into())]),
+                Row(vec![SqlValue::Text("z".into()), SqlValue::Null]),
+            ]
+        );
+    }
+
+    /// A refused write says so, leaves nothing of itself, and its kept statement runs again.
+    #[test]
+    fn a_constraint_failure_is_reported_and_the_statement_reused() {
+        let file = TempFile::new();
+        let mut conn = file.open();
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)", &[]).unwrap();
+        let insert = "INSERT INTO t VALUES (?1)";
+        conn.execute(insert, &[SqlValue::Int(1)]).unwrap();
+        let refused = conn.execute(insert, &[SqlValue::Int(1)]).unwrap_err();
+        assert!(refused.is_constraint(), "{refused}");
+        assert!(!refused.is_storage_full());
+        conn.execute(insert, &[SqlValue::Int(2)]).unwrap();
+        assert_eq!(rows(&mut conn, "SELECT count(*) FROM t"), vec![Row(vec![SqlValue::Int(2)])]);
+    }
+
+    #[test]
+    fn a_missing_file_is_not_created() {
+        let path = std::env::temp_dir().join(format!("agentlog-sqlite-missing-{}.db", std::process::id()));
+        assert!(Connection::open(path.to_str().unwrap(), &[]).is_err());
+        assert!(!path.exists());
+    }
+}

@@ -5,9 +5,10 @@
 //! value and every fetched row across a channel to it and back. A projection batch writes
 //! thousands of rows, and a report reads thousands; those hand-offs, the copies of every value
 //! they need, and preparing a new multi-row `INSERT` for every chunk size cost more than
-//! SQLite's own work. Here each statement is prepared once per connection (kept by its SQL
-//! text), bound in place and stepped, and a multi-row write is a one-row `INSERT` run once per
-//! row — which SQLite executes faster than it parses a multi-row one.
+//! SQLite's own work. Here each statement runs on an `agentlog_sqlite::Connection`: prepared
+//! once per connection (kept by its SQL text), bound in place and stepped, and a multi-row write
+//! is a one-row `INSERT` run once per row — which SQLite executes faster than it parses a
+//! multi-row one.
 //!
 //! The connections are opened with the log pool's own settings (synchronous, foreign keys,
 //! page cache, memory map) read from a pooled connection, so what they write is written as a
