@@ -128,7 +128,7 @@ pub(crate) fn commit_batch(
     now: DateTime<Utc>,
 ) -> Result<BatchAnswers, EventLogError> {
     in_transaction(conn, |conn| {
-        let (stored, versions, last) = load_state(conn, &batch::event_ids(batch), &batch::stream_ids(batch))?;
+        let Known { stored, versions, last } = load_state(conn, &batch::event_ids(batch), &batch::stream_ids(batch))?;
         let plan = batch::plan(batch, &stored, versions);
         let mut located: batch::Located = stored.iter().map(|(id, s)| (*id, (s.position, s.stream_version))).collect();
         let recorded_at = now.timestamp_micros();
@@ -165,7 +165,7 @@ pub(crate) fn import(conn: &mut Connection, events: &[PreparedImport]) -> Result
         let mut streams: Vec<String> = events.iter().map(|e| e.recorded.stream_id.clone()).collect();
         streams.sort_unstable();
         streams.dedup();
-        let (stored, versions, last) = load_state(conn, &ids, &streams)?;
+        let Known { stored, versions, last } = load_state(conn, &ids, &streams)?;
         let plan = plan_import(events, &stored, versions, last)?;
         let rows = plan.rows.iter().map(|row| {
             let r = &row.event.recorded;
@@ -190,14 +190,19 @@ pub(crate) fn import(conn: &mut Connection, events: &[PreparedImport]) -> Result
     })
 }
 
-/// What the database holds that a batch needs: stored events with the batch's ids, the current
-/// versions of its streams, and the last position handed out. One indexed lookup per id and
-/// per stream, on statements kept prepared.
-fn load_state(
-    conn: &mut Connection,
-    ids: &[Uuid],
-    streams: &[String],
-) -> Result<(HashMap<Uuid, StoredEvent>, HashMap<String, i64>, i64), EventLogError> {
+/// What the database holds that a batch needs.
+struct Known {
+    /// Stored events with the batch's ids.
+    stored: HashMap<Uuid, StoredEvent>,
+    /// The current versions of the batch's streams that exist.
+    versions: HashMap<String, i64>,
+    /// The last position handed out.
+    last: i64,
+}
+
+/// Read what the database holds that a batch needs: one indexed lookup per id and per stream,
+/// on statements kept prepared.
+fn load_state(conn: &mut Connection, ids: &[Uuid], streams: &[String]) -> Result<Known, EventLogError> {
     let mut last = 0;
     conn.for_each_row_refs(LAST_POSITION, &[], &mut |row| last = row.i64(0).unwrap_or(0))
         .map_err(failed("reading the log head"))?;
@@ -229,7 +234,7 @@ fn load_state(
         })
         .map_err(failed("reading event ids"))?;
     }
-    Ok((stored, versions, last))
+    Ok(Known { stored, versions, last })
 }
 
 #[cfg(test)]
