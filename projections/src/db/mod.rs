@@ -145,12 +145,19 @@ macro_rules! bind_all {
 }
 
 impl ReadDb {
-    /// Begin a write transaction.
+    /// Begin a read-model transaction: rows derived from the log, committed with their
+    /// checkpoints. It commits without waiting for the disk (SQLite `synchronous = NORMAL`,
+    /// PostgreSQL `synchronous_commit = off`): still atomic and in order, so a crash may undo
+    /// the last ones but never part of one, and the runner applies those again from the log.
+    /// A mutation then waits for one durable commit (its events'), not two. Writes the log
+    /// does not hold (API tokens) go through [`execute`](Self::execute), durable.
     pub async fn begin(&self) -> Result<ReadTx, ProjectionError> {
         Ok(match self {
             Self::Sqlite(db) => ReadTx::Sqlite(db.begin().await?),
             Self::Postgres(p) => {
-                ReadTx::Postgres(p.begin().await.map_err(ProjectionError::db("beginning a transaction"))?)
+                // One round trip: a statement without arguments goes over the simple protocol.
+                let begin = "BEGIN; SET LOCAL synchronous_commit = off";
+                ReadTx::Postgres(p.begin_with(begin).await.map_err(ProjectionError::db("beginning a transaction"))?)
             }
         })
     }

@@ -49,6 +49,10 @@ struct Shared {
 struct Opening {
     filename: String,
     settings: Vec<String>,
+    /// `PRAGMA synchronous` for writes outside a transaction: the pool's (durable).
+    durable: String,
+    /// `PRAGMA synchronous` for read-model transactions: NORMAL at most (see [`SqliteDb::begin`]).
+    derived: String,
 }
 
 impl SqliteDb {
@@ -69,13 +73,18 @@ impl SqliteDb {
         &self.pool
     }
 
-    /// Begin a write transaction (`BEGIN IMMEDIATE`: the write lock up front).
+    /// Begin a read-model transaction (`BEGIN IMMEDIATE`: the write lock up front). It commits
+    /// at `synchronous = NORMAL`: in WAL mode that is atomic and ordered but does not wait for
+    /// the disk, so a power loss may undo the last ones (never part of one), and the runner
+    /// applies them again from the log, whose own commits are durable and flush these with them.
     pub(crate) async fn begin(&self) -> Result<SqliteTx, ProjectionError> {
+        let opening = self.opening().await?;
         let mut conn = self.writer().await?;
         if conn.in_transaction() {
             // An earlier transaction whose commit and rollback both failed: end it first.
             conn.execute("ROLLBACK", &[]).map_err(failed("rolling back read models"))?;
         }
+        conn.execute(&opening.derived, &[]).map_err(failed("beginning a transaction"))?;
         conn.execute("BEGIN IMMEDIATE", &[]).map_err(failed("beginning a transaction"))?;
         Ok(SqliteTx { conn, open: true })
     }
@@ -83,8 +92,13 @@ impl SqliteDb {
     /// Run one statement outside any transaction; the rows it changed. On the writer: a write
     /// waits for the read models' transaction in flight here (an async wait, not SQLite's busy
     /// wait, which would hold the thread the transaction needs to finish).
+    /// Such a write is durable (the pool's `synchronous`): it may hold what the log does not
+    /// (API tokens).
     pub(crate) async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
-        self.writer().await?.execute(sql, args).map_err(failed("writing a read model"))
+        let opening = self.opening().await?;
+        let mut conn = self.writer().await?;
+        conn.execute(&opening.durable, &[]).map_err(failed("writing a read model"))?;
+        conn.execute(sql, args).map_err(failed("writing a read model"))
     }
 
     /// The writer's connection, opened on first use, once the transaction in flight ends.
@@ -146,15 +160,25 @@ impl SqliteDb {
                     ));
                 }
                 let mut settings = Vec::new();
+                let mut synchronous = 2;
                 for pragma in ["synchronous", "foreign_keys", "cache_size", "mmap_size"] {
                     let value: i64 = sqlx::query_scalar(&format!("PRAGMA {pragma}"))
                         .fetch_one(&self.pool)
                         .await
                         .map_err(ProjectionError::db("reading the database's settings"))?;
+                    if pragma == "synchronous" {
+                        synchronous = value;
+                    }
                     settings.push(format!("PRAGMA {pragma} = {value}"));
                 }
                 settings.push("PRAGMA busy_timeout = 30000".to_string());
-                Ok(Opening { filename, settings })
+                Ok(Opening {
+                    filename,
+                    settings,
+                    durable: format!("PRAGMA synchronous = {synchronous}"),
+                    // 1 is NORMAL; a pool at OFF (0) stays off.
+                    derived: format!("PRAGMA synchronous = {}", synchronous.min(1)),
+                })
             })
             .await
     }

@@ -138,6 +138,43 @@ both!(a_write_outside_waits_for_the_transaction as read_db_write_outside_waits_f
 
 /// Far more distinct statements than a connection keeps prepared (each `IN` list of another
 /// length is another text), inside one transaction and outside: every one answers right.
+/// Read-model transactions commit without waiting for the disk (their rows are rebuilt from the
+/// log after a crash); a write outside one stays durable (API tokens are not in the log). Each
+/// records the setting it ran with, through the writer's own connection.
+async fn read_model_commits_do_not_wait_for_the_disk(log: TestLog) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE t_sync (k TEXT, v TEXT)", &[]).await.unwrap();
+    let (record, durable, derived) = if db.is_postgres() {
+        // Outside a read-model transaction: the server's own setting (the test server's is off).
+        let server = db.fetch("SELECT current_setting('synchronous_commit')", &[]).await.unwrap();
+        let server = server[0].str(0).unwrap().to_string();
+        ("INSERT INTO t_sync (k, v) SELECT $1, current_setting('synchronous_commit')", server, "off")
+    } else {
+        ("INSERT INTO t_sync (k, v) SELECT $1, synchronous FROM pragma_synchronous", "2".to_string(), "1")
+    };
+    for round in 0..2 {
+        db.execute(record, &[format!("outside-{round}").into()]).await.unwrap();
+        let mut tx = db.begin().await.unwrap();
+        tx.execute(record, &[format!("inside-{round}").into()]).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+    let got = db.fetch("SELECT k, v FROM t_sync ORDER BY k", &[]).await.unwrap();
+    let got: Vec<(String, String)> =
+        got.iter().map(|r| (r.str(0).unwrap().to_string(), r.str(1).unwrap().to_string())).collect();
+    let want = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(
+        got,
+        vec![
+            want("inside-0", derived),
+            want("inside-1", derived),
+            want("outside-0", &durable),
+            want("outside-1", &durable),
+        ]
+    );
+}
+
+both!(read_model_commits_do_not_wait_for_the_disk as read_db_read_model_commits_do_not_wait_for_the_disk);
+
 async fn many_distinct_statements(log: TestLog) {
     let db = ReadDb::from(log.store.database());
     db.execute("CREATE TABLE t_many (id BIGINT PRIMARY KEY)", &[]).await.unwrap();
