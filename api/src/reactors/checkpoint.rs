@@ -11,21 +11,31 @@ pub async fn load(db: &ReadDb, name: &str) -> Result<i64, ReactorError> {
     Ok(rows.first().and_then(|r| r.i64(0)).unwrap_or(0))
 }
 
-/// Record that reactor `name` has reacted up to `position`. Never moves backwards: two
-/// processes running the same reactor both advance it. Saved like a read model's rows, without
-/// waiting for the disk ([`ReadDb::begin`]): a crash may undo the last save, and the reactor then
-/// reacts again to events it had handled, which appends nothing (its events' ids are
-/// deterministic).
+/// Record that `name` has got up to `position`, durably: for a follower whose effects outside
+/// agentlog cannot be taken back (the OTLP exporter's spans). Never moves backwards: two
+/// processes running the same follower both advance it.
 pub async fn save(db: &ReadDb, name: &str, position: i64) -> Result<(), ReactorError> {
-    let args: [SqlValue; 3] = [name.into(), position.into(), Utc::now().timestamp_micros().into()];
+    let args = args(name, position);
+    db.execute(UPSERT, &args).await?;
+    Ok(())
+}
+
+/// [`save`] for a reactor, without waiting for the disk, like a read model's rows
+/// ([`ReadDb::begin`]): a crash of the machine or the database may undo the last saves, and the
+/// reactor then reacts again to facts it had handled, which appends nothing (its events' ids are
+/// derived from the fact).
+pub async fn save_replayable(db: &ReadDb, name: &str, position: i64) -> Result<(), ReactorError> {
+    let args = args(name, position);
     let mut tx = db.begin().await?;
-    tx.execute(
-        "INSERT INTO reactor_checkpoints (name, position, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at \
-         WHERE reactor_checkpoints.position < excluded.position",
-        &args,
-    )
-    .await?;
+    tx.execute(UPSERT, &args).await?;
     tx.commit().await?;
     Ok(())
+}
+
+const UPSERT: &str = "INSERT INTO reactor_checkpoints (name, position, updated_at) VALUES ($1, $2, $3) \
+                      ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at \
+                      WHERE reactor_checkpoints.position < excluded.position";
+
+fn args(name: &str, position: i64) -> [SqlValue; 3] {
+    [name.into(), position.into(), Utc::now().timestamp_micros().into()]
 }

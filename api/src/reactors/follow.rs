@@ -58,7 +58,7 @@ async fn follow_once<R: Reactor>(state: &App, stop: &mut watch::Receiver<bool>) 
                 };
                 let fact = item?;
                 R::react(state, &fact).await?;
-                checkpoint::save(&state.db, R::NAME, fact.position).await?;
+                checkpoint::save_replayable(&state.db, R::NAME, fact.position).await?;
             }
         }
     }
