@@ -307,97 +307,109 @@ async fn graphql_get(
             // A small read buffer: the codec zeroes the whole free part of it before every read
             // attempt, and a subscription's connection is polled (and tries a read) for every event
             // it is sent; clients send only small messages (connection_init, subscribe, pings).
-            upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).read_buffer_size(WS_READ_BUFFER).on_upgrade(move |socket| async move {
-                let _in_flight = in_flight;
-                let (mut sink, stream) = socket.split();
-                // The token the connection authenticated with: revoking it closes the socket.
-                let slot: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-                let init_slot = slot.clone();
-                let watch = revoked(state.clone(), slot);
-                // The protocol writes through a channel, so this task can still close the socket.
-                let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
-                // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
-                let max_bytes = state.limits.max_response_bytes;
-                let out = Box::pin(futures_util::sink::unfold(tx, move |tx, msg: Message| async move {
-                    tx.send(bounded_message(unauthorized_close(msg), max_bytes)).await.map_err(axum::Error::new)?;
-                    Ok::<_, axum::Error>(tx)
-                }));
-                let serve = GraphQLWebSocket::new_with_pair(out, stream, schema, protocol)
-                    .on_connection_init(move |payload| async move {
-                        let mut data = Data::default();
-                        // The token may come in the upgrade request or in connection_init.
-                        let token = payload
-                            .get("authorization")
-                            .or_else(|| payload.get("Authorization"))
-                            .and_then(|v| v.as_str())
-                            .and_then(bearer)
-                            .map(str::to_string)
-                            .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
-                        let caller = match token {
-                            Some(t) => match state.tokens.authenticate_token(t.as_str()).await {
-                                Ok(c) => c,
-                                Err(e) => return Err(async_graphql::Error::new(e.to_string())),
-                            },
-                            None => from_header,
-                        };
-                        // No token, or one that is unknown or revoked: closed with 4401.
-                        let Some((c, token_id)) = caller else { return Err(async_graphql::Error::new(UNAUTHORIZED)) };
-                        // Held in the connection's data: released when the socket closes.
-                        let max = state.limits.max_connections_per_user;
-                        let Some(hold) = state.connections.admit(&c.user_id, max) else {
-                            return Err(async_graphql::Error::new(format!(
-                                "you hold {max} websocket connections, the most one user may; close one first"
-                            ))
-                            .extend_with(|_, e| e.set("code", "LIMIT")));
-                        };
-                        data.insert(hold);
-                        if let Ok(mut s) = init_slot.lock() {
-                            *s = Some(token_id);
-                        }
-                        // Known now: its anonymous place is free again.
-                        if let Ok(mut a) = anonymous.lock() {
-                            a.take();
-                        }
-                        let _ = initialised.send(true);
-                        data.insert(c);
-                        Ok(data)
-                    })
-                    // No `keepalive_timeout`: it closes a connection whose client sent nothing for
-                    // that long, and a subscriber that only listens (graphql-ws clients send no
-                    // pings by default) must not be cut off on a quiet stream or a slow machine.
-                    .serve();
-                // What queued while the socket was busy goes out in one write: a subscriber handed
-                // several events at once costs one flush, not one per event.
-                let forward = async {
-                    'forward: while let Some(first) = rx.recv().await {
-                        let mut queued = Some(first);
-                        while let Some(msg) = queued {
-                            if sink.feed(msg).await.is_err() {
-                                break 'forward;
+            let sockets = http.state.sockets.clone();
+            let upgraded = upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).read_buffer_size(WS_READ_BUFFER);
+            // The connection runs on the websockets' runtime (`sockets`): its sends must not
+            // queue ahead of requests.
+            upgraded.on_upgrade(move |socket| {
+                let connection = async move {
+                    let _in_flight = in_flight;
+                    let (mut sink, stream) = socket.split();
+                    // The token the connection authenticated with: revoking it closes the socket.
+                    let slot: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+                    let init_slot = slot.clone();
+                    let watch = revoked(state.clone(), slot);
+                    // The protocol writes through a channel, so this task can still close the socket.
+                    let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
+                    // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
+                    let max_bytes = state.limits.max_response_bytes;
+                    let out = Box::pin(futures_util::sink::unfold(tx, move |tx, msg: Message| async move {
+                        tx.send(bounded_message(unauthorized_close(msg), max_bytes)).await.map_err(axum::Error::new)?;
+                        Ok::<_, axum::Error>(tx)
+                    }));
+                    let serve = GraphQLWebSocket::new_with_pair(out, stream, schema, protocol)
+                        .on_connection_init(move |payload| async move {
+                            let mut data = Data::default();
+                            // The token may come in the upgrade request or in connection_init.
+                            let token = payload
+                                .get("authorization")
+                                .or_else(|| payload.get("Authorization"))
+                                .and_then(|v| v.as_str())
+                                .and_then(bearer)
+                                .map(str::to_string)
+                                .or_else(|| payload.get("token").and_then(|v| v.as_str()).map(str::to_string));
+                            let caller = match token {
+                                Some(t) => match state.tokens.authenticate_token(t.as_str()).await {
+                                    Ok(c) => c,
+                                    Err(e) => return Err(async_graphql::Error::new(e.to_string())),
+                                },
+                                None => from_header,
+                            };
+                            // No token, or one that is unknown or revoked: closed with 4401.
+                            let Some((c, token_id)) = caller else { return Err(async_graphql::Error::new(UNAUTHORIZED)) };
+                            // Held in the connection's data: released when the socket closes.
+                            let max = state.limits.max_connections_per_user;
+                            let Some(hold) = state.connections.admit(&c.user_id, max) else {
+                                return Err(async_graphql::Error::new(format!(
+                                    "you hold {max} websocket connections, the most one user may; close one first"
+                                ))
+                                .extend_with(|_, e| e.set("code", "LIMIT")));
+                            };
+                            data.insert(hold);
+                            if let Ok(mut s) = init_slot.lock() {
+                                *s = Some(token_id);
                             }
-                            queued = rx.try_recv().ok();
+                            // Known now: its anonymous place is free again.
+                            if let Ok(mut a) = anonymous.lock() {
+                                a.take();
+                            }
+                            let _ = initialised.send(true);
+                            data.insert(c);
+                            Ok(data)
+                        })
+                        // No `keepalive_timeout`: it closes a connection whose client sent nothing for
+                        // that long, and a subscriber that only listens (graphql-ws clients send no
+                        // pings by default) must not be cut off on a quiet stream or a slow machine.
+                        .serve();
+                    // What queued while the socket was busy goes out in one write: a subscriber handed
+                    // several events at once costs one flush, not one per event.
+                    let forward = async {
+                        'forward: while let Some(first) = rx.recv().await {
+                            let mut queued = Some(first);
+                            while let Some(msg) = queued {
+                                if sink.feed(msg).await.is_err() {
+                                    break 'forward;
+                                }
+                                queued = rx.try_recv().ok();
+                            }
+                            if sink.flush().await.is_err() {
+                                break;
+                            }
                         }
-                        if sink.flush().await.is_err() {
-                            break;
+                    };
+                    // graphql-ws closes a socket whose connection_init did not come in time with 4408.
+                    let init_late = async {
+                        let late = tokio::time::timeout(init_timeout, init_seen.wait_for(|done| *done)).await.is_err();
+                        if !late {
+                            std::future::pending::<()>().await;
                         }
+                    };
+                    let closing = tokio::select! {
+                        _ = async { tokio::join!(serve, forward) } => None,
+                        () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
+                        () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
+                        () = shutdown.begun() => Some(CloseFrame { code: WS_GOING_AWAY, reason: "server shutting down".into() }),
+                    };
+                    if let Some(frame) = closing {
+                        // Bounded: a client that reads nothing must not hold the shutdown.
+                        let _ = tokio::time::timeout(CLOSE_SEND_TIMEOUT, sink.send(Message::Close(Some(frame)))).await;
                     }
                 };
-                // graphql-ws closes a socket whose connection_init did not come in time with 4408.
-                let init_late = async {
-                    let late = tokio::time::timeout(init_timeout, init_seen.wait_for(|done| *done)).await.is_err();
-                    if !late {
-                        std::future::pending::<()>().await;
+                async move {
+                    // A connection that panicked is gone either way; the log says so.
+                    if let Err(e) = sockets.spawn(connection).await {
+                        tracing::warn!(error = %e, "a websocket connection ended abnormally");
                     }
-                };
-                let closing = tokio::select! {
-                    _ = async { tokio::join!(serve, forward) } => None,
-                    () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
-                    () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
-                    () = shutdown.begun() => Some(CloseFrame { code: WS_GOING_AWAY, reason: "server shutting down".into() }),
-                };
-                if let Some(frame) = closing {
-                    // Bounded: a client that reads nothing must not hold the shutdown.
-                    let _ = tokio::time::timeout(CLOSE_SEND_TIMEOUT, sink.send(Message::Close(Some(frame)))).await;
                 }
             })
         }

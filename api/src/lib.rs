@@ -22,4 +22,5 @@ pub mod reactors;
 pub mod relay;
 pub mod server;
 pub mod shutdown;
+pub mod sockets;
 pub mod state;

@@ -83,6 +83,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         anonymous: Quota::default(),
         limits,
         shutdown: Shutdown::default(),
+        sockets: crate::sockets::Sockets::start().context("starting the websockets' runtime")?,
     })
 }
 

@@ -180,6 +180,8 @@ pub struct AppState {
     pub limits: ApiLimits,
     /// Draining before a stop.
     pub shutdown: Shutdown,
+    /// The runtime websocket connections run on.
+    pub sockets: crate::sockets::Sockets,
 }
 
 impl std::ops::Deref for AppState {
