@@ -58,48 +58,37 @@ type Labels = Vec<(&'static str, String)>;
 /// The GenAI histograms of this instance.
 #[derive(Debug, Default)]
 pub struct GenAiMetrics {
-    token_usage: Mutex<BTreeMap<Labels, Histogram>>,
-    duration: Mutex<BTreeMap<Labels, Histogram>>,
+    /// Both histograms under one lock: a scrape sees a run's measurements all or not at all.
+    histograms: Mutex<Histograms>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Histograms {
+    token_usage: BTreeMap<Labels, Histogram>,
+    duration: BTreeMap<Labels, Histogram>,
 }
 
 impl GenAiMetrics {
-    /// Record one operation's measurements.
-    pub fn record(&self, m: &Measurement) {
-        let mut labels: Labels = vec![
-            ("gen_ai_operation_name", m.operation.clone()),
-            ("gen_ai_provider_name", m.provider.clone()),
-            ("gen_ai_request_model", m.model.clone()),
-            ("gen_ai_agent_id", m.agent.clone()),
-        ];
+    /// Record one run's measurements (its own and its operations'), together.
+    pub fn record_run(&self, run: &[Measurement]) {
         // A poisoned lock only means another thread panicked mid-update: the figures stand.
-        let mut usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (kind, tokens) in [("input", m.input_tokens), ("output", m.output_tokens)] {
-            if let Some(t) = tokens {
-                let mut l = labels.clone();
-                l.push(("gen_ai_token_type", kind.to_string()));
-                usage.entry(l).or_default().observe(TOKEN_BUCKETS, t.max(0) as f64);
-            }
+        let mut h = self.histograms.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for m in run {
+            h.record(m);
         }
-        drop(usage);
-        if let Some(e) = &m.error_type {
-            labels.push(("error_type", e.clone()));
-        }
-        let mut duration = self.duration.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        duration.entry(labels).or_default().observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
     }
 
     /// Append both histograms in Prometheus text format.
     pub fn render(&self, out: &mut String) {
-        let usage = self.token_usage.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let h = self.histograms.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let version = agentlog_otel::conventions::VERSION;
         render_histogram(
             out,
             "gen_ai_client_token_usage",
             &format!("Tokens used per GenAI operation (gen_ai.client.token.usage, semantic conventions {version})."),
             TOKEN_BUCKETS,
-            &usage,
+            &h.token_usage,
         );
-        let duration = self.duration.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         render_histogram(
             out,
             "gen_ai_client_operation_duration_seconds",
@@ -107,8 +96,31 @@ impl GenAiMetrics {
                 "Duration of GenAI operations (gen_ai.client.operation.duration, semantic conventions {version})."
             ),
             DURATION_BUCKETS,
-            &duration,
+            &h.duration,
         );
+    }
+}
+
+impl Histograms {
+    /// Record one operation's measurements.
+    fn record(&mut self, m: &Measurement) {
+        let mut labels: Labels = vec![
+            ("gen_ai_operation_name", m.operation.clone()),
+            ("gen_ai_provider_name", m.provider.clone()),
+            ("gen_ai_request_model", m.model.clone()),
+            ("gen_ai_agent_id", m.agent.clone()),
+        ];
+        for (kind, tokens) in [("input", m.input_tokens), ("output", m.output_tokens)] {
+            if let Some(t) = tokens {
+                let mut l = labels.clone();
+                l.push(("gen_ai_token_type", kind.to_string()));
+                self.token_usage.entry(l).or_default().observe(TOKEN_BUCKETS, t.max(0) as f64);
+            }
+        }
+        if let Some(e) = &m.error_type {
+            labels.push(("error_type", e.clone()));
+        }
+        self.duration.entry(labels).or_default().observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
     }
 }
 

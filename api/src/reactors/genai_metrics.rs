@@ -51,9 +51,7 @@ async fn measure_page(state: &App, filter: &EventFilter, after: i64) -> Result<i
     for end in &ends {
         match agentlog_otel::spans_of_end(state.store.as_ref(), end).await {
             Ok(spans) => {
-                for m in agentlog_otel::measurements(&spans) {
-                    state.metrics.genai.record(&m);
-                }
+                state.metrics.genai.record_run(&agentlog_otel::measurements(&spans));
                 reached = end.position;
             }
             Err(e) => {
