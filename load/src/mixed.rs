@@ -27,12 +27,13 @@ pub(crate) const APPEND_MESSAGE: &str =
     "mutation($t: String!, $m: JSON!) { appendMessage(topicId: $t, message: $m) { position } }";
 pub(crate) const START_OPERATION: &str =
     "mutation($i: StartOperationInput!, $r: String) { startOperation(input: $i, requestId: $r) { position } }";
-pub(crate) const APPEND_RUN_MESSAGE: &str = "mutation($t: String!, $m: JSON!, $lt: String) { appendMessage(topicId: $t, message: $m, leaseToken: $lt) { position } }";
-pub(crate) const CLAIM: &str = "mutation($id: String!, $w: String!, $r: String) { claimOperation(id: $id, workerId: $w, leaseSecs: 60, requestId: $r) { position lease { token } } }";
-const RENEW: &str = "mutation($id: String!, $w: String!, $lt: String!) { renewLease(id: $id, workerId: $w, leaseToken: $lt, leaseSecs: 60) { position } }";
-pub(crate) const REPORT_STEP: &str = "mutation($id: String!, $lt: String!, $c: [ToolCallInput!], $u: UsageInput, $r: String) { reportStep(id: $id, leaseToken: $lt, phase: ACTING, toolCalls: $c, usage: $u, requestId: $r) { position } }";
-const COMPLETE: &str = "mutation($id: String!, $lt: String!, $res: String, $h: HandoffInput, $r: String) { completeOperation(id: $id, leaseToken: $lt, result: $res, handoff: $h, requestId: $r) { position } }";
-const FAIL: &str = "mutation($id: String!, $lt: String!, $m: String!, $r: String) { failOperation(id: $id, leaseToken: $lt, message: $m, code: \"load_failure\", requestId: $r) { position } }";
+pub(crate) const APPEND_RUN_MESSAGE: &str = "mutation($t: String!, $m: JSON!, $lt: String, $o: String) { appendMessage(topicId: $t, message: $m, leaseToken: $lt, ownerId: $o) { position } }";
+/// `$o`: whose operation it is (null: the caller's own).
+pub(crate) const CLAIM: &str = "mutation($id: String!, $o: String, $w: String!, $r: String) { claimOperation(id: $id, ownerId: $o, workerId: $w, leaseSecs: 60, requestId: $r) { position lease { token } } }";
+const RENEW: &str = "mutation($id: String!, $o: String, $w: String!, $lt: String!) { renewLease(id: $id, ownerId: $o, workerId: $w, leaseToken: $lt, leaseSecs: 60) { position } }";
+pub(crate) const REPORT_STEP: &str = "mutation($id: String!, $o: String, $lt: String!, $c: [ToolCallInput!], $u: UsageInput, $r: String) { reportStep(id: $id, ownerId: $o, leaseToken: $lt, phase: ACTING, toolCalls: $c, usage: $u, requestId: $r) { position } }";
+const COMPLETE: &str = "mutation($id: String!, $o: String, $lt: String!, $res: String, $h: HandoffInput, $r: String) { completeOperation(id: $id, ownerId: $o, leaseToken: $lt, result: $res, handoff: $h, requestId: $r) { position } }";
+const FAIL: &str = "mutation($id: String!, $o: String, $lt: String!, $m: String!, $r: String) { failOperation(id: $id, ownerId: $o, leaseToken: $lt, message: $m, code: \"load_failure\", requestId: $r) { position } }";
 
 /// The lease token in a `claimOperation` answer (empty when absent: every report is refused).
 pub(crate) fn lease_token(data: &Value) -> String {
@@ -84,6 +85,8 @@ pub fn operation_stream(op: &str) -> String {
 #[derive(Debug, Clone)]
 struct WorkItem {
     operation: String,
+    /// Whose operation and topic (the client's user; `None`: the workers' own token's).
+    owner: Option<String>,
     /// The conversation and the user message the answer replies to (conversation runs).
     chat: Option<(String, String)>,
     /// The task (task runs).
@@ -233,8 +236,16 @@ impl Client {
         match self.send(false, call, effect).await {
             Ok(_) => {
                 self.chat.busy = 0;
-                mixed
-                    .push(WorkItem { operation: op, chat: Some((topic, message_id)), task: None, raced: false }, false);
+                mixed.push(
+                    WorkItem {
+                        operation: op,
+                        owner: self.tokens.user_id.clone(),
+                        chat: Some((topic, message_id)),
+                        task: None,
+                        raced: false,
+                    },
+                    false,
+                );
                 Ok(())
             }
             Err(Failure::Refused(code)) if code == "CONVERSATION_BUSY" => {
@@ -258,7 +269,7 @@ impl Client {
         let claim = Call {
             op: "claimOperation",
             query: CLAIM,
-            variables: json!({"id": op, "w": worker, "r": format!("{op}-claim-{worker}")}),
+            variables: json!({"id": op, "o": item.owner, "w": worker, "r": format!("{op}-claim-{worker}")}),
             retry: Retry::NEVER,
             idempotent: true,
         };
@@ -271,7 +282,7 @@ impl Client {
             let renew = Call {
                 op: "renewLease",
                 query: RENEW,
-                variables: json!({"id": op, "w": worker, "lt": lt}),
+                variables: json!({"id": op, "o": item.owner, "w": worker, "lt": lt}),
                 retry: Retry::NEVER,
                 idempotent: false,
             };
@@ -280,7 +291,7 @@ impl Client {
         let call_id = format!("{op}-c1");
         let input = 80 + self.s.rng.below(400);
         let output = 10 + self.s.rng.below(200);
-        let vars = json!({"id": op, "lt": lt, "c": [{"id": call_id, "name": "search", "status": "succeeded"}],
+        let vars = json!({"id": op, "o": item.owner, "lt": lt, "c": [{"id": call_id, "name": "search", "status": "succeeded"}],
                           "u": {"inputTokens": input, "outputTokens": output, "totalTokens": input + output, "costMicros": input + 3 * output},
                           "r": format!("{op}-step1")});
         let step =
@@ -302,7 +313,7 @@ impl Client {
                 let call = Call {
                     op: "appendMessage",
                     query: APPEND_RUN_MESSAGE,
-                    variables: json!({"t": topic, "m": m, "lt": lt}),
+                    variables: json!({"t": topic, "m": m, "lt": lt, "o": item.owner}),
                     retry: Retry::CONFLICT,
                     idempotent: true,
                 };
@@ -312,7 +323,7 @@ impl Client {
         }
         let end = format!("{op}-end");
         if self.s.rng.chance(10) {
-            let vars = json!({"id": op, "lt": lt, "m": "simulated failure", "r": end});
+            let vars = json!({"id": op, "o": item.owner, "lt": lt, "m": "simulated failure", "r": end});
             let call =
                 Call { op: "failOperation", query: FAIL, variables: vars, retry: Retry::CONFLICT, idempotent: true };
             self.send(true, call, on_op()).await?;
@@ -320,7 +331,7 @@ impl Client {
             let handoff = item.task.as_ref().map(|_| {
                 json!({"title": "load run", "summary": "did the work", "keyFindings": ["one", "two"], "nextAction": "repeat"})
             });
-            let vars = json!({"id": op, "lt": lt, "res": "done", "h": handoff, "r": end});
+            let vars = json!({"id": op, "o": item.owner, "lt": lt, "res": "done", "h": handoff, "r": end});
             let call = Call {
                 op: "completeOperation",
                 query: COMPLETE,
@@ -363,7 +374,10 @@ impl Client {
         let call = Call { op: "runTask", query: RUN_TASK, variables: vars, retry: Retry::CONFLICT, idempotent: true };
         let effect = Effect::on(task_stream(&task)).and(operation_stream(&op)).id("operationId", &op);
         self.send(false, call, effect).await?;
-        mixed.push(WorkItem { operation: op, chat: None, task: Some(task), raced: false }, false);
+        mixed.push(
+            WorkItem { operation: op, owner: self.tokens.user_id.clone(), chat: None, task: Some(task), raced: false },
+            false,
+        );
         Ok(())
     }
 

@@ -83,6 +83,10 @@ pub struct Report {
     pub subscribers: Vec<SubscriberReport>,
     /// Append → delivery latency of live events, normal and slow subscribers apart.
     pub delivery: Vec<DeliveryReport>,
+    /// Subscribers that had subscribed when the clients started.
+    pub subscribed: usize,
+    /// How long the subscribers took to subscribe, before the clients started.
+    pub subscribe_secs: f64,
 }
 
 /// Append → delivery latency (an event's `recordedAt` to its arrival at a subscriber) of the
@@ -147,6 +151,8 @@ impl Report {
             appended: 0,
             subscribers: Vec::new(),
             delivery: Vec::new(),
+            subscribed: 0,
+            subscribe_secs: 0.0,
         }
     }
 
@@ -238,6 +244,15 @@ impl fmt::Display for Report {
                 o.max_ms,
                 o.retries,
                 errors.join(", ")
+            )?;
+        }
+        if !self.subscribers.is_empty() {
+            writeln!(
+                f,
+                "subscribers: {} of {} subscribed in {:.0} ms, before the clients started",
+                self.subscribed,
+                self.subscribers.len(),
+                self.subscribe_secs * 1000.0
             )?;
         }
         for d in &self.delivery {

@@ -9,7 +9,10 @@ use std::{
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
-use tokio::{sync::watch, task::JoinSet};
+use tokio::{
+    sync::{mpsc, watch},
+    task::JoinSet,
+};
 
 use crate::budget::Budget;
 use crate::client::Answer;
@@ -29,6 +32,9 @@ use crate::subscriber::Pace;
 use crate::subscriber::Stop;
 use crate::target::Target;
 use crate::write;
+
+/// The longest the clients wait for the subscribers to subscribe before they start anyway.
+const SUBSCRIBE_WAIT: Duration = Duration::from_secs(60);
 
 /// Run the load described by `config` against a running server and report what it measured.
 /// Refuses a target that is not this machine before sending anything.
@@ -58,6 +64,46 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         }
         Answer::Transport(e) => return Err(LoadError::Setup(format!("cannot reach {}: {e}", target.graphql))),
     };
+    // Subscribers first (from position 0, or from the head as it is now), so they see the
+    // whole run; the slow ones are the last `slow_subscribers`. The clients start once every
+    // subscriber has subscribed (or after `SUBSCRIBE_WAIT`), so what is timed as delivery is
+    // delivery, not a thousand connections being set up.
+    let (stop_tx, stop_rx) = watch::channel(None);
+    let (subscribed_tx, mut subscribed_rx) = mpsc::unbounded_channel();
+    let mut subscribers = JoinSet::new();
+    let from = if config.subscribe_from_head { start_head } else { 0 };
+    let connecting = Instant::now();
+    for i in 0..config.subscribers {
+        let slow = i >= config.subscribers - config.slow_subscribers;
+        let pace = Pace { from, delay: if slow { config.slow_delay } else { Duration::ZERO } };
+        // Subscribers spread over the instances too: each follows the log through its own.
+        let websocket = targets[i % targets.len()].websocket.clone();
+        subscribers.spawn(subscriber::follow(
+            websocket,
+            config.token.clone(),
+            pace,
+            subscribed_tx.clone(),
+            stop_rx.clone(),
+        ));
+    }
+    drop(subscribed_tx);
+    let mut ready = 0;
+    let deadline = tokio::time::Instant::now() + SUBSCRIBE_WAIT;
+    while ready < config.subscribers {
+        match tokio::time::timeout_at(deadline, subscribed_rx.recv()).await {
+            Ok(Some(())) => ready += 1,
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let subscribed = (ready, connecting.elapsed());
+    if ready < config.subscribers {
+        tracing::warn!(
+            ready,
+            of = config.subscribers,
+            "not every subscriber subscribed in time; starting the load anyway"
+        );
+    }
+
     let started = Instant::now();
     let shared = Arc::new(Shared {
         gql: gql.clone(),
@@ -66,19 +112,6 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         run_id: run_id(),
         outage_limit: config.drain_timeout,
     });
-
-    // Subscribers first (from position 0, or from the head as it is now), so they see the
-    // whole run; the slow ones are the last `slow_subscribers`.
-    let (stop_tx, stop_rx) = watch::channel(None);
-    let mut subscribers = JoinSet::new();
-    let from = if config.subscribe_from_head { start_head } else { 0 };
-    for i in 0..config.subscribers {
-        let slow = i >= config.subscribers - config.slow_subscribers;
-        let pace = Pace { from, delay: if slow { config.slow_delay } else { Duration::ZERO } };
-        // Subscribers spread over the instances too: each follows the log through its own.
-        let websocket = targets[i % targets.len()].websocket.clone();
-        subscribers.spawn(subscriber::follow(websocket, config.token.clone(), pace, stop_rx.clone()));
-    }
     let progress = progress_bar(config.progress, &shared);
 
     let mut stats = Stats::default();
@@ -146,6 +179,8 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
         }
     }
     report.add_subscribers(followed);
+    report.subscribed = subscribed.0;
+    report.subscribe_secs = subscribed.1.as_secs_f64();
     progress.finish_and_clear();
     Ok(report)
 }

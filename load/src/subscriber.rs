@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::{net::TcpStream, sync::watch};
+use tokio::{
+    net::TcpStream,
+    sync::{mpsc, watch},
+};
 use tokio_tungstenite::{
     MaybeTlsStream, WebSocketStream,
     tungstenite::{Message, client::IntoClientRequest, http::HeaderValue, protocol::WebSocketConfig},
@@ -40,17 +43,20 @@ pub struct Pace {
     pub delay: Duration,
 }
 
-/// Follow the log after `pace.from` until told to stop (see [`Stop`]).
+/// Follow the log after `pace.from` until told to stop (see [`Stop`]). Sends on `subscribed`
+/// once its first subscription is sent, so the load can start when every subscriber listens.
 pub async fn follow(
     url: String,
     token: String,
     pace: Pace,
+    subscribed: mpsc::UnboundedSender<()>,
     mut stop: watch::Receiver<Option<Stop>>,
 ) -> SubscriberReport {
     let mut report = SubscriberReport { slow: !pace.delay.is_zero(), ..SubscriberReport::default() };
-    // Deliveries are timed for events recorded after this subscriber began (live ones), not
-    // for the history it reads first.
-    let began = chrono::Utc::now();
+    // Deliveries are timed for events recorded once this subscriber's subscription was sent
+    // (live ones), not for the history it reads first, nor for what was appended while it
+    // was still connecting (that is connection set-up, not delivery).
+    let mut began: Option<chrono::DateTime<chrono::Utc>> = None;
     let mut last = pace.from;
     let finished = |stop: &watch::Receiver<Option<Stop>>, last: i64| {
         stop.borrow().as_ref().is_some_and(|s| last >= s.head || Instant::now() >= s.give_up)
@@ -65,6 +71,10 @@ pub async fn follow(
                 continue;
             }
         };
+        if began.is_none() {
+            began = Some(chrono::Utc::now());
+            let _ = subscribed.send(());
+        }
         loop {
             tokio::select! {
                 message = socket.next() => {
@@ -95,7 +105,7 @@ pub async fn follow(
                                 last = position;
                                 report.events += 1;
                                 report.positions.push(position);
-                                if let Some(us) = delivery_us(&v["payload"]["data"]["events"]["recordedAt"], began) {
+                                if let Some(us) = began.and_then(|b| delivery_us(&v["payload"]["data"]["events"]["recordedAt"], b)) {
                                     report.delivery_us.push(us);
                                 }
                             }

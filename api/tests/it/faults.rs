@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use agentlog_load::{Config, Record, Report};
 
-use crate::support::{Db, Server, check_acknowledged, check_log, read_log, verify_read_models};
+use crate::support::{Db, Server, check_acknowledged, check_log, check_workers_worked, read_log, verify_read_models};
 
 /// Server kills during the load.
 const KILLS: u32 = 3;
@@ -66,6 +66,7 @@ async fn crash_under_load(db: Db) {
     assert_eq!(sub.duplicates, 0, "the subscriber saw an event twice");
     assert!(sub.caught_up, "the subscriber reached the head after the last restart: {sub:?}");
     assert!(report.acknowledged > 20, "the load did something: {report}");
+    check_workers_worked(&report);
 
     check_nothing_lost(server, &record, &report).await;
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::{
     faults::{TempRecord, check_nothing_lost},
-    support::{Db, Server, Ws, verify_read_models},
+    support::{Db, Server, Ws, check_workers_worked, verify_read_models},
 };
 
 const RUNS: usize = 8;
@@ -182,6 +182,7 @@ async fn three_instances_under_load_with_restarts(db: Db) {
     let report = load.await.expect("the load task").expect("the load run");
     eprintln!("{report}");
     assert!(report.acknowledged > 20, "the load did something: {report}");
+    check_workers_worked(&report);
     let sub = &report.subscribers[0];
     assert_eq!(sub.duplicates, 0, "the subscriber saw an event twice");
     drop((b, c));

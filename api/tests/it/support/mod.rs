@@ -459,6 +459,16 @@ pub fn check_log(events: &[RecordedEvent]) {
     }
 }
 
+/// The mixed load's workers did their half: claims, steps and completions on the operations
+/// its users started (with the operator's token, naming each operation's owner) were
+/// acknowledged, so the checks after a load cover the run's own path too.
+pub fn check_workers_worked(report: &agentlog_load::Report) {
+    for op in ["claimOperation", "reportStep", "completeOperation"] {
+        let acked = report.operations.get(op).map_or(0, |o| o.acknowledged);
+        assert!(acked > 0, "no {op} acknowledged: the workers did nothing\n{report}");
+    }
+}
+
 /// Every acknowledged mutation's effect is in the log: the event at its answered position is in
 /// one of its streams (a position of 0 — nothing appended, a repeated request — needs the
 /// stream to exist), and a message it appended is there.
