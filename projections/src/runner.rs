@@ -471,6 +471,11 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
 
 /// Apply `batch` to every healthy projection from its committed checkpoint (see the module
 /// doc), in one transaction with the checkpoints.
+///
+/// The batch is first applied with no savepoints (each is a round trip on PostgreSQL, two per
+/// projection). If a projection fails (a bug, data it cannot read: rare), that transaction is
+/// rolled back and the batch applied again with a savepoint around each projection, so the
+/// failing one alone stops and the others advance, as they would have.
 async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
     if inner.options.bulk && inner.db.is_postgres() {
         return crate::parallel::apply_batch(inner, batch).await;
@@ -480,6 +485,25 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         state.iter().map(|s| (s.position, s.failed.is_some())).collect()
     };
+    if apply_in_tx(inner, batch, last, &positions, false).await? {
+        return Ok(());
+    }
+    if apply_in_tx(inner, batch, last, &positions, true).await? {
+        return Ok(());
+    }
+    Err(ProjectionError::Invalid("a batch applied with savepoints asked to be applied again".into()))
+}
+
+/// One attempt of [`apply_batch`]: with `isolate`, each projection in a savepoint (a failing
+/// one is marked failed); without, a failing projection rolls the whole transaction back and
+/// the answer is `false` (apply again, isolated). `true`: committed and recorded.
+async fn apply_in_tx(
+    inner: &Inner,
+    batch: &[Arc<RecordedEvent>],
+    last: i64,
+    positions: &[(i64, bool)],
+    isolate: bool,
+) -> Result<bool, ProjectionError> {
     let mut tx = inner.db.begin().await?;
     if inner.options.bulk {
         tx.execute(&format!("PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT}"), &[]).await?;
@@ -523,6 +547,17 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
             batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
         if !events.is_empty() {
             let started = Instant::now();
+            if !isolate {
+                if let Err(e) = p.apply(&mut tx, &events).await {
+                    tracing::debug!(projection = p.name(), error = %e, "a projection failed; applying the batch again, isolated");
+                    // If the rollback fails the connection is gone: fail the batch.
+                    tx.rollback().await?;
+                    return Ok(false);
+                }
+                applied.push((i, events.len() as u64, micros_since(started)));
+                advanced.push(i);
+                continue;
+            }
             tx.execute("SAVEPOINT projection", &[]).await?;
             match p.apply(&mut tx, &events).await {
                 Ok(()) => {
@@ -573,5 +608,5 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         state[i].failed = Some(reason);
     }
     publish(inner, &state);
-    Ok(())
+    Ok(true)
 }
