@@ -49,12 +49,18 @@ pub struct ServeConfig {
 /// (a few hundred MiB at realistic message sizes).
 const TREE_CACHE_MESSAGES: usize = 200_000;
 
+/// How often the server's SQLite log checkpoints its WAL, off the commit path
+/// (`StoreOptions::sqlite_background_checkpoint`).
+const SQLITE_CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
 /// Open everything the server needs.
 pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> anyhow::Result<AppState> {
     let options = StoreOptions {
         statement_timeout: settings.statement_timeout,
         poll_interval: settings.log_poll_interval,
         sqlite_mmap_mib: settings.sqlite_mmap_mib,
+        // A request's commit never copies the WAL back into a large database file.
+        sqlite_background_checkpoint: Some(SQLITE_CHECKPOINT_EVERY),
         ..StoreOptions::default()
     };
     let store =

@@ -182,6 +182,12 @@ pub struct StoreOptions {
     /// database file (`PRAGMA wal_autocheckpoint`; default 1,000, SQLite's own). A bulk load
     /// raises it: index pages changed by many commits are then copied back once.
     pub sqlite_wal_autocheckpoint: u32,
+    /// SQLite: checkpoint the WAL on a thread of the log's own every interval (`PASSIVE`: it
+    /// never takes the write lock) and never inside a commit (`wal_autocheckpoint = 0` on every
+    /// connection, the read models' included), so no append waits for pages copied back into
+    /// the database file. `None` (default): commits checkpoint after `sqlite_wal_autocheckpoint`
+    /// pages, SQLite's own way. The server uses 100 ms.
+    pub sqlite_background_checkpoint: Option<Duration>,
     /// PostgreSQL: the `statement_timeout` of every pooled connection (default none). A
     /// statement running longer is cancelled by the database, so its connection comes back to
     /// the pool; an append cut off this way rolls back and is not acknowledged. Migrations run
@@ -203,6 +209,7 @@ impl Default for StoreOptions {
             sqlite_synchronous_full: true,
             sqlite_mmap_mib: 0,
             sqlite_wal_autocheckpoint: 1_000,
+            sqlite_background_checkpoint: None,
             statement_timeout: None,
         }
     }

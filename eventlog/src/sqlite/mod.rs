@@ -13,7 +13,10 @@ use sqlx::{
 use tokio::{sync::Notify, task::JoinHandle};
 use uuid::Uuid;
 
+mod checkpoint;
 mod write;
+
+pub use checkpoint::CheckpointStats;
 
 use write::WriterConnection;
 
@@ -55,8 +58,18 @@ impl SqliteEventStore {
             crate::migrate::migrate_sqlite(&pool).await?;
         }
         let settings = writer_settings(&options);
-        let backend = SqliteBackend { pool, connect, filename, settings };
+        let checkpointer = match options.sqlite_background_checkpoint {
+            Some(interval) => Some(checkpoint::start(&filename, &settings, interval)?),
+            None => None,
+        };
+        let backend = SqliteBackend { pool, connect, filename, settings, checkpointer };
         Ok(Self { core: LogCore::start(backend, &options).await? })
+    }
+
+    /// What the background WAL checkpointer has done (`None` when commits checkpoint, see
+    /// [`StoreOptions::sqlite_background_checkpoint`]).
+    pub fn checkpoints(&self) -> Option<Arc<CheckpointStats>> {
+        self.core.backend.checkpointer.as_ref().map(|c| Arc::clone(&c.stats))
     }
 
     /// The reader pool (projections keep their read models in the same file).
@@ -116,15 +129,16 @@ pub(crate) struct SqliteBackend {
     filename: String,
     /// The `PRAGMA`s those connections run when they open.
     settings: Vec<String>,
+    /// The WAL checkpointer's thread, when commits do not checkpoint (ends with the log).
+    checkpointer: Option<checkpoint::Checkpointer>,
 }
 
-/// The settings of the writer's own connection: the pool's (see [`connect_options`]) and the
-/// writer's WAL checkpoint interval.
+/// The settings of the writer's own connection (and the checkpointer's): the pool's (see
+/// [`connect_options`]) and the busy timeout.
 fn writer_settings(options: &StoreOptions) -> Vec<String> {
     let mut settings: Vec<String> =
         shared_pragmas(options).into_iter().map(|(name, value)| format!("PRAGMA {name} = {value}")).collect();
     settings.push(format!("PRAGMA busy_timeout = {}", BUSY_TIMEOUT.as_millis()));
-    settings.push(format!("PRAGMA wal_autocheckpoint = {}", options.sqlite_wal_autocheckpoint));
     settings
 }
 
@@ -140,6 +154,12 @@ fn shared_pragmas(options: &StoreOptions) -> Vec<(&'static str, String)> {
         ("cache_size", "-32768".to_string()),
         ("mmap_size", options.sqlite_mmap_mib.saturating_mul(1024 * 1024).to_string()),
         ("foreign_keys", "ON".to_string()),
+        // 0: no commit checkpoints, a thread of the log's does (see `checkpoint`).
+        (
+            "wal_autocheckpoint",
+            if options.sqlite_background_checkpoint.is_some() { 0 } else { options.sqlite_wal_autocheckpoint }
+                .to_string(),
+        ),
     ]
 }
 
@@ -322,6 +342,51 @@ fn push_filter(q: &mut QueryBuilder<'_, Sqlite>, filter: &EventFilter) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With a background checkpointer no connection checkpoints in a commit, and the thread
+    /// copies the appended pages back; without one, commits do (SQLite's default) and there
+    /// is no thread.
+    #[tokio::test]
+    async fn the_wal_is_checkpointed_off_the_commit_path_when_asked() {
+        use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent};
+
+        use crate::{ExpectedVersion, store::EventStore};
+
+        let file = crate::testing::TempSqlite::new();
+        let options =
+            StoreOptions { sqlite_background_checkpoint: Some(Duration::from_millis(10)), ..StoreOptions::default() };
+        let store = SqliteEventStore::open(&file.url(), options).await.unwrap();
+        let autocheckpoint: i64 =
+            sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(store.pool()).await.unwrap();
+        assert_eq!(autocheckpoint, 0, "pooled connections must not checkpoint in a commit");
+        let writer: Vec<&String> =
+            store.core.backend.settings.iter().filter(|s| s.contains("wal_autocheckpoint")).collect();
+        assert_eq!(writer, vec!["PRAGMA wal_autocheckpoint = 0"], "nor the writer's own connection");
+        for i in 0..20 {
+            let id = uuid::Uuid::now_v7();
+            let event = NewEvent::new(
+                id,
+                "test.a",
+                serde_json::json!({"i": i}),
+                EventMetadata::source(id, Actor::user("u"), "u", "user:u"),
+            );
+            store.append(&format!("s-{i}"), ExpectedVersion::Any, vec![event]).await.unwrap();
+        }
+        let stats = store.checkpoints().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while stats.frames() == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(stats.frames() > 0, "the checkpointer copied nothing back: {stats:?}");
+        assert_eq!(stats.failures(), 0);
+
+        let file = crate::testing::TempSqlite::new();
+        let store = SqliteEventStore::open(&file.url(), StoreOptions::default()).await.unwrap();
+        assert!(store.checkpoints().is_none());
+        let autocheckpoint: i64 =
+            sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(store.pool()).await.unwrap();
+        assert_eq!(autocheckpoint, 1_000);
+    }
 
     /// Every pooled connection, not just the first, maps the file as asked (and none when off).
     #[tokio::test]

@@ -161,7 +161,7 @@ impl SqliteDb {
                 }
                 let mut settings = Vec::new();
                 let mut synchronous = 2;
-                for pragma in ["synchronous", "foreign_keys", "cache_size", "mmap_size"] {
+                for pragma in ["synchronous", "foreign_keys", "cache_size", "mmap_size", "wal_autocheckpoint"] {
                     let value: i64 = sqlx::query_scalar(&format!("PRAGMA {pragma}"))
                         .fetch_one(&self.pool)
                         .await

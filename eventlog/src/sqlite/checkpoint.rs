@@ -1,0 +1,92 @@
+//! The WAL copied back into the database file on a thread of its own
+//! ([`StoreOptions::sqlite_background_checkpoint`](crate::StoreOptions::sqlite_background_checkpoint)).
+//!
+//! By default SQLite checkpoints inside a commit: the commit that takes the WAL past
+//! `wal_autocheckpoint` pages copies them into the database file and syncs it before it
+//! returns, so now and then one append (and the request waiting on it) pays for everyone's
+//! pages — more of them, scattered wider, the larger the file. With a background checkpointer
+//! every connection runs with `wal_autocheckpoint = 0` and this thread runs a `PASSIVE`
+//! checkpoint every interval: it copies what no reader still needs without taking the write
+//! lock, so commits never wait for it, and the WAL starts over from its beginning once a
+//! checkpoint has copied all of it.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+        mpsc,
+    },
+    time::Duration,
+};
+
+use agentlog_sqlite::Connection;
+
+use crate::{error::EventLogError, sqlite::write::failed};
+
+/// What the background checkpointer has done so far.
+#[derive(Debug, Default)]
+pub struct CheckpointStats {
+    passes: AtomicU64,
+    frames: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl CheckpointStats {
+    /// Checkpoints run.
+    pub fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Relaxed)
+    }
+
+    /// WAL frames copied into the database file (the sum of each pass's count).
+    pub fn frames(&self) -> u64 {
+        self.frames.load(Ordering::Relaxed)
+    }
+
+    /// Passes that failed (logged; the next one tries again).
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+}
+
+/// The running checkpointer: its thread ends when this is dropped (with the log).
+pub(crate) struct Checkpointer {
+    /// Dropping the sender wakes the thread, which then ends.
+    _stop: mpsc::Sender<()>,
+    pub(crate) stats: Arc<CheckpointStats>,
+}
+
+/// Open a connection on `filename` with `settings` and checkpoint every `interval` on a
+/// thread of its own.
+pub(crate) fn start(filename: &str, settings: &[String], interval: Duration) -> Result<Checkpointer, EventLogError> {
+    let mut conn = Connection::open(filename, settings).map_err(failed("opening the WAL checkpointer's connection"))?;
+    let (stop, stopped) = mpsc::channel::<()>();
+    let stats = Arc::new(CheckpointStats::default());
+    let counting = Arc::clone(&stats);
+    std::thread::Builder::new()
+        .name("agentlog-checkpoint".into())
+        .spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                pass(&mut conn, &counting);
+            }
+        })
+        .map_err(|e| EventLogError::Unavailable { reason: format!("starting the WAL checkpointer: {e}") })?;
+    Ok(Checkpointer { _stop: stop, stats })
+}
+
+/// One `PASSIVE` checkpoint; its row is (busy, frames in the WAL, frames checkpointed).
+fn pass(conn: &mut Connection, stats: &CheckpointStats) {
+    let mut copied = 0;
+    let outcome = conn.for_each_row("PRAGMA wal_checkpoint(PASSIVE)", &[], &mut |row| {
+        copied = row.i64(2).unwrap_or(0).max(0);
+    });
+    match outcome {
+        Ok(_) => {
+            stats.passes.fetch_add(1, Ordering::Relaxed);
+            stats.frames.fetch_add(u64::try_from(copied).unwrap_or(0), Ordering::Relaxed);
+        }
+        Err(e) => {
+            stats.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, "a WAL checkpoint failed; the next one tries again");
+        }
+    }
+}
