@@ -39,6 +39,8 @@ pub struct Gauges {
     pub projection_position: i64,
     /// Projections that failed.
     pub failed_projections: usize,
+    /// SQLite: the background WAL checkpointer's passes, frames copied back and failed passes.
+    pub wal_checkpoints: Option<(u64, u64, u64)>,
 }
 
 impl Metrics {
@@ -116,6 +118,26 @@ impl Metrics {
             "Projections stopped by an error.",
             g.failed_projections.to_string(),
         );
+        if let Some((passes, frames, failures)) = g.wal_checkpoints {
+            line(
+                "agentlog_sqlite_wal_checkpoints_total",
+                "counter",
+                "WAL checkpoints run on the log's checkpointer thread (SQLite).",
+                passes.to_string(),
+            );
+            line(
+                "agentlog_sqlite_wal_checkpointed_frames_total",
+                "counter",
+                "WAL frames copied back into the database file by the checkpointer (SQLite).",
+                frames.to_string(),
+            );
+            line(
+                "agentlog_sqlite_wal_checkpoint_failures_total",
+                "counter",
+                "Checkpointer passes that failed (SQLite; the next one tries again).",
+                failures.to_string(),
+            );
+        }
         out.push_str(
             "# HELP agentlog_reactor_refusals_total Reactor commands the domain refused (each recorded as reactor.command_refused).\n\
              # TYPE agentlog_reactor_refusals_total counter\n",

@@ -101,6 +101,11 @@ impl PostgresEventStore {
         &self.core.backend.pool
     }
 
+    /// PostgreSQL checkpoints on its own.
+    fn checkpoint_stats(&self) -> Option<std::sync::Arc<crate::sqlite::CheckpointStats>> {
+        None
+    }
+
     fn database_pool(&self) -> crate::store::DatabasePool {
         crate::store::DatabasePool::Postgres(self.core.backend.pool.clone())
     }

@@ -138,6 +138,10 @@ pub trait EventStore: Send + Sync {
     /// A pool on the log's database, for read models kept beside the log.
     fn database(&self) -> DatabasePool;
 
+    /// What the SQLite log's background WAL checkpointer has done; `None` on PostgreSQL and
+    /// when commits checkpoint (`StoreOptions::sqlite_background_checkpoint`).
+    fn wal_checkpoints(&self) -> Option<std::sync::Arc<crate::sqlite::CheckpointStats>>;
+
     /// Stop taking appends, finish the queued ones and stop the background tasks.
     async fn close(&self);
 }
@@ -401,6 +405,9 @@ macro_rules! impl_event_store {
             }
             fn database(&self) -> $crate::store::DatabasePool {
                 self.database_pool()
+            }
+            fn wal_checkpoints(&self) -> Option<std::sync::Arc<$crate::sqlite::CheckpointStats>> {
+                self.checkpoint_stats()
             }
             async fn close(&self) {
                 self.core.close().await

@@ -418,5 +418,8 @@ impl EventStore for LogPrefix {
     fn database(&self) -> DatabasePool {
         self.inner.database()
     }
+    fn wal_checkpoints(&self) -> Option<Arc<agentlog_eventlog::sqlite::CheckpointStats>> {
+        self.inner.wal_checkpoints()
+    }
     async fn close(&self) {}
 }

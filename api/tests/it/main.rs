@@ -64,4 +64,5 @@ mod subscription_fan_out;
 mod tasks_flow;
 mod units;
 mod unwritable_log;
+mod wal_checkpoints;
 mod write_load;

@@ -56,7 +56,8 @@ fn two_users_topics_of_one_id_stream_apart_and_oversized_deltas_are_refused() {
 fn renders_counters_and_lag() {
     let m = Metrics::default();
     Metrics::inc(&m.appends);
-    let text = m.render(Gauges { head_position: 10, projection_position: 7, failed_projections: 0 });
+    let text =
+        m.render(Gauges { head_position: 10, projection_position: 7, failed_projections: 0, wal_checkpoints: None });
     assert!(text.contains("agentlog_appends_total 1\n"));
     assert!(text.contains("agentlog_projection_lag_events 3\n"));
     assert!(text.contains("# TYPE agentlog_subscribers gauge"));

@@ -66,9 +66,7 @@ impl SqliteEventStore {
         Ok(Self { core: LogCore::start(backend, &options).await? })
     }
 
-    /// What the background WAL checkpointer has done (`None` when commits checkpoint, see
-    /// [`StoreOptions::sqlite_background_checkpoint`]).
-    pub fn checkpoints(&self) -> Option<Arc<CheckpointStats>> {
+    fn checkpoint_stats(&self) -> Option<Arc<CheckpointStats>> {
         self.core.backend.checkpointer.as_ref().map(|c| Arc::clone(&c.stats))
     }
 
@@ -372,7 +370,7 @@ mod tests {
             );
             store.append(&format!("s-{i}"), ExpectedVersion::Any, vec![event]).await.unwrap();
         }
-        let stats = store.checkpoints().unwrap();
+        let stats = store.wal_checkpoints().unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while stats.frames() == 0 && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -382,7 +380,7 @@ mod tests {
 
         let file = crate::testing::TempSqlite::new();
         let store = SqliteEventStore::open(&file.url(), StoreOptions::default()).await.unwrap();
-        assert!(store.checkpoints().is_none());
+        assert!(store.wal_checkpoints().is_none());
         let autocheckpoint: i64 =
             sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(store.pool()).await.unwrap();
         assert_eq!(autocheckpoint, 1_000);
