@@ -16,6 +16,7 @@ mod append;
 mod applied;
 mod backend;
 mod batch;
+mod checkpoints;
 mod command;
 mod error;
 mod filter;
@@ -36,6 +37,7 @@ mod writer;
 
 pub use append::{AppendResult, ExpectedVersion, StreamAppend};
 pub use applied::applied_command;
+pub use checkpoints::CheckpointStats;
 pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
 pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};
 pub use filter::EventFilter;

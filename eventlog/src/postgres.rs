@@ -102,7 +102,7 @@ impl PostgresEventStore {
     }
 
     /// PostgreSQL checkpoints on its own.
-    fn checkpoint_stats(&self) -> Option<std::sync::Arc<crate::sqlite::CheckpointStats>> {
+    fn checkpoint_stats(&self) -> Option<std::sync::Arc<crate::checkpoints::CheckpointStats>> {
         None
     }
 

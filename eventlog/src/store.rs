@@ -140,7 +140,7 @@ pub trait EventStore: Send + Sync {
 
     /// What the SQLite log's background WAL checkpointer has done; `None` on PostgreSQL and
     /// when commits checkpoint (`StoreOptions::sqlite_background_checkpoint`).
-    fn wal_checkpoints(&self) -> Option<std::sync::Arc<crate::sqlite::CheckpointStats>>;
+    fn wal_checkpoints(&self) -> Option<std::sync::Arc<crate::checkpoints::CheckpointStats>>;
 
     /// Stop taking appends, finish the queued ones and stop the background tasks.
     async fn close(&self);
@@ -406,7 +406,7 @@ macro_rules! impl_event_store {
             fn database(&self) -> $crate::store::DatabasePool {
                 self.database_pool()
             }
-            fn wal_checkpoints(&self) -> Option<std::sync::Arc<$crate::sqlite::CheckpointStats>> {
+            fn wal_checkpoints(&self) -> Option<std::sync::Arc<$crate::checkpoints::CheckpointStats>> {
                 self.checkpoint_stats()
             }
             async fn close(&self) {

@@ -418,7 +418,7 @@ impl EventStore for LogPrefix {
     fn database(&self) -> DatabasePool {
         self.inner.database()
     }
-    fn wal_checkpoints(&self) -> Option<Arc<agentlog_eventlog::sqlite::CheckpointStats>> {
+    fn wal_checkpoints(&self) -> Option<Arc<agentlog_eventlog::CheckpointStats>> {
         self.inner.wal_checkpoints()
     }
     async fn close(&self) {}

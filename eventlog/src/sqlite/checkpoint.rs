@@ -11,42 +11,13 @@
 //! checkpoint has copied all of it.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-        mpsc,
-    },
+    sync::{Arc, mpsc},
     time::Duration,
 };
 
 use agentlog_sqlite::Connection;
 
-use crate::{error::EventLogError, sqlite::write::failed};
-
-/// What the background checkpointer has done so far.
-#[derive(Debug, Default)]
-pub struct CheckpointStats {
-    passes: AtomicU64,
-    frames: AtomicU64,
-    failures: AtomicU64,
-}
-
-impl CheckpointStats {
-    /// Checkpoints run.
-    pub fn passes(&self) -> u64 {
-        self.passes.load(Ordering::Relaxed)
-    }
-
-    /// WAL frames copied into the database file (the sum of each pass's count).
-    pub fn frames(&self) -> u64 {
-        self.frames.load(Ordering::Relaxed)
-    }
-
-    /// Passes that failed (logged; the next one tries again).
-    pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
-    }
-}
+use crate::{checkpoints::CheckpointStats, error::EventLogError, sqlite::write::failed};
 
 /// The running checkpointer: its thread ends when this is dropped (with the log).
 pub(crate) struct Checkpointer {
@@ -80,12 +51,9 @@ fn pass(conn: &mut Connection, stats: &CheckpointStats) {
         copied = row.i64(2).unwrap_or(0).max(0);
     });
     match outcome {
-        Ok(_) => {
-            stats.passes.fetch_add(1, Ordering::Relaxed);
-            stats.frames.fetch_add(u64::try_from(copied).unwrap_or(0), Ordering::Relaxed);
-        }
+        Ok(_) => stats.passed(u64::try_from(copied).unwrap_or(0)),
         Err(e) => {
-            stats.failures.fetch_add(1, Ordering::Relaxed);
+            stats.failed();
             tracing::warn!(error = %e, "a WAL checkpoint failed; the next one tries again");
         }
     }

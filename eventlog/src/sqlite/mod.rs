@@ -16,8 +16,6 @@ use uuid::Uuid;
 mod checkpoint;
 mod write;
 
-pub use checkpoint::CheckpointStats;
-
 use write::WriterConnection;
 
 use crate::{
@@ -66,7 +64,7 @@ impl SqliteEventStore {
         Ok(Self { core: LogCore::start(backend, &options).await? })
     }
 
-    fn checkpoint_stats(&self) -> Option<Arc<CheckpointStats>> {
+    fn checkpoint_stats(&self) -> Option<Arc<crate::checkpoints::CheckpointStats>> {
         self.core.backend.checkpointer.as_ref().map(|c| Arc::clone(&c.stats))
     }
 
