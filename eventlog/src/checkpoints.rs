@@ -18,7 +18,7 @@ impl CheckpointStats {
         self.passes.load(Ordering::Relaxed)
     }
 
-    /// WAL frames copied into the database file (the sum of each pass's count).
+    /// WAL frames copied into the database file (each pass's new ones).
     pub fn frames(&self) -> u64 {
         self.frames.load(Ordering::Relaxed)
     }

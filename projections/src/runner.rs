@@ -485,13 +485,11 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
         let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         state.iter().map(|s| (s.position, s.failed.is_some())).collect()
     };
-    if apply_in_tx(inner, batch, last, &positions, false).await? {
-        return Ok(());
+    if !apply_in_tx(inner, batch, last, &positions, false).await? {
+        // Isolated, every outcome is committed: the answer is always `true`.
+        apply_in_tx(inner, batch, last, &positions, true).await?;
     }
-    if apply_in_tx(inner, batch, last, &positions, true).await? {
-        return Ok(());
-    }
-    Err(ProjectionError::Invalid("a batch applied with savepoints asked to be applied again".into()))
+    Ok(())
 }
 
 /// One attempt of [`apply_batch`]: with `isolate`, each projection in a savepoint (a failing
@@ -547,22 +545,21 @@ async fn apply_in_tx(
             batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
         if !events.is_empty() {
             let started = Instant::now();
-            if !isolate {
-                if let Err(e) = p.apply(&mut tx, &events).await {
+            if isolate {
+                tx.execute("SAVEPOINT projection", &[]).await?;
+            }
+            match p.apply(&mut tx, &events).await {
+                Ok(()) => {
+                    if isolate {
+                        tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
+                    }
+                    applied.push((i, events.len() as u64, micros_since(started)));
+                }
+                Err(e) if !isolate => {
                     tracing::debug!(projection = p.name(), error = %e, "a projection failed; applying the batch again, isolated");
                     // If the rollback fails the connection is gone: fail the batch.
                     tx.rollback().await?;
                     return Ok(false);
-                }
-                applied.push((i, events.len() as u64, micros_since(started)));
-                advanced.push(i);
-                continue;
-            }
-            tx.execute("SAVEPOINT projection", &[]).await?;
-            match p.apply(&mut tx, &events).await {
-                Ok(()) => {
-                    tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
-                    applied.push((i, events.len() as u64, micros_since(started)));
                 }
                 Err(e) => {
                     // If the savepoint cannot be rolled back the connection is gone: fail the batch.
