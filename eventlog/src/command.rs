@@ -159,6 +159,29 @@ impl CommandHandler {
         Ok(Loaded { state, version, stream_id: stream_id.to_string() })
     }
 
+    /// Aggregate `A` of stream `stream_id` as it was right after its event `version` (what a
+    /// policy reacting to that event saw). The log never changes below a version, so a state
+    /// cached or snapshotted at or before `version` is a valid start on any instance; only the
+    /// events after it up to `version` are read.
+    pub async fn state_at<A: Aggregate>(&self, stream_id: &str, version: i64) -> Result<A, CommandError> {
+        let start = match self.cache.get::<A>(stream_id) {
+            Some((state, at)) if at <= version => Some((state, at)),
+            _ => read_snapshot::<A>(&self.store.database(), stream_id).await.filter(|(_, at)| *at <= version),
+        };
+        let (mut state, mut at) = start.unwrap_or_default();
+        while at < version {
+            let want = usize::try_from(version - at).unwrap_or(usize::MAX).min(1_000);
+            let page = self.store.read_stream(stream_id, at + 1, want).await?;
+            let Some(last) = page.last().map(|e| e.stream_version) else { break };
+            for e in page.iter().filter(|e| e.stream_version <= version) {
+                state = state.evolve(&decode::<A>(stream_id, e)?);
+            }
+            at = last.min(version);
+        }
+        self.cache.put(stream_id, &state, at);
+        Ok(state)
+    }
+
     /// The stream of `owner`'s instance `id` of `A`. For a kind whose ids are per owner: the
     /// global stream `<kind>-<id>` written before ids were per owner, when it exists and its
     /// first event names `owner`; otherwise the owned stream `<kind>@<owner>/<id>`. Someone

@@ -1,5 +1,5 @@
-//! SQLite connections of agentlog's own, for the hot paths: the log's writer and the read
-//! models.
+//! SQLite connections of agentlog's own, for the hot paths: the log's writer and readers, and
+//! the read models.
 //!
 //! sqlx runs a SQLite connection on a worker thread and hands every statement, every bound
 //! value and every fetched row across a channel to it and back, copying each value. A
@@ -25,8 +25,10 @@
 
 mod connection;
 mod error;
+mod readers;
 mod value;
 
 pub use connection::Connection;
 pub use error::SqliteFailure;
+pub use readers::Readers;
 pub use value::{Row, SqlRef, SqlValue};

@@ -22,7 +22,7 @@ use agentlog_domain::{
     },
     tasks::{Task, TaskEvent},
 };
-use agentlog_eventlog::{CommandError, EventLogError, fold_recorded};
+use agentlog_eventlog::{CommandError, EventLogError};
 
 use super::refusals;
 use super::refusals::Refused;
@@ -59,9 +59,7 @@ impl Reactor for SignalBus {
 
 /// The aggregate of `fact`'s stream as it was right after `fact` (what the policy saw).
 pub(crate) async fn state_at<A: Aggregate>(state: &App, fact: &RecordedEvent) -> Result<A, ReactorError> {
-    let limit = usize::try_from(fact.stream_version).unwrap_or(usize::MAX);
-    let events = state.store.read_stream(&fact.stream_id, 1, limit).await?;
-    Ok(fold_recorded::<A>(&events, Some(fact.position))?.0)
+    Ok(state.handler.state_at::<A>(&fact.stream_id, fact.stream_version).await?)
 }
 
 pub(crate) fn decode<E: DomainEvent>(fact: &RecordedEvent) -> Result<E, ReactorError> {

@@ -1,5 +1,7 @@
 //! The SQLite store: the embedded default. One file in WAL mode; one writer connection held by
-//! the group-commit writer (SQLite allows one writer at a time anyway) and a pool of readers.
+//! the group-commit writer (SQLite allows one writer at a time anyway), reader connections of
+//! the store's own that read events (`read`), and sqlx's pool for the rest (migrations, lookups,
+//! and the read models' settings).
 
 use std::{path::Path, str::FromStr, sync::Arc, time::Duration};
 
@@ -7,13 +9,13 @@ use agentlog_domain::envelope::RecordedEvent;
 use agentlog_sqlite::Connection;
 use chrono::{DateTime, Utc};
 use sqlx::{
-    QueryBuilder, Row, Sqlite, SqlitePool,
-    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow},
+    SqlitePool,
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions},
 };
 use tokio::{sync::Notify, task::JoinHandle};
-use uuid::Uuid;
 
 mod checkpoint;
+mod read;
 mod write;
 
 use write::WriterConnection;
@@ -60,7 +62,12 @@ impl SqliteEventStore {
             Some(interval) => Some(checkpoint::start(&filename, &settings, interval)?),
             None => None,
         };
-        let backend = SqliteBackend { pool, connect, filename, settings, checkpointer };
+        let readers = Arc::new(agentlog_sqlite::Readers::new(
+            filename.clone(),
+            settings.clone(),
+            options.read_connections.max(1) as usize,
+        ));
+        let backend = SqliteBackend { pool, connect, filename, settings, readers, checkpointer };
         Ok(Self { core: LogCore::start(backend, &options).await? })
     }
 
@@ -125,8 +132,24 @@ pub(crate) struct SqliteBackend {
     filename: String,
     /// The `PRAGMA`s those connections run when they open.
     settings: Vec<String>,
+    /// Connections of the store's own that read the log (see `read`).
+    readers: Arc<agentlog_sqlite::Readers>,
     /// The WAL checkpointer's thread, when commits do not checkpoint (ends with the log).
     checkpointer: Option<checkpoint::Checkpointer>,
+}
+
+impl SqliteBackend {
+    /// Run `work` on a reader: on the calling thread when it reads at most
+    /// [`read::INLINE_ROWS`] rows, else on the blocking pool.
+    async fn read<T: Send + 'static>(
+        &self,
+        limit: usize,
+        work: impl FnOnce(&mut Connection) -> Result<T, EventLogError> + Send + 'static,
+    ) -> Result<T, EventLogError> {
+        let readers = Arc::clone(&self.readers);
+        let run = move || readers.with(work).map_err(write::failed("opening a log reader"))?;
+        if limit <= read::INLINE_ROWS { run() } else { blocking(run).await }
+    }
 }
 
 /// The settings of the writer's own connection (and the checkpointer's): the pool's (see
@@ -167,37 +190,6 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .unwrap_or_else(|e| Err(EventLogError::Unavailable { reason: e.to_string() }))
-}
-
-const COLUMNS: &str =
-    "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
-
-pub(crate) fn decode_row(row: &SqliteRow) -> Result<RecordedEvent, EventLogError> {
-    let position: i64 = row.try_get(0).map_err(EventLogError::db("decoding an event row"))?;
-    let corrupt = |reason: String| EventLogError::Corrupt { position, reason };
-    let get_str = |i: usize| -> Result<String, EventLogError> {
-        row.try_get::<String, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
-    };
-    let get_ref = |i: usize| -> Result<&str, EventLogError> {
-        row.try_get::<&str, _>(i).map_err(|e| corrupt(format!("column {i}: {e}")))
-    };
-    let event_id = Uuid::parse_str(get_ref(1)?).map_err(|e| corrupt(format!("event_id: {e}")))?;
-    let payload = serde_json::from_str(get_ref(6)?).map_err(|e| corrupt(format!("payload: {e}")))?;
-    let metadata = serde_json::from_str(get_ref(7)?).map_err(|e| corrupt(format!("metadata: {e}")))?;
-    let micros: i64 = row.try_get(8).map_err(|e| corrupt(format!("recorded_at: {e}")))?;
-    let recorded_at: DateTime<Utc> =
-        DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("recorded_at {micros} out of range")))?;
-    Ok(RecordedEvent {
-        position,
-        event_id,
-        stream_id: get_str(2)?,
-        stream_version: row.try_get(3).map_err(|e| corrupt(format!("stream_version: {e}")))?,
-        event_type: get_str(4)?,
-        schema_version: row.try_get(5).map_err(|e| corrupt(format!("schema_version: {e}")))?,
-        payload,
-        metadata,
-        recorded_at,
-    })
 }
 
 impl Backend for SqliteBackend {
@@ -244,15 +236,8 @@ impl Backend for SqliteBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
-        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
-        q.push_bind(after);
-        if let Some(up_to) = up_to {
-            q.push(" AND position <= ").push_bind(up_to);
-        }
-        push_filter(&mut q, filter);
-        q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
-        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
-        rows.iter().map(decode_row).collect()
+        let filter = filter.clone();
+        self.read(limit, move |conn| read::forward(conn, after, up_to, &filter, limit)).await
     }
 
     async fn read_all_back(
@@ -262,12 +247,8 @@ impl Backend for SqliteBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
-        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
-        q.push_bind(after).push(" AND position < ").push_bind(before);
-        push_filter(&mut q, filter);
-        q.push(" ORDER BY position DESC LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
-        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
-        rows.iter().map(decode_row).collect()
+        let filter = filter.clone();
+        self.read(limit, move |conn| read::backward(conn, after, before, &filter, limit)).await
     }
 
     async fn read_stream(
@@ -276,16 +257,8 @@ impl Backend for SqliteBackend {
         from_version: i64,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM events WHERE stream_id = ? AND stream_version >= ? ORDER BY stream_version LIMIT ?"
-        ))
-        .bind(stream_id)
-        .bind(from_version)
-        .bind(limit.min(i64::MAX as usize) as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(EventLogError::db("reading a stream"))?;
-        rows.iter().map(decode_row).collect()
+        let stream_id = stream_id.to_string();
+        self.read(limit, move |conn| read::stream(conn, &stream_id, from_version, limit)).await
     }
 
     async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
@@ -311,27 +284,6 @@ impl Backend for SqliteBackend {
         // One process per file: local commits wake the tailer directly; other processes on the
         // same file (the replay tools) are picked up by the tailer's polling.
         Vec::new()
-    }
-}
-
-/// The `AND …` conditions of a log filter.
-fn push_filter(q: &mut QueryBuilder<'_, Sqlite>, filter: &EventFilter) {
-    if !filter.event_types.is_empty() {
-        q.push(" AND event_type IN (");
-        let mut list = q.separated(", ");
-        for t in &filter.event_types {
-            list.push_bind(t.clone());
-        }
-        q.push(")");
-    }
-    if let Some(prefix) = &filter.stream_prefix {
-        q.push(format!(" AND substr(stream_id, 1, {}) = ", prefix.chars().count())).push_bind(prefix.clone());
-    }
-    if let Some(root) = filter.root_source_id {
-        q.push(" AND root_source_id = ").push_bind(root.to_string());
-    }
-    if let Some(user) = &filter.user_id {
-        q.push(" AND user_id = ").push_bind(user.clone());
     }
 }
 

@@ -1,0 +1,157 @@
+//! Reading the log on the store's own reader connections (`agentlog_sqlite::Readers`): each
+//! query runs on one thread and hands its rows straight to the decoder, where sqlx would pass
+//! every row across a channel from its worker thread (a wake-up of the reading task per row,
+//! which made reading a run's few hundred events cost more than decoding them).
+
+use agentlog_domain::envelope::RecordedEvent;
+use agentlog_sqlite::{Connection, Row, SqlValue};
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::write::failed;
+use crate::{error::EventLogError, filter::EventFilter};
+
+/// Reads of at most this many rows run on the calling thread (a few milliseconds at most);
+/// longer ones on the blocking pool, off the runtime's worker threads.
+pub(super) const INLINE_ROWS: usize = 1_000;
+
+const COLUMNS: &str =
+    "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
+
+/// Events `from_version`… of `stream_id`, at most `limit`.
+pub(super) fn stream(
+    conn: &mut Connection,
+    stream_id: &str,
+    from_version: i64,
+    limit: usize,
+) -> Result<Vec<RecordedEvent>, EventLogError> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM events WHERE stream_id = ?1 AND stream_version >= ?2 ORDER BY stream_version LIMIT ?3"
+    );
+    let args = [SqlValue::Text(stream_id.to_string()), SqlValue::Int(from_version), SqlValue::Int(sql_limit(limit))];
+    events(conn, &sql, &args)
+}
+
+/// Events after `after` (up to `up_to`) that `filter` keeps, in log order, at most `limit`.
+pub(super) fn forward(
+    conn: &mut Connection,
+    after: i64,
+    up_to: Option<i64>,
+    filter: &EventFilter,
+    limit: usize,
+) -> Result<Vec<RecordedEvent>, EventLogError> {
+    let mut args = vec![SqlValue::Int(after)];
+    let mut sql = format!("SELECT {COLUMNS} FROM events WHERE position > ?1");
+    if let Some(up_to) = up_to {
+        args.push(SqlValue::Int(up_to));
+        sql.push_str(&format!(" AND position <= ?{}", args.len()));
+    }
+    push_filter(&mut sql, &mut args, filter);
+    args.push(SqlValue::Int(sql_limit(limit)));
+    sql.push_str(&format!(" ORDER BY position LIMIT ?{}", args.len()));
+    events(conn, &sql, &args)
+}
+
+/// Events between `after` and `before` (both excluded) that `filter` keeps, newest first, at
+/// most `limit`.
+pub(super) fn backward(
+    conn: &mut Connection,
+    after: i64,
+    before: i64,
+    filter: &EventFilter,
+    limit: usize,
+) -> Result<Vec<RecordedEvent>, EventLogError> {
+    let mut args = vec![SqlValue::Int(after), SqlValue::Int(before)];
+    let mut sql = format!("SELECT {COLUMNS} FROM events WHERE position > ?1 AND position < ?2");
+    push_filter(&mut sql, &mut args, filter);
+    args.push(SqlValue::Int(sql_limit(limit)));
+    sql.push_str(&format!(" ORDER BY position DESC LIMIT ?{}", args.len()));
+    events(conn, &sql, &args)
+}
+
+fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// The `AND …` conditions of a log filter, their values appended to `args`.
+fn push_filter(sql: &mut String, args: &mut Vec<SqlValue>, filter: &EventFilter) {
+    let mut bind = |sql: &mut String, value: SqlValue| {
+        args.push(value);
+        sql.push_str(&format!("?{}", args.len()));
+    };
+    if !filter.event_types.is_empty() {
+        sql.push_str(" AND event_type IN (");
+        for (i, t) in filter.event_types.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            bind(sql, SqlValue::Text(t.clone()));
+        }
+        sql.push(')');
+    }
+    if let Some(prefix) = &filter.stream_prefix {
+        sql.push_str(&format!(" AND substr(stream_id, 1, {}) = ", prefix.chars().count()));
+        bind(sql, SqlValue::Text(prefix.clone()));
+    }
+    if let Some(root) = filter.root_source_id {
+        sql.push_str(" AND root_source_id = ");
+        bind(sql, SqlValue::Text(root.to_string()));
+    }
+    if let Some(user) = &filter.user_id {
+        sql.push_str(" AND user_id = ");
+        bind(sql, SqlValue::Text(user.clone()));
+    }
+}
+
+fn events(conn: &mut Connection, sql: &str, args: &[SqlValue]) -> Result<Vec<RecordedEvent>, EventLogError> {
+    let mut out = Vec::new();
+    let mut bad = None;
+    conn.for_each_row(sql, args, &mut |row| {
+        if bad.is_none() {
+            match decode(row) {
+                Ok(e) => out.push(e),
+                Err(e) => bad = Some(e),
+            }
+        }
+    })
+    .map_err(failed("reading the log"))?;
+    bad.map_or(Ok(out), Err)
+}
+
+/// An event out of its row (the columns of [`COLUMNS`], in order).
+fn decode(row: Row) -> Result<RecordedEvent, EventLogError> {
+    let mut values = row.0.into_iter();
+    let mut next = || values.next().unwrap_or(SqlValue::Null);
+    let position = next().as_i64().ok_or(EventLogError::Corrupt { position: 0, reason: "no position".into() })?;
+    let corrupt = |reason: String| EventLogError::Corrupt { position, reason };
+    let text = |column: &str, v: SqlValue| match v {
+        SqlValue::Text(s) => Ok(s),
+        other => Err(corrupt(format!("{column}: not text ({other:?})"))),
+    };
+    let int = |column: &str, v: SqlValue| match v {
+        SqlValue::Int(i) => Ok(i),
+        other => Err(corrupt(format!("{column}: not an integer ({other:?})"))),
+    };
+    let event_id = Uuid::parse_str(&text("event_id", next())?).map_err(|e| corrupt(format!("event_id: {e}")))?;
+    let stream_id = text("stream_id", next())?;
+    let stream_version = int("stream_version", next())?;
+    let event_type = text("event_type", next())?;
+    let schema_version = i32::try_from(int("schema_version", next())?)
+        .map_err(|_| corrupt("schema_version: out of range".into()))?;
+    let payload = serde_json::from_str(&text("payload", next())?).map_err(|e| corrupt(format!("payload: {e}")))?;
+    let metadata = serde_json::from_str(&text("metadata", next())?).map_err(|e| corrupt(format!("metadata: {e}")))?;
+    let micros = int("recorded_at", next())?;
+    let recorded_at: DateTime<Utc> =
+        DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("recorded_at {micros} out of range")))?;
+    Ok(RecordedEvent {
+        position,
+        event_id,
+        stream_id,
+        stream_version,
+        event_type,
+        schema_version,
+        payload,
+        metadata,
+        recorded_at,
+    })
+}
