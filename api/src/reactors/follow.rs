@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::EventFilter;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::watch;
 
 use super::checkpoint;
@@ -46,20 +46,45 @@ pub async fn follow<R: Reactor>(state: App, mut stop: watch::Receiver<bool>) {
 async fn follow_once<R: Reactor>(state: &App, stop: &mut watch::Receiver<bool>) -> Result<(), ReactorError> {
     let from = checkpoint::load(&state.db, R::NAME).await?;
     let mut facts = state.store.subscribe(from, EventFilter::types(R::FACTS.iter().copied()));
+    // The checkpoint is saved once the facts at hand are handled (or every `SAVE_EVERY`), not
+    // after each: a run reporting hundreds of steps would otherwise cost a read-model
+    // transaction per step per reactor. Facts handled but not yet saved are reacted to again
+    // after a crash, which appends nothing (the reactions' ids derive from the fact).
+    let mut unsaved: Option<i64> = None;
+    let mut handled = 0usize;
     loop {
         if *stop.borrow() {
-            return Ok(());
+            return save(state, R::NAME, unsaved).await;
         }
-        tokio::select! {
-            _ = stop.changed() => return Ok(()),
-            item = facts.next() => {
-                let Some(item) = item else {
-                    return Err(ReactorError::SubscriptionEnded);
-                };
-                let fact = item?;
-                R::react(state, &fact).await?;
-                checkpoint::save_replayable(&state.db, R::NAME, fact.position).await?;
+        let item = match facts.next().now_or_never() {
+            Some(item) => item,
+            None => {
+                save(state, R::NAME, unsaved.take()).await?;
+                tokio::select! {
+                    _ = stop.changed() => return Ok(()),
+                    item = facts.next() => item,
+                }
             }
+        };
+        let Some(item) = item else {
+            return Err(ReactorError::SubscriptionEnded);
+        };
+        let fact = item?;
+        R::react(state, &fact).await?;
+        unsaved = Some(fact.position);
+        handled += 1;
+        if handled % SAVE_EVERY == 0 {
+            save(state, R::NAME, unsaved.take()).await?;
         }
+    }
+}
+
+/// Facts a reactor handles at most between two saves of its checkpoint.
+const SAVE_EVERY: usize = 500;
+
+async fn save(state: &App, name: &str, position: Option<i64>) -> Result<(), ReactorError> {
+    match position {
+        Some(p) => checkpoint::save_replayable(&state.db, name, p).await,
+        None => Ok(()),
     }
 }
