@@ -5,6 +5,8 @@
 
 use crate::support;
 
+use agentlog_eventlog::{StoreOptions, open_store};
+use agentlog_projections::ReadDb;
 use serde_json::{Value, json};
 use support::{Db, Server, error_code, read_log};
 
@@ -182,8 +184,38 @@ async fn a_batch_past_the_limit_is_refused_before_it_runs(db: Db) {
     s.stop();
 }
 
+/// A follower handles a burst of facts (a batch's steps: the orchestration reactor's) and then
+/// saves its checkpoint once, at the burst's last fact: the checkpoint reaches it, it does not
+/// stay at an earlier fact.
+async fn a_followers_checkpoint_reaches_the_last_fact_of_a_burst(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let lease = setup(&s, &alice, None).await;
+    let items: Vec<Value> = (1..=40).map(|i| step(i, 1)).collect();
+    let d = s.data(Some(&alice), BATCH, json!({"id": "op1", "lt": lease, "items": items})).await;
+    let last = d["reportBatch"]["position"].as_i64().expect("the batch's last position");
+    let store = open_store(&s.db.url(), StoreOptions::default()).await.expect("open the log");
+    let read = ReadDb::from(store.database());
+    let mut at = 0;
+    for _ in 0..200 {
+        let rows = read
+            .fetch("SELECT position FROM reactor_checkpoints WHERE name = 'orchestration'", &[])
+            .await
+            .expect("checkpoint");
+        at = rows.first().and_then(|r| r.i64(0)).unwrap_or(0);
+        if at >= last {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    store.close().await;
+    assert_eq!(at, last, "the orchestration follower's checkpoint stopped short of the burst's last step");
+    s.stop();
+}
+
 both!(
     a_batch_is_decided_in_order_and_appended_at_once as a_batch_is_decided_in_order_and_appended_at_once,
     a_refused_item_writes_nothing as a_refused_item_writes_nothing,
-    a_batch_past_the_limit_is_refused_before_it_runs as a_batch_past_the_limit_is_refused_before_it_runs
+    a_batch_past_the_limit_is_refused_before_it_runs as a_batch_past_the_limit_is_refused_before_it_runs,
+    a_followers_checkpoint_reaches_the_last_fact_of_a_burst as a_followers_checkpoint_reaches_the_last_fact_of_a_burst
 );

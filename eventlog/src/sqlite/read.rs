@@ -136,8 +136,8 @@ fn decode(row: Row) -> Result<RecordedEvent, EventLogError> {
     let stream_id = text("stream_id", next())?;
     let stream_version = int("stream_version", next())?;
     let event_type = text("event_type", next())?;
-    let schema_version = i32::try_from(int("schema_version", next())?)
-        .map_err(|_| corrupt("schema_version: out of range".into()))?;
+    let schema_version =
+        i32::try_from(int("schema_version", next())?).map_err(|_| corrupt("schema_version: out of range".into()))?;
     let payload = serde_json::from_str(&text("payload", next())?).map_err(|e| corrupt(format!("payload: {e}")))?;
     let metadata = serde_json::from_str(&text("metadata", next())?).map_err(|e| corrupt(format!("metadata: {e}")))?;
     let micros = int("recorded_at", next())?;

@@ -302,6 +302,54 @@ async fn a_retry_long_after_is_answered_from_the_log(log: TestLog) {
     assert_eq!(log.store.stream_version("operation@u1/late").await.unwrap(), head);
 }
 
+/// `state_at` is the stream folded up to a version, whatever the handler holds: at the version
+/// it holds, below it (another handler, a snapshot ahead), above it (events another handler
+/// wrote), and past the stream's end.
+async fn a_state_at_a_version_is_the_fold_up_to_it(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    h.execute_of::<Operation>(
+        "u1",
+        "at",
+        &OperationCommand::Create(CreateOperation::new("at", OperationKind::Task, agent())),
+        &ctx(),
+    )
+    .await
+    .unwrap();
+    let claim = ctx();
+    let token = lease_token(&claim);
+    h.execute_of::<Operation>("u1", "at", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
+        .await
+        .unwrap();
+    for i in 0..(SNAPSHOT_EVERY + 7) {
+        let report = ctx().with_lease_token(Some(token.clone()));
+        h.execute_of::<Operation>("u1", "at", &step(i as u64), &report).await.unwrap();
+    }
+    let stream = "operation@u1/at";
+    let events = log.store.read_stream(stream, 1, 10_000).await.unwrap();
+    let head = events.len() as i64;
+    let fold_to = |v: i64| {
+        let prefix: Vec<_> = events.iter().filter(|e| e.stream_version <= v).cloned().collect();
+        serde_json::to_value(fold_recorded::<Operation>(&prefix, None).unwrap().0).unwrap()
+    };
+    let json = |o: Operation| serde_json::to_value(o).unwrap();
+    for v in [head, 1, 2, SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY, SNAPSHOT_EVERY + 1, head - 1] {
+        assert_eq!(json(h.state_at::<Operation>(stream, v).await.unwrap()), fold_to(v), "the writer's handler at {v}");
+        let fresh = CommandHandler::new(Arc::clone(&log.store));
+        assert_eq!(json(fresh.state_at::<Operation>(stream, v).await.unwrap()), fold_to(v), "a new handler at {v}");
+    }
+    // Another handler writes on: this one's state in memory is behind, and still a valid start.
+    let other = CommandHandler::new(Arc::clone(&log.store));
+    let report = ctx().with_lease_token(Some(token.clone()));
+    other.execute_of::<Operation>("u1", "at", &step(999), &report).await.unwrap();
+    let events = log.store.read_stream(stream, 1, 10_000).await.unwrap();
+    let newest = events.len() as i64;
+    assert_eq!(newest, head + 1);
+    let all = serde_json::to_value(fold_recorded::<Operation>(&events, None).unwrap().0).unwrap();
+    assert_eq!(json(h.state_at::<Operation>(stream, newest).await.unwrap()), all);
+    assert_eq!(json(h.state_at::<Operation>(stream, newest + 5).await.unwrap()), all, "past the end: the whole stream");
+    assert_eq!(json(h.state_at::<Operation>(stream, head).await.unwrap()), fold_to(head), "back below what it holds");
+}
+
 crate::on_both_backends!(StoreOptions::default() =>
     a_state_in_memory_follows_another_writer as command_state_in_memory_follows_another_writer,
     a_retry_long_after_is_answered_from_the_log as command_retry_long_after_is_answered_from_the_log,
@@ -310,5 +358,6 @@ crate::on_both_backends!(StoreOptions::default() =>
     concurrent_commands_retry_until_they_land as command_conflicts_are_retried,
     snapshots_shortcut_long_streams_and_match_a_full_fold as command_snapshots_match_full_fold,
     a_multi_stream_decision_is_atomic as command_multi_stream_is_atomic,
-    a_retried_multi_stream_command_is_applied_once as command_multi_stream_retry_is_applied_once
+    a_retried_multi_stream_command_is_applied_once as command_multi_stream_retry_is_applied_once,
+    a_state_at_a_version_is_the_fold_up_to_it as command_state_at_a_version_is_the_fold_up_to_it
 );
