@@ -73,7 +73,7 @@ async fn follow_once<R: Reactor>(state: &App, stop: &mut watch::Receiver<bool>) 
         R::react(state, &fact).await?;
         unsaved = Some(fact.position);
         handled += 1;
-        if handled % SAVE_EVERY == 0 {
+        if handled.is_multiple_of(SAVE_EVERY) {
             save(state, R::NAME, unsaved.take()).await?;
         }
     }
