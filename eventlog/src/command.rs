@@ -168,16 +168,8 @@ impl CommandHandler {
             Some((state, at)) if at <= version => Some((state, at)),
             _ => read_snapshot::<A>(&self.store.database(), stream_id).await.filter(|(_, at)| *at <= version),
         };
-        let (mut state, mut at) = start.unwrap_or_default();
-        while at < version {
-            let want = usize::try_from(version - at).unwrap_or(usize::MAX).min(1_000);
-            let page = self.store.read_stream(stream_id, at + 1, want).await?;
-            let Some(last) = page.last().map(|e| e.stream_version) else { break };
-            for e in page.iter().filter(|e| e.stream_version <= version) {
-                state = state.evolve(&decode::<A>(stream_id, e)?);
-            }
-            at = last.min(version);
-        }
+        let (state, at) = start.unwrap_or_default();
+        let (state, at, _) = self.fold_after(stream_id, state, at, version, None).await?;
         self.cache.put(stream_id, &state, at);
         Ok(state)
     }
@@ -218,22 +210,40 @@ impl CommandHandler {
             None => read_snapshot::<A>(&self.store.database(), stream_id).await,
         };
         let partial = start.is_some();
-        let (mut state, mut version) = start.unwrap_or_default();
+        let (state, version) = start.unwrap_or_default();
+        let (state, version, seen) = self.fold_after(stream_id, state, version, i64::MAX, watch_id).await?;
+        self.cache.put(stream_id, &state, version);
+        Ok((state, version, seen, partial))
+    }
+
+    /// Evolve `state`, the stream's at version `at`, with its events after `at` up to version
+    /// `up_to`, a page at a time; the state, the version reached, and whether `watch_id` was
+    /// among the events.
+    async fn fold_after<A: Aggregate>(
+        &self,
+        stream_id: &str,
+        mut state: A,
+        mut at: i64,
+        up_to: i64,
+        watch_id: Option<uuid::Uuid>,
+    ) -> Result<(A, i64, bool), CommandError> {
+        const PAGE: usize = 1_000;
         let mut seen = false;
-        loop {
-            let page = self.store.read_stream(stream_id, version + 1, 1_000).await?;
+        while at < up_to {
+            // A stream's versions have no gaps: a short page is its end.
+            let want = usize::try_from(up_to - at).map_or(PAGE, |left| left.min(PAGE));
+            let page = self.store.read_stream(stream_id, at + 1, want).await?;
             let Some(last) = page.last().map(|e| e.stream_version) else { break };
             for e in &page {
                 seen |= watch_id == Some(e.event_id);
                 state = state.evolve(&decode::<A>(stream_id, e)?);
             }
-            version = last;
-            if page.len() < 1_000 {
+            at = last;
+            if page.len() < want {
                 break;
             }
         }
-        self.cache.put(stream_id, &state, version);
-        Ok((state, version, seen, partial))
+        Ok((state, at, seen))
     }
 
     /// Decide `command` on aggregate `A`'s instance `id` (a kind whose ids are global) and

@@ -304,16 +304,16 @@ impl Drop for Statement<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
 
     /// A new empty database file, removed when dropped.
-    struct TempFile(std::path::PathBuf);
+    pub(crate) struct TempFile(pub(crate) std::path::PathBuf);
 
     impl TempFile {
-        fn new() -> Self {
+        pub(crate) fn new() -> Self {
             static NEXT: AtomicU32 = AtomicU32::new(0);
             let path = std::env::temp_dir().join(format!(
                 "agentlog-sqlite-{}-{}.db",
@@ -324,7 +324,7 @@ mod tests {
             Self(path)
         }
 
-        fn open(&self) -> Connection {
+        pub(crate) fn open(&self) -> Connection {
             Connection::open(self.0.to_str().unwrap(), &["PRAGMA journal_mode = WAL".to_string()]).unwrap()
         }
     }

@@ -48,19 +48,14 @@ impl Readers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SqlValue;
+    use crate::{SqlValue, connection::tests::TempFile};
 
     #[test]
     fn a_reader_is_kept_and_sees_later_commits() {
-        let dir = std::env::temp_dir().join(format!("agentlog-readers-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("r.db");
-        let _ = std::fs::remove_file(&file);
-        std::fs::File::create(&file).unwrap();
-        let name = file.to_string_lossy().into_owned();
-        let mut writer = Connection::open(&name, &["PRAGMA journal_mode = WAL".to_string()]).unwrap();
+        let file = TempFile::new();
+        let mut writer = file.open();
         writer.execute("CREATE TABLE t (v INTEGER)", &[]).unwrap();
-        let readers = Readers::new(name.clone(), Vec::new(), 1);
+        let readers = Readers::new(file.0.to_string_lossy(), Vec::new(), 1);
         let count = |readers: &Readers| {
             readers
                 .with(|c| {
@@ -78,6 +73,5 @@ mod tests {
         let failed = readers.with(|c| c.execute("SELECT * FROM missing", &[])).unwrap();
         assert!(failed.is_err());
         assert_eq!(readers.idle.lock().unwrap().len(), 1, "a failed query keeps its reader");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

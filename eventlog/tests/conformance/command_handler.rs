@@ -161,24 +161,7 @@ async fn concurrent_commands_retry_until_they_land(log: TestLog) {
 
 async fn snapshots_shortcut_long_streams_and_match_a_full_fold(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
-    h.execute_of::<Operation>(
-        "u1",
-        "long",
-        &OperationCommand::Create(CreateOperation::new("long", OperationKind::Task, agent())),
-        &ctx(),
-    )
-    .await
-    .unwrap();
-    let claim = ctx();
-    let token = lease_token(&claim);
-    h.execute_of::<Operation>(
-        "u1",
-        "long",
-        &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 },
-        &claim,
-    )
-    .await
-    .unwrap();
+    let (token, _) = claimed(&h, "long", &ctx()).await;
     for i in 0..(SNAPSHOT_EVERY * 2 + 5) {
         let report = ctx().with_lease_token(Some(token.clone()));
         h.execute_of::<Operation>("u1", "long", &step(i as u64), &report).await.unwrap();
@@ -307,19 +290,7 @@ async fn a_retry_long_after_is_answered_from_the_log(log: TestLog) {
 /// wrote), and past the stream's end.
 async fn a_state_at_a_version_is_the_fold_up_to_it(log: TestLog) {
     let h = CommandHandler::new(Arc::clone(&log.store));
-    h.execute_of::<Operation>(
-        "u1",
-        "at",
-        &OperationCommand::Create(CreateOperation::new("at", OperationKind::Task, agent())),
-        &ctx(),
-    )
-    .await
-    .unwrap();
-    let claim = ctx();
-    let token = lease_token(&claim);
-    h.execute_of::<Operation>("u1", "at", &OperationCommand::Claim { worker_id: "w".into(), lease_secs: 600 }, &claim)
-        .await
-        .unwrap();
+    let (token, _) = claimed(&h, "at", &ctx()).await;
     for i in 0..(SNAPSHOT_EVERY + 7) {
         let report = ctx().with_lease_token(Some(token.clone()));
         h.execute_of::<Operation>("u1", "at", &step(i as u64), &report).await.unwrap();

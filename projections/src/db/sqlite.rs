@@ -18,9 +18,9 @@
 
 use std::sync::Arc;
 
-use agentlog_sqlite::{Connection, Row, SqlValue, SqliteFailure};
+use agentlog_sqlite::{Connection, Readers, Row, SqlValue, SqliteFailure};
 use sqlx::SqlitePool;
-use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore, SemaphorePermit};
+use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore};
 
 use crate::error::ProjectionError;
 
@@ -39,8 +39,6 @@ struct Shared {
     /// The file and the settings every connection is opened with.
     open: tokio::sync::OnceCell<Opening>,
     writer: tokio::sync::OnceCell<Arc<Mutex<Connection>>>,
-    /// Readers not in use.
-    idle: std::sync::Mutex<Vec<Connection>>,
     /// One permit per reader that may be open at once.
     readers: Semaphore,
 }
@@ -49,6 +47,8 @@ struct Shared {
 struct Opening {
     filename: String,
     settings: Vec<String>,
+    /// Readers not in use (at most as many as may be open at once).
+    readers: Readers,
     /// `PRAGMA synchronous` for writes outside a transaction: the pool's (durable).
     durable: String,
     /// `PRAGMA synchronous` for read-model transactions: NORMAL at most (see [`SqliteDb::begin`]).
@@ -59,12 +59,7 @@ impl SqliteDb {
     /// The read models in the file of `pool`.
     pub fn new(pool: SqlitePool) -> Self {
         let readers = Semaphore::new(pool.options().get_max_connections().max(1) as usize);
-        let shared = Shared {
-            open: tokio::sync::OnceCell::new(),
-            writer: tokio::sync::OnceCell::new(),
-            idle: Default::default(),
-            readers,
-        };
+        let shared = Shared { open: tokio::sync::OnceCell::new(), writer: tokio::sync::OnceCell::new(), readers };
         Self { pool, shared: Arc::new(shared) }
     }
 
@@ -124,27 +119,13 @@ impl SqliteDb {
         args: &[SqlValue],
         each: &mut (dyn FnMut(Row) + Send),
     ) -> Result<u64, ProjectionError> {
-        let mut reader = self.reader().await?;
-        let result = reader.conn.for_each_row(sql, args, each).map_err(failed("reading a read model"));
-        self.put_back(reader);
-        result
-    }
-
-    async fn reader(&self) -> Result<Reader<'_>, ProjectionError> {
-        let permit = self.shared.readers.acquire().await.map_err(|_| ProjectionError::Stopped)?;
-        let idle = self.shared.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let conn = match idle {
-            Some(conn) => conn,
-            None => {
-                let opening = self.opening().await?;
-                Connection::open(&opening.filename, &opening.settings).map_err(failed("opening a read-model reader"))?
-            }
-        };
-        Ok(Reader { conn, _permit: permit })
-    }
-
-    fn put_back(&self, reader: Reader<'_>) {
-        self.shared.idle.lock().unwrap_or_else(|p| p.into_inner()).push(reader.conn);
+        let _permit = self.shared.readers.acquire().await.map_err(|_| ProjectionError::Stopped)?;
+        let opening = self.opening().await?;
+        opening
+            .readers
+            .with(|conn| conn.for_each_row(sql, args, each))
+            .map_err(failed("opening a read-model reader"))?
+            .map_err(failed("reading a read model"))
     }
 
     /// The file and the pool's settings, read once from a pooled connection: every connection
@@ -172,7 +153,9 @@ impl SqliteDb {
                     settings.push(format!("PRAGMA {pragma} = {value}"));
                 }
                 settings.push("PRAGMA busy_timeout = 30000".to_string());
+                let keep = self.pool.options().get_max_connections().max(1) as usize;
                 Ok(Opening {
+                    readers: Readers::new(filename.clone(), settings.clone(), keep),
                     filename,
                     settings,
                     durable: format!("PRAGMA synchronous = {synchronous}"),
@@ -182,12 +165,6 @@ impl SqliteDb {
             })
             .await
     }
-}
-
-/// A reader taken from the idle ones, with its place among those open at once.
-struct Reader<'a> {
-    conn: Connection,
-    _permit: SemaphorePermit<'a>,
 }
 
 fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
