@@ -113,7 +113,7 @@ def edges(src):
     graph = {m: set() for m in mods if not is_test(m)}
     for m in graph:
         text = strip(open(mods[m], encoding="utf-8").read())
-        text = re.sub(r"#\[cfg\(test\)\]\s*mod \w+ \{.*", "", text, flags=re.S)
+        text = re.sub(r"#\[cfg\(test\)\]\s*(pub(\([\w:]+\))? )?mod \w+ \{.*", "", text, flags=re.S)
         children = {k[-1] for k in mods if len(k) == len(m) + 1 and k[:len(m)] == m}
         paths = []
         for u in re.finditer(r"\buse\s+([^;]+);", text):

@@ -48,7 +48,7 @@ impl Readers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SqlValue, connection::tests::TempFile};
+    use crate::{connection::tests::TempFile, value::SqlValue};
 
     #[test]
     fn a_reader_is_kept_and_sees_later_commits() {
