@@ -11,6 +11,12 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+/// The server's allocator: mimalloc. Requests, decoded events and read-model rows are built on
+/// one thread and freed on another all the time; mimalloc's per-thread free lists take that
+/// without the system allocator's arena locks and consolidation (BENCHMARKS.md, batched writes).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// agentlog: the system of record for AI-agent operations.
 #[derive(Parser)]
 #[command(version, about)]

@@ -25,10 +25,12 @@
 
 mod connection;
 mod error;
+mod gate;
 mod readers;
 mod value;
 
 pub use connection::Connection;
 pub use error::SqliteFailure;
+pub use gate::{GateTurn, WriteGate};
 pub use readers::Readers;
 pub use value::{Row, SqlRef, SqlValue};

@@ -361,6 +361,10 @@ impl ChangesSubscription {
             Ok(f) => f,
             Err(e) => return failed(e),
         };
+        // The backlog is read from the read models: they must hold everything up to `from`
+        // first, or a run committed just before (by this instance or another) would be in
+        // neither the backlog nor the live part.
+        state.settle(from).await;
         let mut backlog = Vec::new();
         for agent in &agent_ids {
             for status in ["idle", "running"] {

@@ -67,7 +67,8 @@ impl SqliteEventStore {
             settings.clone(),
             options.read_connections.max(1) as usize,
         ));
-        let backend = SqliteBackend { pool, connect, filename, settings, readers, checkpointer };
+        let gate = agentlog_sqlite::WriteGate::of(&filename);
+        let backend = SqliteBackend { pool, connect, filename, settings, gate, readers, checkpointer };
         Ok(Self { core: LogCore::start(backend, &options).await? })
     }
 
@@ -132,6 +133,8 @@ pub(crate) struct SqliteBackend {
     filename: String,
     /// The `PRAGMA`s those connections run when they open.
     settings: Vec<String>,
+    /// The file's write lock as this process queues for it (shared with the read models).
+    gate: agentlog_sqlite::WriteGate,
     /// Connections of the store's own that read the log (see `read`).
     readers: Arc<agentlog_sqlite::Readers>,
     /// The WAL checkpointer's thread, when commits do not checkpoint (ends with the log).
@@ -211,7 +214,9 @@ impl Backend for SqliteBackend {
         now: DateTime<Utc>,
     ) -> Result<BatchAnswers, EventLogError> {
         let (conn, batch) = (Arc::clone(conn), batch.to_vec());
+        let turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
+            let _turn = turn;
             let batch: Vec<&PreparedAppend> = batch.iter().map(|a| &**a).collect();
             write::commit_batch(&mut conn.lock().unwrap_or_else(|p| p.into_inner()), &batch, now)
         })
@@ -221,7 +226,9 @@ impl Backend for SqliteBackend {
     async fn import_batch(&self, events: Vec<PreparedImport>) -> Result<ImportResult, EventLogError> {
         let (filename, settings) = (self.filename.clone(), self.settings.clone());
         // A connection of its own; the file's write lock (IMMEDIATE) orders it with appends.
+        let turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
+            let _turn = turn;
             let mut conn =
                 Connection::open(&filename, &settings).map_err(write::failed("opening an import connection"))?;
             write::import(&mut conn, &events)

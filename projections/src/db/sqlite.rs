@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use agentlog_sqlite::{Connection, Readers, Row, SqlValue, SqliteFailure};
+use agentlog_sqlite::{Connection, GateTurn, Readers, Row, SqlValue, SqliteFailure, WriteGate};
 use sqlx::SqlitePool;
 use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore};
 
@@ -49,6 +49,8 @@ struct Opening {
     settings: Vec<String>,
     /// Readers not in use (at most as many as may be open at once).
     readers: Readers,
+    /// The file's write lock as this process queues for it (shared with the log's writer).
+    gate: WriteGate,
     /// `PRAGMA synchronous` for writes outside a transaction: the pool's (durable).
     durable: String,
     /// `PRAGMA synchronous` for read-model transactions: NORMAL at most (see [`SqliteDb::begin`]).
@@ -75,13 +77,14 @@ impl SqliteDb {
     pub(crate) async fn begin(&self) -> Result<SqliteTx, ProjectionError> {
         let opening = self.opening().await?;
         let mut conn = self.writer().await?;
+        let turn = opening.gate.enter(BUSY_TIMEOUT).await.map_err(failed("waiting for the write lock"))?;
         if conn.in_transaction() {
             // An earlier transaction whose commit and rollback both failed: end it first.
             conn.execute("ROLLBACK", &[]).map_err(failed("rolling back read models"))?;
         }
         conn.execute(&opening.derived, &[]).map_err(failed("beginning a transaction"))?;
         conn.execute("BEGIN IMMEDIATE", &[]).map_err(failed("beginning a transaction"))?;
-        Ok(SqliteTx { conn, open: true })
+        Ok(SqliteTx { conn, open: true, _turn: turn })
     }
 
     /// Run one statement outside any transaction; the rows it changed. On the writer: a write
@@ -92,6 +95,7 @@ impl SqliteDb {
     pub(crate) async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         let opening = self.opening().await?;
         let mut conn = self.writer().await?;
+        let _turn = opening.gate.enter(BUSY_TIMEOUT).await.map_err(failed("waiting for the write lock"))?;
         conn.execute(&opening.durable, &[]).map_err(failed("writing a read model"))?;
         conn.execute(sql, args).map_err(failed("writing a read model"))
     }
@@ -152,10 +156,11 @@ impl SqliteDb {
                     }
                     settings.push(format!("PRAGMA {pragma} = {value}"));
                 }
-                settings.push("PRAGMA busy_timeout = 30000".to_string());
+                settings.push(format!("PRAGMA busy_timeout = {}", BUSY_TIMEOUT.as_millis()));
                 let keep = self.pool.options().get_max_connections().max(1) as usize;
                 Ok(Opening {
                     readers: Readers::new(filename.clone(), settings.clone(), keep),
+                    gate: WriteGate::of(&filename),
                     filename,
                     settings,
                     durable: format!("PRAGMA synchronous = {synchronous}"),
@@ -167,6 +172,10 @@ impl SqliteDb {
     }
 }
 
+/// How long a write waits for the file's write lock (this process's other writer, then
+/// another process's) before it fails.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
     move |source| ProjectionError::Sqlite { context, source }
 }
@@ -175,6 +184,8 @@ fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionErro
 pub struct SqliteTx {
     conn: OwnedMutexGuard<Connection>,
     open: bool,
+    /// This process's turn at the file's write lock; given back after the rollback in `drop`.
+    _turn: GateTurn,
 }
 
 impl std::fmt::Debug for SqliteTx {
