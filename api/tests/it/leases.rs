@@ -326,3 +326,29 @@ both!(
     only_the_lease_holder_reports as only_the_lease_holder_reports,
     a_new_claim_or_an_expiry_ends_the_old_token as a_new_claim_or_an_expiry_ends_the_old_token
 );
+
+/// `workAvailable` offers a run committed before the subscription started that the read models
+/// had not applied yet: its backlog is read once they hold the head it starts from (a run below
+/// the head is never in the live part). PostgreSQL only: another client holds the read models'
+/// checkpoint rows (the runner's batch waits on them) while the log takes the run; on SQLite one
+/// write lock would hold the log as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_available_offers_a_run_its_read_models_had_not_applied() {
+    use sqlx::{Connection, Executor, PgConnection};
+    let Some(db) = Db::postgres("work_available_offers_a_run_its_read_models_had_not_applied").await else { return };
+    let url = db.url();
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let mut holder = PgConnection::connect(&url).await.expect("connect");
+    holder.execute("BEGIN; SELECT * FROM projection_checkpoints FOR UPDATE").await.expect("hold the checkpoints");
+    let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    // Answered once its read-your-writes wait (5 s) gives up: the run is in the log.
+    s.data(Some(&alice), start, json!({"i": {"operationId": "queued", "kind": "TASK", "agentId": "inbox"}})).await;
+    let mut ws = Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    ws.subscribe("w", "subscription { workAvailable(agentIds: [\"inbox\"]) { id } }", json!({})).await;
+    // The subscription has read the head (the run is below it); the read models catch up now.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    holder.execute("ROLLBACK").await.expect("release");
+    let offered = tokio::time::timeout(std::time::Duration::from_secs(10), ws.next_data()).await.expect("offered");
+    assert_eq!(offered["data"]["workAvailable"]["id"], "queued", "{offered}");
+}
