@@ -79,3 +79,14 @@ impl AppendResult {
         self.positions.last().copied().unwrap_or(0)
     }
 }
+
+/// Where a stored event is (an answer of [`crate::EventStore::locate`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatedEvent {
+    /// Its position in the log.
+    pub position: i64,
+    /// Its stream.
+    pub stream_id: String,
+    /// Its version in that stream.
+    pub stream_version: i64,
+}

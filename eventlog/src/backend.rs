@@ -6,9 +6,10 @@ use std::{future::Future, sync::Arc};
 use agentlog_domain::envelope::RecordedEvent;
 use chrono::{DateTime, Utc};
 use tokio::{sync::Notify, task::JoinHandle};
+use uuid::Uuid;
 
 use crate::{
-    append::AppendResult,
+    append::{AppendResult, LocatedEvent},
     error::EventLogError,
     filter::EventFilter,
     import::{ImportResult, PreparedImport},
@@ -73,6 +74,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
 
     /// The highest committed position (0 for an empty log).
     fn head(&self) -> impl Future<Output = Result<i64, EventLogError>> + Send;
+
+    /// Where those of `ids` that are stored are, in no particular order.
+    fn locate(&self, ids: &[Uuid]) -> impl Future<Output = Result<Vec<LocatedEvent>, EventLogError>> + Send;
 
     /// Start whatever tells this process about appends made by other processes (PostgreSQL
     /// LISTEN), and announces this process's appends to them. `committed` carries the head after

@@ -281,11 +281,11 @@ impl CommandHandler {
             let (state, version, mut already, partial) = self.fold::<A>(&stream_id, Some(first_id)).await?;
             if !already && partial {
                 // The fold did not see the events before its start: look the command up.
-                already = command_seen(&self.store.database(), ctx).await?;
+                already = command_seen(&*self.store, ctx).await?;
             }
             if already {
                 // Answer with where the first attempt's events landed, as it would have.
-                let appended = applied_command(&self.store.database(), ctx).await?.unwrap_or_default();
+                let appended = applied_command(&*self.store, ctx).await?.unwrap_or_default();
                 return Ok(CommandOutcome { state, version, appended, replayed: true });
             }
             let events = state.decide(command, ctx)?;
@@ -333,7 +333,7 @@ impl CommandHandler {
         let mut last_stream = String::new();
         for _ in 0..self.attempts {
             // Checked on every attempt: a conflict may be the same request, resent, winning.
-            if let Some(earlier) = applied_command(&self.store.database(), ctx).await? {
+            if let Some(earlier) = applied_command(&*self.store, ctx).await? {
                 return Ok(earlier);
             }
             let writes = decide().await?;
@@ -377,7 +377,7 @@ impl CommandHandler {
     {
         let mut last_stream = String::new();
         for _ in 0..self.attempts {
-            if let Some(earlier) = applied_command(&self.store.database(), ctx).await? {
+            if let Some(earlier) = applied_command(&*self.store, ctx).await? {
                 return Ok(earlier);
             }
             let (writes, reads) = decide().await?;

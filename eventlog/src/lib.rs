@@ -35,7 +35,7 @@ pub mod testing;
 mod validate;
 mod writer;
 
-pub use append::{AppendResult, ExpectedVersion, StreamAppend};
+pub use append::{AppendResult, ExpectedVersion, LocatedEvent, StreamAppend};
 pub use applied::applied_command;
 pub use checkpoints::CheckpointStats;
 pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};

@@ -27,6 +27,7 @@ use tokio::{
 use uuid::Uuid;
 
 use crate::{
+    append::LocatedEvent,
     backend::{Backend, BatchAnswers},
     batch::{self, StoredEvent},
     error::EventLogError,
@@ -560,6 +561,19 @@ impl Backend for PgBackend {
             .fetch_one(&self.pool)
             .await
             .map_err(EventLogError::db("reading the log head"))
+    }
+
+    async fn locate(&self, ids: &[uuid::Uuid]) -> Result<Vec<LocatedEvent>, EventLogError> {
+        let rows: Vec<(i64, String, i64)> =
+            sqlx::query_as("SELECT position, stream_id, stream_version FROM events WHERE event_id = ANY($1)")
+                .bind(ids)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(EventLogError::db("looking up a command's earlier events"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(position, stream_id, stream_version)| LocatedEvent { position, stream_id, stream_version })
+            .collect())
     }
 
     fn spawn_fan_out(self: &Arc<Self>, committed: watch::Receiver<i64>, wake: Arc<Notify>) -> Vec<JoinHandle<()>> {

@@ -122,6 +122,10 @@ pub trait EventStore: Send + Sync {
     /// The highest committed position in the database right now (0 when empty).
     async fn head_position(&self) -> Result<i64, EventLogError>;
 
+    /// Where those of the events `ids` that are stored are, in no particular order (a command's
+    /// earlier attempt is found this way: [`crate::applied_command`]).
+    async fn locate(&self, ids: &[uuid::Uuid]) -> Result<Vec<crate::append::LocatedEvent>, EventLogError>;
+
     /// Store events recorded by another log, keeping their ids, stream versions and recording
     /// times (and positions where possible); idempotent. See [`crate::import`] for the rules.
     async fn import(&self, events: Vec<RecordedEvent>) -> Result<ImportResult, EventLogError>;
@@ -389,6 +393,12 @@ macro_rules! impl_event_store {
             }
             async fn head_position(&self) -> Result<i64, $crate::error::EventLogError> {
                 $crate::backend::Backend::head(&*self.core.backend).await
+            }
+            async fn locate(
+                &self,
+                ids: &[uuid::Uuid],
+            ) -> Result<Vec<$crate::append::LocatedEvent>, $crate::error::EventLogError> {
+                $crate::backend::Backend::locate(&*self.core.backend, ids).await
             }
             fn subscribe(
                 &self,

@@ -405,6 +405,11 @@ impl EventStore for LogPrefix {
     async fn head_position(&self) -> Result<i64, EventLogError> {
         Ok(self.inner.head_position().await?.min(self.up_to))
     }
+    async fn locate(&self, ids: &[uuid::Uuid]) -> Result<Vec<agentlog_eventlog::LocatedEvent>, EventLogError> {
+        let mut located = self.inner.locate(ids).await?;
+        located.retain(|e| e.position <= self.up_to);
+        Ok(located)
+    }
     fn subscribe(&self, after: i64, filter: EventFilter) -> EventSubscription {
         // Only a following runner subscribes; verify's runner catches up and stops.
         self.inner.subscribe(after, filter)

@@ -21,6 +21,7 @@ mod write;
 use write::WriterConnection;
 
 use crate::{
+    append::LocatedEvent,
     backend::{Backend, BatchAnswers},
     error::EventLogError,
     filter::EventFilter,
@@ -269,18 +270,17 @@ impl Backend for SqliteBackend {
     }
 
     async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
-        sqlx::query_scalar("SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = ?")
-            .bind(stream_id)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(EventLogError::db("reading a stream version"))
+        let stream_id = stream_id.to_string();
+        self.read(1, move |conn| read::stream_version(conn, &stream_id)).await
     }
 
     async fn head(&self) -> Result<i64, EventLogError> {
-        sqlx::query_scalar("SELECT COALESCE(MAX(position), 0) FROM events")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(EventLogError::db("reading the log head"))
+        self.read(1, read::head).await
+    }
+
+    async fn locate(&self, ids: &[uuid::Uuid]) -> Result<Vec<LocatedEvent>, EventLogError> {
+        let ids: Vec<String> = ids.iter().map(uuid::Uuid::to_string).collect();
+        self.read(ids.len(), move |conn| read::locate(conn, &ids)).await
     }
 
     fn spawn_fan_out(

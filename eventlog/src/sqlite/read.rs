@@ -4,12 +4,12 @@
 //! which made reading a run's few hundred events cost more than decoding them).
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_sqlite::{Connection, Row, SqlValue};
+use agentlog_sqlite::{Connection, Row, SqlRef, SqlValue};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::write::failed;
-use crate::{error::EventLogError, filter::EventFilter};
+use crate::{append::LocatedEvent, error::EventLogError, filter::EventFilter};
 
 /// Reads of at most this many rows run on the calling thread (a few milliseconds at most);
 /// longer ones on the blocking pool, off the runtime's worker threads.
@@ -67,6 +67,51 @@ pub(super) fn backward(
     args.push(SqlValue::Int(sql_limit(limit)));
     sql.push_str(&format!(" ORDER BY position DESC LIMIT ?{}", args.len()));
     events(conn, &sql, &args)
+}
+
+/// The stream's current version (0 when it does not exist).
+pub(super) fn stream_version(conn: &mut Connection, stream_id: &str) -> Result<i64, EventLogError> {
+    let sql = "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = ?1";
+    one_int(conn, sql, &[SqlRef::Text(stream_id)], "reading a stream version")
+}
+
+/// The highest committed position (0 for an empty log).
+pub(super) fn head(conn: &mut Connection) -> Result<i64, EventLogError> {
+    one_int(conn, "SELECT COALESCE(MAX(position), 0) FROM events", &[], "reading the log head")
+}
+
+/// The one integer a query answers.
+fn one_int(conn: &mut Connection, sql: &str, args: &[SqlRef<'_>], context: &'static str) -> Result<i64, EventLogError> {
+    let mut value = None;
+    conn.for_each_row_refs(sql, args, &mut |row| value = row.i64(0)).map_err(failed(context))?;
+    value.ok_or_else(|| EventLogError::Corrupt { position: 0, reason: format!("{context}: no integer answered") })
+}
+
+/// Where those of the events `ids` (as text) that are stored are.
+pub(super) fn locate(conn: &mut Connection, ids: &[String]) -> Result<Vec<LocatedEvent>, EventLogError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    // One statement text per number of ids (a command's lookups use one or 64), kept prepared.
+    let list = (1..=ids.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    let sql = format!("SELECT position, stream_id, stream_version FROM events WHERE event_id IN ({list})");
+    let args: Vec<SqlRef<'_>> = ids.iter().map(|id| SqlRef::Text(id)).collect();
+    let mut out = Vec::new();
+    let mut bad = false;
+    conn.for_each_row_refs(&sql, &args, &mut |row| match (row.i64(0), row.str(1), row.i64(2)) {
+        (Some(position), Some(stream_id), Some(stream_version)) => {
+            out.push(LocatedEvent { position, stream_id: stream_id.to_string(), stream_version })
+        }
+        _ => bad = true,
+    })
+    .map_err(failed("looking up a command's earlier events"))?;
+    if bad {
+        return Err(EventLogError::Corrupt {
+            position: 0,
+            reason: "an event row without its position or stream".into(),
+        });
+    }
+    Ok(out)
 }
 
 fn sql_limit(limit: usize) -> i64 {

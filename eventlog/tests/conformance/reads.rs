@@ -110,7 +110,35 @@ async fn reopening_migrates_nothing_and_keeps_everything(log: TestLog) {
     again.close().await;
 }
 
+async fn locate_finds_stored_events_and_only_them(log: TestLog) {
+    let s = &*log.store;
+    let first = events(40);
+    let second = events(30);
+    let ids: Vec<uuid::Uuid> = first.iter().chain(&second).map(|e| e.event_id).collect();
+    let a = s.append("locate-a", ExpectedVersion::NoStream, first).await.unwrap();
+    let b = s.append("locate-b", ExpectedVersion::NoStream, second).await.unwrap();
+    // More ids than a command's chunk of 64, with ids never stored among them.
+    let mut asked = ids.clone();
+    asked.insert(10, uuid::Uuid::now_v7());
+    asked.push(uuid::Uuid::now_v7());
+    let mut found = s.locate(&asked).await.unwrap();
+    found.sort_by_key(|e| e.position);
+    let expected: Vec<(i64, &str, i64)> = a
+        .positions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (*p, "locate-a", i as i64 + 1))
+        .chain(b.positions.iter().enumerate().map(|(i, p)| (*p, "locate-b", i as i64 + 1)))
+        .collect();
+    let got: Vec<(i64, &str, i64)> =
+        found.iter().map(|e| (e.position, e.stream_id.as_str(), e.stream_version)).collect();
+    assert_eq!(got, expected);
+    assert!(s.locate(&[uuid::Uuid::now_v7()]).await.unwrap().is_empty());
+    assert!(s.locate(&[]).await.unwrap().is_empty());
+}
+
 on_both_backends!(StoreOptions::default() =>
+    locate_finds_stored_events_and_only_them as locate_finds_stored_events,
     read_a_stream_from_a_version as read_stream_from_version,
     read_the_log_with_filters as read_all_with_filters_and_limit,
     reopening_migrates_nothing_and_keeps_everything as migrations_rerun_is_noop,
