@@ -1,7 +1,7 @@
 //! The SQLite store: the embedded default. One file in WAL mode; one writer connection held by
 //! the group-commit writer (SQLite allows one writer at a time anyway), reader connections of
-//! the store's own that read events (`read`), and sqlx's pool for the rest (migrations, lookups,
-//! and the read models' settings).
+//! the store's own that read and look up events (`read`), and sqlx's pool for the rest
+//! (migrations and the read models' settings).
 
 use std::{path::Path, str::FromStr, sync::Arc, time::Duration};
 
