@@ -27,6 +27,10 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::error::SqliteFailure;
 
+/// How long a writer waits for a file's write lock (its turn here, then SQLite's busy handler
+/// for other processes) before it fails with SQLITE_BUSY: the log's and the read models' alike.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The gates in use, by canonical file path (dead ones are pruned as new ones are made).
 static GATES: Mutex<Option<HashMap<PathBuf, Weak<AsyncMutex<()>>>>> = Mutex::new(None);
 

@@ -31,6 +31,6 @@ mod value;
 
 pub use connection::Connection;
 pub use error::SqliteFailure;
-pub use gate::{GateTurn, WriteGate};
+pub use gate::{BUSY_TIMEOUT, GateTurn, WriteGate};
 pub use readers::Readers;
 pub use value::{Row, SqlRef, SqlValue};

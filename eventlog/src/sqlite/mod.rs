@@ -3,10 +3,10 @@
 //! the store's own that read and look up events (`read`), and sqlx's pool for the rest
 //! (migrations and the read models' settings).
 
-use std::{path::Path, str::FromStr, sync::Arc, time::Duration};
+use std::{path::Path, str::FromStr, sync::Arc};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_sqlite::Connection;
+use agentlog_sqlite::{BUSY_TIMEOUT, Connection};
 use chrono::{DateTime, Utc};
 use sqlx::{
     SqlitePool,
@@ -165,9 +165,6 @@ fn writer_settings(options: &StoreOptions) -> Vec<String> {
     settings
 }
 
-/// How long a connection waits for another process's write lock before it fails.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The `PRAGMA`s every connection of the log runs, pooled or its own.
 fn shared_pragmas(options: &StoreOptions) -> Vec<(&'static str, String)> {
     vec![
@@ -296,6 +293,8 @@ impl Backend for SqliteBackend {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     /// With a background checkpointer no connection checkpoints in a commit, and the thread

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use agentlog_sqlite::{Connection, GateTurn, Readers, Row, SqlValue, SqliteFailure, WriteGate};
+use agentlog_sqlite::{BUSY_TIMEOUT, Connection, GateTurn, Readers, Row, SqlValue, SqliteFailure, WriteGate};
 use sqlx::SqlitePool;
 use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore};
 
@@ -171,10 +171,6 @@ impl SqliteDb {
             .await
     }
 }
-
-/// How long a write waits for the file's write lock (this process's other writer, then
-/// another process's) before it fails.
-const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
     move |source| ProjectionError::Sqlite { context, source }
