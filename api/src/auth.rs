@@ -81,8 +81,8 @@ pub fn hash(secret: &str) -> String {
 /// How often a token's last use is recorded.
 const LAST_USED_EVERY_MICROS: i64 = 60_000_000;
 
-/// How often an open websocket checks that its token is still live (a revocation in another
-/// server process; one in this process closes it at once).
+/// How often a server process looks for tokens revoked by another one on the same database (one
+/// revoked in this process closes its websockets at once).
 pub const REVOCATION_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A token as listed (never its secret).
@@ -210,10 +210,39 @@ impl Tokens {
         Ok(n > 0)
     }
 
-    /// Tokens revoked in this process, as they are (open websockets of other processes notice
-    /// within [`REVOCATION_CHECK_EVERY`]).
+    /// Tokens revoked, as this process learns of them: at once when revoked here, within
+    /// [`REVOCATION_CHECK_EVERY`] when revoked by another process ([`Tokens::follow_revocations`]).
     pub fn revocations(&self) -> tokio::sync::broadcast::Receiver<String> {
         self.revoked.subscribe()
+    }
+
+    /// Announce, every `every`, the tokens another process revoked since the last look, as a
+    /// revocation made here is announced: one query per process, however many websockets are
+    /// open (a check per socket was a query per socket every few seconds).
+    pub async fn follow_revocations(self, every: std::time::Duration) {
+        // Another process's clock may trail this one's, and its revocation may commit after a
+        // look that its `revoked_at` precedes: each look reaches this far back.
+        const LOOK_BACK_MICROS: i64 = 60_000_000;
+        let mut announced: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        let mut since = chrono::Utc::now().timestamp_micros() - LOOK_BACK_MICROS;
+        loop {
+            tokio::time::sleep(every).await;
+            let looked_at = chrono::Utc::now().timestamp_micros();
+            let sql = "SELECT token_id, revoked_at FROM api_tokens WHERE revoked_at >= $1";
+            match self.db.fetch(sql, &[SqlValue::Int(since)]).await {
+                Ok(rows) => {
+                    for row in &rows {
+                        let (Some(id), Some(at)) = (row.str(0), row.i64(1)) else { continue };
+                        if announced.insert(id.to_string(), at).is_none() {
+                            let _ = self.revoked.send(id.to_string());
+                        }
+                    }
+                    since = looked_at - LOOK_BACK_MICROS;
+                    announced.retain(|_, at| *at >= since);
+                }
+                Err(e) => tracing::warn!(error = %e, "could not look for revoked tokens; trying again"),
+            }
+        }
     }
 
     /// The tokens of `owner` (every token for `None`), newest first; never their secrets.

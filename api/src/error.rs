@@ -163,7 +163,8 @@ fn one_line_syntax_error(error: &mut async_graphql::ServerError) {
         if expected.is_empty() { format!("syntax error{place}") } else { format!("syntax error{place}: {expected}") };
 }
 
-fn add_code(error: &mut async_graphql::ServerError) {
+/// Give `error` its `extensions.code` (and a one-line syntax error), as every answer does.
+pub(crate) fn add_code(error: &mut async_graphql::ServerError) {
     one_line_syntax_error(error);
     if error.extensions.as_ref().is_some_and(|x| x.get("code").is_some()) {
         return;

@@ -18,7 +18,7 @@ use axum::{
 };
 use std::{
     net::SocketAddr,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
 };
 
 use futures_util::{SinkExt, StreamExt};
@@ -26,11 +26,13 @@ use tokio::sync::broadcast;
 use tracing::Instrument;
 
 use crate::{
-    auth::{Caller, REVOCATION_CHECK_EVERY, bearer},
+    auth::{Caller, bearer},
     error::{ApiError, UNAVAILABLE},
+    feed,
     graphql::{AppSchema, raw_json::RawJson},
     metrics::{Gauges, Metrics},
     over_http::{self, AnswerType},
+    oversized::bounded_message,
     quota::QuotaHold,
     state::AppState,
 };
@@ -87,27 +89,23 @@ async fn token_caller_from(state: &AppState, headers: &HeaderMap) -> Result<Opti
 }
 
 /// Resolves when the token in `slot` is revoked: at once for a revocation in this process,
-/// within [`REVOCATION_CHECK_EVERY`] for one in another.
+/// within [`crate::auth::REVOCATION_CHECK_EVERY`] for one in another (`Tokens::follow_revocations`).
 async fn revoked(state: AppState, slot: Arc<Mutex<Option<String>>>) {
     let mut revocations = state.tokens.revocations();
     let current = || slot.lock().ok().and_then(|s| s.clone());
     loop {
-        tokio::select! {
-            got = revocations.recv() => match got {
-                Ok(id) if Some(&id) == current().as_ref() => return,
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    if let Some(id) = current() && matches!(state.tokens.is_live(&id).await, Ok(false)) {
-                        return;
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
-            },
-            () = tokio::time::sleep(REVOCATION_CHECK_EVERY) => {
-                if let Some(id) = current() && matches!(state.tokens.is_live(&id).await, Ok(false)) {
+        match revocations.recv().await {
+            Ok(id) if Some(&id) == current().as_ref() => return,
+            Ok(_) => {}
+            // Some announcements were missed: ask the database about this one.
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                if let Some(id) = current()
+                    && matches!(state.tokens.is_live(&id).await, Ok(false))
+                {
                     return;
                 }
             }
+            Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
         }
     }
 }
@@ -299,6 +297,10 @@ async fn graphql_get(
                 }
             };
             let anonymous = Arc::new(Mutex::new(anonymous));
+            // The protocol the engine speaks on this socket (its extractor's choice, which keeps it private).
+            let Some(feed_protocol) = feed::protocol(&headers) else {
+                return error_response(StatusCode::BAD_REQUEST, "VALIDATION", "no GraphQL websocket protocol".into());
+            };
             let (initialised, mut init_seen) = tokio::sync::watch::channel(false);
             let init_timeout = http.state.limits.connection_init_timeout;
             let state = http.state.clone();
@@ -321,6 +323,14 @@ async fn graphql_get(
                     let watch = revoked(state.clone(), slot);
                     // The protocol writes through a channel, so this task can still close the socket.
                     let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
+                    // `events` subscriptions the feed can serve skip the engine (crate::feed).
+                    let accepted: Arc<OnceLock<Caller>> = Arc::new(OnceLock::new());
+                    let (mut intercept, commands) = feed::Intercept::new(state.clone(), feed_protocol, accepted.clone());
+                    let stream = stream.filter(move |item| {
+                        let fed = matches!(item, Ok(message) if intercept.take(message));
+                        std::future::ready(!fed)
+                    });
+                    let fed = feed::run(commands, tx.clone(), state.limits.max_response_bytes);
                     // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
                     let max_bytes = state.limits.max_response_bytes;
                     let out = Box::pin(futures_util::sink::unfold(tx, move |tx, msg: Message| async move {
@@ -364,6 +374,7 @@ async fn graphql_get(
                                 a.take();
                             }
                             let _ = initialised.send(true);
+                            let _ = accepted.set(c.clone());
                             data.insert(c);
                             Ok(data)
                         })
@@ -395,7 +406,7 @@ async fn graphql_get(
                         }
                     };
                     let closing = tokio::select! {
-                        _ = async { tokio::join!(serve, forward) } => None,
+                        _ = async { tokio::join!(serve, forward, fed) } => None,
                         () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
                         () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
                         () = shutdown.begun() => Some(CloseFrame { code: WS_GOING_AWAY, reason: "server shutting down".into() }),
@@ -473,36 +484,6 @@ fn unauthorized_close(msg: Message) -> Message {
         }
         other => other,
     }
-}
-
-/// A websocket message as sent, or, when it is larger than `max` bytes (a subscription's `next`
-/// over the answer-size bound), the same subscription's `next` carrying a LIMIT error instead
-/// of the payload: the subscription goes on, and the client learns what it did not get.
-fn bounded_message(msg: Message, max: usize) -> Message {
-    let Message::Text(text) = &msg else { return msg };
-    if text.len() <= max {
-        return msg;
-    }
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        #[serde(rename = "type")]
-        kind: String,
-        id: Option<String>,
-    }
-    let envelope: Option<Envelope> = serde_json::from_str(text.as_str()).ok();
-    let (kind, id) = envelope.map_or((None, None), |e| (Some(e.kind), e.id));
-    tracing::info!(bytes = text.len(), max, ?id, "a websocket message over the response limit was replaced by LIMIT");
-    let message = format!(
-        "this result is {} bytes, more than the {max} one answer may carry; it was not sent (select fewer fields, or read it with a query in pieces)",
-        text.len()
-    );
-    let error = serde_json::json!({"message": message, "extensions": {"code": "LIMIT", "bytes": text.len()}});
-    let body = serde_json::json!({
-        "type": kind.unwrap_or_else(|| "next".into()),
-        "id": id,
-        "payload": {"data": null, "errors": [error]},
-    });
-    Message::text(body.to_string())
 }
 
 async fn healthz() -> &'static str {

@@ -10,6 +10,7 @@ use agentlog_projections::{
     ProjectionRunner, ReadDb, RunnerOptions, all_projections, conversations::ConversationTrees,
 };
 use anyhow::Context as _;
+use axum::serve::ListenerExt as _;
 use tokio::net::TcpListener;
 
 use crate::{
@@ -119,8 +120,18 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     }
     let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    // Every write goes out at once: a subscription's frames are small and come one after another
+    // without an answer from the client, which Nagle's algorithm would hold back until the
+    // client's (delayed) acknowledgement of the one before.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
+        }
+    });
     tracing::info!(%addr, "agentlog listening; GraphiQL at http://{addr}/graphql");
     let reactors = Reactors::start(&state);
+    // Tokens other instances revoke close this one's websockets too.
+    let revocations = tokio::spawn(state.tokens.clone().follow_revocations(crate::auth::REVOCATION_CHECK_EVERY));
     let (stop_export, stopped) = tokio::sync::watch::channel(false);
     // The GenAI metrics count what the log records from now on (the head read before serving).
     let head = state.store.head_position().await.context("reading the head of the log")?;
@@ -147,6 +158,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     );
     let drained = tokio::time::timeout_at(deadline, state.shutdown.drained()).await.is_ok();
     let _ = stop_listening.send(());
+    revocations.abort();
     let stopped = drained
         && stop_within(deadline, "HTTP", async {
             match http.await {

@@ -21,7 +21,7 @@ struct Cli {
     /// Bearer token; an admin's lets each client be a user of its own.
     #[arg(long, env = "AGENTLOG_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// Concurrent clients.
+    /// Concurrent clients (0: only the subscribers, following for --duration what others append).
     #[arg(long, default_value_t = 4)]
     clients: usize,
     /// Subscribers following the whole log over websockets.

@@ -47,8 +47,10 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     if config.token.trim().is_empty() {
         return Err(LoadError::NoToken);
     }
-    if config.clients == 0 {
-        return Err(LoadError::Config("at least one client is needed".into()));
+    if config.clients == 0 && (config.subscribers == 0 || config.duration.is_none()) {
+        return Err(LoadError::Config(
+            "at least one client is needed (with none, subscribers only follow for --duration)".into(),
+        ));
     }
     if config.duration.is_none() && config.max_mutations.is_none() {
         return Err(LoadError::Config("bound the run with a duration and/or a maximum of mutations".into()));
@@ -151,6 +153,12 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
                 clients.spawn(write::baseline_client(s, config.token.clone()));
             }
         }
+    }
+    // No clients: the subscribers follow what another process appends, for the duration.
+    if config.clients == 0
+        && let Some(duration) = config.duration
+    {
+        tokio::time::sleep_until((started + duration).into()).await;
     }
     let mut failure = None;
     while let Some(joined) = clients.join_next().await {

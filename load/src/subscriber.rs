@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::{
     net::TcpStream,
@@ -21,6 +22,35 @@ use crate::report::SubscriberReport;
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 const QUERY: &str = "subscription($p: Int) { events(fromPosition: $p) { position recordedAt } }";
+/// What a subscriber reads of a server message.
+#[derive(Deserialize)]
+struct Incoming {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    payload: Option<IncomingPayload>,
+}
+
+#[derive(Deserialize, Default)]
+struct IncomingPayload {
+    #[serde(default)]
+    data: Option<IncomingData>,
+    #[serde(default)]
+    errors: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct IncomingData {
+    events: Option<IncomingEvent>,
+}
+
+#[derive(Deserialize)]
+struct IncomingEvent {
+    position: Option<i64>,
+    #[serde(rename = "recordedAt")]
+    recorded_at: Option<String>,
+}
+
 /// Most error messages kept in a report.
 const MAX_ERRORS: usize = 20;
 
@@ -75,6 +105,10 @@ pub async fn follow(
             began = Some(chrono::Utc::now());
             let _ = subscribed.send(());
         }
+        // One timer for the connection (not one per message): it bounds how long a quiet
+        // subscriber takes to notice the stop.
+        let mut check = tokio::time::interval(Duration::from_millis(250));
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 message = socket.next() => {
@@ -85,18 +119,21 @@ pub async fn follow(
                         None => { note(&mut report, "connection ended".into()); break }
                         Some(Ok(_)) => continue,
                     };
-                    let v: Value = match serde_json::from_str(text.as_str()) {
+                    // Typed: a thousand subscribers on the server's machine parse every event.
+                    let incoming: Incoming = match serde_json::from_str(text.as_str()) {
                         Ok(v) => v,
-                        Err(e) => { note(&mut report, format!("a message that is not JSON: {e}")); break }
+                        Err(e) => { note(&mut report, format!("an unexpected message ({e}): {}", text.as_str())); break }
                     };
-                    match v["type"].as_str() {
-                        Some("next") => {
-                            if let Some(errors) = v["payload"].get("errors") {
+                    match incoming.kind.as_str() {
+                        "next" => {
+                            let payload = incoming.payload.unwrap_or_default();
+                            if let Some(errors) = payload.errors {
                                 note(&mut report, format!("subscription error: {errors}"));
                                 break;
                             }
-                            let Some(position) = v["payload"]["data"]["events"]["position"].as_i64() else {
-                                note(&mut report, format!("an event without a position: {v}"));
+                            let event = payload.data.and_then(|d| d.events);
+                            let Some(position) = event.as_ref().and_then(|e| e.position) else {
+                                note(&mut report, format!("an event without a position: {}", text.as_str()));
                                 break;
                             };
                             if position <= last {
@@ -105,22 +142,23 @@ pub async fn follow(
                                 last = position;
                                 report.events += 1;
                                 report.positions.push(position);
-                                if let Some(us) = began.and_then(|b| delivery_us(&v["payload"]["data"]["events"]["recordedAt"], b)) {
+                                let recorded = event.as_ref().and_then(|e| e.recorded_at.as_deref());
+                                if let Some(us) = began.and_then(|b| delivery_us(recorded?, b)) {
                                     report.delivery_us.push(us);
                                 }
                             }
                             if finished(&stop, last) { break 'connect }
                             if !pace.delay.is_zero() { tokio::time::sleep(pace.delay).await }
                         }
-                        Some("ping") => { let _ = socket.send(Message::text(json!({"type": "pong"}).to_string())).await; }
-                        Some("error") | Some("complete") => { note(&mut report, format!("subscription ended: {v}")); break }
+                        "ping" => { let _ = socket.send(Message::text(json!({"type": "pong"}).to_string())).await; }
+                        "error" | "complete" => { note(&mut report, format!("subscription ended: {}", text.as_str())); break }
                         _ => {}
                     }
                 }
                 changed = stop.changed() => {
                     if changed.is_err() || finished(&stop, last) { break 'connect }
                 }
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {
+                _ = check.tick() => {
                     if finished(&stop, last) { break 'connect }
                 }
             }
@@ -136,8 +174,8 @@ pub async fn follow(
 /// Microseconds from an event's `recordedAt` to now (its arrival here, before this subscriber
 /// pauses), for an event recorded at or after `began`; the server and this client share the
 /// machine's clock.
-fn delivery_us(recorded_at: &Value, began: chrono::DateTime<chrono::Utc>) -> Option<u64> {
-    let recorded = chrono::DateTime::parse_from_rfc3339(recorded_at.as_str()?).ok()?.with_timezone(&chrono::Utc);
+fn delivery_us(recorded_at: &str, began: chrono::DateTime<chrono::Utc>) -> Option<u64> {
+    let recorded = chrono::DateTime::parse_from_rfc3339(recorded_at).ok()?.with_timezone(&chrono::Utc);
     if recorded < began {
         return None;
     }

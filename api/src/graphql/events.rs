@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, stream::BoxStream};
 use uuid::Uuid;
 
+use crate::auth::Caller;
 use crate::error::{ApiError, GqlResult};
 use crate::graphql::paging::page_request;
 use crate::graphql::paging::page_size;
@@ -96,7 +97,7 @@ impl From<RecordedEvent> for Event {
 }
 
 /// Which events.
-#[derive(InputObject, Default, Clone)]
+#[derive(InputObject, Default, Clone, Debug)]
 pub struct EventFilterInput {
     /// Only these types.
     pub event_types: Option<Vec<String>>,
@@ -110,7 +111,11 @@ pub struct EventFilterInput {
 
 /// Turn an input filter into a log filter, forcing a non-admin onto their own events.
 pub fn log_filter(ctx: &Context<'_>, input: Option<EventFilterInput>) -> Result<EventFilter, ApiError> {
-    let who = caller(ctx)?;
+    caller_filter(caller(ctx)?, input)
+}
+
+/// [`log_filter`] for a known caller.
+pub fn caller_filter(who: &Caller, input: Option<EventFilterInput>) -> Result<EventFilter, ApiError> {
     let input = input.unwrap_or_default();
     let types = input.event_types.unwrap_or_default();
     if types.len() > 100 {

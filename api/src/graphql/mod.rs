@@ -28,7 +28,7 @@ mod paging;
 pub mod raw_json;
 mod request;
 pub mod sources;
-mod subscribers;
+pub(crate) mod subscribers;
 pub mod task_mutations;
 pub mod tasks;
 pub mod variables;

@@ -318,7 +318,42 @@ async fn events_wake_the_other_instance(db: Db) {
     }
 }
 
+/// A token revoked through one instance closes the websockets open on it at another: each
+/// process looks for revocations it did not make itself (`Tokens::follow_revocations`, every 5 s),
+/// with one query for all its sockets.
+async fn a_revocation_closes_the_other_instances_websockets(db: Db) {
+    let a = Server::start(db).await;
+    let b = a.sibling().await;
+    let ann = a.user_token("ann").await;
+    let bob = a.user_token("bob").await;
+    let mut on_b = Ws::connect(&b, &ann, "graphql-transport-ws").await;
+    on_b.subscribe("e", "subscription { events { position } }", json!({})).await;
+    let mut bobs = Ws::connect(&b, &bob, "graphql-transport-ws").await;
+    bobs.subscribe("e", "subscription { events { position } }", json!({})).await;
+    let id = a.data(Some(&ann), "{ tokens { tokenId } }", json!({})).await["tokens"][0]["tokenId"]
+        .as_str()
+        .expect("ann's token")
+        .to_string();
+    let sent = std::time::Instant::now();
+    let d = a.data(Some(&ann), "mutation($id: String!) { revokeToken(tokenId: $id) }", json!({"id": id})).await;
+    assert_eq!(d["revokeToken"], true);
+    assert_eq!(on_b.close_code().await, Some(4401), "ann's socket on the other instance is closed");
+    let waited = sent.elapsed();
+    assert!(waited < Duration::from_secs(15), "closed after {waited:?}");
+    // Bob's socket on b is untouched: a write of his still reaches it.
+    let written =
+        b.data(Some(&bob), "mutation { createConversation(topicId: \"still\") { position } }", json!({})).await;
+    let position = &written["createConversation"]["position"];
+    loop {
+        let p = bobs.next_data().await;
+        if &p["data"]["events"]["position"] == position {
+            break;
+        }
+    }
+}
+
 both!(
+    a_revocation_closes_the_other_instances_websockets as revocation_closes_other_instances_websockets,
     events_wake_the_other_instance as events_wake_the_other_instance,
     two_instances_count_each_step_once as two_instances_count_each_step_once,
     instances_serve_each_others_writes as instances_serve_each_others_writes,

@@ -30,6 +30,7 @@ mod disk_full;
 mod documented_mutations;
 mod example_worker;
 mod faults;
+mod feed;
 mod fuzz_regressions;
 mod genai_metrics;
 mod global_ids;

@@ -5,6 +5,7 @@
 use agentlog_api::{
     auth::{bearer, hash},
     deltas::{DeltaError, DeltaHub, MAX_DELTA_BYTES},
+    feed::plan::{EventField, Payload, plan},
     metrics::{Gauges, Metrics},
     over_http::AnswerType,
 };
@@ -95,4 +96,67 @@ fn the_answer_type_follows_accept() {
     assert_eq!(accept("application/graphql-response+json, application/json;q=0.9"), AnswerType::GraphqlResponse);
     assert_eq!(accept("application/json, application/graphql-response+json;q=0.5"), AnswerType::Json);
     assert_eq!(accept("text/plain"), AnswerType::Json);
+}
+
+fn payload(query: &str, variables: serde_json::Value) -> Payload {
+    Payload { query: query.into(), variables: Some(variables), operation_name: None }
+}
+
+#[test]
+fn feed_plans_a_plain_events_selection() {
+    let p = plan(&payload(
+        "subscription($p: Int, $s: Boolean!) { log: events(fromPosition: $p, settled: $s) { position at: recordedAt __typename } }",
+        serde_json::json!({"p": 7, "s": true}),
+    ))
+    .expect("planned");
+    assert_eq!(p.key, "log");
+    assert_eq!(p.from_position, Some(7));
+    assert!(p.settled);
+    assert_eq!(
+        p.fields,
+        vec![
+            ("position".into(), EventField::Position),
+            ("at".into(), EventField::RecordedAt),
+            ("__typename".into(), EventField::Typename)
+        ]
+    );
+}
+
+#[test]
+fn feed_leaves_what_the_engine_must_judge_to_it() {
+    let none = serde_json::json!({});
+    for query in [
+        "subscription { events { position ...F } } fragment F on Event { eventId }",
+        "subscription { events { position @include(if: true) } }",
+        "subscription { events { position position } }",
+        "subscription { events { nope } }",
+        "subscription { events(fromPosition: \"x\") { position } }",
+        "subscription($p: String) { events(fromPosition: $p) { position } }",
+        "subscription($p: Int, $q: Int) { events(fromPosition: $p) { position } }",
+        "subscription($s: Boolean) { events(settled: $s) { position } }",
+        "subscription { events(settled: null) { position } }",
+        "subscription { events { position } operationChanged(id: \"x\") { position } }",
+        "query { headPosition }",
+        "subscription { events }",
+        "subscription { events(unknown: 1) { position } }",
+    ] {
+        assert!(plan(&payload(query, none.clone())).is_none(), "{query}");
+    }
+}
+
+#[test]
+fn feed_coerces_a_filter_as_the_engine_does() {
+    let p = plan(&payload(
+        "subscription($f: EventFilterInput) { events(filter: $f) { position } }",
+        serde_json::json!({"f": {"eventTypes": ["a.b"], "streamPrefix": "s-"}}),
+    ))
+    .expect("planned");
+    let f = p.filter.expect("a filter");
+    assert_eq!(f.event_types, Some(vec!["a.b".to_string()]));
+    assert_eq!(f.stream_prefix.as_deref(), Some("s-"));
+    assert!(plan(&payload("subscription { events(filter: {nope: 1}) { position } }", serde_json::json!({}))).is_none());
+    let unknown = serde_json::json!({"f": {"nope": 1}});
+    assert!(
+        plan(&payload("subscription($f: EventFilterInput) { events(filter: $f) { position } }", unknown)).is_none()
+    );
 }

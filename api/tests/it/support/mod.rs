@@ -344,6 +344,11 @@ impl Ws {
 
     /// The next JSON message (skipping pings / keep-alives).
     pub async fn next_json(&mut self) -> Option<Value> {
+        serde_json::from_str(&self.next_text().await?).ok()
+    }
+
+    /// The next text message as sent (skipping pings / keep-alives).
+    pub async fn next_text(&mut self) -> Option<String> {
         loop {
             let msg = tokio::time::timeout(Duration::from_secs(20), self.socket.next()).await.ok()??.ok()?;
             match msg {
@@ -354,13 +359,18 @@ impl Ws {
                             let _ = self.socket.send(Message::text(json!({"type": "pong"}).to_string())).await;
                         }
                         Some("ka") | Some("pong") => {}
-                        _ => return Some(v),
+                        _ => return Some(t.as_str().to_string()),
                     }
                 }
                 Message::Close(_) => return None,
                 _ => {}
             }
         }
+    }
+
+    /// Send one JSON message.
+    pub async fn send_json(&mut self, message: Value) {
+        self.socket.send(Message::text(message.to_string())).await.expect("send");
     }
 
     /// The payload of the next data message ("next" / "data").
