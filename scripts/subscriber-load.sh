@@ -8,7 +8,8 @@
 #
 # Phases, each SECS seconds of the mixed load from CLIENTS clients:
 #   alone    no subscribers
-#   fan-out  SUBSCRIBERS websocket subscribers from the head (SLOW of them pausing 200 ms per message)
+#   fan-out  SUBSCRIBERS websocket subscribers from the head (SLOW of them pausing 200 ms per message),
+#            in an agentlog-load process of their own (SPLIT=0: in the writers' process)
 #   alone    again (the machine's drift shows as a difference between the two)
 # The server's VmRSS is sampled every second into $OUT/rss.tsv; VmHWM (peak) at the end; its
 # CPU time and the load average after each phase. With subscribers, agentlog-load reports the
@@ -76,8 +77,23 @@ sleep 5
 phase alone-1 --subscribers 0
 # Slow subscribers read one message per 200 ms: ~10 events/s arrive, so they fall behind
 # during the run and need minutes afterwards to read the rest.
-phase fan-out --subscribers "$SUBSCRIBERS" --slow-subscribers "$SLOW" --subscribe-from-head --seed 2 \
-    --drain-secs "${DRAIN_SECS:-300}"
+if [ "${SPLIT:-1}" = 1 ]; then
+    # The subscribers in a client process of their own (`--clients 0`), as they would be on
+    # other machines: the writers' latency is then the server's, not that of a client runtime
+    # also reading a thousand sockets. They subscribe first; the writers start a few seconds later.
+    "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients 0 --duration "$((SECS + 5))" \
+        --subscribers "$SUBSCRIBERS" --slow-subscribers "$SLOW" --subscribe-from-head --seed 2 \
+        --drain-secs "${DRAIN_SECS:-300}" >"$OUT/subscribers.txt" 2>&1 &
+    subscribers=$!
+    sleep 3
+    phase fan-out --subscribers 0 --seed 2
+    wait "$subscribers" || say "the subscribers' agentlog-load exited $?"
+    echo "--- the subscribers (their own process)"
+    cat "$OUT/subscribers.txt"
+else
+    phase fan-out --subscribers "$SUBSCRIBERS" --slow-subscribers "$SLOW" --subscribe-from-head --seed 2 \
+        --drain-secs "${DRAIN_SECS:-300}"
+fi
 phase alone-2 --subscribers 0 --seed 3
 
 echo "--- server resident memory (MiB): idle before, max per phase, peak (VmHWM)"
