@@ -21,7 +21,7 @@ use std::{
     sync::{Arc, Mutex, OnceLock},
 };
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::broadcast;
 use tracing::Instrument;
 
@@ -330,7 +330,7 @@ async fn graphql_get(
                         let fed = matches!(item, Ok(message) if intercept.take(message));
                         std::future::ready(!fed)
                     });
-                    let fed = feed::run(commands, tx.clone(), state.limits.max_response_bytes);
+                    let mut fed = feed::Fed::new(commands, state.limits.max_response_bytes);
                     // async-graphql closes a refused connection_init with 1002; graphql-ws says 4401.
                     let max_bytes = state.limits.max_response_bytes;
                     let out = Box::pin(futures_util::sink::unfold(tx, move |tx, msg: Message| async move {
@@ -384,14 +384,27 @@ async fn graphql_get(
                         .serve();
                     // What queued while the socket was busy goes out in one write: a subscriber handed
                     // several events at once costs one flush, not one per event.
+                    // The engine's messages and the feed's (crate::feed) go out through one writer; it
+                    // ends when the engine's output does (the connection is closing).
                     let forward = async {
-                        'forward: while let Some(first) = rx.recv().await {
+                        'forward: loop {
+                            let first = tokio::select! {
+                                biased;
+                                message = rx.recv() => match message {
+                                    Some(m) => m,
+                                    None => break,
+                                },
+                                message = fed.next() => message,
+                            };
                             let mut queued = Some(first);
                             while let Some(msg) = queued {
                                 if sink.feed(msg).await.is_err() {
                                     break 'forward;
                                 }
-                                queued = rx.try_recv().ok();
+                                queued = match rx.try_recv() {
+                                    Ok(m) => Some(m),
+                                    Err(_) => fed.next().now_or_never(),
+                                };
                             }
                             if sink.flush().await.is_err() {
                                 break;
@@ -406,7 +419,7 @@ async fn graphql_get(
                         }
                     };
                     let closing = tokio::select! {
-                        _ = async { tokio::join!(serve, forward, fed) } => None,
+                        _ = async { tokio::join!(serve, forward) } => None,
                         () = watch => Some(CloseFrame { code: WS_UNAUTHORIZED, reason: "token revoked".into() }),
                         () = init_late => Some(CloseFrame { code: WS_INIT_TIMEOUT, reason: "Connection initialisation timeout".into() }),
                         () = shutdown.begun() => Some(CloseFrame { code: WS_GOING_AWAY, reason: "server shutting down".into() }),

@@ -7,8 +7,8 @@
 //! recorded event ([`render`]); everything else — other subscriptions, queries over the socket,
 //! errors, the handshake and pings — still goes to the engine, which never sees the fed ones.
 //!
-//! Per connection: [`Intercept`] sees every client message before the engine does, and [`run`]
-//! polls the fed subscriptions and writes their messages into the connection's outgoing queue.
+//! Per connection: [`Intercept`] sees every client message before the engine does, and [`Fed`]
+//! gives the socket's writer the fed subscriptions' messages beside the engine's.
 //! Semantics match the engine's: the same admission (the caller's filter, the subscription caps),
 //! a repeated id replaces the subscription that had it, a client's `complete` is answered with
 //! `complete`, a subscription that ends (its stream failed) sends the error and `complete`.
@@ -40,7 +40,7 @@ use crate::{
 use plan::Plan;
 use render::Frame;
 
-/// What the intercept asks of [`run`].
+/// What the intercept asks of [`Fed`].
 pub enum Command {
     /// Serve subscription `id` with these messages (replacing one with the same id).
     Start { id: String, messages: BoxStream<'static, Message> },
@@ -72,7 +72,7 @@ pub struct Intercept {
 }
 
 impl Intercept {
-    /// The intercept of one connection, and the receiver [`run`] takes.
+    /// The intercept of one connection, and the receiver [`Fed`] takes.
     pub fn new(
         state: AppState,
         protocol: WebSocketProtocols,
@@ -198,54 +198,68 @@ fn complete_message(id: &str) -> Message {
 /// (`None`: the subscription ended).
 type Tagged = (String, u64, Option<Message>);
 
-/// Serve the fed subscriptions of one connection until its intercept is dropped (the engine's
-/// input ended), writing their messages to `out` (each bounded like the engine's, `max_bytes`).
-pub async fn run(mut commands: mpsc::UnboundedReceiver<Command>, out: mpsc::Sender<Message>, max_bytes: usize) {
-    let mut live: SelectAll<BoxStream<'static, Tagged>> = SelectAll::new();
-    let mut current: HashMap<String, (u64, AbortHandle)> = HashMap::new();
-    let mut starts = 0u64;
-    loop {
-        let message = tokio::select! {
-            // A stop or a replacement is seen before more of what it ends.
-            biased;
-            command = commands.recv() => match command {
-                None => return,
-                Some(Command::Start { id, messages }) => {
-                    starts += 1;
-                    let (messages, handle) = stream::abortable(messages);
-                    if let Some((_, replaced)) = current.insert(id.clone(), (starts, handle)) {
-                        replaced.abort();
-                    }
-                    let (tag, start) = (id.clone(), starts);
-                    let tagged = messages
-                        .map(move |m| (tag.clone(), start, Some(m)))
-                        .chain(stream::once(async move { (id, start, None) }));
-                    live.push(tagged.boxed());
-                    continue;
-                }
-                Some(Command::Stop { id, answer }) => match current.remove(&id) {
-                    Some((_, handle)) => {
-                        handle.abort();
-                        if !answer {
-                            continue;
+/// The fed subscriptions of one connection: the socket's writer takes their messages with
+/// [`Fed::next`] beside the engine's, so a fed event costs one poll of the connection and no
+/// queue between them.
+pub struct Fed {
+    commands: mpsc::UnboundedReceiver<Command>,
+    /// The intercept is gone (the engine's input ended): no more commands.
+    closed: bool,
+    live: SelectAll<BoxStream<'static, Tagged>>,
+    current: HashMap<String, (u64, AbortHandle)>,
+    starts: u64,
+    max_bytes: usize,
+}
+
+impl Fed {
+    /// Serve what the intercept sends on `commands`; each message bounded like the engine's
+    /// (`max_bytes`).
+    pub fn new(commands: mpsc::UnboundedReceiver<Command>, max_bytes: usize) -> Self {
+        Self { commands, closed: false, live: SelectAll::new(), current: HashMap::new(), starts: 0, max_bytes }
+    }
+
+    /// The next message to send. Cancel-safe: nothing is taken across an await.
+    pub async fn next(&mut self) -> Message {
+        loop {
+            tokio::select! {
+                // A stop or a replacement is seen before more of what it ends.
+                biased;
+                command = self.commands.recv(), if !self.closed => match command {
+                    None => self.closed = true,
+                    Some(Command::Start { id, messages }) => self.start(id, messages),
+                    Some(Command::Stop { id, answer }) => {
+                        if let Some((_, handle)) = self.current.remove(&id) {
+                            handle.abort();
+                            if answer {
+                                return complete_message(&id);
+                            }
                         }
-                        complete_message(&id)
                     }
-                    None => continue,
                 },
-            },
-            Some((id, start, item)) = live.next(), if !live.is_empty() => match item {
-                Some(message) => crate::oversized::bounded_message(message, max_bytes),
-                // Ended on its own (not stopped, not replaced): the client hears `complete`.
-                None if current.get(&id).is_some_and(|(s, _)| *s == start) => {
-                    current.remove(&id);
-                    complete_message(&id)
-                }
-                None => continue,
-            },
-        };
-        if out.send(message).await.is_err() {
-            return;
+                Some((id, start, item)) = self.live.next(), if !self.live.is_empty() => match item {
+                    Some(message) => return crate::oversized::bounded_message(message, self.max_bytes),
+                    // Ended on its own (not stopped, not replaced): the client hears `complete`.
+                    None if self.current.get(&id).is_some_and(|(s, _)| *s == start) => {
+                        self.current.remove(&id);
+                        return complete_message(&id);
+                    }
+                    None => {}
+                },
+                else => std::future::pending::<()>().await,
+            }
         }
+    }
+
+    fn start(&mut self, id: String, messages: BoxStream<'static, Message>) {
+        self.starts += 1;
+        let start = self.starts;
+        let (messages, handle) = stream::abortable(messages);
+        if let Some((_, replaced)) = self.current.insert(id.clone(), (start, handle)) {
+            replaced.abort();
+        }
+        let tag = id.clone();
+        let tagged =
+            messages.map(move |m| (tag.clone(), start, Some(m))).chain(stream::once(async move { (id, start, None) }));
+        self.live.push(tagged.boxed());
     }
 }
