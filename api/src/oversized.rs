@@ -11,12 +11,6 @@ pub fn bounded_message(msg: Message, max: usize) -> Message {
     if text.len() <= max {
         return msg;
     }
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        #[serde(rename = "type")]
-        kind: String,
-        id: Option<String>,
-    }
     let envelope: Option<Envelope> = serde_json::from_str(text.as_str()).ok();
     let (kind, id) = envelope.map_or((None, None), |e| (Some(e.kind), e.id));
     tracing::info!(bytes = text.len(), max, ?id, "a websocket message over the response limit was replaced by LIMIT");
@@ -31,4 +25,14 @@ pub fn bounded_message(msg: Message, max: usize) -> Message {
         "payload": {"data": null, "errors": [error]},
     });
     Message::text(body.to_string())
+}
+
+/// A websocket message's type and id (graphql-transport-ws and graphql-ws, either direction).
+#[derive(serde::Deserialize)]
+pub struct Envelope {
+    /// `subscribe`, `next`, `complete`, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The subscription's id, when the message has one.
+    pub id: Option<String>,
 }

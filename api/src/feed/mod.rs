@@ -28,13 +28,13 @@ use futures_util::{
     StreamExt,
     stream::{self, AbortHandle, BoxStream, SelectAll},
 };
-use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::{
     auth::Caller,
     error::{ApiError, add_code},
     graphql::{events::caller_filter, subscribers::admit_subscriber},
+    oversized::{Envelope, bounded_message},
     state::AppState,
 };
 use plan::Plan;
@@ -46,15 +46,6 @@ pub enum Command {
     Start { id: String, messages: BoxStream<'static, Message> },
     /// End subscription `id`; `answer`: send `complete` (the client asked).
     Stop { id: String, answer: bool },
-}
-
-/// A client message's type and id (the rest is read only for subscribes).
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    id: Option<String>,
 }
 
 /// One connection's view of the client's messages, ahead of the engine.
@@ -180,10 +171,7 @@ fn error_message(protocol: WebSocketProtocols, id: &str, plan: &Plan, e: EventLo
     error.path = vec![PathSegment::Field(plan.key.clone())];
     add_code(&mut error);
     let response = async_graphql::Response::from_errors(vec![error]);
-    let kind = match protocol {
-        WebSocketProtocols::GraphQLWS => "next",
-        WebSocketProtocols::SubscriptionsTransportWS => "data",
-    };
+    let kind = render::data_kind(protocol);
     let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
     let payload = serde_json::to_string(&response).unwrap_or_else(|_| "null".into());
     format!(r#"{{"type":"{kind}","id":{id},"payload":{payload}}}"#)
@@ -237,7 +225,7 @@ impl Fed {
                     }
                 },
                 Some((id, start, item)) = self.live.next(), if !self.live.is_empty() => match item {
-                    Some(message) => return crate::oversized::bounded_message(message, self.max_bytes),
+                    Some(message) => return bounded_message(message, self.max_bytes),
                     // Ended on its own (not stopped, not replaced): the client hears `complete`.
                     None if self.current.get(&id).is_some_and(|(s, _)| *s == start) => {
                         self.current.remove(&id);

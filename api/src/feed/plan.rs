@@ -14,10 +14,10 @@ use serde::Deserialize;
 
 use crate::graphql::{events::EventFilterInput, variables::selected_operation};
 
-/// A client's `subscribe` (graphql-transport-ws) or `start` (graphql-ws) message.
+/// A client's `subscribe` (graphql-transport-ws) or `start` (graphql-ws) message: its request
+/// (the id is read with the message's type, `oversized::Envelope`).
 #[derive(Deserialize)]
 pub struct Subscribe {
-    pub id: String,
     pub payload: Payload,
 }
 

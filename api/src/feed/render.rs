@@ -18,14 +18,11 @@ pub struct Frame {
 impl Frame {
     /// The `next` (graphql-transport-ws) or `data` (graphql-ws) message of subscription `id`.
     pub fn new(protocol: WebSocketProtocols, id: &str, plan: &Plan) -> Self {
-        let kind = match protocol {
-            WebSocketProtocols::GraphQLWS => "next",
-            WebSocketProtocols::SubscriptionsTransportWS => "data",
-        };
+        let kind = data_kind(protocol);
         let mut head = format!(r#"{{"type":"{kind}","id":"#).into_bytes();
-        push_json_str(&mut head, id);
+        push_json(&mut head, id);
         head.extend_from_slice(br#","payload":{"data":{"#);
-        push_json_str(&mut head, &plan.key);
+        push_json(&mut head, &plan.key);
         head.push(b':');
         Self { head, tail: b"}}}" }
     }
@@ -41,20 +38,28 @@ impl Frame {
     }
 }
 
+/// The type of a subscription's data message: `next` (graphql-transport-ws) or `data` (graphql-ws).
+pub fn data_kind(protocol: WebSocketProtocols) -> &'static str {
+    match protocol {
+        WebSocketProtocols::GraphQLWS => "next",
+        WebSocketProtocols::SubscriptionsTransportWS => "data",
+    }
+}
+
 fn event_json(out: &mut Vec<u8>, plan: &Plan, e: &RecordedEvent) {
     out.push(b'{');
     for (i, (key, field)) in plan.fields.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_json_str(out, key);
+        push_json(out, key);
         out.push(b':');
         match field {
             EventField::Position => push_int(out, e.position),
             EventField::EventId => push_quoted(out, e.event_id),
-            EventField::StreamId => push_json_str(out, &e.stream_id),
+            EventField::StreamId => push_json(out, &e.stream_id),
             EventField::StreamVersion => push_int(out, e.stream_version),
-            EventField::EventType => push_json_str(out, &e.event_type),
+            EventField::EventType => push_json(out, &e.event_type),
             EventField::SchemaVersion => push_int(out, i64::from(e.schema_version)),
             EventField::Payload => push_json(out, &e.payload),
             EventField::Metadata => push_json(out, &e.metadata),
@@ -63,8 +68,8 @@ fn event_json(out: &mut Vec<u8>, plan: &Plan, e: &RecordedEvent) {
                 Some(id) => push_quoted(out, id),
                 None => out.extend_from_slice(b"null"),
             },
-            EventField::UserId => push_json_str(out, &e.metadata.user_id),
-            EventField::RecordedAt => push_json_str(out, &e.recorded_at.to_rfc3339()),
+            EventField::UserId => push_json(out, &e.metadata.user_id),
+            EventField::RecordedAt => push_json(out, &e.recorded_at.to_rfc3339()),
             EventField::Typename => out.extend_from_slice(br#""Event""#),
         }
     }
@@ -78,10 +83,6 @@ fn push_int(out: &mut Vec<u8>, n: i64) {
 /// A value whose text needs no escaping (a UUID), quoted.
 fn push_quoted(out: &mut Vec<u8>, v: impl std::fmt::Display) {
     let _ = write!(out, "\"{v}\"");
-}
-
-fn push_json_str(out: &mut Vec<u8>, s: &str) {
-    push_json(out, s);
 }
 
 fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
