@@ -114,22 +114,3 @@ impl fmt::Display for GlobalId {
 pub fn global_id(node_type: NodeType, owner: &str, id: &str) -> ID {
     GlobalId::new(node_type, owner, id).to_id()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn global_ids_round_trip_and_refuse_garbage() {
-        for (owner, id) in [("alice", "t-1"), ("a:b", "x:y"), ("ü", "ï")] {
-            let g = GlobalId::new(NodeType::CronJob, owner, id);
-            assert_eq!(GlobalId::parse(&g.to_string()), Some(g));
-        }
-        let other_owner = GlobalId::new(NodeType::Task, "bob", "t-1").to_string();
-        assert_ne!(other_owner, GlobalId::new(NodeType::Task, "alice", "t-1").to_string());
-        for bad in ["", "nope", "VGFzazox", "VGFzazo5OTphOmI"] {
-            assert_eq!(GlobalId::parse(bad), None, "{bad}");
-        }
-        assert_eq!(GlobalId::parse(&URL_SAFE_NO_PAD.encode("Spaceship:5:alice:t-1")), None);
-    }
-}

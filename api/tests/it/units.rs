@@ -6,9 +6,19 @@ use agentlog_api::{
     auth::{bearer, hash},
     deltas::{DeltaError, DeltaHub, MAX_DELTA_BYTES},
     feed::plan::{EventField, Payload, plan},
+    graphql::{
+        admission::{Expansion, Refusal, admit, measure},
+        global_id::{GlobalId, NodeType},
+    },
     metrics::{Gauges, Metrics},
     over_http::AnswerType,
+    reactors::notification_retention::slot_of,
+    state::ApiLimits,
 };
+use async_graphql::parser::types::ExecutableDocument;
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use chrono::DateTime;
+use std::time::Duration;
 
 #[test]
 fn bearer_parses_the_scheme_case_insensitively() {
@@ -159,4 +169,109 @@ fn feed_coerces_a_filter_as_the_engine_does() {
     assert!(
         plan(&payload("subscription($f: EventFilterInput) { events(filter: $f) { position } }", unknown)).is_none()
     );
+}
+
+// graphql::global_id
+
+#[test]
+fn global_ids_round_trip_and_refuse_garbage() {
+    for (owner, id) in [("alice", "t-1"), ("a:b", "x:y"), ("ü", "ï")] {
+        let g = GlobalId::new(NodeType::CronJob, owner, id);
+        assert_eq!(GlobalId::parse(&g.to_string()), Some(g));
+    }
+    let other_owner = GlobalId::new(NodeType::Task, "bob", "t-1").to_string();
+    assert_ne!(other_owner, GlobalId::new(NodeType::Task, "alice", "t-1").to_string());
+    for bad in ["", "nope", "VGFzazox", "VGFzazo5OTphOmI"] {
+        assert_eq!(GlobalId::parse(bad), None, "{bad}");
+    }
+    assert_eq!(GlobalId::parse(&URL_SAFE_NO_PAD.encode("Spaceship:5:alice:t-1")), None);
+}
+
+// graphql::admission
+
+fn bomb(levels: usize) -> String {
+    let mut q = format!("query {{ ...F{} }} fragment F0 on Query {{ __typename }}", levels - 1);
+    for i in 1..levels {
+        let spreads: Vec<String> = (0..10).map(|_| format!("...F{}", i - 1)).collect();
+        q.push_str(&format!(" fragment F{i} on Query {{ {} }}", spreads.join(" ")));
+    }
+    q
+}
+
+fn parse(q: &str) -> ExecutableDocument {
+    async_graphql::parser::parse_query(q).expect("parses")
+}
+
+#[test]
+fn spreads_count_as_their_expansion() {
+    let doc = parse(&bomb(3));
+    // F0 = 1, F1 = 10, F2 = 100; the operation 100; the definitions 111.
+    assert_eq!(measure(&doc, 10_000), Ok(Expansion { selections: 211, depth: 1 }));
+    let doc = parse(&bomb(9));
+    assert!(matches!(measure(&doc, 2_000), Err(Refusal::Limit(_))));
+}
+
+#[test]
+fn depth_counts_fields_through_fragments() {
+    let doc = parse("{ a { ...B } } fragment B on X { b { c { d } } }");
+    assert_eq!(measure(&doc, 100).map(|e| e.depth), Ok(4));
+}
+
+#[test]
+fn cycles_and_deep_nesting_are_refused_without_recursing_forever() {
+    let doc = parse("{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }");
+    assert!(matches!(measure(&doc, 100), Err(Refusal::Cycle(_))));
+    let mut q = String::from("{ ...F0 }");
+    for i in 0..200 {
+        q.push_str(&format!(" fragment F{i} on Query {{ ...F{} }}", i + 1));
+    }
+    q.push_str(" fragment F200 on Query { __typename }");
+    assert!(matches!(measure(&parse(&q), 10_000), Err(Refusal::Limit(_))));
+}
+
+/// graphql-js's `getIntrospectionQuery()` (what GraphiQL sends), with descriptions.
+const INTROSPECTION: &str = "query IntrospectionQuery { __schema { queryType { name } mutationType { name } \
+    subscriptionType { name } types { ...FullType } directives { name description locations args { ...InputValue } } } } \
+    fragment FullType on __Type { kind name description fields(includeDeprecated: true) { name description \
+    args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason } inputFields { ...InputValue } \
+    interfaces { ...TypeRef } enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason } \
+    possibleTypes { ...TypeRef } } \
+    fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue } \
+    fragment TypeRef on __Type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { \
+    kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }";
+
+#[test]
+fn introspection_is_measured_like_the_engine_measures_it() {
+    // Small once expanded; 13 deep, as the engine's own depth check counts it.
+    let doc = parse(INTROSPECTION);
+    let e = measure(&doc, 2_000).expect("measured");
+    assert!(e.selections < 500, "{e:?}");
+    assert_eq!(e.depth, 13);
+    // Admitted under its own allowance, with or without a token, at the default depth of 12.
+    assert!(admit(&doc, &ApiLimits::default(), false).is_ok());
+    let stricter = ApiLimits { max_introspection_depth: 12, ..ApiLimits::default() };
+    assert!(matches!(admit(&doc, &stricter, true), Err(Refusal::Limit(_))));
+    // The same depth in a data query is refused.
+    let data = parse("{ a { b { c { d { e { f { g { h { i { j { k { l { m } } } } } } } } } } } } }");
+    assert!(matches!(admit(&data, &ApiLimits::default(), true), Err(Refusal::Limit(_))));
+}
+
+#[test]
+fn only_introspection_is_anonymous() {
+    let limits = ApiLimits::default();
+    let intro = parse("{ __schema { types { name } } ...T } fragment T on Query { __typename }");
+    assert!(admit(&intro, &limits, false).is_ok());
+    let data = parse("{ __typename ...T } fragment T on Query { headPosition }");
+    assert_eq!(admit(&data, &limits, false), Err(Refusal::Unauthenticated));
+    assert!(admit(&data, &limits, true).is_ok());
+}
+
+// reactors::notification_retention
+
+#[test]
+fn slots_start_on_multiples_of_the_period() {
+    let t = DateTime::parse_from_rfc3339("2026-12-01T13:47:12.5Z").expect("time").to_utc();
+    let hour = slot_of(t, Duration::from_secs(3600));
+    assert_eq!(hour.to_rfc3339(), "2026-12-01T13:00:00+00:00");
+    assert_eq!(slot_of(hour, Duration::from_secs(3600)), hour);
 }
