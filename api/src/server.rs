@@ -91,6 +91,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         limits,
         shutdown: Shutdown::default(),
         sockets: crate::sockets::Sockets::start().context("starting the websockets' runtime")?,
+        renders: Arc::default(),
     })
 }
 

@@ -15,6 +15,7 @@
 
 pub mod plan;
 pub mod render;
+pub mod shared;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -120,6 +121,8 @@ impl Intercept {
             return false;
         };
         let frame = Frame::new(self.protocol, &id, &plan);
+        let renders = Arc::clone(&self.state.renders);
+        let selection = renders.selection(&plan);
         let from = plan.from_position.unwrap_or(0).max(0);
         let events = self.state.store.subscribe(from, filter);
         let events = if plan.settled {
@@ -144,7 +147,7 @@ impl Intercept {
             .map(move |item| {
                 let _counted = &counted;
                 let text = match item {
-                    Ok(event) => frame.render(&plan, &event),
+                    Ok(event) => frame.message(&renders.event(selection, &plan, &event)),
                     Err(e) => error_message(protocol, &message_id, &plan, e),
                 };
                 Message::Text(text.into())

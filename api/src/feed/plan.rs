@@ -32,7 +32,7 @@ pub struct Payload {
 }
 
 /// One field of `Event`, as a selection names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventField {
     Position,
     EventId,

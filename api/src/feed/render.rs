@@ -27,11 +27,11 @@ impl Frame {
         Self { head, tail: b"}}}" }
     }
 
-    /// The whole message for `event`.
-    pub fn render(&self, plan: &Plan, event: &RecordedEvent) -> String {
-        let mut out = Vec::with_capacity(self.head.len() + 64 * plan.fields.len() + self.tail.len());
+    /// The whole message around `event`'s JSON (from [`event_json`]).
+    pub fn message(&self, event: &[u8]) -> String {
+        let mut out = Vec::with_capacity(self.head.len() + event.len() + self.tail.len());
         out.extend_from_slice(&self.head);
-        event_json(&mut out, plan, event);
+        out.extend_from_slice(event);
         out.extend_from_slice(self.tail);
         // Only JSON text was written.
         String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
@@ -46,7 +46,8 @@ pub fn data_kind(protocol: WebSocketProtocols) -> &'static str {
     }
 }
 
-fn event_json(out: &mut Vec<u8>, plan: &Plan, e: &RecordedEvent) {
+/// `e` as the JSON object `plan` selects.
+pub fn event_json(out: &mut Vec<u8>, plan: &Plan, e: &RecordedEvent) {
     out.push(b'{');
     for (i, (key, field)) in plan.fields.iter().enumerate() {
         if i > 0 {

@@ -5,7 +5,11 @@
 use agentlog_api::{
     auth::{bearer, hash},
     deltas::{DeltaError, DeltaHub, MAX_DELTA_BYTES},
-    feed::plan::{EventField, Payload, plan},
+    feed::{
+        plan::{EventField, Payload, plan},
+        render::event_json,
+        shared::Renders,
+    },
     graphql::{
         admission::{Expansion, Refusal, admit, measure},
         global_id::{GlobalId, NodeType},
@@ -274,4 +278,60 @@ fn slots_start_on_multiples_of_the_period() {
     let hour = slot_of(t, Duration::from_secs(3600));
     assert_eq!(hour.to_rfc3339(), "2026-12-01T13:00:00+00:00");
     assert_eq!(slot_of(hour, Duration::from_secs(3600)), hour);
+}
+
+// feed::shared
+
+fn recorded(position: i64, payload: serde_json::Value) -> agentlog_domain::envelope::RecordedEvent {
+    use agentlog_domain::envelope::{Actor, EventMetadata};
+    agentlog_domain::envelope::RecordedEvent {
+        position,
+        event_id: uuid::Uuid::from_u128(position as u128),
+        stream_id: format!("s-{position}"),
+        stream_version: 1,
+        event_type: "a.b".into(),
+        schema_version: 1,
+        payload,
+        metadata: EventMetadata::source(uuid::Uuid::from_u128(7), Actor::user("u"), "u", "topic:t1"),
+        recorded_at: DateTime::from_timestamp_micros(1_733_400_000_000_000 + position).expect("time"),
+    }
+}
+
+#[test]
+fn feed_renders_an_event_once_per_selection_and_keeps_a_bounded_number() {
+    let renders = Renders::default();
+    let q = |fields: &str| plan(&payload(&format!("subscription {{ events {{ {fields} }} }}"), serde_json::json!({})));
+    let a = q("position payload recordedAt").expect("planned");
+    let a_again = q("position payload recordedAt").expect("planned");
+    let b = q("p: position payload recordedAt").expect("planned");
+    let (sa, sa2, sb) = (renders.selection(&a), renders.selection(&a_again), renders.selection(&b));
+    let e = recorded(5, serde_json::json!({"x": "ü\n", "n": 1.5}));
+    let first = renders.event(sa, &a, &e);
+    // The same selection in another subscription gets the very same render.
+    assert!(std::sync::Arc::ptr_eq(&first, &renders.event(sa2, &a_again, &e)));
+    // Another selection (an alias) its own, and each is what the event renders as alone.
+    let other = renders.event(sb, &b, &e);
+    assert!(!std::sync::Arc::ptr_eq(&first, &other));
+    for (p, got) in [(&a, &first), (&b, &other)] {
+        let mut alone = Vec::new();
+        event_json(&mut alone, p, &e);
+        assert_eq!(&alone[..], &got[..]);
+    }
+    assert!(std::str::from_utf8(&other).expect("text").starts_with(r#"{"p":5,"payload":"#));
+    // Old renders are let go once 16,384 newer ones are kept: the first is rendered again.
+    for position in 6..(6 + 16_384) {
+        renders.event(sa, &a, &recorded(position, serde_json::json!({})));
+    }
+    let again = renders.event(sa, &a, &e);
+    assert!(!std::sync::Arc::ptr_eq(&first, &again));
+    assert_eq!(first, again);
+    // Past 64 distinct selections, a new one renders alone: correct, not kept.
+    for i in 0..70 {
+        let p = q(&format!("x{i}: position")).expect("planned");
+        let s = renders.selection(&p);
+        let one = renders.event(s, &p, &e);
+        let two = renders.event(s, &p, &e);
+        assert_eq!(one, two);
+        assert_eq!(std::sync::Arc::ptr_eq(&one, &two), i < 62, "selection {i}");
+    }
 }
