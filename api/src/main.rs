@@ -114,6 +114,12 @@ enum Command {
         /// than reading them again; the mapped pages count in resident memory as file pages.
         #[arg(long, env = "AGENTLOG_SQLITE_MMAP_MIB", default_value_t = agentlog_api::state::DEFAULT_SQLITE_MMAP_MIB)]
         sqlite_mmap_mib: u64,
+        /// The niceness of the websocket threads (-20 to 19; 0: as the process). Above 0, a
+        /// burst of subscription traffic yields the cores to requests: writers' latency falls,
+        /// subscribers' delivery latency rises. Below 0 needs CAP_SYS_NICE.
+        #[arg(long, env = "AGENTLOG_WEBSOCKET_NICE", default_value_t = 0, allow_negative_numbers = true,
+              value_parser = clap::value_parser!(i32).range(-20..=19))]
+        websocket_nice: i32,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -178,6 +184,7 @@ async fn main() -> anyhow::Result<()> {
             shutdown_timeout_secs,
             log_poll_ms,
             sqlite_mmap_mib,
+            websocket_nice,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -201,6 +208,7 @@ async fn main() -> anyhow::Result<()> {
                 notification_purge_every: std::time::Duration::from_secs(notification_purge_every_secs.max(1)),
                 log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
                 sqlite_mmap_mib,
+                websocket_nice,
                 ..Settings::default()
             };
             let otlp = otlp_endpoint

@@ -56,6 +56,7 @@ const SQLITE_CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
 
 /// Open everything the server needs.
 pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> anyhow::Result<AppState> {
+    let websocket_nice = settings.websocket_nice;
     let options = StoreOptions {
         statement_timeout: settings.statement_timeout,
         poll_interval: settings.log_poll_interval,
@@ -90,7 +91,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         anonymous: Quota::default(),
         limits,
         shutdown: Shutdown::default(),
-        sockets: crate::sockets::Sockets::start().context("starting the websockets' runtime")?,
+        sockets: crate::sockets::Sockets::start(websocket_nice).context("starting the websockets' runtime")?,
         renders: Arc::default(),
     })
 }

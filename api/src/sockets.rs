@@ -25,11 +25,16 @@ struct Inner {
 }
 
 impl Sockets {
-    /// Start the runtime: a worker thread per core, named `agentlog-ws`.
-    pub fn start() -> std::io::Result<Self> {
+    /// Start the runtime: a worker thread per core, named `agentlog-ws`, each at niceness
+    /// `nice` (0: as the process).
+    pub fn start(nice: i32) -> std::io::Result<Self> {
         let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-        let runtime =
-            Builder::new_multi_thread().worker_threads(threads).thread_name("agentlog-ws").enable_all().build()?;
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("agentlog-ws")
+            .on_thread_start(move || set_nice(nice))
+            .enable_all()
+            .build()?;
         let handle = runtime.handle().clone();
         Ok(Self { inner: Arc::new(Inner { runtime: Some(runtime), handle }) })
     }
@@ -42,6 +47,24 @@ impl Sockets {
     {
         self.inner.handle.spawn(connection)
     }
+}
+
+/// Set the calling thread's niceness (on Linux a thread has its own).
+fn set_nice(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `setpriority` takes plain integers; `who = 0` is the calling thread.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, nice) };
+        if rc != 0 {
+            let error = std::io::Error::last_os_error();
+            tracing::warn!(nice, %error, "could not set the websocket threads' niceness; they run as the process does");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    tracing::warn!(nice, "the websocket threads' niceness is set on Linux only");
 }
 
 impl Drop for Inner {

@@ -110,6 +110,10 @@ pub struct Settings {
     /// SQLite: MiB of the database file each connection reads through a memory map
     /// (`StoreOptions::sqlite_mmap_mib`; 0: off).
     pub sqlite_mmap_mib: u64,
+    /// The niceness of the websocket threads (`sockets`), -20 to 19; 0: as the rest of the
+    /// process. Above 0, a burst of fan-out yields the cores to the requests' threads: writers
+    /// wait less for it and subscribers wait more (RELIABILITY.md, "1,000 subscribers").
+    pub websocket_nice: i32,
 }
 
 impl Default for Settings {
@@ -122,6 +126,7 @@ impl Default for Settings {
             statement_timeout: Some(Duration::from_secs(30)),
             log_poll_interval: StoreOptions::default().poll_interval,
             sqlite_mmap_mib: DEFAULT_SQLITE_MMAP_MIB,
+            websocket_nice: 0,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! One event stream fanned out to many websockets of different owners at once: each socket
 //! gets exactly its owner's events, in order, none twice (several at a time, so the server
-//! writes them in batches), and an admin's socket gets every one of them.
+//! writes them in batches), and an admin's socket gets every one of them. With
+//! `--websocket-nice`, the websocket threads (and only they) run at that niceness and still
+//! deliver; a niceness out of range is refused before anything starts.
 
 use crate::support;
 
@@ -90,4 +92,64 @@ async fn each_owner_sees_exactly_its_own(db: Db) {
     s.stop();
 }
 
+/// Niceness per thread name of process `pid`, from `/proc` (field 19 of each thread's `stat`).
+fn nice_by_thread(pid: u32) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads") {
+        let stat = std::fs::read_to_string(task.expect("a thread").path().join("stat")).unwrap_or_default();
+        // `tid (comm) state …`: the name may hold spaces, the fields after it do not.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        out.push((stat[open + 1..close].to_string(), fields[16].parse().expect("nice")));
+    }
+    out
+}
+
+async fn websocket_threads_run_at_their_niceness(db: Db) {
+    let s = Server::start_with(db, &["--websocket-nice", "7"]).await;
+    let threads = nice_by_thread(s.pid());
+    let ws: Vec<i64> = threads.iter().filter(|(n, _)| n.starts_with("agentlog-ws")).map(|(_, v)| *v).collect();
+    assert!(!ws.is_empty(), "the websocket runtime's threads: {threads:?}");
+    assert!(ws.iter().all(|n| *n == 7), "each websocket thread at 7: {threads:?}");
+    let requests: Vec<i64> =
+        threads.iter().filter(|(n, _)| n.starts_with("tokio-rt-worker")).map(|(_, v)| *v).collect();
+    assert!(
+        !requests.is_empty() && requests.iter().all(|n| *n == 0),
+        "the requests' threads as the process: {threads:?}"
+    );
+
+    // They still deliver: a subscriber gets the event a request appends.
+    let token = s.user_token("ann").await;
+    let head = s.data(Some(&token), "{ headPosition }", json!({})).await["headPosition"].as_i64().unwrap();
+    let mut ws = Ws::connect(&s, &token, "graphql-transport-ws").await;
+    ws.subscribe("n", SUB, json!({"from": head})).await;
+    let at = s
+        .data(
+            Some(&token),
+            START,
+            json!({"input": {"operationId": "op-nice", "kind": "TASK", "agentId": "inbox", "model": "m1", "provider": "p1"}}),
+        )
+        .await["startOperation"]["position"]
+        .as_i64()
+        .unwrap();
+    let got = read(&mut ws, 1).await;
+    assert!(got[0].0 > head && got[0].0 <= at && got[0].1 == "ann", "{got:?} after {head}, up to {at}");
+    s.stop();
+
+    // Out of range: refused by the command line, nothing started.
+    let dir = std::env::temp_dir().join(format!("agentlog-nice-{}", uuid::Uuid::now_v7().simple()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--websocket-nice", "20", "--database"])
+        .arg(format!("sqlite:{}", dir.join("x.db").display()))
+        .arg("--data-dir")
+        .arg(&dir)
+        .output()
+        .expect("run agentlog");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--websocket-nice") && stderr.contains("20"), "{stderr}");
+    assert!(!dir.join("x.db").exists(), "nothing was created");
+}
+
 both!(each_owner_sees_exactly_its_own as subscription_fan_out_each_owner_sees_its_own);
+both!(websocket_threads_run_at_their_niceness as websocket_threads_run_at_their_niceness);
