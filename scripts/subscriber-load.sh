@@ -15,6 +15,8 @@
 # CPU time and the load average after each phase. With subscribers, agentlog-load reports the
 # append → delivery latency of the live events (`recordedAt` to arrival), normal and slow
 # subscribers apart (slow ones fall behind on purpose, so theirs grows with the run).
+# The server takes its settings from the environment too: AGENTLOG_WEBSOCKET_NICE=10 runs its
+# websocket threads at niceness 10 (RELIABILITY.md, "1,000 subscribers").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
