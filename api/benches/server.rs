@@ -402,7 +402,7 @@ fn main() -> Result<(), BoxError> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let schema = build_schema(state.clone());
-        tokio::spawn(async move { axum::serve(listener, router(Http { state, schema })).await });
+        tokio::spawn(async move { axum::serve(listener, router(Http::new(state, schema))).await });
         Ok::<_, BoxError>((base, admin, user))
     })?;
     let client_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;

@@ -44,6 +44,15 @@ pub struct Http {
     pub state: AppState,
     /// The GraphQL schema.
     pub schema: AppSchema,
+    /// The `events` feed's renders, shared by its subscribers.
+    renders: Arc<feed::shared::Renders>,
+}
+
+impl Http {
+    /// What the router serves: `state` through `schema`.
+    pub fn new(state: AppState, schema: AppSchema) -> Self {
+        Self { state, schema, renders: Arc::default() }
+    }
 }
 
 /// The router.
@@ -310,6 +319,7 @@ async fn graphql_get(
             // attempt, and a subscription's connection is polled (and tries a read) for every event
             // it is sent; clients send only small messages (connection_init, subscribe, pings).
             let sockets = http.state.sockets.clone();
+            let renders = Arc::clone(&http.renders);
             let upgraded = upgrade.protocols(ALL_WEBSOCKET_PROTOCOLS).read_buffer_size(WS_READ_BUFFER);
             // The connection runs on the websockets' runtime (`sockets`): its sends must not
             // queue ahead of requests.
@@ -325,7 +335,7 @@ async fn graphql_get(
                     let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
                     // `events` subscriptions the feed can serve skip the engine (crate::feed).
                     let accepted: Arc<OnceLock<Caller>> = Arc::new(OnceLock::new());
-                    let (mut intercept, commands) = feed::Intercept::new(state.clone(), feed_protocol, accepted.clone());
+                    let (mut intercept, commands) = feed::Intercept::new(state.clone(), Arc::clone(&renders), feed_protocol, accepted.clone());
                     let stream = stream.filter(move |item| {
                         let fed = matches!(item, Ok(message) if intercept.take(message));
                         std::future::ready(!fed)

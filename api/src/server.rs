@@ -92,7 +92,6 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         limits,
         shutdown: Shutdown::default(),
         sockets: crate::sockets::Sockets::start(websocket_nice).context("starting the websockets' runtime")?,
-        renders: Arc::default(),
     })
 }
 
@@ -140,7 +139,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let genai_metrics = tokio::spawn(crate::reactors::genai_metrics::follow(state.app.clone(), head, stopped.clone()));
     let exporter = config.otlp.clone().map(|otlp| tokio::spawn(crate::otlp::run(state.app.clone(), otlp, stopped)));
     let schema = build_schema(state.clone());
-    let app = router(Http { state: state.clone(), schema });
+    let app = router(Http::new(state.clone(), schema));
     let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let (stop_listening, listening_stopped) = tokio::sync::oneshot::channel::<()>();
     let http = tokio::spawn(async move {

@@ -187,8 +187,6 @@ pub struct AppState {
     pub shutdown: Shutdown,
     /// The runtime websocket connections run on.
     pub sockets: crate::sockets::Sockets,
-    /// The `events` feed's renders, shared by its subscribers.
-    pub renders: Arc<crate::feed::shared::Renders>,
 }
 
 impl std::ops::Deref for AppState {

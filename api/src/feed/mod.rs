@@ -52,6 +52,7 @@ pub enum Command {
 /// One connection's view of the client's messages, ahead of the engine.
 pub struct Intercept {
     state: AppState,
+    renders: Arc<shared::Renders>,
     protocol: WebSocketProtocols,
     /// Set once `connection_init` is accepted: before that every message is the engine's.
     caller: Arc<OnceLock<Caller>>,
@@ -67,11 +68,13 @@ impl Intercept {
     /// The intercept of one connection, and the receiver [`Fed`] takes.
     pub fn new(
         state: AppState,
+        renders: Arc<shared::Renders>,
         protocol: WebSocketProtocols,
         caller: Arc<OnceLock<Caller>>,
     ) -> (Self, mpsc::UnboundedReceiver<Command>) {
         let (commands, receiver) = mpsc::unbounded_channel();
-        let intercept = Self { state, protocol, caller, commands, fed: HashSet::new(), engine: HashSet::new() };
+        let intercept =
+            Self { state, renders, protocol, caller, commands, fed: HashSet::new(), engine: HashSet::new() };
         (intercept, receiver)
     }
 
@@ -121,7 +124,7 @@ impl Intercept {
             return false;
         };
         let frame = Frame::new(self.protocol, &id, &plan);
-        let renders = Arc::clone(&self.state.renders);
+        let renders = Arc::clone(&self.renders);
         let selection = renders.selection(&plan);
         let from = plan.from_position.unwrap_or(0).max(0);
         let events = self.state.store.subscribe(from, filter);

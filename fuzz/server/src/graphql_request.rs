@@ -60,7 +60,7 @@ fn server() -> &'static Server {
             let user = state.tokens.create("fuzz-user", Role::User, "fuzz").await.expect("user token").secret;
             (state, admin, user)
         });
-        let router = router(Http { state: state.clone(), schema: build_schema(state.clone()) });
+        let router = router(Http::new(state.clone(), build_schema(state.clone())));
         Server { runtime, router, state, admin, user }
     })
 }
