@@ -9,7 +9,8 @@
 # Phases, each SECS seconds of the mixed load from CLIENTS clients:
 #   alone    no subscribers
 #   fan-out  SUBSCRIBERS websocket subscribers from the head (SLOW of them pausing 200 ms per message),
-#            in an agentlog-load process of their own (SPLIT=0: in the writers' process)
+#            in an agentlog-load process of their own (SPLIT=0: in the writers' process), and
+#            one probe subscriber in the writers' process (SPLIT=1)
 #   alone    again (the machine's drift shows as a difference between the two)
 # The server's VmRSS is sampled every second into $OUT/rss.tsv; VmHWM (peak) at the end; its
 # CPU time and the load average after each phase. With subscribers, agentlog-load reports the
@@ -88,7 +89,10 @@ if [ "${SPLIT:-1}" = 1 ]; then
         --drain-secs "${DRAIN_SECS:-300}" >"$OUT/subscribers.txt" 2>&1 &
     subscribers=$!
     sleep 3
-    phase fan-out --subscribers 0 --seed 2
+    # One more subscriber, a probe, in the writers' process (mostly idle): its delivery latency
+    # is the server's, without the thousand subscribers' own client waiting for a core.
+    phase fan-out --subscribers 1 --subscribe-from-head --seed 2 --drain-secs 5
+    echo "(the one subscriber above is the probe, in the writers' process)"
     wait "$subscribers" || say "the subscribers' agentlog-load exited $?"
     echo "--- the subscribers (their own process)"
     cat "$OUT/subscribers.txt"
