@@ -335,7 +335,7 @@ async fn graphql_get(
                     let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(16);
                     // `events` subscriptions the feed can serve skip the engine (crate::feed).
                     let accepted: Arc<OnceLock<Caller>> = Arc::new(OnceLock::new());
-                    let (mut intercept, commands) = feed::Intercept::new(state.clone(), Arc::clone(&renders), feed_protocol, accepted.clone());
+                    let (mut intercept, commands) = feed::Intercept::new(state.clone(), renders, feed_protocol, accepted.clone());
                     let stream = stream.filter(move |item| {
                         let fed = matches!(item, Ok(message) if intercept.take(message));
                         std::future::ready(!fed)

@@ -2,10 +2,12 @@
 //!
 //! Through the engine every event costs each subscriber a full execution: a context, the
 //! extensions' hooks, a resolver call per field, a response tree, its serialisation. With a
-//! thousand subscribers that was most of the server's CPU (RELIABILITY.md, "1,000 subscribers"). The feed takes the subscribe messages it can answer exactly as the engine would (a
-//! plain selection of `Event` fields, [`plan`]) and writes each event's message straight from the
-//! recorded event ([`render`]); everything else — other subscriptions, queries over the socket,
-//! errors, the handshake and pings — still goes to the engine, which never sees the fed ones.
+//! thousand subscribers that was most of the server's CPU (RELIABILITY.md, "1,000 subscribers").
+//! The feed takes the subscribe messages it can answer exactly as the engine would (a plain
+//! selection of `Event` fields, [`plan`]) and writes each event's message straight from the
+//! recorded event ([`render`]), rendered once per selection for all its subscribers ([`shared`]);
+//! everything else — other subscriptions, queries over the socket, errors, the handshake and
+//! pings — still goes to the engine, which never sees the fed ones.
 //!
 //! Per connection: [`Intercept`] sees every client message before the engine does, and [`Fed`]
 //! gives the socket's writer the fed subscriptions' messages beside the engine's.

@@ -1,10 +1,10 @@
 //! Each event rendered once per selection, for every subscriber that selected the same fields.
 //!
 //! A thousand subscribers of one selection are handed the same event within a few
-//! milliseconds; rendering it (the payload's JSON, `recordedAt` as RFC 3339) once rather than
-//! a thousand times is most of what a delivery cost. The renders are kept for the latest events
-//! only, bounded in count and bytes; a subscriber reading older events (from the database)
-//! renders what it misses and shares it with those reading beside it.
+//! milliseconds; it is rendered (the payload's JSON, `recordedAt` as RFC 3339) once rather than
+//! a thousand times (RELIABILITY.md, "1,000 subscribers", has what that saved). The renders are
+//! kept for the latest events only, bounded in count and bytes; a subscriber reading older
+//! events (from the database) renders what it misses and shares it with those reading beside it.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -25,7 +25,7 @@ const MAX_SELECTIONS: usize = 64;
 const MAX_RENDERS: usize = 16_384;
 const MAX_BYTES: usize = 16 << 20;
 
-/// The shared renders of one server process.
+/// The shared renders of one router (`http::Http`).
 #[derive(Default)]
 pub struct Renders {
     inner: Mutex<Inner>,
@@ -47,7 +47,7 @@ pub struct Selection(Option<u32>);
 impl Renders {
     /// The place of `plan`'s selection among the shared ones.
     pub fn selection(&self, plan: &Plan) -> Selection {
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.lock();
         if let Some(&id) = inner.selections.get(&plan.fields) {
             return Selection(Some(id));
         }
