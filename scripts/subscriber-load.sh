@@ -17,7 +17,9 @@
 # append → delivery latency of the live events (`recordedAt` to arrival), normal and slow
 # subscribers apart (slow ones fall behind on purpose, so theirs grows with the run).
 # The server takes its settings from the environment too: AGENTLOG_WEBSOCKET_NICE=10 runs its
-# websocket threads at niceness 10 (RELIABILITY.md, "1,000 subscribers").
+# websocket threads at niceness 10 (RELIABILITY.md, "1,000 subscribers"). SUBSCRIBERS_NICE=19
+# runs the thousand subscribers' process at that niceness (SPLIT=1): on two cores it stands in
+# for clients on other machines, taking the CPU the server and the writers leave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -84,7 +86,7 @@ if [ "${SPLIT:-1}" = 1 ]; then
     # The subscribers in a client process of their own (`--clients 0`), as they would be on
     # other machines: the writers' latency is then the server's, not that of a client runtime
     # also reading a thousand sockets. They subscribe first; the writers start a few seconds later.
-    "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients 0 --duration "$((SECS + 5))" \
+    nice -n "${SUBSCRIBERS_NICE:-0}" "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients 0 --duration "$((SECS + 5))" \
         --subscribers "$SUBSCRIBERS" --slow-subscribers "$SLOW" --subscribe-from-head --seed 2 \
         --drain-secs "${DRAIN_SECS:-300}" >"$OUT/subscribers.txt" 2>&1 &
     subscribers=$!

@@ -7,7 +7,6 @@ pub mod analytics;
 pub mod briefs;
 pub mod budgets;
 mod bulk;
-pub mod chains;
 pub mod checksum;
 mod columns;
 mod conditions;
@@ -41,7 +40,6 @@ pub use runner_state::{BULK_SQLITE_CACHE_MIB, ProjectionStatus, RunnerOptions, R
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {
     vec![
-        Arc::new(chains::ChainsProjection),
         Arc::new(operations::OperationsProjection),
         Arc::new(agents::AgentsProjection),
         Arc::new(groups::GroupsProjection),

@@ -17,7 +17,7 @@ use crate::{options::Global, output, store};
 /// Arguments of `rebuild`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this read model (default: all). One of: chains, operations, agents, groups,
+    /// Only this read model (default: all). One of: operations, agents, groups, budgets,
     /// analytics, tasks, briefs, notifications, cron_jobs, conversations.
     #[arg(long)]
     pub projection: Option<String>,

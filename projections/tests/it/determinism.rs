@@ -165,9 +165,7 @@ async fn live_with_kills_equals_rebuild(log: TestLog, fresh: TestLog) {
     for table in ["operations", "agents", "groups", "tasks", "task_topics", "briefs", "notifications", "cron_jobs"] {
         assert!(want.get(table).is_some_and(|c| c.rows > 0), "{table} is empty");
     }
-    for table in
-        ["conversation_messages", "chains", "analytics_rollups", "analytics_agent_rollups", "analytics_fleet_rollups"]
-    {
+    for table in ["conversation_messages", "analytics_rollups", "analytics_agent_rollups", "analytics_fleet_rollups"] {
         assert!(want.get(table).is_some_and(|c| c.rows > 0), "{table} is empty");
     }
     let indexes = secondary_indexes(&fresh_db).await;

@@ -11,9 +11,7 @@ use std::{
 
 use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent, RecordedEvent};
 use agentlog_eventlog::{ExpectedVersion, testing::TestLog};
-use agentlog_projections::{
-    Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, chains::ChainsProjection,
-};
+use agentlog_projections::{Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, SqlValue};
 use async_trait::async_trait;
 use serde_json::json;
 use uuid::Uuid;
@@ -54,9 +52,31 @@ impl Projection for Counter {
     }
 }
 
+/// One row per event, keyed by its id: a batch written with one upsert.
+struct Recorded;
+
+#[async_trait]
+impl Projection for Recorded {
+    fn name(&self) -> &'static str {
+        "test_recorded"
+    }
+    fn version(&self) -> i32 {
+        1
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["test_recorded"]
+    }
+    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+        let rows: Vec<Vec<SqlValue>> =
+            events.iter().map(|e| vec![e.event_id.to_string().into(), e.position.into()]).collect();
+        tx.upsert("test_recorded", &["event_id", "position"], &["event_id"], &rows).await
+    }
+}
+
 async fn setup(log: &TestLog) -> (ReadDb, Arc<Counter>) {
     let db = ReadDb::from(log.store.database());
     db.execute("CREATE TABLE test_counter (event_type TEXT PRIMARY KEY, n BIGINT NOT NULL)", &[]).await.unwrap();
+    db.execute("CREATE TABLE test_recorded (event_id TEXT PRIMARY KEY, position BIGINT NOT NULL)", &[]).await.unwrap();
     (db, Arc::new(Counter { version: AtomicI32::new(1) }))
 }
 
@@ -64,7 +84,7 @@ fn runner(log: &TestLog, db: &ReadDb, counter: &Arc<Counter>) -> ProjectionRunne
     ProjectionRunner::new(
         Arc::clone(&log.store),
         db.clone(),
-        vec![Arc::new(ChainsProjection), Arc::clone(counter) as Arc<dyn Projection>],
+        vec![Arc::new(Recorded), Arc::clone(counter) as Arc<dyn Projection>],
         RunnerOptions { batch_size: 64, retry_delay: Duration::from_millis(50), ..RunnerOptions::default() },
     )
 }
@@ -78,8 +98,8 @@ async fn count(db: &ReadDb, ty: &str) -> i64 {
         .unwrap_or(0)
 }
 
-async fn chains(db: &ReadDb) -> i64 {
-    db.fetch("SELECT COUNT(*) FROM chains", &[]).await.unwrap()[0].i64(0).unwrap()
+async fn recorded(db: &ReadDb) -> i64 {
+    db.fetch("SELECT COUNT(*) FROM test_recorded", &[]).await.unwrap()[0].i64(0).unwrap()
 }
 
 async fn follows_the_log_and_reads_its_writes(log: TestLog) {
@@ -93,14 +113,14 @@ async fn follows_the_log_and_reads_its_writes(log: TestLog) {
     r.wait_for(appended.last_position(), Duration::from_secs(10)).await.unwrap();
     assert_eq!(count(&db, "test.a").await, 301);
     assert_eq!(count(&db, "test.b").await, 1);
-    assert_eq!(chains(&db).await, 302);
+    assert_eq!(recorded(&db).await, 302);
     assert!(r.status().iter().all(|s| s.position == appended.last_position() && s.failed.is_none()));
     let err = r.wait_for(appended.last_position() + 10, Duration::from_millis(100)).await.unwrap_err();
     assert!(matches!(err, ProjectionError::Timeout { .. }), "{err}");
     // waiting for named projections only
-    r.wait_for_projections(&["chains"], appended.last_position(), Duration::from_secs(10)).await.unwrap();
+    r.wait_for_projections(&["test_recorded"], appended.last_position(), Duration::from_secs(10)).await.unwrap();
     let err = r
-        .wait_for_projections(&["chains"], appended.last_position() + 10, Duration::from_millis(100))
+        .wait_for_projections(&["test_recorded"], appended.last_position() + 10, Duration::from_millis(100))
         .await
         .unwrap_err();
     assert!(matches!(err, ProjectionError::Timeout { reached, .. } if reached == appended.last_position()), "{err}");
@@ -109,7 +129,7 @@ async fn follows_the_log_and_reads_its_writes(log: TestLog) {
     let waiter = {
         let r = r.clone();
         let target = appended.last_position() + 1;
-        tokio::spawn(async move { r.wait_for_projections(&["chains"], target, Duration::from_secs(10)).await })
+        tokio::spawn(async move { r.wait_for_projections(&["test_recorded"], target, Duration::from_secs(10)).await })
     };
     let next = log.store.append("s-z", ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
     waiter.await.unwrap().unwrap();
@@ -123,13 +143,13 @@ async fn follows_the_log_and_reads_its_writes(log: TestLog) {
     r2.start().await.unwrap();
     r2.wait_for(more.last_position(), Duration::from_secs(10)).await.unwrap();
     assert_eq!(count(&db, "test.a").await, 352);
-    assert_eq!(chains(&db).await, 353);
+    assert_eq!(recorded(&db).await, 353);
 
     // a rebuild from 0 gives the same tables
     r2.rebuild(None).await.unwrap();
     r2.wait_for(more.last_position(), Duration::from_secs(10)).await.unwrap();
     assert_eq!(count(&db, "test.a").await, 352);
-    assert_eq!(chains(&db).await, 353);
+    assert_eq!(recorded(&db).await, 353);
     let unknown = r2.rebuild(Some("nope")).await.unwrap_err();
     assert!(matches!(unknown, ProjectionError::UnknownProjection(_)));
     r2.stop().await;
@@ -159,17 +179,17 @@ async fn a_failing_projection_stops_alone(log: TestLog) {
     let r = runner(&log, &db, &counter);
     r.start().await.unwrap();
     let head = log.store.head_position().await.unwrap();
-    // chains carries on; the counter is marked failed and its writes of that batch rolled back
+    // test_recorded carries on; the counter is marked failed and its writes of that batch rolled back
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
-            if chains(&db).await == 3 && r.status().iter().any(|s| s.failed.is_some()) {
+            if recorded(&db).await == 3 && r.status().iter().any(|s| s.failed.is_some()) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await
-    .expect("chains applied and counter failed");
+    .expect("test_recorded applied and counter failed");
     let status = r.status();
     let failed = status.iter().find(|s| s.name == "test_counter").unwrap();
     assert!(failed.failed.as_deref().is_some_and(|f| f.contains("poisoned")));
@@ -177,9 +197,10 @@ async fn a_failing_projection_stops_alone(log: TestLog) {
     assert_eq!(count(&db, "test.a").await, 0);
     // read-your-writes waits only on healthy projections
     r.wait_for(head, Duration::from_secs(5)).await.unwrap();
-    r.wait_for_projections(&["chains"], head, Duration::from_secs(5)).await.unwrap();
+    r.wait_for_projections(&["test_recorded"], head, Duration::from_secs(5)).await.unwrap();
     // waiting on the failed one by name fails at once, with its reason
-    let err = r.wait_for_projections(&["chains", "test_counter"], head, Duration::from_secs(30)).await.unwrap_err();
+    let err =
+        r.wait_for_projections(&["test_recorded", "test_counter"], head, Duration::from_secs(30)).await.unwrap_err();
     assert!(err.to_string().contains("poisoned"), "{err}");
     r.stop().await;
 }
