@@ -30,8 +30,11 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-// SAFETY: `&mut self` on every call that touches the handle makes it used by one thread at a
-// time, and SQLite is built thread-safe (libsqlite3-sys's default, SQLITE_THREADSAFE=1).
+// SAFETY: `&mut self` on every call that runs a statement, and `Connection` not being `Sync`
+// (no `&Connection` on two threads), make one thread use the handle and its statements at a
+// time: what SQLite's multi-thread mode (`SQLITE_OPEN_NOMUTEX`) asks of its caller. SQLite is
+// built thread-safe (libsqlite3-sys's default, SQLITE_THREADSAFE=1), so what connections
+// share (the page-cache allocator, the file's locks) keeps its own mutexes.
 unsafe impl Send for Connection {}
 
 impl Connection {
@@ -45,7 +48,10 @@ impl Connection {
             ffi::sqlite3_open_v2(
                 path.as_ptr(),
                 &mut db,
-                ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_FULLMUTEX | ffi::SQLITE_OPEN_PRIVATECACHE,
+                // No mutex per connection: one thread at a time uses it (see `Send` above);
+                // serialized mode took and released one on every call, about a tenth of a
+                // rebuild's CPU (BENCHMARKS.md, "Bulk tools").
+                ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_NOMUTEX | ffi::SQLITE_OPEN_PRIVATECACHE,
                 ptr::null(),
             )
         };
