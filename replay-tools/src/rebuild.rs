@@ -17,8 +17,7 @@ use crate::{options::Global, output, store};
 /// Arguments of `rebuild`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this read model (default: all). One of: operations, agents, groups, budgets,
-    /// analytics, tasks, briefs, notifications, cron_jobs, conversations.
+    /// Only this read model (default: all); an unknown name is refused with the list of them.
     #[arg(long)]
     pub projection: Option<String>,
 }

@@ -1,5 +1,6 @@
 //! The projector runner on both backends: catch-up, live follow, read-your-writes, rebuild,
-//! version bumps, restart from checkpoints, and a failing projection isolated from the rest.
+//! version bumps (and an older runner meeting a newer version), restart from checkpoints, and a
+//! failing projection isolated from the rest.
 
 use std::{
     sync::{
@@ -170,6 +171,29 @@ async fn a_changed_version_rebuilds_at_start(log: TestLog) {
     assert_eq!(count(&db, "test.a").await, 10);
 }
 
+/// A runner of an older build (a lower version) on a database a newer one migrated: it marks the
+/// read model failed and writes nothing to it, so the newer runner's rows stand.
+async fn an_older_runner_leaves_a_newer_read_model_alone(log: TestLog) {
+    let (db, newer) = setup(&log).await;
+    newer.version.store(2, Ordering::SeqCst);
+    log.store.append("s-1", ExpectedVersion::Any, (0..10).map(|_| event("test.a")).collect()).await.unwrap();
+    runner(&log, &db, &newer).catch_up().await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 10);
+
+    let older = Arc::new(Counter { version: AtomicI32::new(1) });
+    log.store.append("s-1", ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
+    let r = runner(&log, &db, &older);
+    r.catch_up().await.unwrap();
+    let status = r.status();
+    let counter = status.iter().find(|s| s.name == "test_counter").unwrap();
+    assert!(counter.failed.as_deref().is_some_and(|f| f.contains("newer server")), "{status:?}");
+    assert_eq!(count(&db, "test.a").await, 10, "the older runner wrote nothing");
+    assert_eq!(recorded(&db).await, 11, "the other read model went on");
+
+    runner(&log, &db, &newer).catch_up().await.unwrap();
+    assert_eq!(count(&db, "test.a").await, 11);
+}
+
 async fn a_failing_projection_stops_alone(log: TestLog) {
     let (db, counter) = setup(&log).await;
     log.store
@@ -208,5 +232,6 @@ async fn a_failing_projection_stops_alone(log: TestLog) {
 both!(
     follows_the_log_and_reads_its_writes as runner_follows_log_and_reads_writes,
     a_changed_version_rebuilds_at_start as runner_rebuilds_on_version_change,
+    an_older_runner_leaves_a_newer_read_model_alone as runner_older_leaves_newer_read_model,
     a_failing_projection_stops_alone as runner_isolates_failing_projection
 );
