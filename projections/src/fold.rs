@@ -18,10 +18,6 @@ use crate::{
     error::ProjectionError,
 };
 
-/// Most keys in one `OR` chain: SQLite parses a chain as a tree one level deeper per term and
-/// refuses trees deeper than 1,000.
-pub(crate) const MAX_OR_TERMS: usize = 400;
-
 /// Decode a stored event into its aggregate's event type (upcasting old versions).
 pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, ProjectionError> {
     E::decode(&event.event_type, event.schema_version, &event.payload).map_err(|e| ProjectionError::Decode {
@@ -44,45 +40,22 @@ pub(crate) async fn load_owned_states<S: DeserializeOwned>(
     keys: &[(String, String)],
 ) -> Result<HashMap<(String, String), S>, ProjectionError> {
     let mut out = HashMap::with_capacity(keys.len());
-    for chunk in keys.chunks(MAX_OR_TERMS) {
-        let sql = format!(
-            "SELECT user_id, {key_column}, state FROM {table} WHERE {}",
-            key_terms(&["user_id", key_column], chunk.len())
-        );
-        let args = owned_key_args(chunk);
-        for row in tx.fetch(&sql, &args).await? {
-            let (Some(owner), Some(id), Some(text)) = (row.str(0), row.str(1), row.str(2)) else {
-                return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
-            };
-            let state = serde_json::from_str(text)
-                .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
-            out.insert((owner.to_string(), id.to_string()), state);
-        }
+    let select = format!("SELECT user_id, {key_column}, state FROM {table}");
+    for row in tx.fetch_keyed(&select, &["user_id", key_column], &owned_key_values(keys)).await? {
+        let (Some(owner), Some(id), Some(text)) = (row.str(0), row.str(1), row.str(2)) else {
+            return Err(ProjectionError::Invalid(format!("{table}: a row without key or state")));
+        };
+        let state = serde_json::from_str(text)
+            .map_err(|e| ProjectionError::Invalid(format!("{table} row `{id}`: stored state unreadable: {e}")))?;
+        out.insert((owner.to_string(), id.to_string()), state);
     }
     Ok(out)
 }
 
-/// The bound values of `(owner, id)` keys for [`key_terms`] over `["user_id", <id column>]`.
-pub(crate) fn owned_key_args(keys: &[(String, String)]) -> Vec<SqlValue> {
-    keys.iter().flat_map(|(owner, id)| [SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect()
-}
-
-/// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) OR …`: `n` whole keys of columns `key`.
-pub(crate) fn key_terms(key: &[&str], n: usize) -> String {
-    let mut next = 0;
-    let terms: Vec<String> = (0..n)
-        .map(|_| {
-            let parts: Vec<String> = key
-                .iter()
-                .map(|c| {
-                    next += 1;
-                    format!("{c} = ${next}")
-                })
-                .collect();
-            format!("({})", parts.join(" AND "))
-        })
-        .collect();
-    terms.join(" OR ")
+/// `(owner, id)` keys as the values of `["user_id", <id column>]`, for
+/// [`ReadTx::fetch_keyed`].
+pub(crate) fn owned_key_values(keys: &[(String, String)]) -> Vec<Vec<SqlValue>> {
+    keys.iter().map(|(owner, id)| vec![SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect()
 }
 
 /// `$1, $2, … $n`.

@@ -20,11 +20,7 @@ use std::{
 use crate::{
     db::{ReadTx, Row, SqlValue},
     error::ProjectionError,
-    fold::{MAX_OR_TERMS, key_terms, placeholders},
 };
-
-/// Most values bound in one `IN (…)` list (well below both backends' limits).
-const MAX_BINDS: usize = 5_000;
 
 /// A read-model row type: its table, its columns (in [`TableRow::values`] order), its key.
 pub(crate) trait TableRow: Sized {
@@ -79,24 +75,9 @@ impl<R: TableRow> Staged<R> {
         values: impl IntoIterator<Item = String>,
     ) -> Result<(), ProjectionError> {
         let mut seen = HashSet::new();
-        let values: Vec<SqlValue> = values.into_iter().filter(|v| seen.insert(v.clone())).map(SqlValue::Text).collect();
-        for chunk in values.chunks(MAX_BINDS) {
-            let sql = format!(
-                "SELECT {} FROM {} WHERE {column} IN ({})",
-                R::COLUMNS.join(", "),
-                R::TABLE,
-                placeholders(chunk.len())
-            );
-            for row in tx.fetch(&sql, chunk).await? {
-                let row = R::from_row(&row)?;
-                let key = row.key();
-                if !self.index.contains_key(&key) {
-                    self.index.insert(key.clone(), self.slots.len());
-                    self.slots.push(Slot { key, row: Some(row), dirty: false });
-                }
-            }
-        }
-        Ok(())
+        let values: Vec<Vec<SqlValue>> =
+            values.into_iter().filter(|v| seen.insert(v.clone())).map(|v| vec![SqlValue::Text(v)]).collect();
+        self.load_matching(tx, &[column], &values).await
     }
 
     /// Load the rows with these keys (and not staged yet), by primary key.
@@ -122,17 +103,13 @@ impl<R: TableRow> Staged<R> {
         columns: &[&str],
         values: &[Vec<SqlValue>],
     ) -> Result<(), ProjectionError> {
-        for chunk in values.chunks(MAX_OR_TERMS) {
-            let args: Vec<SqlValue> = chunk.iter().flatten().cloned().collect();
-            let sql =
-                format!("SELECT {} FROM {} WHERE {}", R::COLUMNS.join(", "), R::TABLE, key_terms(columns, chunk.len()));
-            for row in tx.fetch(&sql, &args).await? {
-                let row = R::from_row(&row)?;
-                let key = row.key();
-                if !self.index.contains_key(&key) {
-                    self.index.insert(key.clone(), self.slots.len());
-                    self.slots.push(Slot { key, row: Some(row), dirty: false });
-                }
+        let select = format!("SELECT {} FROM {}", R::COLUMNS.join(", "), R::TABLE);
+        for row in tx.fetch_keyed(&select, columns, values).await? {
+            let row = R::from_row(&row)?;
+            let key = row.key();
+            if !self.index.contains_key(&key) {
+                self.index.insert(key.clone(), self.slots.len());
+                self.slots.push(Slot { key, row: Some(row), dirty: false });
             }
         }
         Ok(())
@@ -216,21 +193,7 @@ impl<R: TableRow> Staged<R> {
                 None => deletes.push(R::key_values(&slot.key)),
             }
         }
-        delete_keys(tx, R::TABLE, R::KEY, &deletes).await?;
+        tx.delete_keyed(R::TABLE, R::KEY, &deletes).await?;
         tx.upsert(R::TABLE, R::COLUMNS, R::KEY, &upserts).await
     }
-}
-
-/// Delete rows by key, chunked.
-async fn delete_keys(
-    tx: &mut ReadTx,
-    table: &str,
-    key: &[&str],
-    keys: &[Vec<SqlValue>],
-) -> Result<(), ProjectionError> {
-    for chunk in keys.chunks(MAX_OR_TERMS) {
-        let args: Vec<SqlValue> = chunk.iter().flatten().cloned().collect();
-        tx.execute(&format!("DELETE FROM {table} WHERE {}", key_terms(key, chunk.len())), &args).await?;
-    }
-    Ok(())
 }

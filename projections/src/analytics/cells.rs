@@ -14,7 +14,7 @@ use super::{
 use crate::{
     db::{ReadTx, Row, SqlValue},
     error::ProjectionError,
-    fold::{RowSet, int_opt, json_text, placeholders},
+    fold::{RowSet, int_opt, json_text},
     read::RowExt,
 };
 
@@ -244,19 +244,11 @@ pub(super) async fn count_finished(
             keyed.push((key, f));
         }
     }
-    let keys: Vec<&str> = cells.keys().map(String::as_str).collect();
+    let keys: Vec<Vec<SqlValue>> = cells.keys().map(|k| vec![SqlValue::from(k.as_str())]).collect();
     let mut stored = HashMap::new();
-    for chunk in keys.chunks(10_000) {
-        let sql = format!(
-            "SELECT {} FROM {} WHERE rollup_key IN ({})",
-            scope.select_list(),
-            scope.table(),
-            placeholders(chunk.len())
-        );
-        let args: Vec<SqlValue> = chunk.iter().map(|k| SqlValue::from(*k)).collect();
-        for row in tx.fetch(&sql, &args).await? {
-            stored.insert(row.text_or_empty(0), Cell::from_row(scope, &row)?);
-        }
+    let select = format!("SELECT {} FROM {}", scope.select_list(), scope.table());
+    for row in tx.fetch_keyed(&select, &["rollup_key"], &keys).await? {
+        stored.insert(row.text_or_empty(0), Cell::from_row(scope, &row)?);
     }
     for (key, cell) in stored {
         cells.insert(key, cell);

@@ -10,7 +10,7 @@ use crate::{
     db::{ReadTx, Row, SqlValue},
     decoding::OwnedKey,
     error::ProjectionError,
-    fold::{MAX_OR_TERMS, int_opt, key_terms, micros, owned_key_args, wire_name},
+    fold::{int_opt, micros, owned_key_values, wire_name},
     read::RowExt,
 };
 
@@ -174,16 +174,9 @@ pub(super) fn is_fed_by(event_type: &str) -> bool {
 /// [`load_owned_states`](crate::fold::load_owned_states)).
 pub(super) async fn load_runs(tx: &mut ReadTx, keys: &[OwnedKey]) -> Result<HashMap<OwnedKey, Run>, ProjectionError> {
     let mut out = HashMap::with_capacity(keys.len());
-    for chunk in keys.chunks(MAX_OR_TERMS) {
-        let sql = format!(
-            "SELECT {} FROM analytics_runs WHERE {}",
-            RUN_COLUMNS.join(", "),
-            key_terms(&["user_id", "operation_id"], chunk.len())
-        );
-        let args = owned_key_args(chunk);
-        for row in tx.fetch(&sql, &args).await? {
-            out.insert((row.text_or_empty(1), row.text_or_empty(0)), Run::from_row(&row));
-        }
+    let select = format!("SELECT {} FROM analytics_runs", RUN_COLUMNS.join(", "));
+    for row in tx.fetch_keyed(&select, &["user_id", "operation_id"], &owned_key_values(keys)).await? {
+        out.insert((row.text_or_empty(1), row.text_or_empty(0)), Run::from_row(&row));
     }
     Ok(out)
 }

@@ -13,6 +13,9 @@ use sqlx::{Column, PgPool, Postgres, Row as _, Transaction, TypeInfo, postgres::
 
 use crate::error::ProjectionError;
 
+use self::arrays::ColumnArrays;
+
+mod arrays;
 mod sqlite;
 
 pub use agentlog_sqlite::{Row, SqlValue};
@@ -220,6 +223,49 @@ impl ReadDb {
     }
 }
 
+/// Most keys in one `OR` chain: SQLite parses a chain as a tree one level deeper per term and
+/// refuses trees deeper than 1,000.
+const MAX_OR_TERMS: usize = 400;
+
+/// Most values in one `IN (…)` list (well below both backends' limits).
+const MAX_IN_VALUES: usize = 5_000;
+
+/// How many keys of `columns` one statement of [`key_terms`] takes.
+fn keys_per_statement(columns: &[&str]) -> usize {
+    if columns.len() == 1 { MAX_IN_VALUES } else { MAX_OR_TERMS }
+}
+
+/// `n` keys of columns `key`: `k IN ($1, $2, …)` for one column, else
+/// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) OR …`.
+fn key_terms(key: &[&str], n: usize) -> String {
+    if let [column] = key {
+        let mut s = format!("{column} IN (");
+        for i in 1..=n {
+            if i > 1 {
+                s.push_str(", ");
+            }
+            s.push('$');
+            s.push_str(&i.to_string());
+        }
+        s.push(')');
+        return s;
+    }
+    let mut next = 0;
+    let terms: Vec<String> = (0..n)
+        .map(|_| {
+            let parts: Vec<String> = key
+                .iter()
+                .map(|c| {
+                    next += 1;
+                    format!("{c} = ${next}")
+                })
+                .collect();
+            format!("({})", parts.join(" AND "))
+        })
+        .collect();
+    terms.join(" OR ")
+}
+
 /// Most bound parameters one statement may carry (SQLite's limit is 32,766).
 const MAX_PARAMS: usize = 30_000;
 
@@ -262,6 +308,70 @@ impl ReadTx {
                 .map(decode_pg)
                 .collect(),
         })
+    }
+
+    /// The rows of `select` (`SELECT … FROM table`) whose `columns` hold one of `keys` (each in
+    /// `columns` order; a leading part of the primary key finds every row under it). On
+    /// PostgreSQL one statement for any number of keys, `(…) IN (SELECT * FROM UNNEST(…))`, planned
+    /// once as index lookups; on SQLite `col IN (…)`, or `OR` chains of whole keys for several columns.
+    pub async fn fetch_keyed(
+        &mut self,
+        select: &str,
+        columns: &[&str],
+        keys: &[Vec<SqlValue>],
+    ) -> Result<Vec<Row>, ProjectionError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Self::Postgres(tx) = self
+            && let Some(arrays) = ColumnArrays::of(columns.len(), keys)
+            && let Some(condition) = arrays.in_sql(columns)
+        {
+            let sql = format!("{select} WHERE {condition}");
+            let rows = arrays
+                .bind(sqlx::query(&sql))
+                .fetch_all(&mut **tx)
+                .await
+                .map_err(ProjectionError::db("reading a read model"))?;
+            return Ok(rows.iter().map(decode_pg).collect());
+        }
+        let mut out = Vec::new();
+        for chunk in keys.chunks(keys_per_statement(columns)) {
+            let args: Vec<SqlValue> = chunk.iter().flatten().cloned().collect();
+            out.extend(self.fetch(&format!("{select} WHERE {}", key_terms(columns, chunk.len())), &args).await?);
+        }
+        Ok(out)
+    }
+
+    /// Delete the rows of `table` whose `columns` hold one of `keys` (as
+    /// [`fetch_keyed`](Self::fetch_keyed) finds them). Returns how many.
+    pub async fn delete_keyed(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        keys: &[Vec<SqlValue>],
+    ) -> Result<u64, ProjectionError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        if let Self::Postgres(tx) = self
+            && let Some(arrays) = ColumnArrays::of(columns.len(), keys)
+            && let Some(condition) = arrays.in_sql(columns)
+        {
+            let sql = format!("DELETE FROM {table} WHERE {condition}");
+            return Ok(arrays
+                .bind(sqlx::query(&sql))
+                .execute(&mut **tx)
+                .await
+                .map_err(ProjectionError::db("writing a read model"))?
+                .rows_affected());
+        }
+        let mut n = 0;
+        for chunk in keys.chunks(keys_per_statement(columns)) {
+            let args: Vec<SqlValue> = chunk.iter().flatten().cloned().collect();
+            n += self.execute(&format!("DELETE FROM {table} WHERE {}", key_terms(columns, chunk.len())), &args).await?;
+        }
+        Ok(n)
     }
 
     /// Insert `rows` into `table`, replacing the non-key columns of rows whose `key` columns
@@ -367,99 +477,6 @@ impl ReadTx {
     }
 }
 
-/// Rows turned into one PostgreSQL array per column, for `INSERT … SELECT FROM UNNEST(…)`.
-enum ColumnArray {
-    /// Every value NULL: written as a literal `NULL`, which takes the column's type.
-    Null,
-    /// `bigint[]`.
-    Int(Vec<Option<i64>>),
-    /// `double precision[]` (integers in a column that also holds floats are widened).
-    Float(Vec<Option<f64>>),
-    /// `text[]`.
-    Text(Vec<Option<String>>),
-}
-
-struct ColumnArrays(Vec<ColumnArray>);
-
-impl ColumnArrays {
-    /// The arrays of `rows`, or `None` when a column mixes text and numbers (then the caller
-    /// falls back to `VALUES`).
-    fn of(width: usize, rows: &[Vec<SqlValue>]) -> Option<Self> {
-        let mut out = Vec::with_capacity(width);
-        for c in 0..width {
-            let column = rows.iter().map(|r| &r[c]);
-            let (mut ints, mut floats, mut texts) = (false, false, false);
-            for v in column.clone() {
-                match v {
-                    SqlValue::Null => {}
-                    SqlValue::Int(_) => ints = true,
-                    SqlValue::Float(_) => floats = true,
-                    SqlValue::Text(_) => texts = true,
-                }
-            }
-            out.push(match (ints, floats, texts) {
-                (false, false, false) => ColumnArray::Null,
-                (_, _, true) if ints || floats => return None,
-                (_, _, true) => ColumnArray::Text(column.map(|v| v.as_str().map(str::to_string)).collect()),
-                (_, true, _) => ColumnArray::Float(column.map(SqlValue::as_f64).collect()),
-                (true, false, false) => ColumnArray::Int(column.map(SqlValue::as_i64).collect()),
-            });
-        }
-        // Rows of NULLs only (or no rows) have no array to count the rows by: leave them to `VALUES`.
-        if out.iter().all(|a| matches!(a, ColumnArray::Null)) {
-            return None;
-        }
-        Some(Self(out))
-    }
-
-    fn insert_sql(&self, table: &str, columns: &[&str], tail: &str) -> String {
-        let mut arrays = Vec::new();
-        let mut select = Vec::new();
-        for (i, array) in self.0.iter().enumerate() {
-            let ty = match array {
-                ColumnArray::Null => {
-                    select.push("NULL".to_string());
-                    continue;
-                }
-                ColumnArray::Int(_) => "bigint",
-                ColumnArray::Float(_) => "double precision",
-                ColumnArray::Text(_) => "text",
-            };
-            arrays.push(format!("${}::{ty}[]", arrays.len() + 1));
-            select.push(format!("u.c{i}"));
-        }
-        let names: Vec<String> = self
-            .0
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| !matches!(a, ColumnArray::Null))
-            .map(|(i, _)| format!("c{i}"))
-            .collect();
-        format!(
-            "INSERT INTO {table} ({}) SELECT {} FROM UNNEST({}) AS u({}){tail}",
-            columns.join(", "),
-            select.join(", "),
-            arrays.join(", "),
-            names.join(", ")
-        )
-    }
-
-    fn bind<'q>(
-        &'q self,
-        mut q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
-        for array in &self.0 {
-            q = match array {
-                ColumnArray::Null => q,
-                ColumnArray::Int(v) => q.bind(v),
-                ColumnArray::Float(v) => q.bind(v),
-                ColumnArray::Text(v) => q.bind(v),
-            };
-        }
-        q
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -468,5 +485,11 @@ mod tests {
         assert_eq!(super::for_sqlite("INSERT INTO t VALUES ($1, $2), ($3, $4)"), "INSERT INTO t VALUES (?, ?), (?, ?)");
         assert_eq!(super::for_sqlite("SELECT $1 WHERE a = $2 OR b = $1"), "SELECT ?1 WHERE a = ?2 OR b = ?1");
         assert_eq!(super::for_sqlite("SELECT 1"), "SELECT 1");
+    }
+
+    #[test]
+    fn keys_match_by_in_list_or_or_chain() {
+        assert_eq!(super::key_terms(&["id"], 3), "id IN ($1, $2, $3)");
+        assert_eq!(super::key_terms(&["u", "id"], 2), "(u = $1 AND id = $2) OR (u = $3 AND id = $4)");
     }
 }
