@@ -13,6 +13,10 @@
 # generated log): a server on a log its reactors never followed first reacts to all of it.
 # The phases start once both servers' heads stand still (the large one first fires the cron
 # slots it missed).
+# RATE_PER_CLIENT (mutations per second per client) puts every phase on the same fixed schedule
+# (`agentlog-load --rate`), so both servers get the same work; unset, each client sends as fast
+# as it is answered and the faster server gets more. Pick a rate both servers keep up with
+# (the report's acknowledged count is then the same on both sides).
 # Per phase: agentlog-load's report ($OUT/<phase>.json) and the server's CPU seconds; at the
 # end, p50 and p99 per mutation type, large / small.
 set -euo pipefail
@@ -22,6 +26,7 @@ SMALL="${1:?usage: $0 SMALL_DATABASE_URL LARGE_DATABASE_URL}"
 LARGE="${2:?usage: $0 SMALL_DATABASE_URL LARGE_DATABASE_URL}"
 SECS="${SECS:-30}"
 CLIENTS_LIST="${CLIENTS_LIST:-4 16}"
+RATE_PER_CLIENT="${RATE_PER_CLIENT:-}"
 PORT_S="${PORT_S:-18110}"
 PORT_L="${PORT_L:-18111}"
 BIN="${BIN:-${CARGO_TARGET_DIR:-target}/release}"
@@ -74,9 +79,11 @@ phase() { # side port clients
     local pid t0 code=0
     pid="$(cat "$OUT/$1/pid")"
     t0="$(ticks "$pid")"
-    say "phase $1-$3: $3 clients for $SECS s"
+    local rate=()
+    [ -z "$RATE_PER_CLIENT" ] || rate=(--rate "$(awk -v c="$3" -v r="$RATE_PER_CLIENT" 'BEGIN { print c * r }')")
+    say "phase $1-$3: $3 clients for $SECS s ${rate[*]}"
     "$BIN/agentlog-load" --url "http://127.0.0.1:$2" --token "$(cat "$OUT/$1/token")" --clients "$3" \
-        --subscribers 0 --duration "$SECS" --seed "$3" --json >"$OUT/$1-$3.json" || code=$?
+        --subscribers 0 --duration "$SECS" --seed "$3" "${rate[@]}" --json >"$OUT/$1-$3.json" || code=$?
     [ "$code" -eq 0 ] || say "phase $1-$3: agentlog-load exited $code"
     awk -v now="$(ticks "$pid")" -v then="$t0" -v hz="$hz" 'BEGIN { printf "%.1f", (now - then) / hz }' >"$OUT/$1-$3.cpu"
     sleep 3

@@ -230,6 +230,8 @@ pub struct Session {
     pub shared: Arc<Shared>,
     /// Its index.
     pub client: usize,
+    /// Mutations it has sent (retries included): its place on the run's schedule.
+    sends: u64,
     /// Its figures.
     pub stats: Stats,
     /// Its choices.
@@ -239,7 +241,7 @@ pub struct Session {
 impl Session {
     /// A client of the run.
     pub fn new(shared: Arc<Shared>, client: usize, seed: u64) -> Self {
-        Self { shared, client, stats: Stats::default(), rng: Rng::new(seed, client as u64) }
+        Self { shared, client, sends: 0, stats: Stats::default(), rng: Rng::new(seed, client as u64) }
     }
 
     /// An id unique to this run and client: `<run>-<client><kind><n>`.
@@ -251,9 +253,14 @@ impl Session {
     pub async fn mutate(&mut self, token: &str, call: Call<'_>, effect: Effect) -> Result<Value, Failure> {
         let (mut refusals, mut transports) = (0u32, 0u32);
         loop {
+            let Some(due) = self.shared.budget.due(self.client, self.sends) else {
+                return Err(Failure::Spent);
+            };
+            tokio::time::sleep_until(due.into()).await;
             if !self.shared.budget.take() {
                 return Err(Failure::Spent);
             }
+            self.sends += 1;
             let started = Instant::now();
             let answer = self.shared.gql.post(token, call.query, &call.variables).await;
             match answer {

@@ -45,6 +45,9 @@ pub struct Config {
     pub duration: Option<Duration>,
     /// Stop after sending this many mutations (retries included).
     pub max_mutations: Option<u64>,
+    /// Send this many mutations per second, all clients together, on a fixed schedule (each
+    /// client one per `clients / rate` seconds); `None`: each client as fast as it is answered.
+    pub rate: Option<f64>,
     /// Write every acknowledged mutation here, one JSON object per line.
     pub record: Option<PathBuf>,
     /// What the clients do.
@@ -76,6 +79,7 @@ impl Config {
             subscribe_from_head: false,
             duration: None,
             max_mutations: None,
+            rate: None,
             record: None,
             scenario: Scenario::Mixed,
             seed: 1,

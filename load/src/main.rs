@@ -47,6 +47,12 @@ struct Cli {
     /// Stop after sending this many mutations (retries included).
     #[arg(long)]
     max_mutations: Option<u64>,
+    /// Send this many mutations per second, all clients together, on a fixed schedule (each
+    /// client one every clients / rate seconds, catching up after a delay), so two runs do the
+    /// same work whatever their servers' speed. Without it each client sends its next mutation
+    /// as soon as the last is answered.
+    #[arg(long)]
+    rate: Option<f64>,
     /// Write every acknowledged mutation to this file (JSON lines).
     #[arg(long)]
     record: Option<PathBuf>,
@@ -101,6 +107,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     config.drain_timeout = Duration::from_secs(cli.drain_secs);
     config.duration = duration;
     config.max_mutations = cli.max_mutations;
+    if let Some(rate) = cli.rate {
+        anyhow::ensure!(rate.is_finite() && rate > 0.0, "--rate must be a positive number of mutations per second");
+    }
+    config.rate = cli.rate;
     config.record = cli.record;
     config.scenario = cli.scenario;
     config.seed = cli.seed;

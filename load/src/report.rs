@@ -69,6 +69,8 @@ pub struct Report {
     /// How long the load ran (setup excluded).
     #[serde(serialize_with = "seconds")]
     pub elapsed: Duration,
+    /// The fixed schedule's mutations per second (`null`: closed loop).
+    pub rate: Option<f64>,
     /// Mutations sent, retries included.
     pub sent: u64,
     /// Mutations acknowledged.
@@ -144,6 +146,7 @@ impl Report {
             scenario,
             clients,
             elapsed,
+            rate: None,
             sent,
             acknowledged,
             operations,
@@ -227,6 +230,9 @@ impl fmt::Display for Report {
             self.appended as f64 / secs.max(1e-9),
             self.head_position
         )?;
+        if let Some(rate) = self.rate {
+            writeln!(f, "on a fixed schedule of {rate} mutations/s")?;
+        }
         writeln!(
             f,
             "{:<22} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7}  errors",

@@ -55,6 +55,9 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     if config.duration.is_none() && config.max_mutations.is_none() {
         return Err(LoadError::Config("bound the run with a duration and/or a maximum of mutations".into()));
     }
+    if config.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        return Err(LoadError::Config("a rate must be a positive number of mutations per second".into()));
+    }
     if config.slow_subscribers > config.subscribers {
         return Err(LoadError::Config("more slow subscribers than subscribers".into()));
     }
@@ -109,7 +112,14 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     let started = Instant::now();
     let shared = Arc::new(Shared {
         gql: gql.clone(),
-        budget: Budget::new(config.duration.map(|d| started + d), config.max_mutations),
+        budget: match config.rate {
+            Some(rate) => Budget::new(config.duration.map(|d| started + d), config.max_mutations).with_rate(
+                started,
+                rate,
+                config.clients,
+            ),
+            None => Budget::new(config.duration.map(|d| started + d), config.max_mutations),
+        },
         recorder: Recorder::new(config.record.as_deref(), started)?,
         run_id: run_id(),
         outage_limit: config.drain_timeout,
@@ -178,6 +188,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     let head = head_position(&gql, &config.token, config.drain_timeout).await;
     let _ = stop_tx.send(Some(Stop { head: head.unwrap_or(i64::MAX), give_up: Instant::now() + config.drain_timeout }));
     let mut report = Report::build(config.scenario, config.clients, elapsed, shared.budget.sent(), stats);
+    report.rate = config.rate;
     report.head_position = head.unwrap_or(-1);
     report.appended = head.map_or(0, |h| h - start_head);
     let mut followed = Vec::with_capacity(config.subscribers);

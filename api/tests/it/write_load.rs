@@ -54,3 +54,37 @@ async fn workers_report_steps_closed_loop(db: Db) {
 }
 
 both!(workers_report_steps_closed_loop as workers_report_steps_closed_loop);
+
+/// `--rate`: the clients send on a fixed schedule (what `scripts/latency-at-size.sh` compares two
+/// servers with): never more than rate × duration, never ahead of the schedule, and every one
+/// of them acknowledged.
+async fn a_fixed_schedule_bounds_what_is_sent(db: Db) {
+    let server = Server::start(db).await;
+    let run = |duration: u64, max: Option<u64>| {
+        let mut config = Config::new(server.base.clone(), server.admin_token.clone());
+        config.scenario = Scenario::Write;
+        config.clients = 4;
+        config.subscribers = 0;
+        config.rate = Some(40.0);
+        config.duration = Some(Duration::from_secs(duration));
+        config.max_mutations = max;
+        agentlog_load::run(config)
+    };
+    // Each client every 100 ms, 25 ms apart: at most 80 in 2 s (4 clients unpaced send hundreds).
+    let report = run(2, None).await.expect("the load run");
+    eprintln!("{report}");
+    assert_eq!(report.rate, Some(40.0));
+    assert!(report.operations.values().all(|o| o.errors.is_empty()), "{report}");
+    assert!((20..=80).contains(&report.sent), "{report}");
+    assert_eq!(report.acknowledged, report.sent, "{report}");
+    // 30 mutations: some client sends an 8th, not before 700 ms.
+    let report = run(60, Some(30)).await.expect("the load run");
+    eprintln!("{report}");
+    assert_eq!(report.sent, 30, "{report}");
+    assert!(report.elapsed >= Duration::from_millis(700), "{report}");
+    assert_eq!(report.acknowledged, report.sent, "{report}");
+    let db = server.stop();
+    verify_read_models(&db).await;
+}
+
+both!(a_fixed_schedule_bounds_what_is_sent as write_load_fixed_schedule);
