@@ -110,8 +110,9 @@ enum Command {
         #[arg(long, env = "AGENTLOG_LOG_POLL_MS", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
         log_poll_ms: u64,
         /// SQLite: MiB of the database file each connection reads through a memory map (0:
-        /// off). Reads after other connections' commits then find their pages mapped rather
-        /// than reading them again; the mapped pages count in resident memory as file pages.
+        /// off; SQLite maps at most ~2 GiB). Reads after other connections' commits then find
+        /// their pages mapped rather than reading them again; the mapped pages count in
+        /// resident memory as file pages the kernel may reclaim.
         #[arg(long, env = "AGENTLOG_SQLITE_MMAP_MIB", default_value_t = agentlog_api::state::DEFAULT_SQLITE_MMAP_MIB)]
         sqlite_mmap_mib: u64,
         /// The niceness of the websocket threads (-20 to 19; 0: as the process). Above 0, a

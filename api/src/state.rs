@@ -85,9 +85,12 @@ impl Default for ApiLimits {
     }
 }
 
-/// The server's default SQLite memory map, MiB (off: the server's resident memory then holds
-/// only its own pages; BENCHMARKS.md, "Reads at size", has what a map gains).
-pub const DEFAULT_SQLITE_MMAP_MIB: u64 = 0;
+/// The server's default SQLite memory map, MiB: SQLite's own ceiling on Linux (it maps at most
+/// 2,147,418,112 bytes unless built otherwise). Every commit empties the other connections'
+/// page caches (WAL), so without a map a mutation on a large log reads its index pages again
+/// with `pread` copies, a cost that grows with the file (BENCHMARKS.md, "Mutation latency at
+/// size"); mapped, that is a memory access.
+pub const DEFAULT_SQLITE_MMAP_MIB: u64 = 2048;
 
 /// How the application behaves, whoever calls it (a request, a reactor, a clock pass).
 #[derive(Debug, Clone)]
