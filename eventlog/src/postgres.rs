@@ -577,13 +577,39 @@ impl Backend for PgBackend {
     }
 
     fn spawn_fan_out(self: &Arc<Self>, committed: watch::Receiver<i64>, wake: Arc<Notify>) -> Vec<JoinHandle<()>> {
-        if !self.listen {
-            return Vec::new();
+        let mut tasks = vec![tokio::spawn(run_analyzer(self.pool.clone(), committed.clone()))];
+        if self.listen {
+            tasks.push(tokio::spawn(run_notifier(self.pool.clone(), committed)));
+            tasks.push(tokio::spawn(run_listener(self.pool.clone(), wake)));
         }
-        vec![
-            tokio::spawn(run_notifier(self.pool.clone(), committed)),
-            tokio::spawn(run_listener(self.pool.clone(), wake)),
-        ]
+        tasks
+    }
+}
+
+/// The head at which [`run_analyzer`] first refreshes the log's statistics.
+pub const FIRST_ANALYZE_AT: i64 = 1_000;
+
+/// Refresh `events`' planner statistics (`ANALYZE events`) when this instance's commits take
+/// the head past 1,000 events, and again each time it has doubled since.
+///
+/// PostgreSQL plans a prepared statement once for all after its first executions (a generic
+/// plan): on a new database that happens while `events` is nearly empty, and the plan for a
+/// lookup by event id or by stream is then a scan of the whole table — one per mutation, its
+/// cost growing with the log — until autovacuum's next `ANALYZE` (a minute or more) invalidates
+/// it. Refreshed statistics invalidate every connection's cached plans, which are then made
+/// again for the table's size, with its unique indexes. Doubling keeps the cost to a few
+/// `ANALYZE`s over a log's life; autovacuum takes over on a large one.
+async fn run_analyzer(pool: PgPool, mut committed: watch::Receiver<i64>) {
+    let mut next = FIRST_ANALYZE_AT;
+    while committed.changed().await.is_ok() {
+        let head = *committed.borrow_and_update();
+        if head < next {
+            continue;
+        }
+        next = head.saturating_mul(2);
+        if let Err(e) = sqlx::query("ANALYZE events").execute(&pool).await {
+            tracing::debug!(error = %e, "ANALYZE events failed; autovacuum will refresh the statistics");
+        }
     }
 }
 

@@ -6,6 +6,7 @@ mod appends;
 mod command_handler;
 mod imports;
 mod postgres_ordering;
+mod postgres_plans;
 mod reads;
 mod subscriptions;
 mod support;
