@@ -112,14 +112,7 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     let started = Instant::now();
     let shared = Arc::new(Shared {
         gql: gql.clone(),
-        budget: match config.rate {
-            Some(rate) => Budget::new(config.duration.map(|d| started + d), config.max_mutations).with_rate(
-                started,
-                rate,
-                config.clients,
-            ),
-            None => Budget::new(config.duration.map(|d| started + d), config.max_mutations),
-        },
+        budget: budget(&config, started),
         recorder: Recorder::new(config.record.as_deref(), started)?,
         run_id: run_id(),
         outage_limit: config.drain_timeout,
@@ -202,6 +195,15 @@ pub async fn run(config: Config) -> Result<Report, LoadError> {
     report.subscribe_secs = subscribed.1.as_secs_f64();
     progress.finish_and_clear();
     Ok(report)
+}
+
+/// The run's budget from `started`, on the config's schedule when it has a rate.
+fn budget(config: &Config, started: Instant) -> Budget {
+    let budget = Budget::new(config.duration.map(|d| started + d), config.max_mutations);
+    match config.rate {
+        Some(rate) => budget.with_rate(started, rate, config.clients),
+        None => budget,
+    }
 }
 
 /// A short id for this run's objects: the random tail of a UUID v7.

@@ -15,9 +15,8 @@
 //! locks they wait for the batch instead.
 
 use crate::{
-    db::{ReadDb, ReadTx, SqlValue},
+    db::{ReadDb, ReadTx, SqlValue, placeholders},
     error::ProjectionError,
-    fold::placeholders,
     runner_state::lock_checkpoints,
 };
 

@@ -58,24 +58,6 @@ pub(crate) fn owned_key_values(keys: &[(String, String)]) -> Vec<Vec<SqlValue>> 
     keys.iter().map(|(owner, id)| vec![SqlValue::from(owner.as_str()), SqlValue::from(id.as_str())]).collect()
 }
 
-/// `$1, $2, … $n`.
-pub(crate) fn placeholders(n: usize) -> String {
-    placeholders_from(1, n)
-}
-
-/// `$first, … $(first + n - 1)`.
-pub(crate) fn placeholders_from(first: usize, n: usize) -> String {
-    let mut s = String::with_capacity(n * 6);
-    for i in 0..n {
-        if i > 0 {
-            s.push_str(", ");
-        }
-        s.push('$');
-        s.push_str(&(first + i).to_string());
-    }
-    s
-}
-
 /// Serialize to JSON text (for a TEXT column).
 pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, ProjectionError> {
     serde_json::to_string(value)
@@ -164,13 +146,4 @@ pub(crate) fn group_by_owned_instance<'a>(
         }
     }
     Ok(groups)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn placeholders_are_numbered() {
-        assert_eq!(super::placeholders(3), "$1, $2, $3");
-        assert_eq!(super::placeholders_from(4, 2), "$4, $5");
-    }
 }

@@ -235,20 +235,24 @@ fn keys_per_statement(columns: &[&str]) -> usize {
     if columns.len() == 1 { MAX_IN_VALUES } else { MAX_OR_TERMS }
 }
 
+/// `$1, $2, … $n`.
+pub(crate) fn placeholders(n: usize) -> String {
+    let mut s = String::with_capacity(n * 6);
+    for i in 1..=n {
+        if i > 1 {
+            s.push_str(", ");
+        }
+        s.push('$');
+        s.push_str(&i.to_string());
+    }
+    s
+}
+
 /// `n` keys of columns `key`: `k IN ($1, $2, …)` for one column, else
 /// `(k1 = $1 AND k2 = $2) OR (k1 = $3 AND k2 = $4) OR …`.
 fn key_terms(key: &[&str], n: usize) -> String {
     if let [column] = key {
-        let mut s = format!("{column} IN (");
-        for i in 1..=n {
-            if i > 1 {
-                s.push_str(", ");
-            }
-            s.push('$');
-            s.push_str(&i.to_string());
-        }
-        s.push(')');
-        return s;
+        return format!("{column} IN ({})", placeholders(n));
     }
     let mut next = 0;
     let terms: Vec<String> = (0..n)
@@ -485,6 +489,12 @@ mod tests {
         assert_eq!(super::for_sqlite("INSERT INTO t VALUES ($1, $2), ($3, $4)"), "INSERT INTO t VALUES (?, ?), (?, ?)");
         assert_eq!(super::for_sqlite("SELECT $1 WHERE a = $2 OR b = $1"), "SELECT ?1 WHERE a = ?2 OR b = ?1");
         assert_eq!(super::for_sqlite("SELECT 1"), "SELECT 1");
+    }
+
+    #[test]
+    fn placeholders_are_numbered() {
+        assert_eq!(super::placeholders(3), "$1, $2, $3");
+        assert_eq!(super::placeholders(0), "");
     }
 
     #[test]

@@ -9,9 +9,8 @@ use agentlog_domain::tasks::{DependencyKind, TaskStatus};
 use super::rows::{CommentRow, DependencyRow, DocumentRow, TaskRow, TopicRow};
 use crate::{
     columns::{Columns, from_wire_name, wire_name},
-    db::{ReadDb, SqlValue},
+    db::{ReadDb, SqlValue, placeholders},
     error::ProjectionError,
-    fold::placeholders,
     page::{Cursor, Page, PageRequest},
     select::{Order, Select},
     staging::TableRow,
