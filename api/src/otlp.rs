@@ -144,13 +144,18 @@ pub async fn run(state: App, config: OtlpConfig, mut stop: watch::Receiver<bool>
         if *stop.borrow() {
             return;
         }
-        let wait = match export_page(&state, &config, &client, &holder, &filter).await {
+        // Committed and visible up to the published head: a short page covers the log to it.
+        let head_seen = *head.borrow_and_update();
+        let wait = match export_page(&state, &config, &client, &holder, &filter, head_seen).await {
             Ok(true) => {
                 backoff = Duration::from_secs(1);
                 continue;
             }
             // Nothing new, or another instance holds the lease: wait for the log to move.
-            Ok(false) => Duration::from_millis(500),
+            Ok(false) => {
+                backoff = Duration::from_secs(1);
+                Duration::from_millis(500)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, retry_in = ?backoff, "OTLP export failed; the page is sent again");
                 let wait = backoff;
@@ -166,20 +171,30 @@ pub async fn run(state: App, config: OtlpConfig, mut stop: watch::Receiver<bool>
     }
 }
 
-/// Send the next page; Ok(true) when one was sent (more may follow at once).
+/// Send the next page; Ok(true) when one was sent and more may follow at once. A page that
+/// comes back short moves the checkpoint to `head_seen`, so a log without run ends is not
+/// scanned again from the last one at every pass.
 async fn export_page(
     state: &App,
     config: &OtlpConfig,
     client: &reqwest::Client,
     holder: &str,
     filter: &EventFilter,
+    head_seen: i64,
 ) -> Result<bool, ExportError> {
     if !hold_lease(state, holder).await? {
         return Ok(false);
     }
     let from = checkpoint::load(&state.db, NAME).await?;
     let ends = state.store.read_all(from, filter, PAGE).await?;
-    let Some(last) = ends.last().map(|e| e.position) else { return Ok(false) };
+    let complete = ends.len() < PAGE;
+    let Some(last) = ends.last().map(|e| e.position) else {
+        if head_seen > from {
+            // Nothing was sent below it: losing this save costs a scan, never a span twice.
+            checkpoint::save_replayable(&state.db, NAME, head_seen).await?;
+        }
+        return Ok(false);
+    };
     let mut spans = Vec::new();
     for end in &ends {
         spans.extend(agentlog_otel::spans_of_end(state.store.as_ref(), end).await?);
@@ -195,7 +210,8 @@ async fn export_page(
             }
         }
     }
-    checkpoint::save(&state.db, NAME, last).await?;
-    tracing::debug!(spans = count, position = last, "exported a page of runs");
-    Ok(true)
+    let reached = if complete { last.max(head_seen) } else { last };
+    checkpoint::save(&state.db, NAME, reached).await?;
+    tracing::debug!(spans = count, position = reached, "exported a page of runs");
+    Ok(!complete)
 }

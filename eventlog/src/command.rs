@@ -275,14 +275,42 @@ impl CommandHandler {
         command: &A::Command,
         ctx: &Context,
     ) -> Result<CommandOutcome<A>, CommandError> {
-        let stream_id = stream_id.to_string();
+        self.execute_from(stream_id.to_string(), None, command, ctx).await
+    }
+
+    /// [`Self::execute_stream`] on a state the caller has just loaded (to check who may act on
+    /// it): the first attempt decides on it instead of reading the stream again; a concurrent
+    /// writer is caught by the expected version, and the retry reads the stream.
+    pub async fn execute_loaded<A: Aggregate>(
+        &self,
+        loaded: Loaded<A>,
+        command: &A::Command,
+        ctx: &Context,
+    ) -> Result<CommandOutcome<A>, CommandError> {
+        self.execute_from(loaded.stream_id, Some((loaded.state, loaded.version)), command, ctx).await
+    }
+
+    async fn execute_from<A: Aggregate>(
+        &self,
+        stream_id: String,
+        mut loaded: Option<(A, i64)>,
+        command: &A::Command,
+        ctx: &Context,
+    ) -> Result<CommandOutcome<A>, CommandError> {
         let first_id = ctx.first_event_id();
         for _ in 0..self.attempts {
-            let (state, version, mut already, partial) = self.fold::<A>(&stream_id, Some(first_id)).await?;
-            if !already && partial {
-                // The fold did not see the events before its start: look the command up.
-                already = command_seen(&*self.store, ctx).await?;
-            }
+            let (state, version, already) = match loaded.take() {
+                // Loaded without looking for this command's events: look it up.
+                Some((state, version)) => (state, version, command_seen(&*self.store, ctx).await?),
+                None => {
+                    let (state, version, mut already, partial) = self.fold::<A>(&stream_id, Some(first_id)).await?;
+                    if !already && partial {
+                        // The fold did not see the events before its start: look the command up.
+                        already = command_seen(&*self.store, ctx).await?;
+                    }
+                    (state, version, already)
+                }
+            };
             if already {
                 // Answer with where the first attempt's events landed, as it would have.
                 let appended = applied_command(&*self.store, ctx).await?.unwrap_or_default();

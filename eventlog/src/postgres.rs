@@ -161,8 +161,11 @@ async fn load_state(
     let mut stored = HashMap::new();
     let mut versions = HashMap::new();
     let rows = sqlx::query(
-        "SELECT 0, stream_id, MAX(stream_version), NULL::uuid, NULL::int8, NULL::text, NULL::int4, NULL::jsonb, \
-         NULL::jsonb FROM events WHERE stream_id = ANY($1) GROUP BY stream_id \
+        // Each stream's last version by one backward step of its (stream_id, stream_version)
+        // index: `MAX(…) … GROUP BY` would read every version of the streams, under the lock.
+        "SELECT 0, s.id, v.stream_version, NULL::uuid, NULL::int8, NULL::text, NULL::int4, NULL::jsonb, \
+         NULL::jsonb FROM UNNEST($1::text[]) AS s(id) CROSS JOIN LATERAL (SELECT stream_version FROM events \
+         WHERE stream_id = s.id ORDER BY stream_version DESC LIMIT 1) AS v \
          UNION ALL SELECT 1, stream_id, stream_version, event_id, position, event_type, schema_version, payload, \
          metadata FROM events WHERE event_id = ANY($2)",
     )

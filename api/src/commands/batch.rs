@@ -75,9 +75,14 @@ impl Commands<'_> {
         let ctx = self.context(&owner, actor, request_id)?.with_lease_token(Some(lease_token));
         let run = budgets::run_scope(&loaded.state);
         let has_steps = items.iter().any(|i| matches!(i, BatchItem::Operation(OperationCommand::RecordStep(_))));
-        let standings = match (&run, has_steps) {
-            (Some(run), true) => budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?),
+        // Read once: the check before the steps and the warning after them use the same budgets.
+        let rows = match (&run, has_steps) {
+            (Some(run), true) => budgets::of_run(self.state, run).await?,
             _ => Vec::new(),
+        };
+        let standings = match &run {
+            Some(run) => budgets::facts(&budgets::standings_among(self.state, run, &rows, ctx.now, true).await?),
+            None => Vec::new(),
         };
         let results = self
             .state
@@ -99,10 +104,10 @@ impl Commands<'_> {
             state = stopped.state;
         }
         self.state.settle(position).await;
-        if let Some(run) = &run
-            && has_steps
+        if has_steps
             && position > 0
-            && let Err(e) = budgets::warn(self.state, run, ctx.now).await
+            && !rows.is_empty()
+            && let Err(e) = budgets::warn(self.state, &rows, ctx.now).await
         {
             // The steps are recorded; the next step tries the warning again.
             tracing::warn!(error = %e, operation = id, "a budget warning could not be written");

@@ -61,10 +61,27 @@ pub async fn standings(
     now: DateTime<Utc>,
     interrupt_only: bool,
 ) -> Result<Vec<Standing>, ApiError> {
+    standings_among(state, run, &of_run(state, run).await?, now, interrupt_only).await
+}
+
+/// The budgets a run of `run` counts against, as the read model has them now.
+pub async fn of_run(state: &App, run: &RunScope) -> Result<Vec<BudgetRow>, ApiError> {
+    Ok(budgets::budgets_of_run(&state.db, run).await?)
+}
+
+/// [`standings`] with `run`'s budgets as [`of_run`] answered them (read again, settled, when
+/// any applies).
+pub async fn standings_among(
+    state: &App,
+    run: &RunScope,
+    rows: &[BudgetRow],
+    now: DateTime<Utc>,
+    interrupt_only: bool,
+) -> Result<Vec<Standing>, ApiError> {
     let wanted = |rows: Vec<BudgetRow>| -> Vec<BudgetRow> {
         rows.into_iter().filter(|r| !interrupt_only || r.spec.action == BudgetAction::Interrupt).collect()
     };
-    if wanted(budgets::budgets_of_run(&state.db, run).await?).is_empty() {
+    if !rows.iter().any(|r| !interrupt_only || r.spec.action == BudgetAction::Interrupt) {
         return Ok(Vec::new());
     }
     let head = state.store.head_position().await?;
@@ -129,14 +146,15 @@ pub async fn check_start(state: &App, run: &RunScope, now: DateTime<Utc>) -> Res
     Ok(())
 }
 
-/// Tell the owners of `run`'s budgets whose scope is at or past the warning threshold: one
-/// brief per budget and period (its id comes from the budget and the period, and its stream is
-/// created once; the brief brings its notification), however many steps cross it, on however
-/// many instances. Called after a step was recorded and settled, so the read models include it.
-pub async fn warn(state: &App, run: &RunScope, now: DateTime<Utc>) -> Result<(), ApiError> {
-    for row in budgets::budgets_of_run(&state.db, run).await? {
+/// Tell the owners of a run's budgets (`rows`, as [`of_run`] answered them) whose scope is at
+/// or past the warning threshold: one brief per budget and period (its id comes from the budget
+/// and the period, and its stream is created once; the brief brings its notification), however
+/// many steps cross it, on however many instances. Called after a step was recorded and
+/// settled, so the spends include it.
+pub async fn warn(state: &App, rows: &[BudgetRow], now: DateTime<Utc>) -> Result<(), ApiError> {
+    for row in rows {
         let window = period_window(&row.spec, now);
-        let spent = budgets::spent(&state.db, &row, window.start).await?;
+        let spent = budgets::spent(&state.db, row, window.start).await?;
         if !row.spec.warned(spent) {
             continue;
         }

@@ -195,11 +195,16 @@ impl Commands<'_> {
         let ctx = self.context(&loaded.state.user_id, actor, request_id)?.with_lease_token(lease_token);
         let mut command = command;
         let run = budgets::run_scope(&loaded.state);
+        // Read once: the check before the step and the warning after it use the same budgets.
+        let rows = match (&command, &run) {
+            (OperationCommand::RecordStep(_), Some(run)) => budgets::of_run(self.state, run).await?,
+            _ => Vec::new(),
+        };
         if let (OperationCommand::RecordStep(step), Some(run)) = (&mut command, &run) {
-            step.budgets = budgets::facts(&budgets::standings(self.state, run, ctx.now, true).await?);
+            step.budgets = budgets::facts(&budgets::standings_among(self.state, run, &rows, ctx.now, true).await?);
         }
-        let outcome: CommandOutcome<Operation> =
-            self.state.handler.execute_stream::<Operation>(&loaded.stream_id, &command, &ctx).await?;
+        let stream_id = loaded.stream_id.clone();
+        let outcome: CommandOutcome<Operation> = self.state.handler.execute_loaded(loaded, &command, &ctx).await?;
         let mut position = outcome.last_position();
         let mut state = outcome.state;
         if let (OperationCommand::RecordStep(step), Some(run)) = (&command, &run)
@@ -207,14 +212,15 @@ impl Commands<'_> {
             && position > 0
             && !state.is_finished()
         {
-            let stopped = budgets::stop_at_limit(self.state, &loaded.stream_id, run, &ctx).await?;
+            let stopped = budgets::stop_at_limit(self.state, &stream_id, run, &ctx).await?;
             position = position.max(stopped.last_position());
             state = stopped.state;
         }
         self.state.settle(position).await;
-        if let (OperationCommand::RecordStep(_), Some(run)) = (&command, &run)
+        if let OperationCommand::RecordStep(_) = &command
             && position > 0
-            && let Err(e) = budgets::warn(self.state, run, ctx.now).await
+            && !rows.is_empty()
+            && let Err(e) = budgets::warn(self.state, &rows, ctx.now).await
         {
             // The step is recorded; the next one tries the warning again.
             tracing::warn!(error = %e, operation = id, "a budget warning could not be written");

@@ -21,18 +21,23 @@ pub async fn follow(state: App, mut after: i64, mut stop: watch::Receiver<bool>)
         if *stop.borrow() {
             return;
         }
-        let moved = match measure_page(&state, &filter, after).await {
+        // Every event at or below the published head is committed and visible, so a page
+        // that comes back short has covered the log up to it: the next read starts there,
+        // not at the last run end (a log without run ends would be scanned again and again).
+        let head_seen = *head.borrow_and_update();
+        let more = match measure_page(&state, &filter, after, head_seen).await {
             Ok(next) => {
-                let moved = next > after;
+                // Read on at once only when the page stopped short of the head it was read at.
+                let more = next > after && next != head_seen;
                 after = next;
-                moved
+                more
             }
             Err(e) => {
                 tracing::warn!(error = %e, "GenAI metrics: reading the log failed; the page is read again");
                 false
             }
         };
-        if moved {
+        if more {
             continue;
         }
         tokio::select! {
@@ -43,10 +48,17 @@ pub async fn follow(state: App, mut after: i64, mut stop: watch::Receiver<bool>)
     }
 }
 
-/// Measure the run ends after `after`; answers the position reached. A run end whose spans
-/// cannot be read stops the page before it, so it is read again, never skipped nor counted twice.
-async fn measure_page(state: &App, filter: &EventFilter, after: i64) -> Result<i64, agentlog_eventlog::EventLogError> {
+/// Measure the run ends after `after`; answers the position reached: past `head_seen` when the
+/// page was not full and every run end in it was measured. A run end whose spans cannot be read
+/// stops the page before it, so it is read again, never skipped nor counted twice.
+async fn measure_page(
+    state: &App,
+    filter: &EventFilter,
+    after: i64,
+    head_seen: i64,
+) -> Result<i64, agentlog_eventlog::EventLogError> {
     let ends = state.store.read_all(after, filter, PAGE).await?;
+    let complete = ends.len() < PAGE;
     let mut reached = after;
     for end in &ends {
         match agentlog_otel::spans_of_end(state.store.as_ref(), end).await {
@@ -56,9 +68,9 @@ async fn measure_page(state: &App, filter: &EventFilter, after: i64) -> Result<i
             }
             Err(e) => {
                 tracing::warn!(error = %e, position = end.position, "GenAI metrics: reading a run failed; read again");
-                break;
+                return Ok(reached);
             }
         }
     }
-    Ok(reached)
+    Ok(if complete { reached.max(head_seen) } else { reached })
 }

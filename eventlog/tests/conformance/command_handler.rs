@@ -285,6 +285,46 @@ async fn a_retry_long_after_is_answered_from_the_log(log: TestLog) {
     assert_eq!(log.store.stream_version("operation@u1/late").await.unwrap(), head);
 }
 
+/// A command decided on a state the caller loaded: it lands without reading the stream again;
+/// when another writer moved the stream after the load, the expected version refuses the
+/// append and the retry decides on the stream as it is; a resent command is answered from the
+/// log though the loaded state already holds its events.
+async fn a_loaded_state_is_decided_on_and_a_stale_one_retried(log: TestLog) {
+    let a = CommandHandler::new(Arc::clone(&log.store));
+    let b = CommandHandler::new(Arc::clone(&log.store));
+    let (token, _) = claimed(&a, "loaded", &ctx()).await;
+    let report = || ctx().with_lease_token(Some(token.clone()));
+    let stream = "operation@u1/loaded";
+
+    let loaded = a.load_of::<Operation>("u1", "loaded").await.unwrap();
+    let v = loaded.version;
+    let out = a.execute_loaded(loaded, &step(1), &report()).await.unwrap();
+    assert_eq!((out.version, out.state.step_count), (v + 1, 1));
+
+    // Loaded, then another instance reports two steps: the decision on the stale state is
+    // refused by the log and decided again on the stream as it is.
+    let stale = a.load_of::<Operation>("u1", "loaded").await.unwrap();
+    assert_eq!(stale.version, v + 1);
+    for i in 2..4 {
+        b.execute_of::<Operation>("u1", "loaded", &step(i), &report()).await.unwrap();
+    }
+    let out = a.execute_loaded(stale, &step(4), &report()).await.unwrap();
+    assert_eq!((out.version, out.state.step_count), (v + 4, 4));
+    let events = log.store.read_stream(stream, 1, 100).await.unwrap();
+    assert_eq!(events.len() as i64, v + 4);
+    let (folded, _) = fold_recorded::<Operation>(&events, None).unwrap();
+    assert_eq!(serde_json::to_value(&folded).unwrap(), serde_json::to_value(&out.state).unwrap());
+
+    // The same command again (a resend after a lost answer), on a state that holds its event.
+    let once = report();
+    let first = a.execute_of::<Operation>("u1", "loaded", &step(5), &once).await.unwrap();
+    let loaded = a.load_of::<Operation>("u1", "loaded").await.unwrap();
+    let again = a.execute_loaded(loaded, &step(5), &once).await.unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.last_position(), first.last_position());
+    assert_eq!(log.store.stream_version(stream).await.unwrap(), v + 5, "nothing written twice");
+}
+
 /// `state_at` is the stream folded up to a version, whatever the handler holds: at the version
 /// it holds, below it (another handler, a snapshot ahead), above it (events another handler
 /// wrote), and past the stream's end.
@@ -330,5 +370,6 @@ crate::on_both_backends!(StoreOptions::default() =>
     snapshots_shortcut_long_streams_and_match_a_full_fold as command_snapshots_match_full_fold,
     a_multi_stream_decision_is_atomic as command_multi_stream_is_atomic,
     a_retried_multi_stream_command_is_applied_once as command_multi_stream_retry_is_applied_once,
-    a_state_at_a_version_is_the_fold_up_to_it as command_state_at_a_version_is_the_fold_up_to_it
+    a_state_at_a_version_is_the_fold_up_to_it as command_state_at_a_version_is_the_fold_up_to_it,
+    a_loaded_state_is_decided_on_and_a_stale_one_retried as command_loaded_state_decided_on_and_stale_retried
 );
