@@ -78,10 +78,8 @@ pub async fn standings_among(
     now: DateTime<Utc>,
     interrupt_only: bool,
 ) -> Result<Vec<Standing>, ApiError> {
-    let wanted = |rows: Vec<BudgetRow>| -> Vec<BudgetRow> {
-        rows.into_iter().filter(|r| !interrupt_only || r.spec.action == BudgetAction::Interrupt).collect()
-    };
-    if !rows.iter().any(|r| !interrupt_only || r.spec.action == BudgetAction::Interrupt) {
+    let wanted = |r: &BudgetRow| !interrupt_only || r.spec.action == BudgetAction::Interrupt;
+    if !rows.iter().any(wanted) {
         return Ok(Vec::new());
     }
     let head = state.store.head_position().await?;
@@ -94,7 +92,7 @@ pub async fn standings_among(
         return Err(ApiError::Behind { position: head, reached: state.runner.position() });
     }
     let mut out = Vec::new();
-    for row in wanted(budgets::budgets_of_run(&state.db, run).await?) {
+    for row in budgets::budgets_of_run(&state.db, run).await?.into_iter().filter(wanted) {
         let window = period_window(&row.spec, now);
         let spent = budgets::spent(&state.db, &row, window.start).await?;
         out.push(Standing { standing: BudgetStanding { spec: row.spec.clone(), spent }, row, window });
