@@ -69,6 +69,18 @@ async fn a_retried_command_is_applied_once(log: TestLog) {
     assert_eq!(retry.last_position(), first.last_position());
     assert!(retry.appended.iter().all(|a| a.duplicate));
     assert_eq!(log.store.stream_version("brief@u1/b2").await.unwrap(), 1);
+    // A command that decides nothing once applied (marking read a brief that is read), resent:
+    // answered with where its event landed, not as a command that changed nothing.
+    let read = ctx();
+    let first = h.execute_of::<Brief>("u1", "b2", &BriefCommand::MarkRead, &read).await.unwrap();
+    assert!(!first.replayed && first.last_position() > 0);
+    let retry = h.execute_of::<Brief>("u1", "b2", &BriefCommand::MarkRead, &read).await.unwrap();
+    assert!(retry.replayed);
+    assert_eq!(retry.last_position(), first.last_position());
+    // Another command marking it read decides nothing and appends nothing.
+    let other = h.execute_of::<Brief>("u1", "b2", &BriefCommand::MarkRead, &ctx()).await.unwrap();
+    assert!(!other.replayed && other.appended.is_empty());
+    assert_eq!(log.store.stream_version("brief@u1/b2").await.unwrap(), 2);
 }
 
 /// Create briefs `a` and `b` in one decision under `c`.
