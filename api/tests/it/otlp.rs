@@ -1,7 +1,7 @@
 //! Runs go out as OpenTelemetry GenAI traces (`serve --otlp-endpoint`), received by a real
 //! OTLP/HTTP endpoint in the test that decodes the protobuf with `opentelemetry-proto`: the span
 //! tree and its attributes, nothing lost while the collector is down, nothing sent twice after
-//! a restart.
+//! a restart, and a log without run ends passed over once, not read again at every pass.
 
 use std::{
     collections::HashMap,
@@ -259,3 +259,24 @@ async fn two_instances_export_each_run_once(db: Db) {
 }
 
 both!(two_instances_export_each_run_once as two_instances_export_each_run_once);
+
+/// Events that end no run still move the exporter on: its checkpoint reaches the head it read
+/// at, so the next pass reads from there, not again from the last run end (or the start).
+async fn the_exporter_moves_past_events_that_end_no_run(db: Db) {
+    let (collector, endpoint) = Collector::start().await;
+    let s = Server::start_with(db, &["--otlp-endpoint", &endpoint]).await;
+    let t = s.user_token("alice").await;
+    // A run that stays open: its steps end no run, so nothing is exported for them.
+    s.data(Some(&t), START, json!({"i": {"operationId": "open", "kind": "CONVERSATION", "agentId": "inbox"}})).await;
+    let lt = s.claim(&t, "open", "w").await;
+    let mut head = 0;
+    for _ in 0..5 {
+        let d = s.data(Some(&t), STEP, json!({"id": "open", "lt": lt, "u": {"inputTokens": 1}})).await;
+        head = d["reportStep"]["position"].as_i64().expect("a position");
+    }
+    exported_up_to(&s, head).await;
+    assert!(collector.spans().is_empty(), "no run ended, no span sent");
+    s.stop();
+}
+
+both!(the_exporter_moves_past_events_that_end_no_run as the_exporter_moves_past_events_that_end_no_run);
