@@ -18,10 +18,6 @@ pub struct Metrics {
     pub graphql_requests: AtomicU64,
     /// GraphQL operations that returned errors.
     pub graphql_errors: AtomicU64,
-    /// Appends made by commands.
-    pub appends: AtomicU64,
-    /// Commands refused or retried because of a concurrent writer.
-    pub conflicts: AtomicU64,
     /// Open subscriptions.
     pub subscribers: AtomicI64,
     /// Reactor commands the domain refused, recorded by this instance, by (reactor, code).
@@ -39,6 +35,8 @@ pub struct Gauges {
     pub projection_position: i64,
     /// Projections that failed.
     pub failed_projections: usize,
+    /// What the command handler did (appends, conflicts, commands decided on cached states).
+    pub commands: agentlog_eventlog::CommandCounts,
     /// SQLite: the background WAL checkpointer's passes, frames copied back and failed passes.
     pub wal_checkpoints: Option<(u64, u64, u64)>,
 }
@@ -84,14 +82,14 @@ impl Metrics {
         line(
             "agentlog_appends_total",
             "counter",
-            "Appends made by commands.",
-            self.appends.load(Ordering::Relaxed).to_string(),
+            "Appends that wrote a command's events (a resend answered from the log is not one).",
+            g.commands.appends.to_string(),
         );
         line(
             "agentlog_conflicts_total",
             "counter",
-            "Commands that met a concurrent writer.",
-            self.conflicts.load(Ordering::Relaxed).to_string(),
+            "Command attempts refused because another writer had moved the stream (then decided again).",
+            g.commands.conflicts.to_string(),
         );
         line(
             "agentlog_subscribers",
@@ -138,6 +136,16 @@ impl Metrics {
                 failures.to_string(),
             );
         }
+        out.push_str(
+            "# HELP agentlog_cached_state_commands_total Commands tried on a cached state without reading the \
+             log: appended, or reloaded (run again on the stream as stored).\n\
+             # TYPE agentlog_cached_state_commands_total counter\n",
+        );
+        out.push_str(&format!(
+            "agentlog_cached_state_commands_total{{outcome=\"appended\"}} {}\n\
+             agentlog_cached_state_commands_total{{outcome=\"reloaded\"}} {}\n",
+            g.commands.on_cache, g.commands.reloaded
+        ));
         out.push_str(
             "# HELP agentlog_reactor_refusals_total Reactor commands the domain refused (each recorded as reactor.command_refused).\n\
              # TYPE agentlog_reactor_refusals_total counter\n",

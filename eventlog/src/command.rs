@@ -17,6 +17,9 @@
 //! after it; a stream it has not seen lately starts from its snapshot: every [`SNAPSHOT_EVERY`]
 //! events the handler stores the folded state in `snapshots`. Both are caches: one that is
 //! missing, stale or does not decode is ignored, and the events after it always come from the log.
+//! [`CommandHandler::execute_cached`] goes one step further for a stream this handler wrote
+//! last: it decides on the cached state with no read at all, and the append's expected version
+//! tells whether that state was still the stream's.
 //!
 //! A retry decides again with the same [`Context`] — same command id, so same event ids. If an
 //! earlier attempt did commit (its answer was lost), the log already holds the command's first
@@ -40,6 +43,7 @@ use sqlx::Row;
 use crate::{
     append::{AppendResult, ExpectedVersion, StreamAppend},
     applied::{applied_command, command_seen},
+    command_counts::{CommandCounts, Counters},
     error::EventLogError,
     state_cache::{DEFAULT_CAPACITY, StateCache},
     store::{DatabasePool, EventStore},
@@ -117,12 +121,18 @@ pub struct CommandHandler {
     store: Arc<dyn EventStore>,
     attempts: u32,
     cache: Arc<StateCache>,
+    counters: Arc<Counters>,
 }
 
 impl CommandHandler {
     /// A handler over `store`.
     pub fn new(store: Arc<dyn EventStore>) -> Self {
-        Self { store, attempts: DEFAULT_ATTEMPTS, cache: Arc::new(StateCache::new(DEFAULT_CAPACITY)) }
+        Self {
+            store,
+            attempts: DEFAULT_ATTEMPTS,
+            cache: Arc::new(StateCache::new(DEFAULT_CAPACITY)),
+            counters: Arc::default(),
+        }
     }
 
     /// The same handler keeping the state of about `streams` recently used streams in memory
@@ -141,6 +151,11 @@ impl CommandHandler {
     /// The store.
     pub fn store(&self) -> &Arc<dyn EventStore> {
         &self.store
+    }
+
+    /// What this handler (and its clones) did so far.
+    pub fn counts(&self) -> CommandCounts {
+        self.counters.read()
     }
 
     /// Load aggregate `A`'s instance `id` (a kind whose ids are global).
@@ -325,25 +340,90 @@ impl CommandHandler {
             }
             let stamped = stamp(&state, &events, ctx);
             match self.store.append(&stream_id, ExpectedVersion::from_version(version), stamped).await {
-                Ok(result) => {
-                    let new_state = events.iter().fold(state, |s, e| s.evolve(e));
-                    let new_version = result.stream_version;
-                    if !result.duplicate {
-                        self.cache.put(&stream_id, &new_state, new_version);
-                    }
-                    self.maybe_snapshot(&stream_id, &new_state, version, new_version).await;
-                    return Ok(CommandOutcome {
-                        state: new_state,
-                        version: new_version,
-                        replayed: result.duplicate,
-                        appended: vec![result],
-                    });
-                }
-                Err(e) if e.is_conflict() => continue,
+                Ok(result) => return Ok(self.landed(&stream_id, state, version, &events, result).await),
+                Err(e) if e.is_conflict() => self.counters.conflicted(),
                 Err(e) => return Err(e.into()),
             }
         }
         Err(CommandError::Contended { stream_id, attempts: self.attempts })
+    }
+
+    /// The state this handler keeps for stream `stream_id` (see [`crate::state_cache`]), as
+    /// [`Self::execute_cached`] takes it; `None` when it keeps none. The state may trail the
+    /// stream: another instance may have appended since.
+    pub fn cached<A: Aggregate>(&self, stream_id: &str) -> Option<Loaded<A>> {
+        let (state, version) = self.cache.get::<A>(stream_id)?;
+        Some(Loaded { state, version, stream_id: stream_id.to_string() })
+    }
+
+    /// [`Self::cached`] for `owner`'s instance `id` of `A`, when its stream is the one
+    /// [`Self::stream_of`] names without reading the log (the owned stream, or a kind's only one).
+    pub fn cached_of<A: Aggregate>(&self, owner: &str, id: &str) -> Option<Loaded<A>> {
+        let stream_id = if A::KIND.per_owner() && !A::shared_id(id) {
+            A::KIND.owned_stream_id(owner, id)
+        } else {
+            A::stream_id(id)
+        };
+        self.cached::<A>(&stream_id)
+    }
+
+    /// Run `command` on a state from [`Self::cached`] without reading anything first: the
+    /// append's expected version is what proves the state current, and the command's first
+    /// event id, stored or not, whether it is new. A run's steps, one request each, need no
+    /// read of the log this way. Answers `None`, having written nothing, where that proof is
+    /// not to be had: the domain refused or decided nothing (on a state that may be stale), the
+    /// stream had moved, the command's ids are already in the log (a resend), or the first
+    /// event's id comes from an idempotency key. The caller then loads the stream and runs the
+    /// command as usual ([`Self::execute_loaded`]), which answers each of those cases.
+    pub async fn execute_cached<A: Aggregate>(
+        &self,
+        loaded: Loaded<A>,
+        command: &A::Command,
+        ctx: &Context,
+    ) -> Result<Option<CommandOutcome<A>>, CommandError> {
+        let Loaded { state, version, stream_id } = loaded;
+        let decided = state.decide(command, ctx).ok().filter(|_| version > 0);
+        let Some(events) = decided else {
+            self.counters.cached(false);
+            return Ok(None);
+        };
+        let stamped = stamp(&state, &events, ctx);
+        if stamped.first().is_none_or(|e| e.event_id != ctx.first_event_id()) {
+            self.counters.cached(false);
+            return Ok(None);
+        }
+        let outcome = match self.store.append(&stream_id, ExpectedVersion::from_version(version), stamped).await {
+            Ok(result) if !result.duplicate => Some(self.landed(&stream_id, state, version, &events, result).await),
+            Ok(_) => None,
+            Err(e) if e.is_conflict() => {
+                self.counters.conflicted();
+                None
+            }
+            Err(EventLogError::IdempotencyConflict { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        self.counters.cached(outcome.is_some());
+        Ok(outcome)
+    }
+
+    /// The outcome of `events`, decided on `state` at `version`, appended as `result`; the new
+    /// state is cached (unless the append was a duplicate) and snapshotted when due.
+    async fn landed<A: Aggregate>(
+        &self,
+        stream_id: &str,
+        state: A,
+        version: i64,
+        events: &[A::Event],
+        result: AppendResult,
+    ) -> CommandOutcome<A> {
+        let new_state = events.iter().fold(state, |s, e| s.evolve(e));
+        let new_version = result.stream_version;
+        if !result.duplicate {
+            self.counters.appended();
+            self.cache.put(stream_id, &new_state, new_version);
+        }
+        self.maybe_snapshot(stream_id, &new_state, version, new_version).await;
+        CommandOutcome { state: new_state, version: new_version, replayed: result.duplicate, appended: vec![result] }
     }
 
     /// Run a decision that writes several streams atomically. `decide` loads what it needs
@@ -380,8 +460,13 @@ impl CommandHandler {
                 .map(|(w, v)| StreamAppend::new(w.stream_id, ExpectedVersion::from_version(v), w.events))
                 .collect();
             match self.store.append_multi(appends).await {
-                Ok(results) => return Ok(results),
-                Err(e) if e.is_conflict() => continue,
+                Ok(results) => {
+                    if !results.iter().any(|r| r.duplicate) {
+                        self.counters.appended();
+                    }
+                    return Ok(results);
+                }
+                Err(e) if e.is_conflict() => self.counters.conflicted(),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -425,8 +510,13 @@ impl CommandHandler {
                 .collect();
             appends.extend(guards);
             match self.store.append_multi(appends).await {
-                Ok(results) => return Ok(results.into_iter().filter(|r| !r.positions.is_empty()).collect()),
-                Err(e) if e.is_conflict() => continue,
+                Ok(results) => {
+                    if !results.iter().any(|r| r.duplicate) {
+                        self.counters.appended();
+                    }
+                    return Ok(results.into_iter().filter(|r| !r.positions.is_empty()).collect());
+                }
+                Err(e) if e.is_conflict() => self.counters.conflicted(),
                 Err(e) => return Err(e.into()),
             }
         }

@@ -3,10 +3,11 @@
 //! A command on a busy stream (a run reporting hundreds of steps) would otherwise fold the
 //! stream again from its last snapshot each time: decode the snapshot and up to
 //! [`crate::SNAPSHOT_EVERY`] events. With the cached state at version `v` the handler reads only
-//! the events after `v`, usually none. The cache is never the truth: the events after `v` are
-//! always read from the log, so a state cached on one instance stays right when another
-//! instance appends to the same stream, and an entry only ever holds a state folded from
-//! committed events.
+//! the events after `v`, usually none — or, deciding on the cached state itself
+//! ([`crate::CommandHandler::execute_cached`]), nothing. The cache is never the truth: a load
+//! reads the events after `v` from the log, and a decision on the cached state is appended with
+//! `v` expected, so a state cached on one instance stays right when another instance appends
+//! to the same stream; an entry only ever holds a state folded from committed events.
 //!
 //! Bounded by two generations: entries go into the current map; when it holds `capacity / 2`
 //! the current map becomes the previous one and the old previous one is dropped. A hit in the

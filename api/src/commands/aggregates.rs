@@ -85,15 +85,24 @@ impl Commands<'_> {
     pub async fn load_owned<A: Owned>(&self, id: &str) -> Result<Loaded<A>, ApiError> {
         check_id(A::WHAT, id)?;
         let loaded = self.state.handler.load_of::<A>(self.namespace(), id).await?;
-        match loaded.state.owner() {
-            Some(owner)
-                if self.caller.may_see(owner)
-                    && (!A::KIND.per_owner() || A::shared_id(id) || owner == self.namespace()) =>
-            {
-                Ok(loaded)
-            }
-            _ => Err(ApiError::not_found(A::WHAT, id)),
-        }
+        if self.may_act_on(&loaded.state, id) { Ok(loaded) } else { Err(ApiError::not_found(A::WHAT, id)) }
+    }
+
+    /// [`Self::load_owned`] from the handler's cache, without reading the log (for
+    /// [`agentlog_eventlog::CommandHandler::execute_cached`]): `None` when nothing is cached or
+    /// the cached state is not one the caller may act on (the log then answers). An owner
+    /// never changes, so a cached state that may trail its stream still tells whose it is.
+    pub fn cached_owned<A: Owned>(&self, id: &str) -> Option<Loaded<A>> {
+        check_id(A::WHAT, id).ok()?;
+        let loaded = self.state.handler.cached_of::<A>(self.namespace(), id)?;
+        self.may_act_on(&loaded.state, id).then_some(loaded)
+    }
+
+    /// May the caller act on `state`, instance `id` named in [`Commands::namespace`]?
+    fn may_act_on<A: Owned>(&self, state: &A, id: &str) -> bool {
+        state.owner().is_some_and(|owner| {
+            self.caller.may_see(owner) && (!A::KIND.per_owner() || A::shared_id(id) || owner == self.namespace())
+        })
     }
 
     /// Create aggregate `id` for `owner` (the caller unless an admin names another user). For

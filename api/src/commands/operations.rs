@@ -14,7 +14,7 @@ use agentlog_domain::{
 use agentlog_eventlog::{AppendResult, CommandError, CommandOutcome, Loaded};
 use chrono::{DateTime, Utc};
 
-use agentlog_projections::budgets::RunScope;
+use agentlog_projections::budgets::{BudgetRow, RunScope};
 
 use super::budgets;
 use crate::commands::caller::Commands;
@@ -38,6 +38,15 @@ pub struct OperationResult {
     pub state: Operation,
     /// Position of its last event (0 when it decided nothing).
     pub position: i64,
+}
+
+/// A command on an operation, ready to run: what [`Commands::prepare_on_operation`] worked out.
+struct OnOperation {
+    stream_id: String,
+    ctx: Context,
+    command: OperationCommand,
+    run: Option<RunScope>,
+    rows: Vec<BudgetRow>,
 }
 
 impl Commands<'_> {
@@ -185,7 +194,41 @@ impl Commands<'_> {
         lease_token: Option<String>,
         request_id: Option<&str>,
     ) -> Result<(OperationResult, Context), ApiError> {
+        // A worker reporting step after step through this instance finds its run cached: the
+        // step is decided on it with no read of the log (the append's expected version proves
+        // it current). Anything that proof cannot settle is run again on the stream as stored.
+        // Each half boxed: both inline would make this future (and a debug build's stack) twice
+        // as large.
+        if let Some(loaded) = self.cached_owned::<Operation>(id) {
+            let on = Box::pin(self.prepare_on_operation(
+                &loaded,
+                command.clone(),
+                actor.clone(),
+                lease_token.clone(),
+                request_id,
+            ))
+            .await?;
+            if let Some(outcome) = Box::pin(self.state.handler.execute_cached(loaded, &on.command, &on.ctx)).await? {
+                return Box::pin(self.finish_on_operation(id, on, outcome)).await;
+            }
+        }
         let loaded = self.load_operation(id).await?;
+        let on = Box::pin(self.prepare_on_operation(&loaded, command, actor, lease_token, request_id)).await?;
+        let outcome = Box::pin(self.state.handler.execute_loaded(loaded, &on.command, &on.ctx)).await?;
+        Box::pin(self.finish_on_operation(id, on, outcome)).await
+    }
+
+    /// The context a command on `loaded` runs in (its actor: the caller's, or the lease's
+    /// worker when a lease token is presented), and the command with the budgets a step must
+    /// respect.
+    async fn prepare_on_operation(
+        &self,
+        loaded: &Loaded<Operation>,
+        mut command: OperationCommand,
+        actor: Option<Actor>,
+        lease_token: Option<String>,
+        request_id: Option<&str>,
+    ) -> Result<OnOperation, ApiError> {
         let actor = actor
             .or_else(|| {
                 let lease = loaded.state.lease.as_ref();
@@ -193,7 +236,6 @@ impl Commands<'_> {
             })
             .unwrap_or_else(|| self.user_actor());
         let ctx = self.context(&loaded.state.user_id, actor, request_id)?.with_lease_token(lease_token);
-        let mut command = command;
         let run = budgets::run_scope(&loaded.state);
         // Read once: the check before the step and the warning after it use the same budgets.
         let rows = match (&command, &run) {
@@ -203,8 +245,18 @@ impl Commands<'_> {
         if let (OperationCommand::RecordStep(step), Some(run)) = (&mut command, &run) {
             step.budgets = budgets::facts(&budgets::standings_among(self.state, run, &rows, ctx.now, true).await?);
         }
-        let stream_id = loaded.stream_id.clone();
-        let outcome: CommandOutcome<Operation> = self.state.handler.execute_loaded(loaded, &command, &ctx).await?;
+        Ok(OnOperation { stream_id: loaded.stream_id.clone(), ctx, command, run, rows })
+    }
+
+    /// After a command on an operation: stop the run at a budget's limit, wait for the read
+    /// models, warn of budgets nearing theirs.
+    async fn finish_on_operation(
+        &self,
+        id: &str,
+        on: OnOperation,
+        outcome: CommandOutcome<Operation>,
+    ) -> Result<(OperationResult, Context), ApiError> {
+        let OnOperation { stream_id, ctx, command, run, rows } = on;
         let mut position = outcome.last_position();
         let mut state = outcome.state;
         if let (OperationCommand::RecordStep(step), Some(run)) = (&command, &run)

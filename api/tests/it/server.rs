@@ -5,7 +5,7 @@ use crate::support;
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use support::{Db, Server, Ws, error_code};
+use support::{Db, ON_CACHE, RELOADED, Server, Ws, error_code, verify_read_models};
 
 const START: &str = "mutation($input: StartOperationInput!) { startOperation(input: $input) { position operation { id status kind } } }";
 const CLAIM: &str = "mutation($id: String!) { claimOperation(id: $id, workerId: \"w1\", leaseSecs: 3600) { operation { status leaseWorkerId } lease { token workerId expiresAt } } }";
@@ -41,6 +41,33 @@ async fn health_ready_and_metrics(db: Db) {
     assert!(page.text().await.unwrap_or_default().contains("graphiql"), "GraphiQL page for a browser");
     assert!(!s.admin_token.is_empty(), "first start wrote an admin token");
     s.stop();
+}
+
+/// A worker reporting step after step through one instance: each step is decided on the run
+/// the instance holds in memory and appended with no read of the log (the append's expected
+/// version proves it current), and answers as a step decided on the stream would. A report the
+/// domain refuses on that state is decided again on the stream, which gives the refusal.
+async fn steps_are_decided_on_the_instances_cached_run(db: Db) {
+    let s = Server::start(db).await;
+    let t = s.admin_token.clone();
+    s.data(Some(&t), START, start_input("cached")).await;
+    let claimed = s.data(Some(&t), CLAIM, json!({"id": "cached"})).await;
+    let lease = claimed["claimOperation"]["lease"]["token"].as_str().unwrap().to_string();
+    let (on_cache, reloaded) = (s.metric(ON_CACHE).await, s.metric(RELOADED).await);
+    for n in 1..=5 {
+        let d = s.data(Some(&t), STEP, json!({"id": "cached", "lt": lease, "n": 10})).await;
+        assert_eq!(d["reportStep"]["operation"]["stepCount"], json!(n), "{d}");
+        assert_eq!(d["reportStep"]["operation"]["inputTokens"], json!(10 * n), "{d}");
+    }
+    assert_eq!(s.metric(ON_CACHE).await - on_cache, 5, "every step on the cached run");
+    assert_eq!(s.metric(RELOADED).await, reloaded);
+
+    let wrong = s.gql(Some(&t), STEP, json!({"id": "cached", "lt": "al_not-this-lease", "n": 1})).await;
+    assert_eq!(error_code(&wrong).as_deref(), Some("CONFLICT"), "{wrong}");
+    assert_eq!(s.metric(RELOADED).await - reloaded, 1, "refused on the cached state, then on the stream");
+    let d = s.data(Some(&t), "{ operation(id: \"cached\") { stepCount inputTokens } }", json!({})).await;
+    assert_eq!(d["operation"], json!({"stepCount": 5, "inputTokens": 50}), "the refused report wrote nothing");
+    verify_read_models(&s.stop()).await;
 }
 
 async fn unauthenticated_and_hostile_requests_write_nothing(db: Db) {
@@ -322,6 +349,7 @@ async fn legacy_ws(db: Db) {
 
 both!(
     health_ready_and_metrics as server_health_ready_metrics,
+    steps_are_decided_on_the_instances_cached_run as server_steps_decided_on_cached_run,
     unauthenticated_and_hostile_requests_write_nothing as server_refuses_bad_requests,
     an_operation_runs_end_to_end_and_stays_private as server_operation_lifecycle_and_isolation,
     cancel_cascades_to_every_unfinished_descendant as server_cancel_cascades,

@@ -19,6 +19,7 @@ use agentlog_api::{
     reactors::notification_retention::slot_of,
     state::ApiLimits,
 };
+use agentlog_eventlog::CommandCounts;
 use async_graphql::parser::types::ExecutableDocument;
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use chrono::DateTime;
@@ -70,10 +71,19 @@ fn two_users_topics_of_one_id_stream_apart_and_oversized_deltas_are_refused() {
 #[test]
 fn renders_counters_and_lag() {
     let m = Metrics::default();
-    Metrics::inc(&m.appends);
-    let text =
-        m.render(Gauges { head_position: 10, projection_position: 7, failed_projections: 0, wal_checkpoints: None });
-    assert!(text.contains("agentlog_appends_total 1\n"));
+    Metrics::inc(&m.http_requests);
+    let commands = CommandCounts { appends: 5, conflicts: 1, on_cache: 3, reloaded: 2 };
+    let text = m.render(Gauges {
+        head_position: 10,
+        projection_position: 7,
+        failed_projections: 0,
+        commands,
+        wal_checkpoints: None,
+    });
+    assert!(text.contains("agentlog_http_requests_total 1\n"));
+    assert!(text.contains("agentlog_appends_total 5\n") && text.contains("agentlog_conflicts_total 1\n"));
+    assert!(text.contains("agentlog_cached_state_commands_total{outcome=\"appended\"} 3\n"), "{text}");
+    assert!(text.contains("agentlog_cached_state_commands_total{outcome=\"reloaded\"} 2\n"), "{text}");
     assert!(text.contains("agentlog_projection_lag_events 3\n"));
     assert!(text.contains("# TYPE agentlog_subscribers gauge"));
 }

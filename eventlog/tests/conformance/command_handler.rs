@@ -337,6 +337,65 @@ async fn a_loaded_state_is_decided_on_and_a_stale_one_retried(log: TestLog) {
     assert_eq!(log.store.stream_version(stream).await.unwrap(), v + 5, "nothing written twice");
 }
 
+/// A command on a cached state is decided on and appended with no read of the log when the
+/// state is current; otherwise it is handed back (`None`) having written nothing — another
+/// handler moved the stream, the command was already applied (a resend deciding the same
+/// events, or different ones under the same ids), the domain refused it — and the stream as
+/// stored answers it. The counters say which.
+async fn a_cached_state_is_decided_on_or_handed_back(log: TestLog) {
+    let a = CommandHandler::new(Arc::clone(&log.store));
+    let b = CommandHandler::new(Arc::clone(&log.store));
+    let (token, _) = claimed(&a, "cached", &ctx()).await;
+    let report = || ctx().with_lease_token(Some(token.clone()));
+    let stream = "operation@u1/cached";
+    let version = || async { log.store.stream_version(stream).await.unwrap() };
+    assert!(b.cached_of::<Operation>("u1", "cached").is_none(), "b never saw the stream");
+
+    let cached = a.cached_of::<Operation>("u1", "cached").expect("the claim's state, cached");
+    let v = cached.version;
+    let out = a.execute_cached(cached, &step(1), &report()).await.unwrap().expect("current: appended");
+    assert_eq!((out.version, out.state.step_count, out.replayed), (v + 1, 1, false));
+    assert_eq!(a.cached_of::<Operation>("u1", "cached").map(|l| l.version), Some(v + 1), "the new state cached");
+    assert_eq!((a.counts().on_cache, a.counts().reloaded), (1, 0));
+
+    // Another handler reports a step: a's state trails, and the append says so.
+    b.execute_of::<Operation>("u1", "cached", &step(2), &report()).await.unwrap();
+    let stale = a.cached_of::<Operation>("u1", "cached").unwrap();
+    assert_eq!(stale.version, v + 1);
+    let conflicts = a.counts().conflicts;
+    assert!(a.execute_cached(stale, &step(3), &report()).await.unwrap().is_none(), "stale: handed back");
+    assert_eq!(version().await, v + 2, "nothing written");
+    assert_eq!((a.counts().reloaded, a.counts().conflicts), (1, conflicts + 1));
+
+    // A resend after a lost answer, on the state before its first attempt (the same events)
+    // and on the state after it (another step under the same ids): handed back both times.
+    let once = report();
+    let before = a.load_of::<Operation>("u1", "cached").await.unwrap();
+    let first = a.execute_cached(before.clone(), &step(4), &once).await.unwrap().expect("appended");
+    assert!(a.execute_cached(before, &step(4), &once).await.unwrap().is_none(), "the same events: handed back");
+    let after = a.cached_of::<Operation>("u1", "cached").unwrap();
+    assert!(a.execute_cached(after, &step(4), &once).await.unwrap().is_none(), "other events, same ids: handed back");
+    assert_eq!(version().await, v + 3, "nothing written twice");
+    let loaded = a.load_of::<Operation>("u1", "cached").await.unwrap();
+    let again = a.execute_loaded(loaded, &step(4), &once).await.unwrap();
+    assert!(again.replayed, "the stream as stored answers the resend");
+    assert_eq!(again.last_position(), first.last_position());
+
+    // Refused on a cached state: not final (the state may trail), handed back.
+    let wrong = ctx().with_lease_token(Some("not-the-lease-token".into()));
+    let cached = a.cached_of::<Operation>("u1", "cached").unwrap();
+    assert!(a.execute_cached(cached, &step(5), &wrong).await.unwrap().is_none());
+    let loaded = a.load_of::<Operation>("u1", "cached").await.unwrap();
+    let refused = a.execute_loaded(loaded, &step(5), &wrong).await.unwrap_err();
+    assert!(matches!(refused, CommandError::Domain(DomainError::LeaseToken { .. })), "{refused}");
+    assert_eq!(version().await, v + 3, "nothing written");
+    let counts = a.counts();
+    assert_eq!((counts.on_cache, counts.reloaded), (2, 4), "{counts:?}");
+    let events = log.store.read_stream(stream, 1, 100).await.unwrap();
+    let (folded, _) = fold_recorded::<Operation>(&events, None).unwrap();
+    assert_eq!(folded.step_count, 3);
+}
+
 /// `state_at` is the stream folded up to a version, whatever the handler holds: at the version
 /// it holds, below it (another handler, a snapshot ahead), above it (events another handler
 /// wrote), and past the stream's end.
@@ -383,5 +442,6 @@ crate::on_both_backends!(StoreOptions::default() =>
     a_multi_stream_decision_is_atomic as command_multi_stream_is_atomic,
     a_retried_multi_stream_command_is_applied_once as command_multi_stream_retry_is_applied_once,
     a_state_at_a_version_is_the_fold_up_to_it as command_state_at_a_version_is_the_fold_up_to_it,
-    a_loaded_state_is_decided_on_and_a_stale_one_retried as command_loaded_state_decided_on_and_stale_retried
+    a_loaded_state_is_decided_on_and_a_stale_one_retried as command_loaded_state_decided_on_and_stale_retried,
+    a_cached_state_is_decided_on_or_handed_back as command_cached_state_decided_on_or_handed_back
 );

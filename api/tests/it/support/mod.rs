@@ -186,6 +186,15 @@ impl Server {
         (resp.status().as_u16(), resp.text().await.unwrap_or_default())
     }
 
+    /// A sample from `/metrics`, by its name and labels as printed (0 when absent).
+    pub async fn metric(&self, sample: &str) -> u64 {
+        let (_, body) = self.get("/metrics").await;
+        body.lines()
+            .find_map(|l| l.strip_prefix(sample).and_then(|v| v.strip_prefix(' ')))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// A data field, panicking with the errors if the request failed.
     pub async fn data(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
         let r = self.gql(token, query, variables).await;
@@ -307,6 +316,11 @@ fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str, extra: &[S
     }
     panic!("the server kept exiting before binding {bind}")
 }
+
+/// `/metrics`' count of commands decided on a cached state and appended.
+pub const ON_CACHE: &str = "agentlog_cached_state_commands_total{outcome=\"appended\"}";
+/// `/metrics`' count of commands tried on a cached state and run again on the stream.
+pub const RELOADED: &str = "agentlog_cached_state_commands_total{outcome=\"reloaded\"}";
 
 /// The first error code of a response.
 pub fn error_code(response: &Value) -> Option<String> {
