@@ -16,6 +16,7 @@ mod append;
 mod applied;
 mod backend;
 mod batch;
+mod cached_command;
 mod checkpoints;
 mod command;
 mod command_counts;
