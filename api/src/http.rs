@@ -521,6 +521,7 @@ async fn gauges(state: &AppState) -> Result<Gauges, String> {
         projection_position: state.runner.position().min(head),
         failed_projections: status.iter().filter(|s| s.failed.is_some()).count(),
         commands: state.handler.counts(),
+        documents: state.parsed.counts(),
         wal_checkpoints: state.store.wal_checkpoints().map(|c| (c.passes(), c.frames(), c.failures())),
     })
 }

@@ -37,6 +37,8 @@ pub struct Gauges {
     pub failed_projections: usize,
     /// What the command handler did (appends, conflicts, commands decided on cached states).
     pub commands: agentlog_eventlog::CommandCounts,
+    /// GraphQL documents taken from the parsed ones, and texts parsed.
+    pub documents: (u64, u64),
     /// SQLite: the background WAL checkpointer's passes, frames copied back and failed passes.
     pub wal_checkpoints: Option<(u64, u64, u64)>,
 }
@@ -145,6 +147,13 @@ impl Metrics {
             "agentlog_cached_state_commands_total{{outcome=\"appended\"}} {}\n\
              agentlog_cached_state_commands_total{{outcome=\"reloaded\"}} {}\n",
             g.commands.on_cache, g.commands.reloaded
+        ));
+        out.push_str(&format!(
+            "# HELP agentlog_graphql_documents_total GraphQL request texts: reused (parsed before) or parsed.\n\
+             # TYPE agentlog_graphql_documents_total counter\n\
+             agentlog_graphql_documents_total{{outcome=\"reused\"}} {}\n\
+             agentlog_graphql_documents_total{{outcome=\"parsed\"}} {}\n",
+            g.documents.0, g.documents.1
         ));
         out.push_str(
             "# HELP agentlog_reactor_refusals_total Reactor commands the domain refused (each recorded as reactor.command_refused).\n\

@@ -92,6 +92,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         limits,
         shutdown: Shutdown::default(),
         sockets: crate::sockets::Sockets::start(websocket_nice).context("starting the websockets' runtime")?,
+        parsed: Arc::default(),
     })
 }
 

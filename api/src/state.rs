@@ -190,6 +190,8 @@ pub struct AppState {
     pub shutdown: Shutdown,
     /// The runtime websocket connections run on.
     pub sockets: crate::sockets::Sockets,
+    /// GraphQL documents parsed lately, by text.
+    pub parsed: Arc<crate::graphql::parsed::ParsedDocuments>,
 }
 
 impl std::ops::Deref for AppState {

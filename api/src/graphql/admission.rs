@@ -24,7 +24,7 @@ use async_graphql::{
     parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
 };
 
-use crate::{auth::Caller, state::ApiLimits};
+use crate::{auth::Caller, graphql::parsed::ParsedDocuments, state::ApiLimits};
 
 /// Fragment spreads and selection sets nested deeper than this are refused whatever they
 /// expand to: the measure recurses, and its stack must stay small.
@@ -190,12 +190,13 @@ pub fn admit(doc: &ExecutableDocument, limits: &ApiLimits, authenticated: bool) 
 }
 
 /// The engine extension that runs [`admit`] on every request and subscription, before the
-/// engine's own checks (which walk each fragment spread again) run on it.
-pub struct Admission(pub ApiLimits);
+/// engine's own checks (which walk each fragment spread again) run on it. It gives the
+/// request its document from [`ParsedDocuments`] (parsed once per text, not per request).
+pub struct Admission(pub ApiLimits, pub std::sync::Arc<ParsedDocuments>);
 
 impl ExtensionFactory for Admission {
     fn create(&self) -> std::sync::Arc<dyn Extension> {
-        std::sync::Arc::new(Admission(self.0.clone()))
+        std::sync::Arc::new(Admission(self.0.clone(), std::sync::Arc::clone(&self.1)))
     }
 }
 
@@ -219,7 +220,10 @@ impl Extension for Admission {
         // The caller comes with the request (HTTP) or with the websocket's connection_init.
         let authenticated =
             request.data.contains_key(&std::any::TypeId::of::<Caller>()) || ctx.data_opt::<Caller>().is_some();
-        // Parsed once here and kept in the request: the engine uses this document.
+        // Parsed (or taken from the documents parsed lately) once here and kept in the
+        // request: the engine uses this document.
+        let parsed = self.1.parse(&request.query)?;
+        request.set_parsed_query(parsed);
         let doc = request.parsed_query()?;
         if let Err(r) = admit(doc, &self.0, authenticated) {
             tracing::debug!(refusal = %r, "request refused before validation");

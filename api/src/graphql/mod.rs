@@ -25,6 +25,7 @@ pub mod operation_mutations;
 pub mod operations;
 pub mod origins;
 mod paging;
+pub mod parsed;
 pub mod raw_json;
 mod request;
 pub mod sources;
@@ -89,13 +90,14 @@ pub type AppSchema = Schema<Query, Mutation, Subscription>;
 /// Build the schema with the application state and limits.
 pub fn build_schema(state: AppState) -> AppSchema {
     let limits = state.limits.clone();
+    let parsed = std::sync::Arc::clone(&state.parsed);
     Schema::build(Query::default(), Mutation::default(), Subscription::default())
         .data(state)
         // Admission refuses a non-introspection document past `max_depth`; the engine's own
         // check only has to let introspection's allowance through.
         .limit_depth(limits.max_depth.max(limits.max_introspection_depth))
         .limit_complexity(limits.max_complexity)
-        .extension(admission::Admission(limits.clone()))
+        .extension(admission::Admission(limits.clone(), parsed))
         .extension(variables::RequiredVariables)
         .extension(crate::error::ErrorCodes)
         .finish()

@@ -43,10 +43,14 @@ async fn health_ready_and_metrics(db: Db) {
     s.stop();
 }
 
+/// `/metrics`' count of GraphQL texts whose parsed document was reused.
+const REUSED: &str = "agentlog_graphql_documents_total{outcome=\"reused\"}";
+
 /// A worker reporting step after step through one instance: each step is decided on the run
 /// the instance holds in memory and appended with no read of the log (the append's expected
 /// version proves it current), and answers as a step decided on the stream would. A report the
-/// domain refuses on that state is decided again on the stream, which gives the refusal.
+/// domain refuses on that state is decided again on the stream, which gives the refusal. The
+/// step's text is parsed once; the same text again reuses its document.
 async fn steps_are_decided_on_the_instances_cached_run(db: Db) {
     let s = Server::start(db).await;
     let t = s.admin_token.clone();
@@ -54,6 +58,7 @@ async fn steps_are_decided_on_the_instances_cached_run(db: Db) {
     let claimed = s.data(Some(&t), CLAIM, json!({"id": "cached"})).await;
     let lease = claimed["claimOperation"]["lease"]["token"].as_str().unwrap().to_string();
     let (on_cache, reloaded) = (s.metric(ON_CACHE).await, s.metric(RELOADED).await);
+    let reused = s.metric(REUSED).await;
     for n in 1..=5 {
         let d = s.data(Some(&t), STEP, json!({"id": "cached", "lt": lease, "n": 10})).await;
         assert_eq!(d["reportStep"]["operation"]["stepCount"], json!(n), "{d}");
@@ -61,6 +66,7 @@ async fn steps_are_decided_on_the_instances_cached_run(db: Db) {
     }
     assert_eq!(s.metric(ON_CACHE).await - on_cache, 5, "every step on the cached run");
     assert_eq!(s.metric(RELOADED).await, reloaded);
+    assert_eq!(s.metric(REUSED).await - reused, 4, "the step's text parsed once, its document reused after");
 
     let wrong = s.gql(Some(&t), STEP, json!({"id": "cached", "lt": "al_not-this-lease", "n": 1})).await;
     assert_eq!(error_code(&wrong).as_deref(), Some("CONFLICT"), "{wrong}");

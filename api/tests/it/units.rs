@@ -13,6 +13,7 @@ use agentlog_api::{
     graphql::{
         admission::{Expansion, Refusal, admit, measure},
         global_id::{GlobalId, NodeType},
+        parsed::{MAX_TEXT, ParsedDocuments},
     },
     metrics::{Gauges, Metrics},
     over_http::AnswerType,
@@ -78,12 +79,14 @@ fn renders_counters_and_lag() {
         projection_position: 7,
         failed_projections: 0,
         commands,
+        documents: (7, 2),
         wal_checkpoints: None,
     });
     assert!(text.contains("agentlog_http_requests_total 1\n"));
     assert!(text.contains("agentlog_appends_total 5\n") && text.contains("agentlog_conflicts_total 1\n"));
     assert!(text.contains("agentlog_cached_state_commands_total{outcome=\"appended\"} 3\n"), "{text}");
     assert!(text.contains("agentlog_cached_state_commands_total{outcome=\"reloaded\"} 2\n"), "{text}");
+    assert!(text.contains("agentlog_graphql_documents_total{outcome=\"reused\"} 7\n"), "{text}");
     assert!(text.contains("agentlog_projection_lag_events 3\n"));
     assert!(text.contains("# TYPE agentlog_subscribers gauge"));
 }
@@ -344,4 +347,39 @@ fn feed_renders_an_event_once_per_selection_and_keeps_a_bounded_number() {
         assert_eq!(one, two);
         assert_eq!(std::sync::Arc::ptr_eq(&one, &two), i < 62, "selection {i}");
     }
+}
+
+#[test]
+fn reuses_kept_documents_and_stays_bounded() {
+    let docs = ParsedDocuments::new(4);
+    let q = "mutation { reportStep(id: \"r\", leaseToken: \"t\", phase: ACTING) { position } }";
+    let first = docs.parse(q).unwrap();
+    let again = docs.parse(q).unwrap();
+    assert_eq!(format!("{first:?}"), format!("{again:?}"), "the same document");
+    assert_eq!(docs.counts(), (1, 1));
+    for i in 0..20 {
+        docs.parse(&format!("{{ operation(id: \"{i}\") {{ id }} }}")).unwrap();
+        assert!(docs.held() <= 4, "bounded");
+    }
+    assert!(docs.parse("{ nope").is_err(), "a syntax error is the engine's error");
+    assert!(docs.parse("{ nope").is_err(), "and never kept");
+    let long = format!("{{ a: headPosition {} }}", " ".repeat(MAX_TEXT));
+    docs.parse(&long).unwrap();
+    docs.parse(&long).unwrap();
+    assert_eq!(docs.counts(), (1, 23), "a long text is parsed each time");
+    let none = ParsedDocuments::new(0);
+    none.parse(q).unwrap();
+    none.parse(q).unwrap();
+    assert_eq!(none.counts(), (0, 2));
+}
+
+#[test]
+fn a_document_in_use_survives_churn() {
+    let docs = ParsedDocuments::new(4);
+    let hot = "{ headPosition }";
+    for i in 0..50 {
+        docs.parse(hot).unwrap();
+        docs.parse(&format!("{{ operation(id: \"{i}\") {{ id }} }}")).unwrap();
+    }
+    assert_eq!(docs.counts().0, 49, "the hot text parsed once");
 }
