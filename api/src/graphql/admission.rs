@@ -223,13 +223,15 @@ impl Extension for Admission {
         // Parsed (or taken from the documents parsed lately) once here and kept in the
         // request: the engine uses this document.
         let parsed = self.1.parse(&request.query)?;
-        request.set_parsed_query(parsed);
-        let doc = request.parsed_query()?;
-        if let Err(r) = admit(doc, &self.0, authenticated) {
+        if let Err(r) = admit(&parsed.doc, &self.0, authenticated) {
             tracing::debug!(refusal = %r, "request refused before validation");
             return Err(refused(&r));
         }
-        let queries_only = doc.operations.iter().all(|(_, op)| op.node.ty == OperationType::Query);
+        if !parsed.reused && authenticated {
+            self.1.keep(&request.query, &parsed.doc);
+        }
+        let queries_only = parsed.doc.operations.iter().all(|(_, op)| op.node.ty == OperationType::Query);
+        request.set_parsed_query(parsed.doc);
         if queries_only {
             request = request.data(QueryOnly);
         }

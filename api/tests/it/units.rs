@@ -13,7 +13,7 @@ use agentlog_api::{
     graphql::{
         admission::{Expansion, Refusal, admit, measure},
         global_id::{GlobalId, NodeType},
-        parsed::{MAX_TEXT, ParsedDocuments},
+        parsed::{MAX_GENERATION_TEXT, MAX_TEXT, ParsedDocuments},
     },
     metrics::{Gauges, Metrics},
     over_http::AnswerType,
@@ -349,28 +349,48 @@ fn feed_renders_an_event_once_per_selection_and_keeps_a_bounded_number() {
     }
 }
 
+/// Parse `text` through `docs` and keep it, as admission does for an admitted request.
+fn parse_and_keep(docs: &ParsedDocuments, text: &str) -> async_graphql::parser::types::ExecutableDocument {
+    let parsed = docs.parse(text).expect("parses");
+    if !parsed.reused {
+        docs.keep(text, &parsed.doc);
+    }
+    parsed.doc
+}
+
 #[test]
 fn reuses_kept_documents_and_stays_bounded() {
     let docs = ParsedDocuments::new(4);
     let q = "mutation { reportStep(id: \"r\", leaseToken: \"t\", phase: ACTING) { position } }";
-    let first = docs.parse(q).unwrap();
+    assert!(!docs.parse(q).unwrap().reused);
+    assert!(!docs.parse(q).unwrap().reused, "not kept until admitted");
+    let first = parse_and_keep(&docs, q);
     let again = docs.parse(q).unwrap();
-    assert_eq!(format!("{first:?}"), format!("{again:?}"), "the same document");
-    assert_eq!(docs.counts(), (1, 1));
+    assert!(again.reused);
+    assert_eq!(format!("{first:?}"), format!("{:?}", again.doc), "the same document");
+    assert_eq!(docs.counts(), (1, 3));
     for i in 0..20 {
-        docs.parse(&format!("{{ operation(id: \"{i}\") {{ id }} }}")).unwrap();
-        assert!(docs.held() <= 4, "bounded");
+        parse_and_keep(&docs, &format!("{{ operation(id: \"{i}\") {{ id }} }}"));
+        assert!(docs.held() <= 4, "bounded in entries");
     }
     assert!(docs.parse("{ nope").is_err(), "a syntax error is the engine's error");
-    assert!(docs.parse("{ nope").is_err(), "and never kept");
     let long = format!("{{ a: headPosition {} }}", " ".repeat(MAX_TEXT));
-    docs.parse(&long).unwrap();
-    docs.parse(&long).unwrap();
-    assert_eq!(docs.counts(), (1, 23), "a long text is parsed each time");
+    parse_and_keep(&docs, &long);
+    assert!(!docs.parse(&long).unwrap().reused, "a long text is parsed each time");
     let none = ParsedDocuments::new(0);
-    none.parse(q).unwrap();
-    none.parse(q).unwrap();
-    assert_eq!(none.counts(), (0, 2));
+    parse_and_keep(&none, q);
+    assert!(!none.parse(q).unwrap().reused, "capacity 0 keeps nothing");
+}
+
+#[test]
+fn kept_documents_are_bounded_in_text() {
+    let docs = ParsedDocuments::new(10_000);
+    let pad = " ".repeat(MAX_TEXT - 64);
+    for i in 0..200 {
+        parse_and_keep(&docs, &format!("{{ a{i}: headPosition {pad} }}"));
+    }
+    let most = 2 * MAX_GENERATION_TEXT / (MAX_TEXT - 64);
+    assert!(docs.held() <= most + 1, "{} documents of ~4 KiB kept", docs.held());
 }
 
 #[test]
@@ -378,8 +398,8 @@ fn a_document_in_use_survives_churn() {
     let docs = ParsedDocuments::new(4);
     let hot = "{ headPosition }";
     for i in 0..50 {
-        docs.parse(hot).unwrap();
-        docs.parse(&format!("{{ operation(id: \"{i}\") {{ id }} }}")).unwrap();
+        parse_and_keep(&docs, hot);
+        parse_and_keep(&docs, &format!("{{ operation(id: \"{i}\") {{ id }} }}"));
     }
     assert_eq!(docs.counts().0, 49, "the hot text parsed once");
 }
