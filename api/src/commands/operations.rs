@@ -257,6 +257,8 @@ impl Commands<'_> {
         outcome: CommandOutcome<Operation>,
     ) -> Result<(OperationResult, Context), ApiError> {
         let OnOperation { stream_id, ctx, command, run, rows } = on;
+        // A `requestId` that answered a command on another run is not this command's.
+        check_replay(&outcome.appended, &stream_id)?;
         let mut position = outcome.last_position();
         let mut state = outcome.state;
         if let (OperationCommand::RecordStep(step), Some(run)) = (&command, &run)

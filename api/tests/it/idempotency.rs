@@ -155,6 +155,15 @@ async fn a_resent_request_gets_the_first_answer(db: Db) {
         .gql(Some(&alice), START, json!({"i": {"operationId": "op2", "kind": "TASK", "agentId": "a1"}, "r": "start-1"}))
         .await;
     assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{reused}");
+    // An operation command too: "claim-1" claimed op1, not its sub-agent run.
+    let reused = s
+        .gql(
+            Some(&alice),
+            "mutation { claimOperation(id: \"op1-sub\", workerId: \"w1\", requestId: \"claim-1\") { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{reused}");
     assert_eq!(head(&s).await, before, "refused reuses wrote nothing");
     let b2 = s.data(Some(&alice), "{ brief(id: \"b2\") { resolvedAction } }", json!({})).await;
     assert!(b2["brief"]["resolvedAction"].is_null(), "b2 untouched: {b2}");
