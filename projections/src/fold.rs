@@ -8,25 +8,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentlog_domain::{aggregate::DomainEvent, envelope::RecordedEvent};
 use chrono::{DateTime, Utc};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
     db::{ReadTx, SqlValue},
-    decoding::{OwnedKey, stream_entity, stream_owner},
+    decoding::{DecodedEvent, OwnedKey, stream_entity, stream_owner},
     error::ProjectionError,
 };
-
-/// Decode a stored event into its aggregate's event type (upcasting old versions).
-pub(crate) fn decode<E: DomainEvent>(event: &RecordedEvent) -> Result<E, ProjectionError> {
-    E::decode(&event.event_type, event.schema_version, &event.payload).map_err(|e| ProjectionError::Decode {
-        event_id: event.event_id,
-        event_type: event.event_type.clone(),
-        position: event.position,
-        reason: e.to_string(),
-    })
-}
 
 /// The `state` column of the rows of a table keyed by `(user_id, key_column)` (ids per owner)
 /// with these keys, by key.
@@ -126,13 +115,11 @@ impl<K: Ord> RowSet<K> {
 }
 
 /// One instance's events in a batch.
-pub(crate) type OwnedGroup<'a> = (OwnedKey, Vec<&'a RecordedEvent>);
+pub(crate) type OwnedGroup<'a> = (OwnedKey, Vec<&'a DecodedEvent>);
 
 /// Events grouped by owner and instance id (a kind whose ids are per owner), each group in log
 /// order, groups in order of first appearance.
-pub(crate) fn group_by_owned_instance<'a>(
-    events: &[&'a RecordedEvent],
-) -> Result<Vec<OwnedGroup<'a>>, ProjectionError> {
+pub(crate) fn group_by_owned_instance<'a>(events: &[&'a DecodedEvent]) -> Result<Vec<OwnedGroup<'a>>, ProjectionError> {
     let mut index: HashMap<OwnedKey, usize> = HashMap::new();
     let mut groups: Vec<OwnedGroup<'a>> = Vec::new();
     for event in events {

@@ -32,6 +32,7 @@ pub mod tasks;
 use std::sync::Arc;
 
 pub use db::{ReadDb, ReadTx, Row, SqlValue, SqliteDb};
+pub use decoding::DecodedEvent;
 pub use error::ProjectionError;
 pub use projection::Projection;
 pub use runner::{BULK_WAL_AUTOCHECKPOINT, ProjectionRunner};

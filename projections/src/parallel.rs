@@ -9,10 +9,9 @@
 
 use std::{sync::Arc, time::Instant};
 
-use agentlog_domain::envelope::RecordedEvent;
-
 use crate::{
     db::ReadDb,
+    decoding::DecodedEvent,
     error::ProjectionError,
     projection::Projection,
     runner_state::{AbortOnDrop, Inner, lock_checkpoints, micros_since, newer_version, publish, write_checkpoint},
@@ -29,13 +28,13 @@ enum Outcome {
 }
 
 /// Apply `batch` to every healthy projection behind its end, each in its own transaction.
-pub(crate) async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
+pub(crate) async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), ProjectionError> {
     let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
     let positions: Vec<(i64, bool)> = {
         let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         state.iter().map(|s| (s.position, s.failed.is_some())).collect()
     };
-    let shared: Arc<[Arc<RecordedEvent>]> = batch.iter().cloned().collect();
+    let shared: Arc<[Arc<DecodedEvent>]> = batch.iter().cloned().collect();
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (i, p) in inner.projections.iter().enumerate() {
@@ -89,7 +88,7 @@ async fn apply_alone(
     db: ReadDb,
     p: Arc<dyn Projection>,
     in_memory: i64,
-    batch: Arc<[Arc<RecordedEvent>]>,
+    batch: Arc<[Arc<DecodedEvent>]>,
     last: i64,
 ) -> Result<Outcome, ProjectionError> {
     let mut tx = db.begin().await?;
@@ -107,7 +106,7 @@ async fn apply_alone(
         return Ok(Outcome::FoundAhead(c.position));
     }
     let checkpoint = c.position;
-    let events: Vec<&RecordedEvent> =
+    let events: Vec<&DecodedEvent> =
         batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
     let started = Instant::now();
     if !events.is_empty()

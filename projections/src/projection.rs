@@ -1,13 +1,13 @@
 //! What a projection is: a named, versioned fold of the log into read-model tables.
 
-use agentlog_domain::envelope::RecordedEvent;
 use async_trait::async_trait;
 
-use crate::{db::ReadTx, error::ProjectionError};
+use crate::{db::ReadTx, decoding::DecodedEvent, error::ProjectionError};
 
 /// A read model kept by folding the log.
 ///
-/// `apply` gets the events of one batch in log order (only those `handles` accepts) and must be
+/// `apply` gets the events of one batch in log order (only those `handles` accepts), each with
+/// its payload decoded once for every projection ([`DecodedEvent`]), and must be
 /// a pure function of them and the tables' current contents: the runner commits its writes
 /// together with the projection's checkpoint, and a rebuild from position 0 must give the same
 /// tables as following the log live.
@@ -30,5 +30,5 @@ pub trait Projection: Send + Sync + 'static {
         &[]
     }
     /// Apply one batch.
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError>;
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError>;
 }

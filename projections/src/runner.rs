@@ -42,6 +42,7 @@ use crate::runner_state::{
 };
 use crate::{
     db::{ReadDb, ReadTx, SqlValue},
+    decoding::DecodedEvent,
     error::ProjectionError,
     projection::Projection,
 };
@@ -399,8 +400,14 @@ async fn run_until(inner: &Inner, until: Option<i64>) -> Result<(), ProjectionEr
 /// Apply every committed event in `(from, target]`, page by page. Returns the last position read.
 async fn catch_up(inner: &Inner, from: i64, target: i64) -> Result<i64, ProjectionError> {
     let (pages, mut next_page) = mpsc::channel(2);
-    let reader =
-        AbortOnDrop(tokio::spawn(read_pages(Arc::clone(&inner.store), from, target, inner.options.batch_size, pages)));
+    let reader = AbortOnDrop(tokio::spawn(read_pages(
+        Arc::clone(&inner.store),
+        inner.projections.clone(),
+        from,
+        target,
+        inner.options.batch_size,
+        pages,
+    )));
     let mut reached = from;
     loop {
         let waited = Instant::now();
@@ -414,14 +421,16 @@ async fn catch_up(inner: &Inner, from: i64, target: i64) -> Result<i64, Projecti
     Ok(reached)
 }
 
-/// Read `(from, target]` in pages of `page_size` into `pages`; stops at the end, at the first
-/// error (sent on) or when the receiver is gone.
+/// Read `(from, target]` in pages of `page_size` into `pages`, each event decoded here for the
+/// `projections` that handle it; stops at the end, at the first error (sent on) or when the
+/// receiver is gone.
 async fn read_pages(
     store: Arc<dyn EventStore>,
+    projections: Vec<Arc<dyn Projection>>,
     from: i64,
     target: i64,
     page_size: usize,
-    pages: mpsc::Sender<Result<Vec<Arc<RecordedEvent>>, ProjectionError>>,
+    pages: mpsc::Sender<Result<Vec<Arc<DecodedEvent>>, ProjectionError>>,
 ) {
     let filter = EventFilter::all();
     let mut after = from;
@@ -433,8 +442,13 @@ async fn read_pages(
                 return;
             }
         };
-        let page: Vec<Arc<RecordedEvent>> =
-            page.into_iter().take_while(|e| e.position <= target).map(Arc::new).collect();
+        // Decoded on this side, once for all projections: they apply one after the other on the
+        // other side, which bounds a catch-up.
+        let page: Vec<Arc<DecodedEvent>> = page
+            .into_iter()
+            .take_while(|e| e.position <= target)
+            .map(|e| Arc::new(decoded_for(&projections, e)))
+            .collect();
         let Some(last) = page.last().map(|e| e.position) else { return };
         after = last;
         if pages.send(Ok(page)).await.is_err() {
@@ -465,7 +479,28 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
                 _ => break,
             }
         }
+        let batch: Vec<Arc<DecodedEvent>> =
+            batch.into_iter().map(|e| Arc::new(shared_for(&inner.projections, e))).collect();
         apply_batch(inner, &batch).await?;
+    }
+}
+
+/// `event`, read for the read models alone, decoded if one of `projections` handles it.
+fn decoded_for(projections: &[Arc<dyn Projection>], event: RecordedEvent) -> DecodedEvent {
+    if projections.iter().any(|p| p.handles(&event.event_type)) {
+        DecodedEvent::owned(event)
+    } else {
+        DecodedEvent::undecoded(Arc::new(event))
+    }
+}
+
+/// A live event (shared with the log's other subscribers) decoded if one of `projections`
+/// handles it.
+fn shared_for(projections: &[Arc<dyn Projection>], event: Arc<RecordedEvent>) -> DecodedEvent {
+    if projections.iter().any(|p| p.handles(&event.event_type)) {
+        DecodedEvent::shared(event)
+    } else {
+        DecodedEvent::undecoded(event)
     }
 }
 
@@ -476,7 +511,7 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
 /// projection). If a projection fails (a bug, data it cannot read: rare), that transaction is
 /// rolled back and the batch applied again with a savepoint around each projection, so the
 /// failing one alone stops and the others advance, as they would have.
-async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), ProjectionError> {
+async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), ProjectionError> {
     if inner.options.bulk && inner.db.is_postgres() {
         return crate::parallel::apply_batch(inner, batch).await;
     }
@@ -497,7 +532,7 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<RecordedEvent>]) -> Result<(), 
 /// the answer is `false` (apply again, isolated). `true`: committed and recorded.
 async fn apply_in_tx(
     inner: &Inner,
-    batch: &[Arc<RecordedEvent>],
+    batch: &[Arc<DecodedEvent>],
     last: i64,
     positions: &[(i64, bool)],
     isolate: bool,
@@ -541,7 +576,7 @@ async fn apply_in_tx(
             continue;
         }
         let checkpoint = c.position;
-        let events: Vec<&RecordedEvent> =
+        let events: Vec<&DecodedEvent> =
             batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
         if !events.is_empty() {
             let started = Instant::now();

@@ -23,8 +23,9 @@ pub use query::{AgentFilter, AgentRow, AgentVersionRow, get, list, version, vers
 
 use crate::{
     db::{ReadTx, SqlValue},
+    decoding::{DecodedEvent, decode},
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_owned_instance, int, json_text, load_owned_states, micros},
+    fold::{RowSet, group_by_owned_instance, int, json_text, load_owned_states, micros},
     projection::Projection,
 };
 
@@ -149,7 +150,7 @@ impl Projection for AgentsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("agent.")
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let groups = group_by_owned_instance(events)?;
         let keys: Vec<(String, String)> = groups.iter().map(|(key, _)| key.clone()).collect();
         let mut folds: HashMap<(String, String), AgentFold> = load_owned_states(tx, "agents", "id", &keys).await?;
@@ -159,7 +160,7 @@ impl Projection for AgentsProjection {
             let (owner, id) = key;
             let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
-                let event: AgentEvent = decode(recorded)?;
+                let event: &AgentEvent = decode(recorded)?;
                 let at = micros(recorded.recorded_at);
                 match &event {
                     AgentEvent::Registered(e) => {

@@ -34,7 +34,7 @@ pub mod histogram;
 mod query;
 mod runs;
 
-use agentlog_domain::{envelope::RecordedEvent, operations::OperationEvent};
+use agentlog_domain::operations::OperationEvent;
 use async_trait::async_trait;
 
 pub use histogram::DurationHistogram;
@@ -48,9 +48,9 @@ use runs::{RUN_COLUMNS, apply, is_fed_by, load_runs};
 
 use crate::{
     db::ReadTx,
-    decoding::OwnedKey,
+    decoding::{DecodedEvent, OwnedKey, decode},
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_owned_instance},
+    fold::{RowSet, group_by_owned_instance},
     projection::Projection,
 };
 
@@ -75,7 +75,7 @@ impl Projection for AnalyticsProjection {
     fn handles(&self, event_type: &str) -> bool {
         is_fed_by(event_type)
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let groups = group_by_owned_instance(events)?;
         let keys: Vec<OwnedKey> = groups.iter().map(|(key, _)| key.clone()).collect();
         let mut runs = load_runs(tx, &keys).await?;
@@ -84,7 +84,7 @@ impl Projection for AnalyticsProjection {
         for (key, events) in &groups {
             let mut run = runs.remove(key).unwrap_or_default();
             for recorded in events {
-                let event: OperationEvent = decode(recorded)?;
+                let event: &OperationEvent = decode(recorded)?;
                 if let Some(f) = apply(&mut run, &event, recorded.position)? {
                     finished.push(f);
                 }

@@ -1,12 +1,12 @@
 //! Folding `brief.*` events into `briefs` (as `Brief::evolve`).
 
-use agentlog_domain::{briefs::BriefEvent as E, envelope::RecordedEvent};
+use agentlog_domain::briefs::BriefEvent as E;
 use async_trait::async_trait;
 
 use super::rows::BriefRow;
 use crate::{
     db::ReadTx,
-    decoding::decode_owned_batch,
+    decoding::{DecodedEvent, decode_owned_batch},
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -30,7 +30,7 @@ impl Projection for BriefsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("brief.")
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_owned_batch::<E>(events)?;
         let mut briefs = Staged::<BriefRow>::new();
         briefs.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;

@@ -1,12 +1,12 @@
 //! Folding `budget.*` events into `budgets` (as `Budget::evolve`; a removed budget's row goes).
 
-use agentlog_domain::{budgets::BudgetEvent as E, envelope::RecordedEvent};
+use agentlog_domain::budgets::BudgetEvent as E;
 use async_trait::async_trait;
 
 use super::rows::BudgetRow;
 use crate::{
     db::ReadTx,
-    decoding::decode_owned_batch,
+    decoding::{DecodedEvent, decode_owned_batch},
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -30,7 +30,7 @@ impl Projection for BudgetsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("budget.")
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_owned_batch::<E>(events)?;
         let mut budgets = Staged::<BudgetRow>::new();
         budgets.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     db::ReadTx,
-    decoding::decode_owned_batch,
+    decoding::{DecodedEvent, decode_owned_batch},
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -65,7 +65,7 @@ impl Projection for ConversationsProjection {
         // The tree cache reads a topic's messages changed since its cached version.
         &["conversation_messages_by_change"]
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         // Topic ids are per owner: every row is keyed by its stream's owner and topic.
         let decoded = decode_owned_batch::<E>(events)?;
         let mut b = Batch::default();

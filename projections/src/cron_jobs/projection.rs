@@ -3,13 +3,13 @@
 
 use std::collections::HashSet;
 
-use agentlog_domain::{cron_jobs::CronEvent as E, envelope::RecordedEvent};
+use agentlog_domain::cron_jobs::CronEvent as E;
 use async_trait::async_trait;
 
 use super::{due::next_due_at, rows::CronJobRow};
 use crate::{
     db::ReadTx,
-    decoding::decode_owned_batch,
+    decoding::{DecodedEvent, decode_owned_batch},
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -34,7 +34,7 @@ impl Projection for CronJobsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("cron.")
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_owned_batch::<E>(events)?;
         let mut jobs = Staged::<CronJobRow>::new();
         jobs.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;

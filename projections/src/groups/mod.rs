@@ -12,7 +12,6 @@ use std::collections::HashMap;
 
 use agentlog_domain::{
     aggregate::Aggregate,
-    envelope::RecordedEvent,
     groups::{Group, GroupEvent},
 };
 use async_trait::async_trait;
@@ -22,8 +21,9 @@ pub use query::{GroupFilter, GroupMemberRow, GroupRow, get, list, members};
 
 use crate::{
     db::{ReadTx, SqlValue},
+    decoding::{DecodedEvent, decode},
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_owned_instance, int, json_text, load_owned_states, micros, wire_name},
+    fold::{RowSet, group_by_owned_instance, int, json_text, load_owned_states, micros, wire_name},
     projection::Projection,
 };
 
@@ -99,7 +99,7 @@ impl Projection for GroupsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("group.")
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let groups = group_by_owned_instance(events)?;
         let keys: Vec<(String, String)> = groups.iter().map(|(key, _)| key.clone()).collect();
         let mut folds: HashMap<(String, String), GroupFold> = load_owned_states(tx, "groups", "id", &keys).await?;
@@ -109,7 +109,7 @@ impl Projection for GroupsProjection {
         for (key, events) in &groups {
             let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
-                let event: GroupEvent = decode(recorded)?;
+                let event: &GroupEvent = decode(recorded)?;
                 match &event {
                     GroupEvent::Created(e) => fold.created_at = micros(e.at),
                     GroupEvent::Deleted(e) => fold.deleted_at = Some(micros(e.at)),

@@ -10,7 +10,7 @@
 //! archived up to its time: archiving is never undone and `archived_at` is set once, so a row
 //! the stored `DELETE` removes is one the staged fold removes too.
 
-use agentlog_domain::{envelope::RecordedEvent, notifications::NotificationEvent as E};
+use agentlog_domain::notifications::NotificationEvent as E;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
@@ -18,7 +18,7 @@ use super::rows::NotificationRow;
 use crate::{
     columns::micros,
     db::{ReadTx, SqlValue},
-    decoding::decode_batch,
+    decoding::{DecodedEvent, decode_batch},
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -122,7 +122,7 @@ impl Projection for NotificationsProjection {
         // Mark-all-read, archive-all and purge update a user's rows by `user_id`.
         &["notifications_by_dedupe_key"]
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_batch::<E>(events)?;
         let mut rows = Staged::<NotificationRow>::new();
         let named = decoded.iter().flat_map(|(_, _, e)| match e {

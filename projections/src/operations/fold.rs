@@ -62,12 +62,12 @@ impl OperationFold {
         &mut self,
         key: &OwnedKey,
         recorded: &RecordedEvent,
-        event: OperationEvent,
+        event: &OperationEvent,
         side: &mut SideRows,
     ) -> Result<(), ProjectionError> {
         let position = recorded.position;
         let id = key;
-        match &event {
+        match event {
             OperationEvent::StepRecorded(e) => {
                 side.steps.put((key.0.clone(), key.1.clone(), e.step_index), rows::step(id, e, position)?)
             }
@@ -117,7 +117,7 @@ impl OperationFold {
             }
             _ => {}
         }
-        self.op = std::mem::take(&mut self.op).evolve(&event);
+        self.op = std::mem::take(&mut self.op).evolve(event);
         self.updated_at = micros(recorded.recorded_at);
         self.updated_position = position;
         Ok(())

@@ -43,12 +43,11 @@ use self::{
 };
 use crate::{
     db::ReadTx,
-    decoding::OwnedKey,
+    decoding::{DecodedEvent, OwnedKey, decode},
     error::ProjectionError,
-    fold::{RowSet, decode, group_by_owned_instance, load_owned_states},
+    fold::{RowSet, group_by_owned_instance, load_owned_states},
     projection::Projection,
 };
-use agentlog_domain::envelope::RecordedEvent;
 
 /// Projects `operation.*` events into the operations tables.
 #[derive(Debug, Default, Clone, Copy)]
@@ -76,7 +75,7 @@ impl Projection for OperationsProjection {
     fn handles(&self, event_type: &str) -> bool {
         event_type.starts_with("operation.")
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let groups = group_by_owned_instance(events)?;
         let keys: Vec<OwnedKey> = groups.iter().map(|(key, _)| key.clone()).collect();
         let mut folds: std::collections::HashMap<OwnedKey, OperationFold> =
@@ -86,7 +85,7 @@ impl Projection for OperationsProjection {
         for (key, events) in &groups {
             let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
-                let event: OperationEvent = decode(recorded)?;
+                let event: &OperationEvent = decode(recorded)?;
                 fold.apply(key, recorded, event, &mut side)?;
             }
             if !fold.op.exists() {

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     db::{ReadTx, SqlValue},
-    decoding::decode_owned_batch,
+    decoding::{DecodedEvent, decode_owned_batch},
     error::ProjectionError,
     projection::Projection,
     staging::{Staged, TableRow},
@@ -56,7 +56,7 @@ impl Projection for TasksProjection {
         // A batch loads the topic links of the topics it names (the key leads with the task).
         &["task_topics_by_topic"]
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let decoded = decode_owned_batch::<E>(events)?;
         let mut batch = Batch::default();
         batch.tasks.load_keys(tx, decoded.iter().map(|(_, key, _)| key.clone())).await?;

@@ -14,10 +14,9 @@ use std::{
     time::Duration,
 };
 
-use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::testing::TestLog;
 use agentlog_projections::{
-    Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, all_projections,
+    DecodedEvent, Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, all_projections,
     checksum::{TableChecksum, table_checksums},
 };
 use agentlog_workload::{Workload, WorkloadConfig};
@@ -52,7 +51,7 @@ impl Projection for Tripwire {
     fn bulk_kept_indexes(&self) -> &'static [&'static str] {
         self.inner.bulk_kept_indexes()
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         // The projections before this one have written into the open transaction already.
         self.inner.apply(tx, events).await?;
         if self.calls.fetch_add(1, Ordering::SeqCst) == self.trip_at {

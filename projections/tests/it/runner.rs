@@ -10,9 +10,11 @@ use std::{
     time::Duration,
 };
 
-use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent, RecordedEvent};
+use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent};
 use agentlog_eventlog::{ExpectedVersion, testing::TestLog};
-use agentlog_projections::{Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, SqlValue};
+use agentlog_projections::{
+    DecodedEvent, Projection, ProjectionError, ProjectionRunner, ReadDb, ReadTx, RunnerOptions, SqlValue,
+};
 use async_trait::async_trait;
 use serde_json::json;
 use uuid::Uuid;
@@ -38,7 +40,7 @@ impl Projection for Counter {
     fn tables(&self) -> &'static [&'static str] {
         &["test_counter"]
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         for e in events {
             if e.event_type == "test.poison" {
                 return Err(ProjectionError::Invalid("poisoned".into()));
@@ -67,7 +69,7 @@ impl Projection for Recorded {
     fn tables(&self) -> &'static [&'static str] {
         &["test_recorded"]
     }
-    async fn apply(&self, tx: &mut ReadTx, events: &[&RecordedEvent]) -> Result<(), ProjectionError> {
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
         let rows: Vec<Vec<SqlValue>> =
             events.iter().map(|e| vec![e.event_id.to_string().into(), e.position.into()]).collect();
         tx.upsert("test_recorded", &["event_id", "position"], &["event_id"], &rows).await
