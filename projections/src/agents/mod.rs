@@ -162,7 +162,7 @@ impl Projection for AgentsProjection {
             for recorded in events {
                 let event: &AgentEvent = decode(recorded)?;
                 let at = micros(recorded.recorded_at);
-                match &event {
+                match event {
                     AgentEvent::Registered(e) => {
                         fold.created_at = at;
                         versions.put(
@@ -176,7 +176,7 @@ impl Projection for AgentsProjection {
                     ),
                     AgentEvent::Archived(e) => fold.archived_at = Some(micros(e.at)),
                 }
-                fold.agent = std::mem::take(&mut fold.agent).evolve(&event);
+                fold.agent = std::mem::take(&mut fold.agent).evolve(event);
                 fold.updated_at = at;
                 fold.updated_position = recorded.position;
             }

@@ -85,7 +85,7 @@ impl Projection for AnalyticsProjection {
             let mut run = runs.remove(key).unwrap_or_default();
             for recorded in events {
                 let event: &OperationEvent = decode(recorded)?;
-                if let Some(f) = apply(&mut run, &event, recorded.position)? {
+                if let Some(f) = apply(&mut run, event, recorded.position)? {
                     finished.push(f);
                 }
             }

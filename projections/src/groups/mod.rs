@@ -110,13 +110,13 @@ impl Projection for GroupsProjection {
             let mut fold = folds.remove(key).unwrap_or_default();
             for recorded in events {
                 let event: &GroupEvent = decode(recorded)?;
-                match &event {
+                match event {
                     GroupEvent::Created(e) => fold.created_at = micros(e.at),
                     GroupEvent::Deleted(e) => fold.deleted_at = Some(micros(e.at)),
                     GroupEvent::OrchestrationAdvanced(_) => fold.orchestration_steps += 1,
                     _ => {}
                 }
-                fold.group = std::mem::take(&mut fold.group).evolve(&event);
+                fold.group = std::mem::take(&mut fold.group).evolve(event);
                 fold.updated_at = micros(recorded.recorded_at);
                 fold.updated_position = recorded.position;
             }
