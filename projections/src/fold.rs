@@ -119,18 +119,76 @@ pub(crate) type OwnedGroup<'a> = (OwnedKey, Vec<&'a DecodedEvent>);
 
 /// Events grouped by owner and instance id (a kind whose ids are per owner), each group in log
 /// order, groups in order of first appearance.
+///
+/// The key is worked out once per stream, not per event (a batch holds many events of few
+/// streams); two streams naming one instance (a legacy global stream and its owned successor)
+/// share a group.
 pub(crate) fn group_by_owned_instance<'a>(events: &[&'a DecodedEvent]) -> Result<Vec<OwnedGroup<'a>>, ProjectionError> {
-    let mut index: HashMap<OwnedKey, usize> = HashMap::new();
+    let mut by_stream: HashMap<&'a str, usize> = HashMap::new();
+    let mut by_key: HashMap<OwnedKey, usize> = HashMap::new();
     let mut groups: Vec<OwnedGroup<'a>> = Vec::new();
     for event in events {
-        let key = (stream_owner(event), stream_entity(event)?.to_string());
-        match index.get(&key) {
-            Some(&i) => groups[i].1.push(event),
+        let i = match by_stream.get(event.stream_id.as_str()) {
+            Some(&i) => i,
             None => {
-                index.insert(key.clone(), groups.len());
-                groups.push((key, vec![*event]));
+                let key = (stream_owner(event), stream_entity(event)?.to_string());
+                let i = match by_key.get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        by_key.insert(key.clone(), groups.len());
+                        groups.push((key, Vec::new()));
+                        groups.len() - 1
+                    }
+                };
+                by_stream.insert(event.stream_id.as_str(), i);
+                i
             }
-        }
+        };
+        groups[i].1.push(*event);
     }
     Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use agentlog_domain::envelope::{Actor, EventMetadata, RecordedEvent};
+    use chrono::Utc;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn event(position: i64, stream_id: &str, owner: &str) -> DecodedEvent {
+        let id = Uuid::from_u128(position as u128);
+        DecodedEvent::undecoded(Arc::new(RecordedEvent {
+            position,
+            event_id: id,
+            stream_id: stream_id.into(),
+            stream_version: position,
+            event_type: "operation.step_recorded".into(),
+            schema_version: 1,
+            payload: serde_json::Value::Null,
+            metadata: EventMetadata::source(id, Actor::user(owner), owner, "s"),
+            recorded_at: Utc::now(),
+        }))
+    }
+
+    #[test]
+    fn groups_by_instance_in_log_order_whatever_the_stream_id() {
+        let events = [
+            event(1, "operation@u1/a", "u1"),
+            event(2, "operation@u2/a", "u2"),
+            event(3, "operation-a", "u1"),
+            event(4, "operation@u1/b", "u1"),
+            event(5, "operation@u1/a", "u1"),
+        ];
+        let refs: Vec<&DecodedEvent> = events.iter().collect();
+        let groups = group_by_owned_instance(&refs).unwrap();
+        let seen: Vec<(OwnedKey, Vec<i64>)> =
+            groups.into_iter().map(|(key, events)| (key, events.iter().map(|e| e.position).collect())).collect();
+        let key = |owner: &str, id: &str| (owner.to_string(), id.to_string());
+        // A legacy global stream and the owned one naming the same instance share a group.
+        assert_eq!(seen, vec![(key("u1", "a"), vec![1, 3, 5]), (key("u2", "a"), vec![2]), (key("u1", "b"), vec![4])]);
+    }
 }
