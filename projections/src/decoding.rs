@@ -56,6 +56,16 @@ impl DecodedEvent {
         Self { recorded, event: None }
     }
 
+    /// [`owned`](Self::owned) when a read model `handles` its type, else as recorded.
+    pub(crate) fn owned_if(recorded: RecordedEvent, handles: impl Fn(&str) -> bool) -> Self {
+        if handles(&recorded.event_type) { Self::owned(recorded) } else { Self::undecoded(Arc::new(recorded)) }
+    }
+
+    /// [`shared`](Self::shared) when a read model `handles` its type, else as recorded.
+    pub(crate) fn shared_if(recorded: Arc<RecordedEvent>, handles: impl Fn(&str) -> bool) -> Self {
+        if handles(&recorded.event_type) { Self::shared(recorded) } else { Self::undecoded(recorded) }
+    }
+
     /// The event as recorded (its payload may be gone: see [`DecodedEvent::owned`]).
     pub fn recorded(&self) -> &RecordedEvent {
         &self.recorded

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! One task reads the log once for all projections (a rebuild of everything reads it once, not
-//! once per projection). Each projection's writes sit in a savepoint: a projection whose `apply`
+//! once per projection) and decodes each payload once for all of them (`DecodedEvent`). Each projection's writes sit in a savepoint: a projection whose `apply`
 //! fails is rolled back alone, marked failed (visible in [`ProjectionRunner::status`]) and
 //! skipped, while the others carry on. A database failure rolls the whole batch back; the runner
 //! waits and resumes from the committed checkpoints, so a crash never applies an event twice or
@@ -31,7 +31,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::{EventFilter, EventStore};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, watch};
@@ -447,7 +446,7 @@ async fn read_pages(
         let page: Vec<Arc<DecodedEvent>> = page
             .into_iter()
             .take_while(|e| e.position <= target)
-            .map(|e| Arc::new(decoded_for(&projections, e)))
+            .map(|e| Arc::new(DecodedEvent::owned_if(e, |t| handled(&projections, t))))
             .collect();
         let Some(last) = page.last().map(|e| e.position) else { return };
         after = last;
@@ -455,6 +454,11 @@ async fn read_pages(
             return;
         }
     }
+}
+
+/// Does one of `projections` handle events of this type? (Only those are decoded.)
+fn handled(projections: &[Arc<dyn Projection>], event_type: &str) -> bool {
+    projections.iter().any(|p| p.handles(event_type))
 }
 
 fn add_micros(timings: &Mutex<RunnerTimings>, start: Instant, field: impl FnOnce(&mut RunnerTimings) -> &mut u64) {
@@ -479,28 +483,11 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
                 _ => break,
             }
         }
-        let batch: Vec<Arc<DecodedEvent>> =
-            batch.into_iter().map(|e| Arc::new(shared_for(&inner.projections, e))).collect();
+        let batch: Vec<Arc<DecodedEvent>> = batch
+            .into_iter()
+            .map(|e| Arc::new(DecodedEvent::shared_if(e, |t| handled(&inner.projections, t))))
+            .collect();
         apply_batch(inner, &batch).await?;
-    }
-}
-
-/// `event`, read for the read models alone, decoded if one of `projections` handles it.
-fn decoded_for(projections: &[Arc<dyn Projection>], event: RecordedEvent) -> DecodedEvent {
-    if projections.iter().any(|p| p.handles(&event.event_type)) {
-        DecodedEvent::owned(event)
-    } else {
-        DecodedEvent::undecoded(Arc::new(event))
-    }
-}
-
-/// A live event (shared with the log's other subscribers) decoded if one of `projections`
-/// handles it.
-fn shared_for(projections: &[Arc<dyn Projection>], event: Arc<RecordedEvent>) -> DecodedEvent {
-    if projections.iter().any(|p| p.handles(&event.event_type)) {
-        DecodedEvent::shared(event)
-    } else {
-        DecodedEvent::undecoded(event)
     }
 }
 
