@@ -174,6 +174,7 @@ impl ProjectionRunner {
             Ok(head) => run_until(&self.inner, Some(head)).await.map(|()| head),
             Err(e) => Err(e.into()),
         };
+        let finishing = Instant::now();
         let restored = crate::bulk::restore(db).await;
         let checkpointed = if db.is_postgres() {
             Ok(0)
@@ -182,6 +183,7 @@ impl ProjectionRunner {
             // now rather than in a reader's way later.
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).await
         };
+        add_micros(&self.inner.timings, finishing, |t| &mut t.finish_micros);
         tracing::debug!(dropped, "bulk rebuild: secondary indexes dropped and created again");
         let head = applied?;
         restored?;

@@ -32,8 +32,8 @@ pub struct Rebuilt {
     pub position: i64,
     /// Wall time, in milliseconds.
     pub millis: u64,
-    /// Where the time went: waiting for the log reader, committing, and each read model's
-    /// `apply` (milliseconds).
+    /// Where the time went: waiting for the log reader, committing, each read model's `apply`
+    /// and creating the dropped indexes again (milliseconds).
     pub spent: Spent,
 }
 
@@ -45,6 +45,8 @@ pub struct Spent {
     pub reading_log: u64,
     /// Writing checkpoints and committing.
     pub committing: u64,
+    /// Creating the indexes dropped for the bulk load again (and, on SQLite, emptying the WAL).
+    pub finishing: u64,
     /// In each read model's `apply`, with the events it handled.
     pub applying: Vec<Applying>,
 }
@@ -101,6 +103,7 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
     let spent = Spent {
         reading_log: timings.read_wait_micros / 1_000,
         committing: timings.commit_micros / 1_000,
+        finishing: timings.finish_micros / 1_000,
         applying: runner
             .status()
             .into_iter()
@@ -129,6 +132,7 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         let mut table = output::Table::new(["SPENT ON", "EVENTS", "MS"]);
         table.row(["reading the log (waiting)".to_string(), String::new(), r.spent.reading_log.to_string()]);
         table.row(["committing".to_string(), String::new(), r.spent.committing.to_string()]);
+        table.row(["creating indexes again".to_string(), String::new(), r.spent.finishing.to_string()]);
         for a in &r.spent.applying {
             table.row([format!("apply {}", a.projection), a.events.to_string(), a.millis.to_string()]);
         }

@@ -57,6 +57,13 @@ async fn verify_is_clean_then_catches_tampering(f: Fixture) {
     let before = checksums(&f).await;
     let r = json_ok(&replay(&f.url, &["--json", "rebuild", "--projection", "operations"]));
     assert_eq!((r["position"].as_i64(), r["projections"][0].as_str()), (Some(f.head), Some("operations")));
+    // Where the time went, each part in milliseconds (the operations' events all applied).
+    for part in ["readingLog", "committing", "finishing"] {
+        assert!(r["spent"][part].is_u64(), "{part}: {r:#}");
+    }
+    let applied = &r["spent"]["applying"][0];
+    assert_eq!(applied["projection"], "operations", "{r:#}");
+    assert!(applied["events"].as_u64().is_some_and(|n| n > 0), "{r:#}");
     json_ok(&replay(&f.url, &["--json", "rebuild"]));
     assert_eq!(checksums(&f).await, before);
     let out = replay(&f.url, &["rebuild", "--projection", "nope"]);
