@@ -38,7 +38,7 @@ pub struct Gauges {
     /// What the command handler did (appends, conflicts, commands decided on cached states).
     pub commands: agentlog_eventlog::CommandCounts,
     /// GraphQL documents taken from the parsed ones, and texts parsed.
-    pub documents: (u64, u64),
+    pub documents: crate::graphql::parsed::DocumentCounts,
     /// SQLite: the background WAL checkpointer's passes, frames copied back and failed passes.
     pub wal_checkpoints: Option<(u64, u64, u64)>,
 }
@@ -138,34 +138,43 @@ impl Metrics {
                 failures.to_string(),
             );
         }
-        out.push_str(
-            "# HELP agentlog_cached_state_commands_total Commands tried on a cached state without reading the \
-             log: appended, or reloaded (run again on the stream as stored).\n\
-             # TYPE agentlog_cached_state_commands_total counter\n",
+        labelled(
+            &mut out,
+            "agentlog_cached_state_commands_total",
+            "Commands tried on a cached state without reading the log: appended, or reloaded (run again \
+             on the stream as stored).",
+            [
+                ("outcome=\"appended\"".to_string(), g.commands.on_cache),
+                ("outcome=\"reloaded\"".to_string(), g.commands.reloaded),
+            ],
         );
-        out.push_str(&format!(
-            "agentlog_cached_state_commands_total{{outcome=\"appended\"}} {}\n\
-             agentlog_cached_state_commands_total{{outcome=\"reloaded\"}} {}\n",
-            g.commands.on_cache, g.commands.reloaded
-        ));
-        out.push_str(&format!(
-            "# HELP agentlog_graphql_documents_total GraphQL request texts: reused (parsed before) or parsed.\n\
-             # TYPE agentlog_graphql_documents_total counter\n\
-             agentlog_graphql_documents_total{{outcome=\"reused\"}} {}\n\
-             agentlog_graphql_documents_total{{outcome=\"parsed\"}} {}\n",
-            g.documents.0, g.documents.1
-        ));
-        out.push_str(
-            "# HELP agentlog_reactor_refusals_total Reactor commands the domain refused (each recorded as reactor.command_refused).\n\
-             # TYPE agentlog_reactor_refusals_total counter\n",
+        labelled(
+            &mut out,
+            "agentlog_graphql_documents_total",
+            "GraphQL request texts: reused (parsed before) or parsed.",
+            [
+                ("outcome=\"reused\"".to_string(), g.documents.reused),
+                ("outcome=\"parsed\"".to_string(), g.documents.parsed),
+            ],
         );
         let counts = self.reactor_refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for ((reactor, code), n) in counts.iter() {
-            out.push_str(&format!("agentlog_reactor_refusals_total{{reactor=\"{reactor}\",code=\"{code}\"}} {n}\n"));
-        }
+        labelled(
+            &mut out,
+            "agentlog_reactor_refusals_total",
+            "Reactor commands the domain refused (each recorded as reactor.command_refused).",
+            counts.iter().map(|((reactor, code), n)| (format!("reactor=\"{reactor}\",code=\"{code}\""), *n)),
+        );
         drop(counts);
         self.genai.render(&mut out);
         out
+    }
+}
+
+/// A counter with labelled samples, each `(labels, value)`: `outcome="reused"`, 3.
+fn labelled(out: &mut String, name: &str, help: &str, samples: impl IntoIterator<Item = (String, u64)>) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} counter\n"));
+    for (labels, value) in samples {
+        out.push_str(&format!("{name}{{{labels}}} {value}\n"));
     }
 }
 

@@ -38,6 +38,15 @@ pub struct Parsed {
     pub reused: bool,
 }
 
+/// What [`ParsedDocuments`] did so far (`/metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocumentCounts {
+    /// Requests whose document was taken from the kept ones.
+    pub reused: u64,
+    /// Request texts parsed.
+    pub parsed: u64,
+}
+
 /// The documents this process parsed lately, by text.
 #[derive(Debug)]
 pub struct ParsedDocuments {
@@ -98,8 +107,8 @@ impl ParsedDocuments {
     }
 
     /// Documents reused and texts parsed so far.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.reused.load(Ordering::Relaxed), self.parsed.load(Ordering::Relaxed))
+    pub fn counts(&self) -> DocumentCounts {
+        DocumentCounts { reused: self.reused.load(Ordering::Relaxed), parsed: self.parsed.load(Ordering::Relaxed) }
     }
 
     fn kept(&self, text: &str) -> Option<Arc<ExecutableDocument>> {

@@ -13,7 +13,7 @@ use agentlog_api::{
     graphql::{
         admission::{Expansion, Refusal, admit, measure},
         global_id::{GlobalId, NodeType},
-        parsed::{MAX_GENERATION_TEXT, MAX_TEXT, ParsedDocuments},
+        parsed::{DocumentCounts, MAX_GENERATION_TEXT, MAX_TEXT, ParsedDocuments},
     },
     metrics::{Gauges, Metrics},
     over_http::AnswerType,
@@ -79,7 +79,7 @@ fn renders_counters_and_lag() {
         projection_position: 7,
         failed_projections: 0,
         commands,
-        documents: (7, 2),
+        documents: DocumentCounts { reused: 7, parsed: 2 },
         wal_checkpoints: None,
     });
     assert!(text.contains("agentlog_http_requests_total 1\n"));
@@ -368,7 +368,7 @@ fn reuses_kept_documents_and_stays_bounded() {
     let again = docs.parse(q).unwrap();
     assert!(again.reused);
     assert_eq!(format!("{first:?}"), format!("{:?}", again.doc), "the same document");
-    assert_eq!(docs.counts(), (1, 3));
+    assert_eq!(docs.counts(), DocumentCounts { reused: 1, parsed: 3 });
     for i in 0..20 {
         parse_and_keep(&docs, &format!("{{ operation(id: \"{i}\") {{ id }} }}"));
         assert!(docs.held() <= 4, "bounded in entries");
@@ -401,5 +401,5 @@ fn a_document_in_use_survives_churn() {
         parse_and_keep(&docs, hot);
         parse_and_keep(&docs, &format!("{{ operation(id: \"{i}\") {{ id }} }}"));
     }
-    assert_eq!(docs.counts().0, 49, "the hot text parsed once");
+    assert_eq!(docs.counts().reused, 49, "the hot text parsed once");
 }
