@@ -65,11 +65,6 @@ impl DecodedEvent {
     pub(crate) fn shared_if(recorded: Arc<RecordedEvent>, handles: impl Fn(&str) -> bool) -> Self {
         if handles(&recorded.event_type) { Self::shared(recorded) } else { Self::undecoded(recorded) }
     }
-
-    /// The event as recorded (its payload may be gone: see [`DecodedEvent::owned`]).
-    pub fn recorded(&self) -> &RecordedEvent {
-        &self.recorded
-    }
 }
 
 impl Deref for DecodedEvent {
@@ -168,7 +163,7 @@ pub(crate) fn decode_batch<'a, E: Typed>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use agentlog_domain::envelope::{Actor, EventMetadata};
     use chrono::Utc;
     use serde_json::json;
@@ -176,19 +171,30 @@ mod tests {
 
     use super::*;
 
-    fn recorded(event_type: &str, payload: serde_json::Value) -> RecordedEvent {
-        let id = Uuid::from_u128(7);
+    /// An event at `position` of `stream_id`, owned by `owner` (the unit tests' fixture).
+    pub(crate) fn event_at(
+        position: i64,
+        stream_id: &str,
+        owner: &str,
+        event_type: &str,
+        payload: serde_json::Value,
+    ) -> RecordedEvent {
+        let id = Uuid::from_u128(position as u128);
         RecordedEvent {
-            position: 3,
+            position,
             event_id: id,
-            stream_id: "brief-u1~b1".into(),
-            stream_version: 1,
+            stream_id: stream_id.into(),
+            stream_version: position,
             event_type: event_type.into(),
             schema_version: 1,
             payload,
-            metadata: EventMetadata::source(id, Actor::user("u1"), "u1", "brief"),
+            metadata: EventMetadata::source(id, Actor::user(owner), owner, "s"),
             recorded_at: Utc::now(),
         }
+    }
+
+    fn recorded(event_type: &str, payload: serde_json::Value) -> RecordedEvent {
+        event_at(3, "brief@u1/b1", "u1", event_type, payload)
     }
 
     #[test]

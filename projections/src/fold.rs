@@ -153,25 +153,12 @@ pub(crate) fn group_by_owned_instance<'a>(events: &[&'a DecodedEvent]) -> Result
 mod tests {
     use std::sync::Arc;
 
-    use agentlog_domain::envelope::{Actor, EventMetadata, RecordedEvent};
-    use chrono::Utc;
-    use uuid::Uuid;
-
     use super::*;
+    use crate::decoding::tests::event_at;
 
     fn event(position: i64, stream_id: &str, owner: &str) -> DecodedEvent {
-        let id = Uuid::from_u128(position as u128);
-        DecodedEvent::undecoded(Arc::new(RecordedEvent {
-            position,
-            event_id: id,
-            stream_id: stream_id.into(),
-            stream_version: position,
-            event_type: "operation.step_recorded".into(),
-            schema_version: 1,
-            payload: serde_json::Value::Null,
-            metadata: EventMetadata::source(id, Actor::user(owner), owner, "s"),
-            recorded_at: Utc::now(),
-        }))
+        let recorded = event_at(position, stream_id, owner, "operation.step_recorded", serde_json::Value::Null);
+        DecodedEvent::undecoded(Arc::new(recorded))
     }
 
     #[test]

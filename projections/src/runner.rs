@@ -11,9 +11,10 @@
 //! ```
 //!
 //! One task reads the log once for all projections (a rebuild of everything reads it once, not
-//! once per projection) and decodes each payload once for all of them (`DecodedEvent`). Each projection's writes sit in a savepoint: a projection whose `apply`
-//! fails is rolled back alone, marked failed (visible in [`ProjectionRunner::status`]) and
-//! skipped, while the others carry on. A database failure rolls the whole batch back; the runner
+//! once per projection) and decodes each payload once for all of them (`DecodedEvent`). Each
+//! projection's writes sit in a savepoint: a projection whose `apply` fails is rolled back
+//! alone, marked failed (visible in [`ProjectionRunner::status`]) and skipped, while the others
+//! carry on. A database failure rolls the whole batch back; the runner
 //! waits and resumes from the committed checkpoints, so a crash never applies an event twice or
 //! skips one.
 //!
