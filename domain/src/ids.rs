@@ -95,6 +95,33 @@ fn derived_from_parts(kind: &str, parts: &[&[u8]], at_ms: i64) -> Uuid {
     Uuid::from_bytes(bytes)
 }
 
+/// The command id of a client's request `request_id` sent by `user_id`: derived, so a resent
+/// request has the command id (and event ids) of the first and decides nothing twice.
+///
+/// A resend may come at any later time, so the id's time field cannot be the clock's; it is
+/// taken from the same name hash instead. The command's event ids share it (they are stamped
+/// with their command id's time, [`crate::context`]), so they sit side by side in the log's
+/// event-id index: looking up whether the request was applied reads one index page, and
+/// appending its events writes one, however large the log. With a fixed time field every
+/// request's ids would be scattered over the same region of the index instead.
+///
+/// ```
+/// use agentlog_domain::ids::{id_timestamp_ms, nth_child_id, request_command_id};
+/// let id = request_command_id("u1", "req-7");
+/// assert_eq!(id, request_command_id("u1", "req-7"));
+/// assert_ne!(id, request_command_id("u2", "req-7"));
+/// let t = id_timestamp_ms(id);
+/// assert_eq!(id_timestamp_ms(nth_child_id(id, "event", 3, t)), t);
+/// ```
+pub fn request_command_id(user_id: &str, request_id: &str) -> Uuid {
+    let hashed =
+        derived_from_parts("request", &[user_id.as_bytes(), &[0], request_id.as_bytes()], 0);
+    let tail = hashed.as_bytes();
+    let spread =
+        i64::from_be_bytes([0, 0, tail[10], tail[11], tail[12], tail[13], tail[14], tail[15]]);
+    derived_from_parts("request", &[user_id.as_bytes(), &[0], request_id.as_bytes()], spread)
+}
+
 /// The `n`-th id derived from `parent` (for the several events one decision produces): the
 /// [`derived_id`] of the key `{parent}#{n}`, written without `core::fmt`.
 pub fn nth_child_id(parent: Uuid, kind: &str, n: u32, at_ms: i64) -> Uuid {
@@ -166,6 +193,21 @@ mod tests {
         assert!(may_start_stream("operation-~op-cron-1", &Actor::system("scheduler")).is_ok());
         assert!(may_start_stream("operation-op~1", &user).is_ok());
         assert!(may_start_stream("notification-~u", &user).is_ok());
+    }
+
+    #[test]
+    fn a_requests_events_share_its_time_field() {
+        let id = request_command_id("u1", "r1");
+        // As before this id had a time field: the same hashed name ("request", then the key).
+        assert_eq!(&id.as_bytes()[6..], &derived_id("request", "u1\u{0}r1", 0).as_bytes()[6..]);
+        let t = id_timestamp_ms(id);
+        assert_ne!(
+            t,
+            id_timestamp_ms(request_command_id("u1", "r2")),
+            "requests spread over the index"
+        );
+        let prefix = |n| nth_child_id(id, "event", n, t).as_bytes()[..6].to_vec();
+        assert!((0..64).all(|n| prefix(n) == id.as_bytes()[..6]));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! [`Commands`]: the use cases for one caller, and what every use case needs from it (the
 //! command's context, the owner of new data, the acting user).
 
-use agentlog_domain::{context::Context, envelope::Actor, ids::derived_id};
+use agentlog_domain::{context::Context, envelope::Actor, ids::request_command_id};
 use chrono::Utc;
 use uuid::Uuid;
 
@@ -42,7 +42,7 @@ impl<'a> Commands<'a> {
             Some(r) if r.is_empty() || r.len() > 200 => {
                 return Err(ApiError::validation("requestId", "must be 1 to 200 characters"));
             }
-            Some(r) => derived_id("request", &format!("{}\u{0}{r}", self.caller.user_id), 0),
+            Some(r) => request_command_id(&self.caller.user_id, r),
             None => Uuid::now_v7(),
         };
         let mut ctx = Context::new(Utc::now(), command_id, actor, owner);
