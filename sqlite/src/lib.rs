@@ -1,5 +1,5 @@
-//! SQLite connections of agentlog's own, for the hot paths: the log's writer and readers, and
-//! the read models.
+//! SQLite connections of agentlog's own, for the hot paths: the file's writer (the log's and the
+//! read models', lent by [`WriteGate`]), the log's readers, and the read models' readers.
 //!
 //! sqlx runs a SQLite connection on a worker thread and hands every statement, every bound
 //! value and every fetched row across a channel to it and back, copying each value. A

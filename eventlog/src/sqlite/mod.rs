@@ -1,7 +1,8 @@
-//! The SQLite store: the embedded default. One file in WAL mode; one writer connection held by
-//! the group-commit writer (SQLite allows one writer at a time anyway), reader connections of
-//! the store's own that read and look up events (`read`), and sqlx's pool for the rest
-//! (migrations and the read models' settings).
+//! The SQLite store: the embedded default. One file in WAL mode; one writer connection, lent by
+//! the file's write gate to the group-commit writer and to the read models in turn (SQLite
+//! allows one writer at a time anyway, and one connection keeps its page cache across both),
+//! reader connections of the store's own that read and look up events (`read`), and sqlx's pool
+//! for the rest (migrations and the read models' settings).
 
 use std::{path::Path, str::FromStr, sync::Arc};
 
@@ -17,8 +18,6 @@ use tokio::{sync::Notify, task::JoinHandle};
 mod checkpoint;
 mod read;
 mod write;
-
-use write::WriterConnection;
 
 use crate::{
     append::LocatedEvent,
@@ -59,6 +58,7 @@ impl SqliteEventStore {
             crate::migrate::migrate_sqlite(&pool).await?;
         }
         let settings = writer_settings(&options);
+        let synchronous = synchronous(&options);
         let checkpointer = match options.sqlite_background_checkpoint {
             Some(interval) => Some(checkpoint::start(&filename, &settings, interval)?),
             None => None,
@@ -69,7 +69,7 @@ impl SqliteEventStore {
             options.read_connections.max(1) as usize,
         ));
         let gate = agentlog_sqlite::WriteGate::of(&filename);
-        let backend = SqliteBackend { pool, connect, filename, settings, gate, readers, checkpointer };
+        let backend = SqliteBackend { pool, connect, settings, synchronous, gate, readers, checkpointer };
         Ok(Self { core: LogCore::start(backend, &options).await? })
     }
 
@@ -130,11 +130,14 @@ fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnect
 pub(crate) struct SqliteBackend {
     pool: SqlitePool,
     connect: SqliteConnectOptions,
-    /// The database file, for the writer's and imports' own connections.
-    filename: String,
-    /// The `PRAGMA`s those connections run when they open.
+    /// The `PRAGMA`s the file's writer connection runs when it opens (it opens on the first
+    /// write of this process: an append, an import or a read-model transaction).
     settings: Vec<String>,
-    /// The file's write lock as this process queues for it (shared with the read models).
+    /// `PRAGMA synchronous` for appends, set before each batch: the writer connection is the
+    /// read models' too, and they commit at NORMAL.
+    synchronous: String,
+    /// The file's write lock as this process queues for it, and its writer connection (shared
+    /// with the read models: `agentlog_sqlite::WriteGate`).
     gate: agentlog_sqlite::WriteGate,
     /// Connections of the store's own that read the log (see `read`).
     readers: Arc<agentlog_sqlite::Readers>,
@@ -165,10 +168,20 @@ fn writer_settings(options: &StoreOptions) -> Vec<String> {
     settings
 }
 
+/// How appends reach the disk: FULL (the default) syncs the WAL at every commit.
+fn synchronous_level(options: &StoreOptions) -> &'static str {
+    if options.sqlite_synchronous_full { "FULL" } else { "NORMAL" }
+}
+
+/// The statement that sets [`synchronous_level`] on a connection.
+fn synchronous(options: &StoreOptions) -> String {
+    format!("PRAGMA synchronous = {}", synchronous_level(options))
+}
+
 /// The `PRAGMA`s every connection of the log runs, pooled or its own.
 fn shared_pragmas(options: &StoreOptions) -> Vec<(&'static str, String)> {
     vec![
-        ("synchronous", if options.sqlite_synchronous_full { "FULL" } else { "NORMAL" }.to_string()),
+        ("synchronous", synchronous_level(options).to_string()),
         // 32 MiB of page cache per connection (SQLite's default is 2 MiB): read-model writes
         // touch index pages all over a large file, and every miss is a read system call.
         ("cache_size", "-32768".to_string()),
@@ -194,42 +207,39 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl Backend for SqliteBackend {
-    type Writer = WriterConnection;
+    /// Nothing: the file's writer connection lives in its write gate, lent with each turn.
+    type Writer = ();
 
-    async fn open_writer(&self) -> Result<WriterConnection, EventLogError> {
-        let (filename, settings) = (self.filename.clone(), self.settings.clone());
-        let conn = blocking(move || {
-            Connection::open(&filename, &settings).map_err(write::failed("opening the writer connection"))
-        })
-        .await?;
-        Ok(Arc::new(std::sync::Mutex::new(conn)))
+    async fn open_writer(&self) -> Result<(), EventLogError> {
+        Ok(())
     }
 
     async fn commit_batch(
         &self,
-        conn: &mut WriterConnection,
+        _: &mut (),
         batch: &[Arc<PreparedAppend>],
         now: DateTime<Utc>,
     ) -> Result<BatchAnswers, EventLogError> {
-        let (conn, batch) = (Arc::clone(conn), batch.to_vec());
-        let turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
+        let batch = batch.to_vec();
+        let (settings, synchronous) = (self.settings.clone(), self.synchronous.clone());
+        let mut turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
-            let _turn = turn;
+            let conn = turn.connection(&settings).map_err(write::failed("opening the writer connection"))?;
+            conn.execute(&synchronous, &[]).map_err(write::failed("setting the writer's synchronous"))?;
             let batch: Vec<&PreparedAppend> = batch.iter().map(|a| &**a).collect();
-            write::commit_batch(&mut conn.lock().unwrap_or_else(|p| p.into_inner()), &batch, now)
+            write::commit_batch(conn, &batch, now)
         })
         .await
     }
 
     async fn import_batch(&self, events: Vec<PreparedImport>) -> Result<ImportResult, EventLogError> {
-        let (filename, settings) = (self.filename.clone(), self.settings.clone());
-        // A connection of its own; the file's write lock (IMMEDIATE) orders it with appends.
-        let turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
+        let (settings, synchronous) = (self.settings.clone(), self.synchronous.clone());
+        // The file's write lock (IMMEDIATE) orders it with appends.
+        let mut turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
-            let _turn = turn;
-            let mut conn =
-                Connection::open(&filename, &settings).map_err(write::failed("opening an import connection"))?;
-            write::import(&mut conn, &events)
+            let conn = turn.connection(&settings).map_err(write::failed("opening the writer connection"))?;
+            conn.execute(&synchronous, &[]).map_err(write::failed("setting the writer's synchronous"))?;
+            write::import(conn, &events)
         })
         .await
     }

@@ -6,10 +6,7 @@
 //! to its worker thread and copy them; for a batch of thousands of events that cost more than
 //! SQLite's own work, and a multi-row `INSERT` also needs a statement journal.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::collections::HashMap;
 
 use agentlog_domain::envelope::EventMetadata;
 use agentlog_sqlite::{Connection, SqlRef, SqliteFailure};
@@ -23,9 +20,6 @@ use crate::{
     import::{ImportResult, PreparedImport, plan_import},
     validate::PreparedAppend,
 };
-
-/// The writer's connection, shared with the blocking-pool thread that runs each batch.
-pub(crate) type WriterConnection = Arc<Mutex<Connection>>;
 
 const INSERT_EVENT: &str = "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, \
                             schema_version, payload, metadata, root_source_id, parent_node_id, user_id, recorded_at) \

@@ -41,7 +41,7 @@ impl From<agentlog_eventlog::DatabasePool> for ReadDb {
 
 /// A write transaction on the read-model database.
 pub enum ReadTx {
-    /// SQLite, on the read models' writer, begun IMMEDIATE (takes the write lock up front).
+    /// SQLite, on the file's writer connection, begun IMMEDIATE (takes the write lock up front).
     Sqlite(SqliteTx),
     /// PostgreSQL.
     Postgres(Transaction<'static, Postgres>),

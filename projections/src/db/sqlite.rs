@@ -1,5 +1,6 @@
-//! The read models' SQLite database: connections of their own on the log's file — a writer
-//! and readers — that run each statement on the calling thread.
+//! The read models' SQLite database: connections on the log's file — the file's writer
+//! connection (shared with the log's appends through the file's `WriteGate`) and readers of
+//! their own — that run each statement on the calling thread.
 //!
 //! sqlx runs a SQLite connection on a worker thread and hands every statement, every bound
 //! value and every fetched row across a channel to it and back. A projection batch writes
@@ -20,14 +21,14 @@ use std::sync::Arc;
 
 use agentlog_sqlite::{BUSY_TIMEOUT, Connection, GateTurn, Readers, Row, SqlValue, SqliteFailure, WriteGate};
 use sqlx::SqlitePool;
-use tokio::sync::{Mutex, OwnedMutexGuard, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::error::ProjectionError;
 
-/// The read models' SQLite database: connections of its own on the log's file — one writer,
-/// for every write transaction (one at a time: a second `begin` waits for the first to end, as
-/// SQLite's write lock would make it anyway), and readers for queries, as many at once as the
-/// log's reader pool has connections — opened on first use with the pool's settings.
+/// The read models' SQLite database: connections of its own on the log's file — the file's
+/// writer, which the log's appends write through too (its [`WriteGate`]: one write transaction
+/// at a time, as SQLite's write lock would make it anyway), and readers for queries, as many at
+/// once as the log's reader pool has connections — opened on first use with the pool's settings.
 #[derive(Clone, Debug)]
 pub struct SqliteDb {
     pool: SqlitePool,
@@ -38,18 +39,17 @@ pub struct SqliteDb {
 struct Shared {
     /// The file and the settings every connection is opened with.
     open: tokio::sync::OnceCell<Opening>,
-    writer: tokio::sync::OnceCell<Arc<Mutex<Connection>>>,
     /// One permit per reader that may be open at once.
     readers: Semaphore,
 }
 
 #[derive(Debug)]
 struct Opening {
-    filename: String,
     settings: Vec<String>,
     /// Readers not in use (at most as many as may be open at once).
     readers: Readers,
-    /// The file's write lock as this process queues for it (shared with the log's writer).
+    /// The file's write lock as this process queues for it, lending the file's writer
+    /// connection (the log's appends write through it too).
     gate: WriteGate,
     /// `PRAGMA synchronous` for writes outside a transaction: the pool's (durable).
     durable: String,
@@ -61,7 +61,7 @@ impl SqliteDb {
     /// The read models in the file of `pool`.
     pub fn new(pool: SqlitePool) -> Self {
         let readers = Semaphore::new(pool.options().get_max_connections().max(1) as usize);
-        let shared = Shared { open: tokio::sync::OnceCell::new(), writer: tokio::sync::OnceCell::new(), readers };
+        let shared = Shared { open: tokio::sync::OnceCell::new(), readers };
         Self { pool, shared: Arc::new(shared) }
     }
 
@@ -76,15 +76,15 @@ impl SqliteDb {
     /// applies them again from the log, whose own commits are durable and flush these with them.
     pub(crate) async fn begin(&self) -> Result<SqliteTx, ProjectionError> {
         let opening = self.opening().await?;
-        let mut conn = self.writer().await?;
-        let turn = opening.gate.enter(BUSY_TIMEOUT).await.map_err(failed("waiting for the write lock"))?;
+        let mut turn = self.writer(opening).await?;
+        let conn = turn.connection(&opening.settings).map_err(failed("opening the read models' writer"))?;
         if conn.in_transaction() {
             // An earlier transaction whose commit and rollback both failed: end it first.
             conn.execute("ROLLBACK", &[]).map_err(failed("rolling back read models"))?;
         }
         conn.execute(&opening.derived, &[]).map_err(failed("beginning a transaction"))?;
         conn.execute("BEGIN IMMEDIATE", &[]).map_err(failed("beginning a transaction"))?;
-        Ok(SqliteTx { conn, open: true, _turn: turn })
+        Ok(SqliteTx { turn, open: true })
     }
 
     /// Run one statement outside any transaction; the rows it changed. On the writer: a write
@@ -94,25 +94,16 @@ impl SqliteDb {
     /// (API tokens).
     pub(crate) async fn execute(&self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         let opening = self.opening().await?;
-        let mut conn = self.writer().await?;
-        let _turn = opening.gate.enter(BUSY_TIMEOUT).await.map_err(failed("waiting for the write lock"))?;
+        let mut turn = self.writer(opening).await?;
+        let conn = turn.connection(&opening.settings).map_err(failed("opening the read models' writer"))?;
         conn.execute(&opening.durable, &[]).map_err(failed("writing a read model"))?;
         conn.execute(sql, args).map_err(failed("writing a read model"))
     }
 
-    /// The writer's connection, opened on first use, once the transaction in flight ends.
-    async fn writer(&self) -> Result<OwnedMutexGuard<Connection>, ProjectionError> {
-        let writer = self
-            .shared
-            .writer
-            .get_or_try_init(|| async {
-                let opening = self.opening().await?;
-                let conn = Connection::open(&opening.filename, &opening.settings)
-                    .map_err(failed("opening the read models' writer"))?;
-                Ok::<_, ProjectionError>(Arc::new(Mutex::new(conn)))
-            })
-            .await?;
-        Ok(Arc::clone(writer).lock_owned().await)
+    /// This process's turn at the file's write lock (its writer connection with it), once the
+    /// transaction in flight (the log's or the read models') ends.
+    async fn writer(&self, opening: &Opening) -> Result<GateTurn, ProjectionError> {
+        opening.gate.enter(BUSY_TIMEOUT).await.map_err(failed("waiting for the write lock"))
     }
 
     /// Run one query outside any transaction on a reader, handing each row to `each`; the
@@ -161,7 +152,6 @@ impl SqliteDb {
                 Ok(Opening {
                     readers: Readers::new(filename.clone(), settings.clone(), keep),
                     gate: WriteGate::of(&filename),
-                    filename,
                     settings,
                     durable: format!("PRAGMA synchronous = {synchronous}"),
                     // 1 is NORMAL; a pool at OFF (0) stays off.
@@ -176,12 +166,12 @@ fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionErro
     move |source| ProjectionError::Sqlite { context, source }
 }
 
-/// A write transaction on the writer's connection; rolled back if dropped before `commit`.
+/// A write transaction on the file's writer connection; rolled back if dropped before `commit`.
 pub struct SqliteTx {
-    conn: OwnedMutexGuard<Connection>,
+    /// This process's turn at the file's write lock, lending the connection (opened by `begin`);
+    /// given back after the rollback in `drop`.
+    turn: GateTurn,
     open: bool,
-    /// This process's turn at the file's write lock; given back after the rollback in `drop`.
-    _turn: GateTurn,
 }
 
 impl std::fmt::Debug for SqliteTx {
@@ -191,28 +181,36 @@ impl std::fmt::Debug for SqliteTx {
 }
 
 impl SqliteTx {
+    /// The connection `begin` opened (or found open) for this transaction.
+    fn conn(&mut self) -> Result<&mut Connection, ProjectionError> {
+        self.turn.opened().ok_or(ProjectionError::Sqlite {
+            context: "writing a read model",
+            source: SqliteFailure::new("the writer connection is not open"),
+        })
+    }
+
     /// Run one statement; the rows it changed.
     pub(crate) fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
-        self.conn.execute(sql, args).map_err(failed("writing a read model"))
+        self.conn()?.execute(sql, args).map_err(failed("writing a read model"))
     }
 
     /// Run one query; its rows.
     pub(crate) fn fetch(&mut self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
         let mut rows = Vec::new();
-        self.conn.for_each_row(sql, args, &mut |row| rows.push(row)).map_err(failed("reading a read model"))?;
+        self.conn()?.for_each_row(sql, args, &mut |row| rows.push(row)).map_err(failed("reading a read model"))?;
         Ok(rows)
     }
 
     /// Run the one-row statement `sql` once per row of `rows`.
     pub(crate) fn run_per_row(&mut self, sql: &str, rows: &[Vec<SqlValue>]) -> Result<(), ProjectionError> {
-        self.conn.run_per_row(sql, rows).map_err(failed("writing a read model"))
+        self.conn()?.run_per_row(sql, rows).map_err(failed("writing a read model"))
     }
 
     /// Commit. A failed commit rolls back (when it dropped), so the writer's next transaction
     /// begins on a connection with none open.
     pub(crate) fn commit(self) -> Result<(), ProjectionError> {
         let mut tx = self;
-        let committed = tx.conn.execute("COMMIT", &[]).map(drop).map_err(failed("committing read models"));
+        let committed = tx.conn()?.execute("COMMIT", &[]).map(drop).map_err(failed("committing read models"));
         tx.open = committed.is_err();
         committed
     }
@@ -220,14 +218,15 @@ impl SqliteTx {
     /// Roll back.
     pub(crate) fn rollback(mut self) -> Result<(), ProjectionError> {
         self.open = false;
-        self.conn.execute("ROLLBACK", &[]).map(drop).map_err(failed("rolling back read models"))
+        self.conn()?.execute("ROLLBACK", &[]).map(drop).map_err(failed("rolling back read models"))
     }
 }
 
 impl Drop for SqliteTx {
     fn drop(&mut self) {
         if self.open
-            && let Err(e) = self.conn.execute("ROLLBACK", &[])
+            && let Some(conn) = self.turn.opened()
+            && let Err(e) = conn.execute("ROLLBACK", &[])
         {
             // Nothing to roll back when a failed statement ended the transaction itself; a
             // transaction left open is rolled back by the writer's next `begin`.
