@@ -196,6 +196,12 @@ fn shared_pragmas(options: &StoreOptions) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A writer connection that could not be opened: every append waiting on it is answered
+/// UNAVAILABLE, as on PostgreSQL (docs/log.md).
+fn unavailable(failure: agentlog_sqlite::SqliteFailure) -> EventLogError {
+    EventLogError::Unavailable { reason: write::failed("opening the writer connection")(failure).to_string() }
+}
+
 /// Run SQLite work on the blocking pool: a commit waits for `fsync`, which must not hold one
 /// of the runtime's worker threads.
 async fn blocking<T: Send + 'static>(
@@ -224,7 +230,7 @@ impl Backend for SqliteBackend {
         let (settings, synchronous) = (self.settings.clone(), self.synchronous.clone());
         let mut turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
-            let conn = turn.connection(&settings).map_err(write::failed("opening the writer connection"))?;
+            let conn = turn.connection(&settings).map_err(unavailable)?;
             conn.execute(&synchronous, &[]).map_err(write::failed("setting the writer's synchronous"))?;
             let batch: Vec<&PreparedAppend> = batch.iter().map(|a| &**a).collect();
             write::commit_batch(conn, &batch, now)
@@ -237,7 +243,7 @@ impl Backend for SqliteBackend {
         // The file's write lock (IMMEDIATE) orders it with appends.
         let mut turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
-            let conn = turn.connection(&settings).map_err(write::failed("opening the writer connection"))?;
+            let conn = turn.connection(&settings).map_err(unavailable)?;
             conn.execute(&synchronous, &[]).map_err(write::failed("setting the writer's synchronous"))?;
             write::import(conn, &events)
         })
@@ -350,6 +356,31 @@ mod tests {
         let autocheckpoint: i64 =
             sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(store.pool()).await.unwrap();
         assert_eq!(autocheckpoint, 1_000);
+    }
+
+    /// A writer connection that cannot be opened answers the append UNAVAILABLE (and writes
+    /// nothing): here the file is gone before the first append opens it.
+    #[tokio::test]
+    async fn an_append_without_a_writer_connection_is_unavailable() {
+        use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent};
+
+        use crate::{ExpectedVersion, store::EventStore};
+
+        let file = crate::testing::TempSqlite::new();
+        let store = SqliteEventStore::open(&file.url(), StoreOptions::default()).await.unwrap();
+        let gone = file.path.with_extension("gone");
+        std::fs::rename(&file.path, &gone).unwrap();
+        let id = uuid::Uuid::now_v7();
+        let event = NewEvent::new(
+            id,
+            "test.a",
+            serde_json::json!({}),
+            EventMetadata::source(id, Actor::user("u"), "u", "user:u"),
+        );
+        let err = store.append("s-1", ExpectedVersion::Any, vec![event]).await.unwrap_err();
+        assert!(err.is_unavailable(), "{err:?}");
+        assert!(err.to_string().contains("opening the writer connection"), "{err}");
+        let _ = std::fs::remove_file(&gone);
     }
 
     /// Every pooled connection, not just the first, maps the file as asked (and none when off).
