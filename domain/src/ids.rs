@@ -116,10 +116,10 @@ fn derived_from_parts(kind: &str, parts: &[&[u8]], at_ms: i64) -> Uuid {
 pub fn request_command_id(user_id: &str, request_id: &str) -> Uuid {
     let hashed =
         derived_from_parts("request", &[user_id.as_bytes(), &[0], request_id.as_bytes()], 0);
-    let tail = hashed.as_bytes();
-    let spread =
-        i64::from_be_bytes([0, 0, tail[10], tail[11], tail[12], tail[13], tail[14], tail[15]]);
-    derived_from_parts("request", &[user_id.as_bytes(), &[0], request_id.as_bytes()], spread)
+    // The time field: the hash's last 48 bits (the rest of the id is the hash already).
+    let mut bytes = *hashed.as_bytes();
+    bytes.copy_within(10..16, 0);
+    Uuid::from_bytes(bytes)
 }
 
 /// The `n`-th id derived from `parent` (for the several events one decision produces): the
@@ -201,6 +201,11 @@ mod tests {
         // As before this id had a time field: the same hashed name ("request", then the key).
         assert_eq!(&id.as_bytes()[6..], &derived_id("request", "u1\u{0}r1", 0).as_bytes()[6..]);
         let t = id_timestamp_ms(id);
+        assert_eq!(
+            id,
+            derived_id("request", "u1\u{0}r1", t),
+            "a derived id stamped with its own time field"
+        );
         assert_ne!(
             t,
             id_timestamp_ms(request_command_id("u1", "r2")),

@@ -57,15 +57,15 @@ impl SqliteEventStore {
         if options.migrate {
             crate::migrate::migrate_sqlite(&pool).await?;
         }
-        let settings = writer_settings(&options);
-        let synchronous = synchronous(&options);
+        let settings: Arc<[String]> = writer_settings(&options).into();
+        let synchronous: Arc<str> = synchronous(&options).into();
         let checkpointer = match options.sqlite_background_checkpoint {
             Some(interval) => Some(checkpoint::start(&filename, &settings, interval)?),
             None => None,
         };
         let readers = Arc::new(agentlog_sqlite::Readers::new(
             filename.clone(),
-            settings.clone(),
+            settings.to_vec(),
             options.read_connections.max(1) as usize,
         ));
         let gate = agentlog_sqlite::WriteGate::of(&filename);
@@ -132,10 +132,10 @@ pub(crate) struct SqliteBackend {
     connect: SqliteConnectOptions,
     /// The `PRAGMA`s the file's writer connection runs when it opens (it opens on the first
     /// write of this process: an append, an import or a read-model transaction).
-    settings: Vec<String>,
+    settings: Arc<[String]>,
     /// `PRAGMA synchronous` for appends, set before each batch: the writer connection is the
     /// read models' too, and they commit at NORMAL.
-    synchronous: String,
+    synchronous: Arc<str>,
     /// The file's write lock as this process queues for it, and its writer connection (shared
     /// with the read models: `agentlog_sqlite::WriteGate`).
     gate: agentlog_sqlite::WriteGate,
@@ -227,7 +227,7 @@ impl Backend for SqliteBackend {
         now: DateTime<Utc>,
     ) -> Result<BatchAnswers, EventLogError> {
         let batch = batch.to_vec();
-        let (settings, synchronous) = (self.settings.clone(), self.synchronous.clone());
+        let (settings, synchronous) = (Arc::clone(&self.settings), Arc::clone(&self.synchronous));
         let mut turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
             let conn = turn.connection(&settings).map_err(unavailable)?;
@@ -239,7 +239,7 @@ impl Backend for SqliteBackend {
     }
 
     async fn import_batch(&self, events: Vec<PreparedImport>) -> Result<ImportResult, EventLogError> {
-        let (settings, synchronous) = (self.settings.clone(), self.synchronous.clone());
+        let (settings, synchronous) = (Arc::clone(&self.settings), Arc::clone(&self.synchronous));
         // The file's write lock (IMMEDIATE) orders it with appends.
         let mut turn = self.gate.enter(BUSY_TIMEOUT).await.map_err(write::failed("waiting for the write lock"))?;
         blocking(move || {
