@@ -34,6 +34,11 @@ OUT="${OUT:-$(mktemp -d)}"
 
 say() { printf '[latency-at-size] %s\n' "$*" >&2; }
 mkdir -p "$OUT/small" "$OUT/large"
+# Write back what other work left dirty (a fresh copy of the large log, a build) before the
+# servers start: on ext4 a commit's fsync waits for the journal, and the journal for other
+# files' dirty data, so a phase that overlaps the kernel's write-back (up to 30 s after the
+# writes) shows stalls of hundreds of milliseconds that are not the server's.
+sync
 
 start() { # name database port
     "$BIN/agentlog" token create --user size-admin --admin --name latency-at-size --database "$2" | tail -n 1 >"$OUT/$1/token"

@@ -20,6 +20,8 @@ use std::{collections::BTreeMap, sync::Mutex};
 
 use agentlog_otel::Measurement;
 
+use crate::histogram::{Histogram, Labels, render_histogram};
+
 /// The conventions' advised buckets for token counts.
 const TOKEN_BUCKETS: &[f64] = &[
     1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0,
@@ -29,31 +31,6 @@ const TOKEN_BUCKETS: &[f64] = &[
 /// The conventions' advised buckets for durations, in seconds.
 const DURATION_BUCKETS: &[f64] =
     &[0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
-
-/// One histogram's figures.
-#[derive(Debug, Clone, Default)]
-struct Histogram {
-    /// Observations at or below each bucket bound (not cumulative; summed when rendered).
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-impl Histogram {
-    fn observe(&mut self, bounds: &[f64], value: f64) {
-        if self.counts.len() != bounds.len() {
-            self.counts = vec![0; bounds.len()];
-        }
-        if let Some(i) = bounds.iter().position(|b| value <= *b) {
-            self.counts[i] += 1;
-        }
-        self.sum += value;
-        self.count += 1;
-    }
-}
-
-/// A series' labels, in the order they are printed.
-type Labels = Vec<(&'static str, String)>;
 
 /// The GenAI histograms of this instance.
 #[derive(Debug, Default)]
@@ -122,25 +99,4 @@ impl Histograms {
         }
         self.duration.entry(labels).or_default().observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
     }
-}
-
-fn render_histogram(out: &mut String, name: &str, help: &str, bounds: &[f64], series: &BTreeMap<Labels, Histogram>) {
-    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} histogram\n"));
-    for (labels, h) in series {
-        let text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
-        let text = text.join(",");
-        let mut cumulative = 0;
-        for (bound, n) in bounds.iter().zip(h.counts.iter().chain(std::iter::repeat(&0))) {
-            cumulative += n;
-            out.push_str(&format!("{name}_bucket{{{text},le=\"{bound}\"}} {cumulative}\n"));
-        }
-        out.push_str(&format!("{name}_bucket{{{text},le=\"+Inf\"}} {}\n", h.count));
-        out.push_str(&format!("{name}_sum{{{text}}} {}\n", h.sum));
-        out.push_str(&format!("{name}_count{{{text}}} {}\n", h.count));
-    }
-}
-
-/// A label value as the text format writes it.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }

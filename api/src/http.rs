@@ -19,6 +19,7 @@ use axum::{
 use std::{
     net::SocketAddr,
     sync::{Arc, Mutex, OnceLock},
+    time::Instant,
 };
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
@@ -29,7 +30,7 @@ use crate::{
     auth::{Caller, bearer},
     error::{ApiError, UNAVAILABLE},
     feed,
-    graphql::{AppSchema, raw_json::RawJson},
+    graphql::{AppSchema, durations::Ran, raw_json::RawJson},
     metrics::{Gauges, Metrics},
     over_http::{self, AnswerType},
     oversized::bounded_message,
@@ -181,13 +182,18 @@ async fn graphql_post(
     execute(&http, &headers, request, answer).await
 }
 
-/// Run one GraphQL request from HTTP (a POST, or a GET's query) and write its answer.
-async fn execute(
-    http: &Http,
-    headers: &HeaderMap,
-    mut request: async_graphql::Request,
-    answer: AnswerType,
-) -> Response {
+/// Run one GraphQL request from HTTP (a POST, or a GET's query) and write its answer; its
+/// duration is counted (`graphql::durations`).
+async fn execute(http: &Http, headers: &HeaderMap, request: async_graphql::Request, answer: AnswerType) -> Response {
+    let started = Instant::now();
+    let ran = Arc::new(Ran::default());
+    let response = run(http, headers, request.data(Arc::clone(&ran)), answer).await;
+    http.state.metrics.requests.observe(ran.get(), started.elapsed());
+    response
+}
+
+/// [`execute`]'s work: the caller, the engine, the answer.
+async fn run(http: &Http, headers: &HeaderMap, mut request: async_graphql::Request, answer: AnswerType) -> Response {
     let operation = request.operation_name.clone().unwrap_or_else(|| "anonymous".into());
     match caller_from(&http.state, headers).await {
         Ok(Some(caller)) => request = request.data(caller),

@@ -1,4 +1,4 @@
-//! The agentlog server: GraphQL over axum, command handling, and (soon) the reactors.
+//! The agentlog server: GraphQL over axum, command handling, the read models and the reactors.
 //!
 //! ```text
 //! agentlog serve                      # SQLite file agentlog.db in the working directory
@@ -14,6 +14,7 @@ pub mod error;
 pub mod feed;
 pub mod genai_metrics;
 pub mod graphql;
+mod histogram;
 pub mod http;
 pub mod metrics;
 pub mod otlp;

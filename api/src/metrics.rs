@@ -22,6 +22,8 @@ pub struct Metrics {
     pub subscribers: AtomicI64,
     /// Reactor commands the domain refused, recorded by this instance, by (reactor, code).
     pub reactor_refusals: Mutex<BTreeMap<(String, String), u64>>,
+    /// How long GraphQL requests over HTTP took.
+    pub requests: crate::graphql::durations::RequestDurations,
     /// The OpenTelemetry GenAI histograms.
     pub genai: crate::genai_metrics::GenAiMetrics,
 }
@@ -165,6 +167,7 @@ impl Metrics {
             counts.iter().map(|((reactor, code), n)| (format!("reactor=\"{reactor}\",code=\"{code}\""), *n)),
         );
         drop(counts);
+        self.requests.render(&mut out);
         self.genai.render(&mut out);
         out
     }

@@ -14,6 +14,7 @@ pub mod conversation_tree;
 pub mod conversations;
 pub mod cost;
 pub mod cron_jobs;
+pub mod durations;
 pub mod events;
 pub mod global_id;
 pub mod groups;
@@ -98,6 +99,8 @@ pub fn build_schema(state: AppState) -> AppSchema {
         .limit_depth(limits.max_depth.max(limits.max_introspection_depth))
         .limit_complexity(limits.max_complexity)
         .extension(admission::Admission(limits.clone(), parsed))
+        // After admission, which gives the request its parsed document.
+        .extension(durations::Durations)
         .extension(variables::RequiredVariables)
         .extension(crate::error::ErrorCodes)
         .finish()

@@ -51,6 +51,7 @@ mod paging;
 mod reactors;
 mod read_models;
 mod refusals;
+mod request_durations;
 mod retention;
 mod roster;
 mod scheduler_due;

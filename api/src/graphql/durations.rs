@@ -1,0 +1,240 @@
+//! How long each GraphQL request over HTTP took, from its arrival to its answer (the token's
+//! lookup, admission, validation, execution, a mutation's wait for its read models): the
+//! histogram `agentlog_graphql_request_duration_seconds` on `/metrics`, by `operation_type`
+//! (`query`, `mutation`) and `field`, the operation's root field (`several` when it selects more
+//! than one). A request that never ran (refused, unparsable, invalid) is counted under
+//! `operation_type="none", field="none"`. Labels are taken only from requests the engine
+//! validated, so every value is a field of the schema: no client can add series. Requests over
+//! websockets (subscriptions, and operations sent on one) are not counted.
+//!
+//! ```text
+//! agentlog_graphql_request_duration_seconds_bucket{operation_type="mutation",field="reportStep",le="0.005"} 41
+//! ```
+
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+
+use async_graphql::{
+    Request, Response, ServerResult,
+    extensions::{Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest},
+    parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
+};
+
+use crate::histogram::{Histogram, Labels, render_histogram};
+
+/// Bucket bounds in seconds: a durable commit takes about a millisecond, a query's timeout ten
+/// seconds by default.
+const BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// A request's operation, as its duration is labelled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    /// `query`, `mutation` or `subscription`.
+    pub kind: &'static str,
+    /// The root field it selects, or `several`.
+    pub field: String,
+}
+
+impl Operation {
+    /// The operation `operation_name` selects in `doc` (None when it selects none, or no field).
+    pub fn of(doc: &ExecutableDocument, operation_name: Option<&str>) -> Option<Self> {
+        let op = super::variables::selected_operation(doc, operation_name)?;
+        let kind = match op.ty {
+            OperationType::Query => "query",
+            OperationType::Mutation => "mutation",
+            OperationType::Subscription => "subscription",
+        };
+        let mut fields = HashSet::new();
+        root_fields(doc, &op.selection_set.node, &mut HashSet::new(), &mut fields);
+        let field = match fields.len() {
+            0 => return None,
+            1 => fields.into_iter().next()?.to_string(),
+            _ => "several".to_string(),
+        };
+        Some(Self { kind, field })
+    }
+}
+
+/// The names of the fields `set` selects at its own level, through its fragments (each fragment
+/// once: this runs before validation, which refuses cycles). `__typename` is left out.
+fn root_fields<'d>(
+    doc: &'d ExecutableDocument,
+    set: &'d SelectionSet,
+    seen: &mut HashSet<&'d str>,
+    fields: &mut HashSet<&'d str>,
+) {
+    for item in &set.items {
+        match &item.node {
+            Selection::Field(f) if f.node.name.node.as_str() == "__typename" => {}
+            Selection::Field(f) => {
+                fields.insert(f.node.name.node.as_str());
+            }
+            Selection::InlineFragment(inline) => root_fields(doc, &inline.node.selection_set.node, seen, fields),
+            Selection::FragmentSpread(spread) => {
+                let name = spread.node.fragment_name.node.as_str();
+                if seen.insert(name)
+                    && let Some(fragment) = doc.fragments.get(&spread.node.fragment_name.node)
+                {
+                    root_fields(doc, &fragment.node.selection_set.node, seen, fields);
+                }
+            }
+        }
+    }
+}
+
+/// What a request ran: the HTTP layer gives each request one, [`Durations`] fills it in once the
+/// engine has validated the request.
+#[derive(Debug, Default)]
+pub struct Ran(OnceLock<Operation>);
+
+impl Ran {
+    /// The operation, when the request ran.
+    pub fn get(&self) -> Option<&Operation> {
+        self.0.get()
+    }
+}
+
+/// The operation a request would run, found before validation: kept only if it runs.
+struct Pending(Operation);
+
+/// The engine extension that labels each request's duration (see the module docs).
+pub struct Durations;
+
+impl ExtensionFactory for Durations {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(Durations)
+    }
+}
+
+#[async_graphql::async_trait::async_trait]
+impl Extension for Durations {
+    async fn prepare_request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        mut request: Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<Request> {
+        let name = request.operation_name.clone();
+        // The document admission parsed (or took from the kept ones); a text that does not parse
+        // is left for the engine to refuse.
+        let operation = request.parsed_query().ok().and_then(|doc| Operation::of(doc, name.as_deref()));
+        if let Some(operation) = operation {
+            request = request.data(Pending(operation));
+        }
+        next.run(ctx, request).await
+    }
+
+    async fn execute(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        operation_name: Option<&str>,
+        next: NextExecute<'_>,
+    ) -> Response {
+        // Execution begins only after validation: the labels are the schema's own names.
+        if let (Some(ran), Some(Pending(operation))) = (ctx.data_opt::<Arc<Ran>>(), ctx.data_opt::<Pending>()) {
+            let _ = ran.0.set(operation.clone());
+        }
+        next.run(ctx, operation_name).await
+    }
+}
+
+/// The request-duration histogram of this instance.
+#[derive(Debug, Default)]
+pub struct RequestDurations(Mutex<BTreeMap<Labels, Histogram>>);
+
+impl RequestDurations {
+    /// Count one request that ran `ran` (None: it did not run) and took `took`.
+    pub fn observe(&self, ran: Option<&Operation>, took: Duration) {
+        let labels: Labels = match ran {
+            Some(op) => vec![("operation_type", op.kind.to_string()), ("field", op.field.clone())],
+            None => vec![("operation_type", "none".to_string()), ("field", "none".to_string())],
+        };
+        // A poisoned lock only means another thread panicked mid-update: the figures stand.
+        let mut series = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        series.entry(labels).or_default().observe(BUCKETS, took.as_secs_f64());
+    }
+
+    /// Append the histogram in Prometheus text format.
+    pub fn render(&self, out: &mut String) {
+        let series = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        render_histogram(
+            out,
+            "agentlog_graphql_request_duration_seconds",
+            "GraphQL requests over HTTP, from arrival to answer, by operation type and root field.",
+            BUCKETS,
+            &series,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_graphql::parser::parse_query;
+
+    use super::*;
+
+    fn of(text: &str, name: Option<&str>) -> Option<(&'static str, String)> {
+        Operation::of(&parse_query(text).unwrap(), name).map(|o| (o.kind, o.field))
+    }
+
+    #[test]
+    fn an_operation_is_labelled_by_its_root_field() {
+        assert_eq!(of("{ operations { id } }", None), Some(("query", "operations".into())));
+        assert_eq!(
+            of("mutation M { x: reportStep(id: 1) { position } }", None),
+            Some(("mutation", "reportStep".into()))
+        );
+        assert_eq!(
+            of("{ __typename a: head b: head }", None),
+            Some(("query", "head".into())),
+            "aliases and __typename"
+        );
+        assert_eq!(of("{ a b }", None), Some(("query", "several".into())));
+        assert_eq!(of("query { ...F } fragment F on Query { tasks { id } }", None), Some(("query", "tasks".into())));
+        assert_eq!(of("query { ... on Query { tasks } }", None), Some(("query", "tasks".into())));
+    }
+
+    #[test]
+    fn the_named_operation_is_the_one_labelled() {
+        let doc = "query A { tasks } mutation B { createTask }";
+        assert_eq!(of(doc, Some("B")), Some(("mutation", "createTask".into())));
+        assert_eq!(of(doc, None), None, "several operations and none named: the engine refuses it");
+        assert_eq!(of(doc, Some("C")), None);
+    }
+
+    #[test]
+    fn fragment_cycles_end() {
+        let doc = "query { ...A } fragment A on Query { a ...B } fragment B on Query { b ...A }";
+        assert_eq!(of(doc, None), Some(("query", "several".into())));
+    }
+
+    #[test]
+    fn each_label_set_is_one_series() {
+        let d = RequestDurations::default();
+        let step = Operation { kind: "mutation", field: "reportStep".into() };
+        d.observe(Some(&step), Duration::from_millis(3));
+        d.observe(Some(&step), Duration::from_millis(30));
+        d.observe(None, Duration::from_micros(200));
+        let mut out = String::new();
+        d.render(&mut out);
+        let name = "agentlog_graphql_request_duration_seconds";
+        assert!(
+            out.contains(&format!(
+                "{name}_bucket{{operation_type=\"mutation\",field=\"reportStep\",le=\"0.005\"}} 1\n"
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("{name}_bucket{{operation_type=\"mutation\",field=\"reportStep\",le=\"0.05\"}} 2\n")),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("{name}_count{{operation_type=\"mutation\",field=\"reportStep\"}} 2\n")),
+            "{out}"
+        );
+        assert!(out.contains(&format!("{name}_count{{operation_type=\"none\",field=\"none\"}} 1\n")), "{out}");
+    }
+}

@@ -1,0 +1,70 @@
+//! `/metrics`' request-duration histogram through the real server: every GraphQL request over
+//! HTTP (POST or GET) is counted under its operation type and root field, a request that never
+//! ran under `none`, and no text a client sends becomes a label.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::{Db, Server, error_code};
+
+const NAME: &str = "agentlog_graphql_request_duration_seconds";
+const START: &str = "mutation($input: StartOperationInput!) { startOperation(input: $input) { position } }";
+
+fn start_input(id: &str) -> Value {
+    json!({"input": {"operationId": id, "kind": "TASK", "agentId": "inbox", "model": "m1", "provider": "p1"}})
+}
+
+/// The series of `kind` and `field`: its count, its `+Inf` bucket and its sum.
+async fn series(s: &Server, kind: &str, field: &str) -> (u64, u64, f64) {
+    let labels = format!("operation_type=\"{kind}\",field=\"{field}\"");
+    let (_, body) = s.get("/metrics").await;
+    let sample = |prefix: String| {
+        body.lines().find_map(|l| l.strip_prefix(&prefix).and_then(|v| v.strip_prefix(' ')).map(str::to_string))
+    };
+    let count = sample(format!("{NAME}_count{{{labels}}}")).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let inf = sample(format!("{NAME}_bucket{{{labels},le=\"+Inf\"}}")).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let sum = sample(format!("{NAME}_sum{{{labels}}}")).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    (count, inf, sum)
+}
+
+async fn each_request_is_timed_under_its_root_field(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+
+    for id in ["d1", "d2", "d3"] {
+        s.data(Some(&alice), START, start_input(id)).await;
+    }
+    let (count, inf, sum) = series(&s, "mutation", "startOperation").await;
+    assert_eq!((count, inf), (3, 3), "three mutations, each in a bucket");
+    assert!(sum > 0.0, "their durations add up: {sum}");
+
+    // Aliases and __typename do not change the label; a GET is counted as a POST is.
+    s.data(Some(&alice), "{ __typename a: headPosition b: headPosition }", json!({})).await;
+    let get = reqwest::Client::new()
+        .get(format!("{}/graphql?query=%7B%20headPosition%20%7D", s.base))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(get.status(), 200);
+    assert_eq!(series(&s, "query", "headPosition").await.0, 2);
+    s.data(Some(&alice), "{ headPosition operation(id: \"d1\") { id } }", json!({})).await;
+    assert_eq!(series(&s, "query", "several").await.0, 1);
+
+    // Requests that never ran — invalid, unauthenticated, unparsable — are counted under none,
+    // and a field the schema does not have never becomes a label.
+    let before = series(&s, "none", "none").await.0;
+    let invalid = s.gql(Some(&alice), "mutation { noSuchField_x7 }", json!({})).await;
+    assert!(invalid.get("errors").is_some(), "{invalid}");
+    let anonymous = s.gql(None, "{ headPosition }", json!({})).await;
+    assert_eq!(error_code(&anonymous).as_deref(), Some("UNAUTHENTICATED"), "{anonymous}");
+    let unparsable = s.gql(Some(&alice), "{ headPosition", json!({})).await;
+    assert!(unparsable.get("errors").is_some(), "{unparsable}");
+    assert_eq!(series(&s, "none", "none").await.0 - before, 3);
+    let (_, body) = s.get("/metrics").await;
+    assert!(!body.contains("noSuchField_x7"), "a client's text became a label");
+    assert_eq!(series(&s, "query", "headPosition").await.0, 2, "the refused query is not the schema's field's");
+    s.stop();
+}
+
+both!(each_request_is_timed_under_its_root_field as request_durations_by_root_field);
