@@ -51,8 +51,11 @@ pub struct ServeConfig {
 const TREE_CACHE_MESSAGES: usize = 200_000;
 
 /// How often the server's SQLite log checkpoints its WAL, off the commit path
-/// (`StoreOptions::sqlite_background_checkpoint`).
-const SQLITE_CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+/// (`StoreOptions::sqlite_background_checkpoint`). A page written by many commits in one
+/// interval is copied back once: at 100 ms the disk took 2.8× the writes per mutation, and on a
+/// 1M log their bursts stalled every fsync on the machine (BENCHMARKS.md, "Mutation latency at
+/// size").
+const SQLITE_CHECKPOINT_EVERY: Duration = Duration::from_secs(2);
 
 /// Open everything the server needs.
 pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> anyhow::Result<AppState> {
