@@ -17,13 +17,12 @@ fn start_input(id: &str) -> Value {
 /// The series of `kind` and `field`: its count, its `+Inf` bucket and its sum.
 async fn series(s: &Server, kind: &str, field: &str) -> (u64, u64, f64) {
     let labels = format!("operation_type=\"{kind}\",field=\"{field}\"");
+    let count = s.metric(&format!("{NAME}_count{{{labels}}}")).await;
+    let inf = s.metric(&format!("{NAME}_bucket{{{labels},le=\"+Inf\"}}")).await;
+    // A sum is a float, which `Server::metric` does not read.
+    let sum_line = format!("{NAME}_sum{{{labels}}} ");
     let (_, body) = s.get("/metrics").await;
-    let sample = |prefix: String| {
-        body.lines().find_map(|l| l.strip_prefix(&prefix).and_then(|v| v.strip_prefix(' ')).map(str::to_string))
-    };
-    let count = sample(format!("{NAME}_count{{{labels}}}")).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let inf = sample(format!("{NAME}_bucket{{{labels},le=\"+Inf\"}}")).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let sum = sample(format!("{NAME}_sum{{{labels}}}")).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let sum = body.lines().find_map(|l| l.strip_prefix(&sum_line)).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0);
     (count, inf, sum)
 }
 
