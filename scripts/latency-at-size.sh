@@ -17,8 +17,11 @@
 # (`agentlog-load --rate`), so both servers get the same work; unset, each client sends as fast
 # as it is answered and the faster server gets more. Pick a rate both servers keep up with
 # (the report's acknowledged count is then the same on both sides).
-# Per phase: agentlog-load's report ($OUT/<phase>.json) and the server's CPU seconds; at the
-# end, p50 and p99 per mutation type, large / small.
+# The first line of each table is every acknowledged mutation together; a type with a few
+# hundred calls has a p99 that is its second or third slowest call.
+# Per phase: agentlog-load's report ($OUT/<phase>.json), the server's CPU seconds and its
+# /metrics before and after ($OUT/<phase>.metrics.{0,1}: the server's own request durations,
+# to tell its time from the clients'); at the end, p50 and p99 per mutation type, large / small.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -84,12 +87,14 @@ phase() { # side port clients
     local pid t0 code=0
     pid="$(cat "$OUT/$1/pid")"
     t0="$(ticks "$pid")"
+    curl -fs "http://127.0.0.1:$2/metrics" >"$OUT/$1-$3.metrics.0" || true
     local rate=()
     [ -z "$RATE_PER_CLIENT" ] || rate=(--rate "$(awk -v c="$3" -v r="$RATE_PER_CLIENT" 'BEGIN { print c * r }')")
     say "phase $1-$3: $3 clients for $SECS s ${rate[*]}"
     "$BIN/agentlog-load" --url "http://127.0.0.1:$2" --token "$(cat "$OUT/$1/token")" --clients "$3" \
         --subscribers 0 --duration "$SECS" --seed "$3" "${rate[@]}" --json >"$OUT/$1-$3.json" || code=$?
     [ "$code" -eq 0 ] || say "phase $1-$3: agentlog-load exited $code"
+    curl -fs "http://127.0.0.1:$2/metrics" >"$OUT/$1-$3.metrics.1" || true
     awk -v now="$(ticks "$pid")" -v then="$t0" -v hz="$hz" 'BEGIN { printf "%.1f", (now - then) / hz }' >"$OUT/$1-$3.cpu"
     sleep 3
 }
@@ -110,6 +115,9 @@ for c in lists:
     print(f"--- {c} clients: small log {s['acknowledged']} acked ({cs} s server CPU), "
           f"head {s['headPosition']}; large log {l['acknowledged']} acked ({cl} s server CPU), head {l['headPosition']}")
     print(f"{'mutation':<22} {'acked s/l':>11} {'p50 small':>10} {'p50 large':>10} {'ratio':>6} {'p99 small':>10} {'p99 large':>10} {'ratio':>6}")
+    a, b = s["allMutations"], l["allMutations"]
+    print(f"{'(all mutations)':<22} {a['count']:>5}/{b['count']:<5} {a['p50Ms']:>10.1f} {b['p50Ms']:>10.1f} {b['p50Ms'] / max(a['p50Ms'], 1e-9):>6.2f} "
+          f"{a['p99Ms']:>10.1f} {b['p99Ms']:>10.1f} {b['p99Ms'] / max(a['p99Ms'], 1e-9):>6.2f}")
     for op, a in sorted(s["operations"].items()):
         b = l["operations"].get(op)
         if not b or not a["acknowledged"] or not b["acknowledged"]:

@@ -75,6 +75,9 @@ pub struct Report {
     pub sent: u64,
     /// Mutations acknowledged.
     pub acknowledged: u64,
+    /// Latency of every acknowledged mutation, all types together: a type's p99 over a few
+    /// hundred calls is its second or third slowest, this one is over all of them.
+    pub all_mutations: Latency,
     /// By mutation type.
     pub operations: BTreeMap<String, OpReport>,
     /// The log's head when the load ended.
@@ -89,6 +92,32 @@ pub struct Report {
     pub subscribed: usize,
     /// How long the subscribers took to subscribe, before the clients started.
     pub subscribe_secs: f64,
+}
+
+/// Percentiles of a set of latencies.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Latency {
+    /// Latencies measured.
+    pub count: u64,
+    /// Median, in milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile, in milliseconds.
+    pub p99_ms: f64,
+    /// Slowest, in milliseconds.
+    pub max_ms: f64,
+}
+
+impl Latency {
+    /// The percentiles of `sorted` (microseconds, ascending).
+    fn of(sorted: &[u64]) -> Self {
+        Self {
+            count: sorted.len() as u64,
+            p50_ms: ms(percentile(sorted, 50.0)),
+            p99_ms: ms(percentile(sorted, 99.0)),
+            max_ms: ms(sorted.last().copied().unwrap_or(0)),
+        }
+    }
 }
 
 /// Append → delivery latency (an event's `recordedAt` to its arrival at a subscriber) of the
@@ -125,23 +154,27 @@ impl Report {
         let secs = elapsed.as_secs_f64().max(1e-9);
         let mut operations = BTreeMap::new();
         let mut acknowledged = 0;
+        let mut all = Vec::new();
         for (op, mut s) in stats.ops {
             s.latencies_us.sort_unstable();
+            all.extend_from_slice(&s.latencies_us);
             let n = s.latencies_us.len() as u64;
             acknowledged += n;
+            let latency = Latency::of(&s.latencies_us);
             operations.insert(
                 op.to_string(),
                 OpReport {
                     acknowledged: n,
                     per_second: n as f64 / secs,
-                    p50_ms: ms(percentile(&s.latencies_us, 50.0)),
-                    p99_ms: ms(percentile(&s.latencies_us, 99.0)),
-                    max_ms: ms(s.latencies_us.last().copied().unwrap_or(0)),
+                    p50_ms: latency.p50_ms,
+                    p99_ms: latency.p99_ms,
+                    max_ms: latency.max_ms,
                     errors: s.errors,
                     retries: s.retries,
                 },
             );
         }
+        all.sort_unstable();
         Self {
             scenario,
             clients,
@@ -149,6 +182,7 @@ impl Report {
             rate: None,
             sent,
             acknowledged,
+            all_mutations: Latency::of(&all),
             operations,
             head_position: 0,
             appended: 0,
@@ -174,12 +208,13 @@ impl Report {
                 continue;
             }
             all.sort_unstable();
+            let latency = Latency::of(&all);
             self.delivery.push(DeliveryReport {
                 slow,
-                deliveries: all.len() as u64,
-                p50_ms: ms(percentile(&all, 50.0)),
-                p99_ms: ms(percentile(&all, 99.0)),
-                max_ms: ms(all.last().copied().unwrap_or(0)),
+                deliveries: latency.count,
+                p50_ms: latency.p50_ms,
+                p99_ms: latency.p99_ms,
+                max_ms: latency.max_ms,
             });
         }
     }
@@ -252,6 +287,17 @@ impl fmt::Display for Report {
                 errors.join(", ")
             )?;
         }
+        let all = &self.all_mutations;
+        writeln!(
+            f,
+            "{:<22} {:>8} {:>8.1} {:>9.1} {:>9.1} {:>9.1}",
+            "(all mutations)",
+            all.count,
+            all.count as f64 / secs.max(1e-9),
+            all.p50_ms,
+            all.p99_ms,
+            all.max_ms
+        )?;
         if !self.subscribers.is_empty() {
             writeln!(
                 f,
@@ -288,5 +334,28 @@ impl fmt::Display for Report {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_mutations_are_summarised_together() {
+        let mut stats = Stats::default();
+        // 99 fast calls of one type and one slow call of another: each type's p99 is its own
+        // latency, the p99 over all 100 calls is a fast one and the slow one is the maximum.
+        for _ in 0..99 {
+            stats.ack("fast", Duration::from_millis(1));
+        }
+        stats.ack("slow", Duration::from_millis(50));
+        let report = Report::build(Scenario::Mixed, 1, Duration::from_secs(1), 100, stats);
+        assert_eq!(report.operations["slow"].p99_ms, 50.0);
+        let all = &report.all_mutations;
+        assert_eq!((all.count, all.p50_ms, all.p99_ms, all.max_ms), (100, 1.0, 1.0, 50.0));
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["allMutations"]["p99Ms"], 1.0);
+        assert!(report.to_string().contains("(all mutations)"));
     }
 }
