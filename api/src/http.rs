@@ -188,7 +188,12 @@ async fn execute(http: &Http, headers: &HeaderMap, request: async_graphql::Reque
     let started = Instant::now();
     let ran = Arc::new(Ran::default());
     let response = run(http, headers, request.data(Arc::clone(&ran)), answer).await;
-    http.state.metrics.requests.observe(ran.get(), started.elapsed());
+    let took = started.elapsed();
+    http.state.metrics.requests.observe(ran.get(), took);
+    if http.state.settings.slow_request.is_some_and(|over| took >= over) {
+        let (kind, field) = ran.get().map_or(("none", "none"), |op| (op.kind, op.field.as_str()));
+        tracing::warn!(operation_type = kind, field, millis = took.as_millis() as u64, "slow request");
+    }
     response
 }
 

@@ -121,6 +121,11 @@ enum Command {
         #[arg(long, env = "AGENTLOG_WEBSOCKET_NICE", default_value_t = 0, allow_negative_numbers = true,
               value_parser = clap::value_parser!(i32).range(-20..=19))]
         websocket_nice: i32,
+        /// Log a GraphQL request over HTTP that takes at least this many milliseconds (`warn`:
+        /// its operation type, root field and duration); 0: every request, -1: none.
+        #[arg(long, env = "AGENTLOG_LOG_REQUESTS_OVER_MS", default_value_t = 1000, allow_negative_numbers = true,
+              value_parser = clap::value_parser!(i64).range(-1..))]
+        log_requests_over_ms: i64,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -186,6 +191,7 @@ async fn main() -> anyhow::Result<()> {
             log_poll_ms,
             sqlite_mmap_mib,
             websocket_nice,
+            log_requests_over_ms,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -210,6 +216,7 @@ async fn main() -> anyhow::Result<()> {
                 log_poll_interval: std::time::Duration::from_millis(log_poll_ms),
                 sqlite_mmap_mib,
                 websocket_nice,
+                slow_request: u64::try_from(log_requests_over_ms).ok().map(std::time::Duration::from_millis),
                 ..Settings::default()
             };
             let otlp = otlp_endpoint

@@ -117,6 +117,9 @@ pub struct Settings {
     /// process. Above 0, a burst of fan-out yields the cores to the requests' threads: writers
     /// wait less for it and subscribers wait more (RELIABILITY.md, "1,000 subscribers").
     pub websocket_nice: i32,
+    /// A GraphQL request over HTTP that takes at least this long is logged (`warn`, with its
+    /// operation type, root field and milliseconds); None: none is.
+    pub slow_request: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -130,6 +133,7 @@ impl Default for Settings {
             log_poll_interval: StoreOptions::default().poll_interval,
             sqlite_mmap_mib: DEFAULT_SQLITE_MMAP_MIB,
             websocket_nice: 0,
+            slow_request: Some(Duration::from_secs(1)),
         }
     }
 }

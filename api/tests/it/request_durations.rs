@@ -1,6 +1,7 @@
 //! `/metrics`' request-duration histogram through the real server: every GraphQL request over
 //! HTTP (POST or GET) is counted under its operation type and root field, a request that never
-//! ran under `none`, and no text a client sends becomes a label.
+//! ran under `none`, and no text a client sends becomes a label. A request over
+//! `--log-requests-over-ms` is logged with the same labels.
 
 use crate::support;
 
@@ -67,3 +68,44 @@ async fn each_request_is_timed_under_its_root_field(db: Db) {
 }
 
 both!(each_request_is_timed_under_its_root_field as request_durations_by_root_field);
+
+/// The server's `slow request` lines, once there are at least `n` (at most 10 s).
+async fn slow_lines(s: &Server, n: usize) -> Vec<String> {
+    for _ in 0..100 {
+        let lines = s.logged("slow request");
+        if lines.len() >= n {
+            return lines;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    s.logged("slow request")
+}
+
+async fn slow_requests_are_logged_over_the_threshold(db: Db) {
+    // 0: every request is slow enough to be logged.
+    let s = Server::start_with(db, &["--log-requests-over-ms", "0"]).await;
+    let alice = s.user_token("alice").await;
+    s.data(Some(&alice), START, start_input("s1")).await;
+    let invalid = s.gql(Some(&alice), "mutation { noSuchField_x7 }", json!({})).await;
+    assert!(invalid.get("errors").is_some(), "{invalid}");
+    let lines = slow_lines(&s, 3).await;
+    let started: Vec<&String> =
+        lines.iter().filter(|l| l.contains(r#"operation_type="mutation" field="startOperation""#)).collect();
+    assert_eq!(started.len(), 1, "{lines:?}");
+    assert!(started[0].contains("WARN") && started[0].contains("millis="), "{}", started[0]);
+    // The refused request is logged under none; what the client sent is not.
+    assert!(lines.iter().any(|l| l.contains(r#"operation_type="none" field="none""#)), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains("noSuchField_x7")), "{lines:?}");
+    let db = s.stop();
+
+    // -1: none is (the same database: alice's token stands).
+    let s = Server::start_with(db, &["--log-requests-over-ms", "-1"]).await;
+    s.data(Some(&alice), START, start_input("s2")).await;
+    s.data(Some(&alice), "{ headPosition }", json!({})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(s.logged("slow request").is_empty(), "{:?}", s.logged("slow request"));
+    assert!(!s.logged("addr=").is_empty(), "the log is read");
+    s.stop();
+}
+
+both!(slow_requests_are_logged_over_the_threshold as slow_requests_logged);

@@ -8,7 +8,7 @@ use std::{
     io::{BufRead, BufReader},
     path::PathBuf,
     process::{Child, Command, Stdio},
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -68,6 +68,8 @@ pub struct Server {
     pub db: Db,
     /// Extra `serve` flags (kept for a restart).
     args: Vec<String>,
+    /// Every line the process wrote to stderr (its log), restarts included.
+    log: Arc<Mutex<Vec<String>>>,
     client: reqwest::Client,
 }
 
@@ -98,11 +100,26 @@ impl Server {
 
     async fn start_with_args(db: Db, data_dir: PathBuf, bind: &str, args: &[&str]) -> Self {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let (child, addr) = spawn_server(&db.url(), &data_dir, bind, &args);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (child, addr) = spawn_server(&db.url(), &data_dir, bind, &args, &log);
         let admin_token = std::fs::read_to_string(data_dir.join("agentlog-admin-token"))
             .map(|t| t.trim().to_string())
             .unwrap_or_default();
-        Self { child, base: format!("http://{addr}"), admin_token, data_dir, db, args, client: reqwest::Client::new() }
+        Self {
+            child,
+            base: format!("http://{addr}"),
+            admin_token,
+            data_dir,
+            db,
+            args,
+            log,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// The lines of the server's log that contain `needle`.
+    pub fn logged(&self, needle: &str) -> Vec<String> {
+        self.log.lock().unwrap().iter().filter(|l| l.contains(needle)).cloned().collect()
     }
 
     /// The server process's id (to read its memory from `/proc`).
@@ -116,8 +133,9 @@ impl Server {
         self.kill();
         let bind = self.base.trim_start_matches("http://").to_string();
         let (url, dir, at, args) = (self.db.url(), self.data_dir.clone(), bind.clone(), self.args.clone());
+        let log = Arc::clone(&self.log);
         // Off the runtime's threads: waiting for the server blocks, and the load runs meanwhile.
-        let (child, addr) = tokio::task::spawn_blocking(move || spawn_server(&url, &dir, &at, &args))
+        let (child, addr) = tokio::task::spawn_blocking(move || spawn_server(&url, &dir, &at, &args, &log))
             .await
             .expect("restart the server");
         assert_eq!(addr, bind, "restarted on another address");
@@ -278,7 +296,13 @@ impl Drop for Server {
 
 /// Spawn `agentlog serve` and wait for the address it bound. A fixed port can still be held
 /// for a moment by the process just killed: then the server exits at once and we try again.
-fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str, extra: &[String]) -> (Child, String) {
+fn spawn_server(
+    db_url: &str,
+    data_dir: &std::path::Path,
+    bind: &str,
+    extra: &[String],
+    log: &Arc<Mutex<Vec<String>>>,
+) -> (Child, String) {
     for _ in 0..20 {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
             .args(["serve", "--bind", bind, "--database", db_url, "--data-dir"])
@@ -291,6 +315,7 @@ fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str, extra: &[S
             .expect("spawn agentlog");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = std::sync::mpsc::channel();
+        let log = Arc::clone(log);
         std::thread::spawn(move || {
             let mut sent = false;
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -302,6 +327,7 @@ fn spawn_server(db_url: &str, data_dir: &std::path::Path, bind: &str, extra: &[S
                 if std::env::var("AGENTLOG_TEST_SERVER_LOG").is_ok() {
                     eprintln!("[server] {line}");
                 }
+                log.lock().unwrap().push(line);
             }
         });
         match rx.recv_timeout(Duration::from_secs(60)) {
