@@ -349,7 +349,11 @@ async fn client_tasks_are_their_own_kind_for_client_workers(db: Db) {
     let args = json!({"agentId": "m1", "instruction": "Open the file", "runInClient": true});
     decide(&s, &alice, "sup1", 1, "executeAgentTask", args).await;
     let q = "{ operation(id: \"sup1\") { status children { edges { node { id kind agentId } } } } }";
-    let d = s.eventually(&alice, q, |d| children(d).len() == 1).await;
+    // The child and the supervisor's wait are one append, but a response's fields are read in
+    // separate read transactions: wait until both show it.
+    let d = s
+        .eventually(&alice, q, |d| children(d).len() == 1 && d["operation"]["status"] == "waiting_for_async_tool")
+        .await;
     let task = children(&d)[0].clone();
     assert_eq!(task["kind"], "client_task", "{d}");
     assert_eq!(d["operation"]["status"], "waiting_for_async_tool", "{d}");
