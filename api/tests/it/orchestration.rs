@@ -349,8 +349,9 @@ async fn client_tasks_are_their_own_kind_for_client_workers(db: Db) {
     let args = json!({"agentId": "m1", "instruction": "Open the file", "runInClient": true});
     decide(&s, &alice, "sup1", 1, "executeAgentTask", args).await;
     let q = "{ operation(id: \"sup1\") { status children { edges { node { id kind agentId } } } } }";
-    // The child and the supervisor's wait are one append, but a response's fields are read in
-    // separate read transactions: wait until both show it.
+    // The child and the supervisor's wait are one append, but a response may show half of it
+    // (its fields are read in separate read transactions, and a live read-model batch can end
+    // inside an append): wait until both show it.
     let d = s
         .eventually(&alice, q, |d| children(d).len() == 1 && d["operation"]["status"] == "waiting_for_async_tool")
         .await;
