@@ -36,11 +36,11 @@ for _ in $(seq 1 900); do
 done
 sleep 15 # the cron slots a copied log missed are fired, and their WAL copied back
 checkpoints() { curl -fs "http://127.0.0.1:$PORT/metrics" | awk '/^agentlog_sqlite_wal_checkpoints_total /{print $2}'; }
-device() { awk '{print $7, $5}' "/sys/class/block/$device/stat"; } # sectors written, writes completed
-c0=$(checkpoints); d0=$(device)
+written() { awk '{print $7, $5}' "/sys/class/block/$device/stat"; } # sectors written, writes completed
+c0=$(checkpoints); d0=$(written)
 "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$(cat "$OUT/token")" --clients "$CLIENTS" \
     --subscribers 0 --duration "$SECS" --seed "$CLIENTS" --rate $((CLIENTS * 10)) --json >"$OUT/load.json" 2>"$OUT/load.err"
-c1=$(checkpoints); d1=$(device)
+c1=$(checkpoints); d1=$(written)
 python3 - "$OUT/load.json" "$c0" "$c1" "$d0" "$d1" "$device" <<'PY'
 import json, sys
 load, c0, c1, d0, d1, device = sys.argv[1:]

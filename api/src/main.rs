@@ -123,7 +123,7 @@ enum Command {
         websocket_nice: i32,
         /// Log a GraphQL request over HTTP that takes at least this many milliseconds (`warn`:
         /// its operation type, root field and duration); 0: every request, -1: none.
-        #[arg(long, env = "AGENTLOG_LOG_REQUESTS_OVER_MS", default_value_t = 1000, allow_negative_numbers = true,
+        #[arg(long, env = "AGENTLOG_LOG_REQUESTS_OVER_MS", default_value_t = agentlog_api::state::DEFAULT_SLOW_REQUEST_MS as i64, allow_negative_numbers = true,
               value_parser = clap::value_parser!(i64).range(-1..))]
         log_requests_over_ms: i64,
     },

@@ -92,6 +92,9 @@ impl Default for ApiLimits {
 /// size"); mapped, that is a memory access.
 pub const DEFAULT_SQLITE_MMAP_MIB: u64 = 2048;
 
+/// The default of [`Settings::slow_request`], in milliseconds (`--log-requests-over-ms`).
+pub const DEFAULT_SLOW_REQUEST_MS: u64 = 1000;
+
 /// How the application behaves, whoever calls it (a request, a reactor, a clock pass).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -133,7 +136,7 @@ impl Default for Settings {
             log_poll_interval: StoreOptions::default().poll_interval,
             sqlite_mmap_mib: DEFAULT_SQLITE_MMAP_MIB,
             websocket_nice: 0,
-            slow_request: Some(Duration::from_secs(1)),
+            slow_request: Some(Duration::from_millis(DEFAULT_SLOW_REQUEST_MS)),
         }
     }
 }
