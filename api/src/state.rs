@@ -199,6 +199,8 @@ pub struct AppState {
     pub sockets: crate::sockets::Sockets,
     /// GraphQL documents parsed lately, by text.
     pub parsed: Arc<crate::graphql::parsed::ParsedDocuments>,
+    /// Read snapshots of the read models, one per query request.
+    pub snapshots: agentlog_projections::Snapshots,
 }
 
 impl std::ops::Deref for AppState {

@@ -31,7 +31,7 @@ pub mod tasks;
 
 use std::sync::Arc;
 
-pub use db::{ReadDb, ReadTx, Row, SqlValue, SqliteDb};
+pub use db::{ReadDb, ReadTx, Row, Snapshots, SqlValue, SqliteDb};
 pub use decoding::DecodedEvent;
 pub use error::ProjectionError;
 pub use projection::Projection;

@@ -329,6 +329,7 @@ impl Scratch {
                 }
                 Ok(scratch)
             }
+            ReadDb::Snapshot(_) => anyhow::bail!("verify compares the live read models, not a snapshot of them"),
         }
     }
 
@@ -337,6 +338,7 @@ impl Scratch {
         match &self.db {
             ReadDb::Sqlite(db) => db.pool().close().await,
             ReadDb::Postgres(p) => p.close().await,
+            ReadDb::Snapshot(_) => {}
         }
         match self.place {
             Place::File(path) => {

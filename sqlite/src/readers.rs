@@ -27,21 +27,32 @@ impl Readers {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, E>,
     ) -> Result<Result<T, E>, SqliteFailure> {
-        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut conn = match idle {
-            Some(conn) => conn,
-            None => Connection::open(&self.filename, &self.settings)?,
-        };
+        let mut conn = self.take()?;
         let result = work(&mut conn);
         // A failed read leaves nothing open (statements are reset after each run), unless it
         // failed inside a transaction the work began: such a reader is dropped, not kept.
+        self.give_back(conn);
+        Ok(result)
+    }
+
+    /// An idle reader (a new one when none is idle), lent until [`Readers::give_back`]: for
+    /// work that spans several queries, such as one read transaction.
+    pub fn take(&self) -> Result<Connection, SqliteFailure> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => Connection::open(&self.filename, &self.settings),
+        }
+    }
+
+    /// Put back a reader from [`Readers::take`]; one still in a transaction is dropped.
+    pub fn give_back(&self, conn: Connection) {
         if !conn.in_transaction() {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
             if idle.len() < self.keep {
                 idle.push(conn);
             }
         }
-        Ok(result)
     }
 }
 

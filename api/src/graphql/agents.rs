@@ -12,6 +12,7 @@ use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
+use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::{
     commands::Commands,
@@ -125,7 +126,7 @@ impl AgentNode {
         before: Option<String>,
     ) -> GqlResult<Connection<String, AgentVersion>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = agents::versions(&app(ctx).db, &self.user_id, &self.id, &request).await?;
+        let page = agents::versions(reads(ctx), &self.user_id, &self.id, &request).await?;
         Ok(connection(page, AgentVersion::from))
     }
 }
@@ -133,7 +134,7 @@ impl AgentNode {
 /// Agent `id` of `owner` (the caller's own when `None`) or a built-in, as the caller may see it.
 pub(crate) async fn agent_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<AgentNode, ApiError> {
     let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("agent", id)) };
-    let row = agents::get(&app(ctx).db, owner, id).await?;
+    let row = agents::get(reads(ctx), owner, id).await?;
     row.map(AgentNode::from).ok_or_else(|| ApiError::not_found("agent", id))
 }
 
@@ -166,7 +167,7 @@ impl AgentsQuery {
     ) -> GqlResult<Connection<String, AgentNode>> {
         let request = page_request(ctx, first, after, last, before)?;
         let filter = AgentFilter { include_archived, builtin, model };
-        let page = agents::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = agents::list(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, AgentNode::from))
     }
 }

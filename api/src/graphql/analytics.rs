@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use crate::error::{ApiError, GqlResult};
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
+use crate::graphql::request::reads;
 use crate::graphql::wire::json;
 
 /// Bucket size.
@@ -215,7 +216,7 @@ impl AnalyticsQueryRoot {
             group_by,
         };
         let app = app(ctx);
-        let report = analytics::query(&app.db, caller(ctx)?.owner(), &query, app.limits.max_analytics_cells).await?;
+        let report = analytics::query(reads(ctx), caller(ctx)?.owner(), &query, app.limits.max_analytics_cells).await?;
         Ok(AnalyticsReportNode {
             buckets: report.buckets.into_iter().map(Bucket::from).collect(),
             total: report.total.into(),

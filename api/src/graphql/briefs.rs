@@ -13,6 +13,7 @@ use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
+use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
@@ -127,7 +128,7 @@ pub struct BriefsQuery;
 /// Brief `brief_id` of `owner` (the caller's own when `None`), as the caller may see it.
 pub(crate) async fn brief_node(ctx: &Context<'_>, owner: Option<&str>, brief_id: &str) -> Result<BriefNode, ApiError> {
     let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("brief", brief_id)) };
-    let row = briefs::brief(&app(ctx).db, owner, brief_id).await?;
+    let row = briefs::brief(reads(ctx), owner, brief_id).await?;
     row.map(BriefNode::from).ok_or_else(|| ApiError::not_found("brief", brief_id))
 }
 
@@ -167,7 +168,7 @@ impl BriefsQuery {
             resolved: input.resolved,
             task_id: input.task_id,
         };
-        let page = briefs::briefs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = briefs::briefs(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, BriefNode::from))
     }
 }

@@ -7,7 +7,7 @@ use async_graphql::{ComplexObject, Context, Enum, InputObject, Object, SimpleObj
 use chrono::{DateTime, Utc};
 
 use super::paging::{connection, page_request};
-use super::request::{app, caller};
+use super::request::{app, caller, reads};
 use crate::{
     commands::{Commands, budgets::period_window},
     error::{ApiError, GqlResult},
@@ -189,7 +189,7 @@ impl BudgetNode {
     /// What the scope spent in the current period, summed from the steps its runs reported.
     async fn spent(&self, ctx: &Context<'_>) -> GqlResult<BudgetSpend> {
         let window = period_window(&self.row.spec, Utc::now());
-        let spent: Spend = budgets::spent(&app(ctx).db, &self.row, window.start).await.map_err(ApiError::from)?;
+        let spent: Spend = budgets::spent(reads(ctx), &self.row, window.start).await.map_err(ApiError::from)?;
         Ok(standing(&self.row.spec, spent))
     }
 
@@ -207,7 +207,7 @@ impl BudgetNode {
         if to <= from {
             return Err(ApiError::validation("to", "must be after from").into());
         }
-        let db = &app(ctx).db;
+        let db = reads(ctx);
         let steps = budgets::spend_over_time(db, &self.row, from, to).await.map_err(ApiError::from)?;
         // A total budget counts what was spent before the range too.
         let before = if self.row.spec.period == agentlog_domain::budgets::BudgetPeriod::Total {
@@ -309,7 +309,7 @@ impl BudgetsQuery {
         let Some(owner) = caller(ctx)?.namespace(owner_id.as_deref()) else {
             return Err(ApiError::not_found("budget", &id).into());
         };
-        let row = budgets::budget(&app(ctx).db, owner, &id).await.map_err(ApiError::from)?;
+        let row = budgets::budget(reads(ctx), owner, &id).await.map_err(ApiError::from)?;
         Ok(BudgetNode::new(row.ok_or_else(|| ApiError::not_found("budget", &id))?, Utc::now()))
     }
 
@@ -327,7 +327,7 @@ impl BudgetsQuery {
         let request = page_request(ctx, first, after, last, before)?;
         let owner = caller(ctx)?.owner();
         let page =
-            budgets::budgets(&app(ctx).db, owner, scope.map(Into::into), &request).await.map_err(ApiError::from)?;
+            budgets::budgets(reads(ctx), owner, scope.map(Into::into), &request).await.map_err(ApiError::from)?;
         let now = Utc::now();
         Ok(connection(page, |row| BudgetNode::new(row, now)))
     }
@@ -351,7 +351,7 @@ pub struct BudgetPayload {
 impl BudgetPayload {
     /// The budget after the command (read model, settled; absent once removed).
     async fn budget(&self, ctx: &Context<'_>) -> GqlResult<Option<BudgetNode>> {
-        let row = budgets::budget(&app(ctx).db, &self.owner, &self.id).await.map_err(ApiError::from)?;
+        let row = budgets::budget(reads(ctx), &self.owner, &self.id).await.map_err(ApiError::from)?;
         // Its owner's own, not a global one of the same id.
         let row = row.filter(|r| r.user_id == self.owner);
         let reached = app(ctx).runner.position();

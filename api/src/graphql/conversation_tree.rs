@@ -11,6 +11,7 @@ use super::raw_json::RawJson;
 use super::raw_json::Select;
 use crate::error::ApiError;
 use crate::graphql::request::app;
+use crate::graphql::request::reads;
 
 /// The parsed tree of a topic, in upstream's shape.
 #[derive(SimpleObject)]
@@ -59,7 +60,10 @@ fn tree_json(ctx: &Context<'_>, tree: Arc<TopicTree>) -> Result<ConversationTree
 
 /// The tree of `owner`'s topic `topic_id` (a node the caller was let see).
 pub(crate) async fn load_tree(ctx: &Context<'_>, owner: &str, topic_id: &str) -> Result<ConversationTree, ApiError> {
-    let tree =
-        app(ctx).trees.tree(owner, topic_id).await?.ok_or_else(|| ApiError::not_found("conversation", topic_id))?;
+    let tree = app(ctx)
+        .trees
+        .tree_in(reads(ctx), owner, topic_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation", topic_id))?;
     tree_json(ctx, tree)
 }

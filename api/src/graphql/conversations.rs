@@ -16,6 +16,7 @@ use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
+use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::wire;
@@ -195,19 +196,19 @@ impl ConversationNode {
         #[graphql(default)] include_deleted: bool,
     ) -> GqlResult<Connection<String, MessageNode>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::topic_messages(&app(ctx).db, &self.user_id, &self.topic_id, include_deleted, &request).await?;
+        let page = read::topic_messages(reads(ctx), &self.user_id, &self.topic_id, include_deleted, &request).await?;
         Ok(connection(page, MessageNode::from))
     }
 
     /// Threads, in the order they were opened.
     async fn threads(&self, ctx: &Context<'_>) -> GqlResult<Vec<ThreadNode>> {
-        let rows = read::topic_threads(&app(ctx).db, &self.user_id, &self.topic_id).await?;
+        let rows = read::topic_threads(reads(ctx), &self.user_id, &self.topic_id).await?;
         Ok(rows.into_iter().map(ThreadNode::from).collect())
     }
 
     /// Message groups, in the order they were created.
     async fn message_groups(&self, ctx: &Context<'_>) -> GqlResult<Vec<MessageGroupNode>> {
-        let rows = read::topic_message_groups(&app(ctx).db, &self.user_id, &self.topic_id).await?;
+        let rows = read::topic_message_groups(reads(ctx), &self.user_id, &self.topic_id).await?;
         Ok(rows.into_iter().map(MessageGroupNode::from).collect())
     }
 
@@ -240,7 +241,7 @@ pub(crate) async fn conversation_node(
     topic_id: &str,
 ) -> Result<ConversationNode, ApiError> {
     let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("conversation", topic_id)) };
-    let row = read::conversation(&app(ctx).db, owner, topic_id).await?;
+    let row = read::conversation(reads(ctx), owner, topic_id).await?;
     row.map(ConversationNode::from).ok_or_else(|| ApiError::not_found("conversation", topic_id))
 }
 
@@ -274,7 +275,7 @@ impl ConversationsQuery {
         before: Option<String>,
     ) -> GqlResult<Connection<String, ConversationNode>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::conversations(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
+        let page = read::conversations(reads(ctx), caller(ctx)?.owner(), &request).await?;
         Ok(connection(page, ConversationNode::from))
     }
 }

@@ -11,6 +11,7 @@ use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
+use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::json;
 use crate::{
@@ -98,7 +99,7 @@ impl From<CronJobRow> for CronJobNode {
 /// Cron job `id` of `owner` (the caller's own when `None`), as the caller may see it.
 pub(crate) async fn cron_job_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<CronJobNode, ApiError> {
     let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("cron job", id)) };
-    let row = cron_jobs::cron_job(&app(ctx).db, owner, id).await?;
+    let row = cron_jobs::cron_job(reads(ctx), owner, id).await?;
     row.map(CronJobNode::from).ok_or_else(|| ApiError::not_found("cron job", id))
 }
 
@@ -128,7 +129,7 @@ impl CronJobsQuery {
     ) -> GqlResult<Connection<String, CronJobNode>> {
         let request = page_request(ctx, first, after, last, before)?;
         let filter = CronJobFilter { agent_id, enabled };
-        let page = cron_jobs::cron_jobs(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = cron_jobs::cron_jobs(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, CronJobNode::from))
     }
 }
@@ -152,7 +153,7 @@ impl CronJobPayload {
     /// The job after the command (read model, settled; read when asked for; absent once
     /// deleted).
     async fn cron_job(&self, ctx: &Context<'_>) -> GqlResult<Option<CronJobNode>> {
-        let row = cron_jobs::cron_job(&app(ctx).db, &self.owner, &self.id).await?;
+        let row = cron_jobs::cron_job(reads(ctx), &self.owner, &self.id).await?;
         let reached = app(ctx).runner.position();
         match row {
             Some(row) => Ok(Some(CronJobNode::from(row))),

@@ -12,6 +12,7 @@ use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
+use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::{
@@ -93,7 +94,7 @@ impl From<GroupMemberRow> for GroupMemberNode {
 impl GroupNode {
     /// Members, in order.
     async fn members(&self, ctx: &Context<'_>) -> GqlResult<Vec<GroupMemberNode>> {
-        let rows = groups::members(&app(ctx).db, &self.user_id, &self.id).await?;
+        let rows = groups::members(reads(ctx), &self.user_id, &self.id).await?;
         Ok(rows.into_iter().map(GroupMemberNode::from).collect())
     }
 }
@@ -101,7 +102,7 @@ impl GroupNode {
 /// Group `id` of `owner` (the caller's own when `None`), as the caller may see it.
 pub(crate) async fn group_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<GroupNode, ApiError> {
     let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("group", id)) };
-    let row = groups::get(&app(ctx).db, owner, id).await?;
+    let row = groups::get(reads(ctx), owner, id).await?;
     row.map(GroupNode::from).ok_or_else(|| ApiError::not_found("group", id))
 }
 
@@ -131,7 +132,7 @@ impl GroupsQuery {
     ) -> GqlResult<Connection<String, GroupNode>> {
         let request = page_request(ctx, first, after, last, before)?;
         let filter = GroupFilter { include_deleted, member_agent_id };
-        let page = groups::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = groups::list(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, GroupNode::from))
     }
 }

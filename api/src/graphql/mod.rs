@@ -29,6 +29,7 @@ mod paging;
 pub mod parsed;
 pub mod raw_json;
 mod request;
+pub mod snapshot;
 pub mod sources;
 pub(crate) mod subscribers;
 pub mod task_mutations;
@@ -39,7 +40,7 @@ mod wire;
 use async_graphql::{MergedObject, MergedSubscription, Schema};
 
 pub use paging::{connection, page_request, page_size};
-pub use request::{app, caller, node_after};
+pub use request::{app, caller, node_after, reads};
 pub use subscribers::{Subscriber, admit_subscriber};
 pub use wire::{decode, from_wire, json, wire};
 
@@ -101,6 +102,8 @@ pub fn build_schema(state: AppState) -> AppSchema {
         .extension(admission::Admission(limits.clone(), parsed))
         // After admission, which gives the request its parsed document.
         .extension(durations::Durations)
+        // After admission too: a query request's read snapshot (parsed document).
+        .extension(snapshot::QuerySnapshots)
         .extension(variables::RequiredVariables)
         .extension(crate::error::ErrorCodes)
         .finish()

@@ -12,6 +12,7 @@ use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
+use crate::graphql::request::reads;
 use crate::{
     commands::Commands,
     error::{ApiError, GqlResult},
@@ -91,7 +92,7 @@ pub struct NotificationFilterInput {
 
 /// One notification of the caller's (NOT_FOUND otherwise).
 pub(crate) async fn notification_node(ctx: &Context<'_>, id: &str) -> Result<NotificationNode, ApiError> {
-    let row = notifications::notification(&app(ctx).db, caller(ctx)?.owner(), id).await?;
+    let row = notifications::notification(reads(ctx), caller(ctx)?.owner(), id).await?;
     row.map(NotificationNode::from).ok_or_else(|| ApiError::not_found("notification", id))
 }
 
@@ -114,7 +115,7 @@ impl NotificationsQuery {
         let request = page_request(ctx, first, after, last, before)?;
         let input = filter.unwrap_or_default();
         let filter = InboxFilter { read: input.read, category: input.category };
-        let page = notifications::inbox(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = notifications::inbox(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, NotificationNode::from))
     }
 
@@ -125,7 +126,7 @@ impl NotificationsQuery {
 
     /// How many inbox notifications are unread (an admin counts every user's).
     async fn unread_notification_count(&self, ctx: &Context<'_>) -> GqlResult<i64> {
-        Ok(notifications::unread_count(&app(ctx).db, caller(ctx)?.owner()).await?)
+        Ok(notifications::unread_count(reads(ctx), caller(ctx)?.owner()).await?)
     }
 }
 
@@ -183,7 +184,7 @@ async fn inbox_command(
     let commands = Commands::new(app(ctx), caller(ctx)?);
     let user = commands.owner_for_new(user_id.as_deref())?;
     let position = commands.notification_command(&user, command).await?;
-    let unread_count = notifications::unread_count(&app(ctx).db, Some(&user)).await?;
+    let unread_count = notifications::unread_count(reads(ctx), Some(&user)).await?;
     Ok(InboxPayload { unread_count, position })
 }
 
@@ -215,7 +216,7 @@ impl NotificationsMutation {
             (None, id) => id,
         };
         let notification = match id {
-            Some(id) => notifications::notification(&app(ctx).db, Some(&user), &id).await?.map(NotificationNode::from),
+            Some(id) => notifications::notification(reads(ctx), Some(&user), &id).await?.map(NotificationNode::from),
             None => None,
         };
         Ok(CreateNotificationPayload { notification, deduped, position })

@@ -21,6 +21,7 @@ use crate::graphql::paging::page_request;
 use crate::graphql::paging::page_size;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
+use crate::graphql::request::reads;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
 use crate::graphql::wire::wire;
@@ -362,7 +363,7 @@ impl Operation {
         let (Some(agent_id), Some(version)) = (&self.agent_id, self.agent_config_version) else {
             return Ok(None);
         };
-        let row = agentlog_projections::agents::version(&app(ctx).db, &self.user_id, agent_id, version)
+        let row = agentlog_projections::agents::version(reads(ctx), &self.user_id, agent_id, version)
             .await
             .map_err(ApiError::from)?;
         let Some(row) = row else { return Ok(None) };
@@ -394,7 +395,7 @@ impl Operation {
         if let Some((artifacts, _)) = &self.from_stream {
             return Ok(Json(artifacts.clone()));
         }
-        Ok(json(&read::artifacts(&app(ctx).db, &self.user_id, &self.id).await?))
+        Ok(json(&read::artifacts(reads(ctx), &self.user_id, &self.id).await?))
     }
 
     /// Review scores (`[{rubricId, score, passed, reason?}]`).
@@ -402,7 +403,7 @@ impl Operation {
         if let Some((_, scores)) = &self.from_stream {
             return Ok(Json(scores.clone()));
         }
-        Ok(json(&read::scores(&app(ctx).db, &self.user_id, &self.id).await?))
+        Ok(json(&read::scores(reads(ctx), &self.user_id, &self.id).await?))
     }
 
     /// Recorded steps, in order (read model).
@@ -415,13 +416,13 @@ impl Operation {
         before: Option<String>,
     ) -> GqlResult<Connection<String, OperationStep>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::steps(&app(ctx).db, &self.user_id, &self.id, &request).await?;
+        let page = read::steps(reads(ctx), &self.user_id, &self.id, &request).await?;
         Ok(connection(page, OperationStep::from))
     }
 
     /// Every human-in-the-loop card it asked, in order (read model).
     async fn cards(&self, ctx: &Context<'_>) -> GqlResult<Vec<HitlCardNode>> {
-        let rows = read::cards(&app(ctx).db, &self.user_id, &self.id).await?;
+        let rows = read::cards(reads(ctx), &self.user_id, &self.id).await?;
         Ok(rows.into_iter().map(HitlCardNode::from).collect())
     }
 
@@ -434,7 +435,7 @@ impl Operation {
         if let Some(version) = self.stream_version {
             return Ok(json(&self.async_results_from_stream(ctx, version).await?));
         }
-        Ok(json(&read::async_results(&app(ctx).db, &self.user_id, &self.id).await?))
+        Ok(json(&read::async_results(reads(ctx), &self.user_id, &self.id).await?))
     }
 
     /// Sub-agents and other child operations, oldest first (read model).
@@ -447,7 +448,7 @@ impl Operation {
         before: Option<String>,
     ) -> GqlResult<Connection<String, Operation>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::children(&app(ctx).db, &self.user_id, &self.id, &request).await?;
+        let page = read::children(reads(ctx), &self.user_id, &self.id, &request).await?;
         Ok(connection(page, Operation::from))
     }
 
@@ -539,7 +540,7 @@ impl OperationsQuery {
             created_from: f.created_from,
             created_to: f.created_to,
         };
-        let page = read::list(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = read::list(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, Operation::from))
     }
 
@@ -553,7 +554,7 @@ impl OperationsQuery {
         before: Option<String>,
     ) -> GqlResult<Connection<String, HitlCardNode>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::pending_cards(&app(ctx).db, caller(ctx)?.owner(), &request).await?;
+        let page = read::pending_cards(reads(ctx), caller(ctx)?.owner(), &request).await?;
         Ok(connection(page, HitlCardNode::from))
     }
 }

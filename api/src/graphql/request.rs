@@ -1,14 +1,23 @@
-//! What a resolver reads from its request: the application, the caller, and a mutation's node
+//! What a resolver reads from its request: the application, the read models, the caller, and a mutation's node
 //! once its read models caught up.
 
 use async_graphql::Context;
 
+use agentlog_projections::ReadDb;
+
+use super::snapshot::RequestSnapshot;
 use crate::{auth::Caller, error::ApiError, state::AppState};
 
 /// The application state of a request.
 pub fn app<'a>(ctx: &Context<'a>) -> &'a AppState {
     // The schema is always built with the state (build_schema), so this cannot miss.
     ctx.data_unchecked::<AppState>()
+}
+
+/// The read models as a resolver reads them: a query request's snapshot (`snapshot`), else
+/// the live read models.
+pub fn reads<'a>(ctx: &Context<'a>) -> &'a ReadDb {
+    ctx.data_opt::<RequestSnapshot>().map_or(&app(ctx).db, |s| &s.0)
 }
 
 /// The authenticated caller, or UNAUTHENTICATED.

@@ -14,6 +14,7 @@ use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
+use crate::graphql::request::reads;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
 use crate::graphql::wire::wire;
@@ -284,19 +285,19 @@ impl TaskNode {
 
     /// What this task depends on.
     async fn dependencies(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
-        let rows = read::task_dependencies(&app(ctx).db, &self.user_id, &self.task_id).await?;
+        let rows = read::task_dependencies(reads(ctx), &self.user_id, &self.task_id).await?;
         Ok(rows.into_iter().map(TaskDependency::from).collect())
     }
 
     /// The tasks that depend on this one.
     async fn dependants(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDependency>> {
-        let rows = read::task_dependants(&app(ctx).db, &self.user_id, &self.task_id).await?;
+        let rows = read::task_dependants(reads(ctx), &self.user_id, &self.task_id).await?;
         Ok(rows.into_iter().map(TaskDependency::from).collect())
     }
 
     /// Pinned documents, in pin order.
     async fn documents(&self, ctx: &Context<'_>) -> GqlResult<Vec<TaskDocument>> {
-        let rows = read::task_documents(&app(ctx).db, &self.user_id, &self.task_id).await?;
+        let rows = read::task_documents(reads(ctx), &self.user_id, &self.task_id).await?;
         Ok(rows.into_iter().map(TaskDocument::from).collect())
     }
 
@@ -310,7 +311,7 @@ impl TaskNode {
         before: Option<String>,
     ) -> GqlResult<Connection<String, TaskTopic>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::task_topics(&app(ctx).db, &self.user_id, &self.task_id, &request).await?;
+        let page = read::task_topics(reads(ctx), &self.user_id, &self.task_id, &request).await?;
         Ok(connection(page, TaskTopic::from))
     }
 
@@ -324,7 +325,7 @@ impl TaskNode {
         before: Option<String>,
     ) -> GqlResult<Connection<String, TaskComment>> {
         let request = page_request(ctx, first, after, last, before)?;
-        let page = read::task_comments(&app(ctx).db, &self.user_id, &self.task_id, &request).await?;
+        let page = read::task_comments(reads(ctx), &self.user_id, &self.task_id, &request).await?;
         Ok(connection(page, TaskComment::from))
     }
 
@@ -340,14 +341,14 @@ impl TaskNode {
         let request = page_request(ctx, first, after, last, before)?;
         let filter = TaskFilter { parent_task_id: Some(self.task_id.clone()), ..Default::default() };
         // Subtasks are named in the parent owner's namespace.
-        let page = read::tasks(&app(ctx).db, Some(&self.user_id), &filter, &request).await?;
+        let page = read::tasks(reads(ctx), Some(&self.user_id), &filter, &request).await?;
         Ok(connection(page, TaskNode::from))
     }
 
     /// Every descendant cut by its `blocks` dependencies into layers that can run in parallel
     /// (upstream's `planForParent`).
     async fn layers(&self, ctx: &Context<'_>) -> GqlResult<SubtaskLayers> {
-        let plan = read::subtask_layers(&app(ctx).db, &self.user_id, &self.task_id)
+        let plan = read::subtask_layers(reads(ctx), &self.user_id, &self.task_id)
             .await?
             .ok_or_else(|| ApiError::not_found("task", &self.task_id))?;
         Ok(SubtaskLayers {
@@ -381,7 +382,7 @@ pub struct TasksQuery;
 /// (NOT_FOUND otherwise).
 pub async fn task_node(ctx: &Context<'_>, owner: Option<&str>, task_id: &str) -> Result<TaskNode, ApiError> {
     let Some(owner) = caller(ctx)?.namespace(owner) else { return Err(ApiError::not_found("task", task_id)) };
-    let row = read::task(&app(ctx).db, owner, task_id).await?;
+    let row = read::task(reads(ctx), owner, task_id).await?;
     row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", task_id))
 }
 
@@ -405,7 +406,7 @@ impl TasksQuery {
                 let Some(owner) = caller(ctx)?.namespace(owner_id.as_deref()) else {
                     return Err(ApiError::not_found("task", identifier).into());
                 };
-                let row = read::task_by_identifier(&app(ctx).db, Some(owner), &identifier).await?;
+                let row = read::task_by_identifier(reads(ctx), Some(owner), &identifier).await?;
                 Ok(row.map(TaskNode::from).ok_or_else(|| ApiError::not_found("task", identifier))?)
             }
             _ => Err(ApiError::validation("task", "give exactly one of id and identifier").into()),
@@ -429,7 +430,7 @@ impl TasksQuery {
             assignee_agent_id: input.assignee_agent_id,
             parent_task_id: input.parent_task_id,
         };
-        let page = read::tasks(&app(ctx).db, caller(ctx)?.owner(), &filter, &request).await?;
+        let page = read::tasks(reads(ctx), caller(ctx)?.owner(), &filter, &request).await?;
         Ok(connection(page, TaskNode::from))
     }
 }

@@ -315,11 +315,22 @@ impl ConversationTrees {
     /// The tree of `owner`'s topic `topic_id` as of the committed read model, or `None` when
     /// the owner has no such topic.
     pub async fn tree(&self, owner: &str, topic_id: &str) -> Result<Option<Arc<TopicTree>>, ProjectionError> {
+        self.tree_in(&self.db, owner, topic_id).await
+    }
+
+    /// [`ConversationTrees::tree`] as `db` shows it: a query's read snapshot (a snapshot older
+    /// than the cached tree builds it again from its own rows, as after a rebuild).
+    pub async fn tree_in(
+        &self,
+        db: &ReadDb,
+        owner: &str,
+        topic_id: &str,
+    ) -> Result<Option<Arc<TopicTree>>, ProjectionError> {
         let key = (owner.to_string(), topic_id.to_string());
         let slot = self.slot(&key);
         let mut cached = slot.lock().await;
         // Read the version under the topic's lock, so concurrent readers refresh once.
-        let Some(version) = topic_version(&self.db, owner, topic_id).await? else { return Ok(None) };
+        let Some(version) = topic_version(db, owner, topic_id).await? else { return Ok(None) };
         let mut input = match cached.take() {
             Some(c) if c.input.version == version => {
                 let tree = Arc::clone(&c.tree);
@@ -332,8 +343,8 @@ impl ConversationTrees {
             Some(c) if c.input.version < version => c.input,
             _ => TopicInput::default(),
         };
-        input.apply(changed_messages(&self.db, owner, topic_id, input.version).await?);
-        input.groups = topic_groups(&self.db, owner, topic_id).await?;
+        input.apply(changed_messages(db, owner, topic_id, input.version).await?);
+        input.groups = topic_groups(db, owner, topic_id).await?;
         input.version = input.version.max(version);
         let tree = Arc::new(TopicTree::new(topic_id.to_string(), input.version, input.parse(topic_id)));
         let size = input.messages.len();

@@ -19,6 +19,7 @@ mod arrays;
 mod sqlite;
 
 pub use agentlog_sqlite::{Row, SqlValue};
+pub use snapshot::{Snapshot, Snapshots};
 pub use sqlite::{SqliteDb, SqliteTx};
 
 /// The read-model database.
@@ -28,6 +29,8 @@ pub enum ReadDb {
     Sqlite(SqliteDb),
     /// PostgreSQL (the log's database).
     Postgres(PgPool),
+    /// One read snapshot of either ([`Snapshots::take`]): reads only.
+    Snapshot(Snapshot),
 }
 
 impl From<agentlog_eventlog::DatabasePool> for ReadDb {
@@ -147,6 +150,8 @@ macro_rules! bind_all {
     }};
 }
 
+mod snapshot;
+
 impl ReadDb {
     /// Begin a read-model transaction: rows derived from the log, committed with their
     /// checkpoints. It commits without waiting for the disk (SQLite `synchronous = NORMAL`,
@@ -162,6 +167,7 @@ impl ReadDb {
                 let begin = "BEGIN; SET LOCAL synchronous_commit = off";
                 ReadTx::Postgres(p.begin_with(begin).await.map_err(ProjectionError::db("beginning a transaction"))?)
             }
+            Self::Snapshot(_) => return Err(read_only()),
         })
     }
 
@@ -180,6 +186,11 @@ impl ReadDb {
                 .iter()
                 .map(decode_pg)
                 .collect(),
+            Self::Snapshot(snapshot) => {
+                let mut rows = Vec::new();
+                snapshot.for_each_row(sql, args, &mut |row| rows.push(row)).await?;
+                rows
+            }
         })
     }
 
@@ -201,6 +212,7 @@ impl ReadDb {
                     n += 1;
                 }
             }
+            Self::Snapshot(snapshot) => n = snapshot.for_each_row(sql, args, &mut each).await?,
         }
         Ok(n)
     }
@@ -214,13 +226,23 @@ impl ReadDb {
                 .await
                 .map_err(ProjectionError::db("writing a read model"))?
                 .rows_affected(),
+            Self::Snapshot(_) => return Err(read_only()),
         })
     }
 
     /// True for PostgreSQL.
     pub fn is_postgres(&self) -> bool {
-        matches!(self, Self::Postgres(_))
+        match self {
+            Self::Sqlite(_) => false,
+            Self::Postgres(_) => true,
+            Self::Snapshot(s) => s.is_postgres(),
+        }
     }
+}
+
+/// A write asked of a read snapshot.
+fn read_only() -> ProjectionError {
+    ProjectionError::Invalid("a read snapshot only reads".into())
 }
 
 /// Most keys in one `OR` chain: SQLite parses a chain as a tree one level deeper per term and

@@ -123,6 +123,27 @@ impl SqliteDb {
             .map_err(failed("reading a read model"))
     }
 
+    /// A reader lent for one read transaction (`BEGIN`: SQLite fixes the snapshot at its first
+    /// query), until [`SqliteDb::end_read`].
+    pub(crate) async fn begin_read(&self) -> Result<Connection, ProjectionError> {
+        let opening = self.opening().await?;
+        let mut conn = opening.readers.take().map_err(failed("opening a read-model reader"))?;
+        conn.execute("BEGIN", &[]).map_err(failed("beginning a read transaction"))?;
+        Ok(conn)
+    }
+
+    /// End a read transaction from [`SqliteDb::begin_read`] and put its reader back (dropped
+    /// instead when the transaction does not end).
+    pub(crate) fn end_read(&self, mut conn: Connection) {
+        if let Err(e) = conn.execute("COMMIT", &[]) {
+            tracing::debug!(error = %e, "ending a read transaction; its reader is closed");
+            return;
+        }
+        if let Some(opening) = self.shared.open.get() {
+            opening.readers.give_back(conn);
+        }
+    }
+
     /// The file and the pool's settings, read once from a pooled connection: every connection
     /// of the read models is opened as a pooled one is, and writes as it would.
     async fn opening(&self) -> Result<&Opening, ProjectionError> {

@@ -6,7 +6,7 @@ use agentlog_eventlog::{
     BackendKind, StoreOptions,
     testing::{TestLog, reopen},
 };
-use agentlog_projections::{ReadDb, SqlValue};
+use agentlog_projections::{ReadDb, Snapshots, SqlValue};
 
 async fn nulls_do_not_type_a_cached_statement(log: TestLog) {
     let db = ReadDb::from(log.store.database());
@@ -237,3 +237,53 @@ async fn sqlite_values_keep_their_storage_types() {
     want.push(SqlValue::Null);
     assert_eq!(got[0].0, want);
 }
+
+/// A read snapshot sees every query as of its first one: a commit after it is invisible to the
+/// snapshot's later queries (in any table), visible to live reads and to the next snapshot; it
+/// refuses writes; and dropping it gives its connection back (more snapshots than may be open
+/// at once, one after another, never wait).
+async fn a_snapshot_reads_one_moment(log: TestLog) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE t_snap_a (id BIGINT PRIMARY KEY, v BIGINT)", &[]).await.unwrap();
+    db.execute("CREATE TABLE t_snap_b (id BIGINT PRIMARY KEY, v BIGINT)", &[]).await.unwrap();
+    db.execute("INSERT INTO t_snap_a (id, v) VALUES (1, 1)", &[]).await.unwrap();
+    db.execute("INSERT INTO t_snap_b (id, v) VALUES (1, 1)", &[]).await.unwrap();
+    let snapshots = Snapshots::new(&db);
+    let value = |rows: Vec<agentlog_projections::Row>| rows[0].i64(0);
+
+    let snapshot = snapshots.take();
+    assert_eq!(value(snapshot.fetch("SELECT v FROM t_snap_a WHERE id = $1", &[1.into()]).await.unwrap()), Some(1));
+    // Both tables change in one transaction, after the snapshot's first read.
+    let mut tx = db.begin().await.unwrap();
+    tx.execute("UPDATE t_snap_a SET v = 2", &[]).await.unwrap();
+    tx.execute("UPDATE t_snap_b SET v = 2", &[]).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        value(snapshot.fetch("SELECT v FROM t_snap_b WHERE id = $1", &[1.into()]).await.unwrap()),
+        Some(1),
+        "the other table as of the snapshot's first read"
+    );
+    let mut seen = Vec::new();
+    snapshot.for_each_row("SELECT v FROM t_snap_a", &[], |r| seen.push(r.i64(0))).await.unwrap();
+    assert_eq!(seen, vec![Some(1)]);
+    assert_eq!(value(db.fetch("SELECT v FROM t_snap_b", &[]).await.unwrap()), Some(2), "live reads see the commit");
+    assert!(snapshot.execute("UPDATE t_snap_a SET v = 3", &[]).await.is_err(), "a snapshot only reads");
+    assert!(snapshot.begin().await.is_err());
+    assert_eq!(snapshot.is_postgres(), db.is_postgres());
+    let clone = snapshot.clone();
+    drop(snapshot);
+    assert_eq!(value(clone.fetch("SELECT v FROM t_snap_a", &[]).await.unwrap()), Some(1), "clones share it");
+    drop(clone);
+
+    // Dropped snapshots give their connections back: many more than may be open at once.
+    for _ in 0..40 {
+        let s = snapshots.take();
+        assert_eq!(value(s.fetch("SELECT v FROM t_snap_b", &[]).await.unwrap()), Some(2));
+    }
+    // An untouched snapshot opens nothing.
+    let idle: Vec<ReadDb> = (0..100).map(|_| snapshots.take()).collect();
+    assert_eq!(value(snapshots.take().fetch("SELECT v FROM t_snap_a", &[]).await.unwrap()), Some(2));
+    drop(idle);
+}
+
+both!(a_snapshot_reads_one_moment as read_db_snapshot_reads_one_moment);

@@ -1,0 +1,147 @@
+//! One read snapshot of the read models: every query through it sees them as of one moment,
+//! so an answer built from several queries never shows half of one batch.
+//!
+//! ```ignore
+//! let snapshots = Snapshots::new(&db);
+//! let reads = snapshots.take();            // a `ReadDb`; nothing is opened yet
+//! operations::get(&reads, owner, id).await?;    // opens the read transaction
+//! operations::children(&reads, owner, id, &page).await?;   // the same moment
+//! drop(reads);                              // ends it, gives the connection back
+//! ```
+//!
+//! The transaction opens at the first query (a snapshot nobody reads costs nothing) and ends
+//! when the last clone is dropped. SQLite: a reader of the file's own, in `BEGIN … COMMIT`.
+//! PostgreSQL: a pooled connection in a `REPEATABLE READ READ ONLY` transaction.
+//!
+//! How many snapshots are open at once is bounded apart from single queries: a holder may
+//! still run a query outside its snapshot (a token lookup), and that query must never wait
+//! for a connection that only the holders could free.
+
+use std::sync::Arc;
+
+use agentlog_sqlite::Connection;
+use futures_util::TryStreamExt;
+use sqlx::{Postgres, Transaction};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+
+use super::{ReadDb, Row, SqlValue, SqliteDb, UntypedNull, decode_pg, for_sqlite};
+use crate::error::ProjectionError;
+
+/// Hands out read snapshots of one read-model database, a bounded number open at once.
+#[derive(Clone, Debug)]
+pub struct Snapshots {
+    db: ReadDb,
+    open: Arc<Semaphore>,
+}
+
+impl Snapshots {
+    /// Snapshots of `db`: on SQLite as many open at once as the log's readers; on PostgreSQL
+    /// half the pool's connections, so single queries always find one.
+    pub fn new(db: &ReadDb) -> Self {
+        let at_once = match db {
+            ReadDb::Sqlite(s) => s.pool().options().get_max_connections() as usize,
+            ReadDb::Postgres(p) => p.options().get_max_connections() as usize / 2,
+            ReadDb::Snapshot(s) => return Self::new(&s.0.base),
+        };
+        Self { db: db.clone(), open: Arc::new(Semaphore::new(at_once.max(1))) }
+    }
+
+    /// A snapshot, as a [`ReadDb`] that only reads: opened at its first query.
+    pub fn take(&self) -> ReadDb {
+        ReadDb::Snapshot(Snapshot(Arc::new(Inner {
+            base: self.db.clone(),
+            gate: Arc::clone(&self.open),
+            pinned: Mutex::new(None),
+        })))
+    }
+}
+
+/// A read snapshot ([`ReadDb::Snapshot`]); clones share it.
+#[derive(Clone, Debug)]
+pub struct Snapshot(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    base: ReadDb,
+    gate: Arc<Semaphore>,
+    pinned: Mutex<Option<Pinned>>,
+}
+
+/// The open read transaction.
+enum Pinned {
+    Sqlite { db: SqliteDb, conn: Option<Connection>, _permit: OwnedSemaphorePermit },
+    Postgres { tx: Transaction<'static, Postgres>, _permit: OwnedSemaphorePermit },
+}
+
+impl std::fmt::Debug for Pinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Sqlite { .. } => "Pinned::Sqlite",
+            Self::Postgres { .. } => "Pinned::Postgres",
+        })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // PostgreSQL: the dropped transaction is rolled back as its connection returns.
+        if let Self::Sqlite { db, conn, .. } = self
+            && let Some(conn) = conn.take()
+        {
+            db.end_read(conn);
+        }
+    }
+}
+
+impl Snapshot {
+    /// True for PostgreSQL.
+    pub(super) fn is_postgres(&self) -> bool {
+        self.0.base.is_postgres()
+    }
+
+    /// Run a query in the snapshot, handing each row to `each`; the number of rows.
+    pub(super) async fn for_each_row(
+        &self,
+        sql: &str,
+        args: &[SqlValue],
+        each: &mut (dyn FnMut(Row) + Send),
+    ) -> Result<u64, ProjectionError> {
+        let mut pinned = self.0.pinned.lock().await;
+        if pinned.is_none() {
+            *pinned = Some(self.open().await?);
+        }
+        match pinned.as_mut() {
+            Some(Pinned::Sqlite { conn: Some(conn), .. }) => conn
+                .for_each_row(&for_sqlite(sql), args, each)
+                .map_err(|source| ProjectionError::Sqlite { context: "reading a read model", source }),
+            Some(Pinned::Postgres { tx, .. }) => {
+                let mut n = 0u64;
+                let mut rows = bind_all!(sqlx::query(sql), args, UntypedNull).fetch(&mut **tx);
+                while let Some(row) = rows.try_next().await.map_err(ProjectionError::db("reading a read model"))? {
+                    each(decode_pg(&row));
+                    n += 1;
+                }
+                Ok(n)
+            }
+            Some(Pinned::Sqlite { conn: None, .. }) | None => Err(ProjectionError::Stopped),
+        }
+    }
+
+    /// Begin the read transaction, once a snapshot may be open.
+    async fn open(&self) -> Result<Pinned, ProjectionError> {
+        let permit = Arc::clone(&self.0.gate).acquire_owned().await.map_err(|_| ProjectionError::Stopped)?;
+        Ok(match &self.0.base {
+            ReadDb::Sqlite(db) => {
+                Pinned::Sqlite { db: db.clone(), conn: Some(db.begin_read().await?), _permit: permit }
+            }
+            ReadDb::Postgres(p) => {
+                let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+                let tx = p.begin_with(begin).await.map_err(ProjectionError::db("beginning a read transaction"))?;
+                Pinned::Postgres { tx, _permit: permit }
+            }
+            ReadDb::Snapshot(_) => {
+                return Err(ProjectionError::Invalid("a snapshot of a snapshot".into()));
+            }
+        })
+    }
+}
