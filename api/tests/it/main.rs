@@ -60,6 +60,7 @@ mod schema_drift;
 mod server;
 mod shutdown;
 mod slow_db;
+mod snapshots;
 mod subagents;
 mod subscription_cap;
 mod subscription_fan_out;
