@@ -87,7 +87,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         settings,
     };
     Ok(AppState {
-        snapshots: agentlog_projections::Snapshots::new(&app.db),
+        snapshots: app.db.snapshots(),
         app,
         tokens,
         subscriptions: Quota::default(),

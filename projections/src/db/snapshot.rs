@@ -2,7 +2,7 @@
 //! so an answer built from several queries never shows half of one batch.
 //!
 //! ```ignore
-//! let snapshots = Snapshots::new(&db);
+//! let snapshots = db.snapshots();
 //! let reads = snapshots.take();            // a `ReadDb`; nothing is opened yet
 //! operations::get(&reads, owner, id).await?;    // opens the read transaction
 //! operations::children(&reads, owner, id, &page).await?;   // the same moment
@@ -24,45 +24,54 @@ use futures_util::TryStreamExt;
 use sqlx::{Postgres, Transaction};
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
-use super::{ReadDb, Row, SqlValue, SqliteDb, UntypedNull, decode_pg, for_sqlite};
+use agentlog_sqlite::{Row, SqlValue};
+use sqlx::PgPool;
+
+use super::{
+    portable::{UntypedNull, bind_all, decode_pg, for_sqlite},
+    sqlite::SqliteDb,
+};
 use crate::error::ProjectionError;
 
-/// Hands out read snapshots of one read-model database, a bounded number open at once.
+/// Hands out read snapshots of one read-model database, a bounded number open at once
+/// ([`ReadDb::snapshots`](super::ReadDb::snapshots)).
 #[derive(Clone, Debug)]
 pub struct Snapshots {
-    db: ReadDb,
+    base: Base,
     open: Arc<Semaphore>,
 }
 
+/// The database a snapshot reads.
+#[derive(Clone, Debug)]
+pub(crate) enum Base {
+    Sqlite(SqliteDb),
+    Postgres(PgPool),
+}
+
 impl Snapshots {
-    /// Snapshots of `db`: on SQLite as many open at once as the log's readers; on PostgreSQL
+    /// Snapshots of `base`: on SQLite as many open at once as the log's readers; on PostgreSQL
     /// half the pool's connections, so single queries always find one.
-    pub fn new(db: &ReadDb) -> Self {
-        let at_once = match db {
-            ReadDb::Sqlite(s) => s.pool().options().get_max_connections() as usize,
-            ReadDb::Postgres(p) => p.options().get_max_connections() as usize / 2,
-            ReadDb::Snapshot(s) => return Self::new(&s.0.base),
+    pub(crate) fn new(base: Base) -> Self {
+        let at_once = match &base {
+            Base::Sqlite(s) => s.pool().options().get_max_connections() as usize,
+            Base::Postgres(p) => p.options().get_max_connections() as usize / 2,
         };
-        Self { db: db.clone(), open: Arc::new(Semaphore::new(at_once.max(1))) }
+        Self { base, open: Arc::new(Semaphore::new(at_once.max(1))) }
     }
 
-    /// A snapshot, as a [`ReadDb`] that only reads: opened at its first query.
-    pub fn take(&self) -> ReadDb {
-        ReadDb::Snapshot(Snapshot(Arc::new(Inner {
-            base: self.db.clone(),
-            gate: Arc::clone(&self.open),
-            pinned: Mutex::new(None),
-        })))
+    /// A snapshot; nothing is opened until its first query.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot(Arc::new(Inner { base: self.base.clone(), gate: Arc::clone(&self.open), pinned: Mutex::new(None) }))
     }
 }
 
-/// A read snapshot ([`ReadDb::Snapshot`]); clones share it.
+/// A read snapshot (`ReadDb::Snapshot`); clones share it.
 #[derive(Clone, Debug)]
 pub struct Snapshot(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    base: ReadDb,
+    base: Base,
     gate: Arc<Semaphore>,
     pinned: Mutex<Option<Pinned>>,
 }
@@ -94,9 +103,14 @@ impl Drop for Pinned {
 }
 
 impl Snapshot {
+    /// Snapshots of the database this one reads.
+    pub(super) fn snapshots(&self) -> Snapshots {
+        Snapshots::new(self.0.base.clone())
+    }
+
     /// True for PostgreSQL.
     pub(super) fn is_postgres(&self) -> bool {
-        self.0.base.is_postgres()
+        matches!(self.0.base, Base::Postgres(_))
     }
 
     /// Run a query in the snapshot, handing each row to `each`; the number of rows.
@@ -131,16 +145,11 @@ impl Snapshot {
     async fn open(&self) -> Result<Pinned, ProjectionError> {
         let permit = Arc::clone(&self.0.gate).acquire_owned().await.map_err(|_| ProjectionError::Stopped)?;
         Ok(match &self.0.base {
-            ReadDb::Sqlite(db) => {
-                Pinned::Sqlite { db: db.clone(), conn: Some(db.begin_read().await?), _permit: permit }
-            }
-            ReadDb::Postgres(p) => {
+            Base::Sqlite(db) => Pinned::Sqlite { db: db.clone(), conn: Some(db.begin_read().await?), _permit: permit },
+            Base::Postgres(p) => {
                 let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
                 let tx = p.begin_with(begin).await.map_err(ProjectionError::db("beginning a read transaction"))?;
                 Pinned::Postgres { tx, _permit: permit }
-            }
-            ReadDb::Snapshot(_) => {
-                return Err(ProjectionError::Invalid("a snapshot of a snapshot".into()));
             }
         })
     }

@@ -6,7 +6,7 @@ use agentlog_eventlog::{
     BackendKind, StoreOptions,
     testing::{TestLog, reopen},
 };
-use agentlog_projections::{ReadDb, Snapshots, SqlValue};
+use agentlog_projections::{ReadDb, SqlValue};
 
 async fn nulls_do_not_type_a_cached_statement(log: TestLog) {
     let db = ReadDb::from(log.store.database());
@@ -248,7 +248,7 @@ async fn a_snapshot_reads_one_moment(log: TestLog) {
     db.execute("CREATE TABLE t_snap_b (id BIGINT PRIMARY KEY, v BIGINT)", &[]).await.unwrap();
     db.execute("INSERT INTO t_snap_a (id, v) VALUES (1, 1)", &[]).await.unwrap();
     db.execute("INSERT INTO t_snap_b (id, v) VALUES (1, 1)", &[]).await.unwrap();
-    let snapshots = Snapshots::new(&db);
+    let snapshots = db.snapshots();
     let value = |rows: Vec<agentlog_projections::Row>| rows[0].i64(0);
 
     let snapshot = snapshots.take();
