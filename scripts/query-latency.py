@@ -4,8 +4,9 @@ one HTTP connection, p50 / p99 / max of the wall time per request (BENCHMARKS.md
 
     python3 scripts/query-latency.py http://127.0.0.1:8080 ADMIN_TOKEN [USER_TOKEN] [N]
 
-The queries are api/benches/server.rs's: an operations page and the analytics report by day ×
-agent × model, as the admin (every user) and, given a second token, as that user.
+The queries: an operations page, the same with each operation's steps (one request, 21 queries
+of the read models), and the analytics report by day × agent × model, as the admin (every user)
+and, given a second token, as that user.
 """
 import http.client
 import json
@@ -16,6 +17,9 @@ import urllib.parse
 QUERIES = {
     "operations page (50)": "{ operations(first: 50) { edges { node { id status kind agentId stepCount totalTokens "
     "costMicros createdAt } } pageInfo { hasNextPage endCursor } } }",
+    # 21 read-model queries in one request: the page, then each operation's steps.
+    "operations page (20) with steps (10)": "{ operations(first: 20) { nodes { id stepCount "
+    "steps(first: 10) { nodes { stepIndex phase totalTokens } } } } }",
     "analytics by day × agent × model": "{ analytics(input: {granularity: DAY, groupBy: [AGENT, MODEL]}) "
     "{ total { runs costMicros duration { p50Ms p95Ms p99Ms } } buckets { bucketStart agentId model figures { runs } } } }",
 }

@@ -24,7 +24,12 @@ use async_graphql::{
     parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
 };
 
-use crate::{auth::Caller, graphql::parsed::ParsedDocuments, state::ApiLimits};
+use super::snapshot::RequestSnapshot;
+use crate::{
+    auth::Caller,
+    graphql::parsed::ParsedDocuments,
+    state::{ApiLimits, AppState},
+};
 
 /// Fragment spreads and selection sets nested deeper than this are refused whatever they
 /// expand to: the measure recurses, and its stack must stay small.
@@ -200,7 +205,8 @@ impl ExtensionFactory for Admission {
     }
 }
 
-/// Marks a request whose every operation is a query: it runs under the query timeout.
+/// Marks a request whose every operation is a query: it runs under the query timeout (and
+/// reads one snapshot of the read models, `snapshot`).
 struct QueryOnly;
 
 fn refused(r: &Refusal) -> ServerError {
@@ -234,6 +240,9 @@ impl Extension for Admission {
         request.set_parsed_query(parsed.doc);
         if queries_only {
             request = request.data(QueryOnly);
+            if let Some(app) = ctx.data_opt::<AppState>() {
+                request = request.data(RequestSnapshot::of(app));
+            }
         }
         next.run(ctx, request).await
     }

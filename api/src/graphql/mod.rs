@@ -102,8 +102,6 @@ pub fn build_schema(state: AppState) -> AppSchema {
         .extension(admission::Admission(limits.clone(), parsed))
         // After admission, which gives the request its parsed document.
         .extension(durations::Durations)
-        // After admission too: a query request's read snapshot (parsed document).
-        .extension(snapshot::QuerySnapshots)
         .extension(variables::RequiredVariables)
         .extension(crate::error::ErrorCodes)
         .finish()
