@@ -141,14 +141,8 @@ impl From<CommandError> for ApiError {
 
 /// Gives every GraphQL error an `extensions.code`: the code of the [`ApiError`] behind it, or,
 /// for errors raised by the GraphQL engine itself, `LIMIT` (depth and complexity limits) or
-/// `VALIDATION` (parse, type and argument errors).
+/// `VALIDATION` (parse, type and argument errors). A hook of `graphql::hooks::Hooks`.
 pub struct ErrorCodes;
-
-impl async_graphql::extensions::ExtensionFactory for ErrorCodes {
-    fn create(&self) -> std::sync::Arc<dyn async_graphql::extensions::Extension> {
-        std::sync::Arc::new(ErrorCodes)
-    }
-}
 
 /// A GraphQL syntax error in one line with its place ("syntax error at line 1, column 2:
 /// expected selection"), instead of the parser's multi-line drawing of the document.
@@ -200,31 +194,13 @@ pub(crate) fn add_code(error: &mut async_graphql::ServerError) {
     error.extensions.get_or_insert_with(Default::default).set("code", code);
 }
 
-fn add_codes(mut response: async_graphql::Response) -> async_graphql::Response {
-    for e in &mut response.errors {
-        add_code(e);
-    }
-    response
-}
-
-#[async_graphql::async_trait::async_trait]
-impl async_graphql::extensions::Extension for ErrorCodes {
-    async fn request(
-        &self,
-        ctx: &async_graphql::extensions::ExtensionContext<'_>,
-        next: async_graphql::extensions::NextRequest<'_>,
-    ) -> async_graphql::Response {
-        add_codes(next.run(ctx).await)
-    }
-
-    fn subscribe<'s>(
-        &self,
-        ctx: &async_graphql::extensions::ExtensionContext<'_>,
-        stream: futures_util::stream::BoxStream<'s, async_graphql::Response>,
-        next: async_graphql::extensions::NextSubscribe<'_>,
-    ) -> futures_util::stream::BoxStream<'s, async_graphql::Response> {
-        use futures_util::StreamExt;
-        next.run(ctx, stream).map(add_codes).boxed()
+impl ErrorCodes {
+    /// `response` with a code on every error.
+    pub fn add(mut response: async_graphql::Response) -> async_graphql::Response {
+        for e in &mut response.errors {
+            add_code(e);
+        }
+        response
     }
 }
 

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use async_graphql::{
     Request, Response, ServerError, ServerResult,
-    extensions::{Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest},
+    extensions::ExtensionContext,
     parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
 };
 
@@ -194,16 +194,10 @@ pub fn admit(doc: &ExecutableDocument, limits: &ApiLimits, authenticated: bool) 
     Ok(e)
 }
 
-/// The engine extension that runs [`admit`] on every request and subscription, before the
-/// engine's own checks (which walk each fragment spread again) run on it. It gives the
-/// request its document from [`ParsedDocuments`] (parsed once per text, not per request).
+/// Runs [`admit`] on every request and subscription (a hook of [`Hooks`](super::hooks::Hooks)),
+/// before the engine's own checks (which walk each fragment spread again) run on it. It gives
+/// the request its document from [`ParsedDocuments`] (parsed once per text, not per request).
 pub struct Admission(pub ApiLimits, pub std::sync::Arc<ParsedDocuments>);
-
-impl ExtensionFactory for Admission {
-    fn create(&self) -> std::sync::Arc<dyn Extension> {
-        std::sync::Arc::new(Admission(self.0.clone(), std::sync::Arc::clone(&self.1)))
-    }
-}
 
 /// Marks a request whose every operation is a query: it runs under the query timeout (and
 /// reads one snapshot of the read models, `snapshot`).
@@ -215,14 +209,10 @@ fn refused(r: &Refusal) -> ServerError {
     e
 }
 
-#[async_graphql::async_trait::async_trait]
-impl Extension for Admission {
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        mut request: Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<Request> {
+impl Admission {
+    /// Admit `request` (or refuse it) and give it its parsed document; a request of queries
+    /// only is marked for the query timeout and given its read snapshot.
+    pub(crate) fn prepare(&self, ctx: &ExtensionContext<'_>, mut request: Request) -> ServerResult<Request> {
         // The caller comes with the request (HTTP) or with the websocket's connection_init.
         let authenticated =
             request.data.contains_key(&std::any::TypeId::of::<Caller>()) || ctx.data_opt::<Caller>().is_some();
@@ -244,20 +234,20 @@ impl Extension for Admission {
                 request = request.data(RequestSnapshot::of(app));
             }
         }
-        next.run(ctx, request).await
+        Ok(request)
     }
 
-    async fn execute(
+    /// Run `execution`, stopped at the query timeout when the request is queries only.
+    pub(crate) async fn execute(
         &self,
         ctx: &ExtensionContext<'_>,
-        operation_name: Option<&str>,
-        next: NextExecute<'_>,
+        execution: impl std::future::Future<Output = Response>,
     ) -> Response {
         if ctx.data_opt::<QueryOnly>().is_none() {
-            return next.run(ctx, operation_name).await;
+            return execution.await;
         }
         let limit = self.0.query_timeout;
-        match tokio::time::timeout(limit, next.run(ctx, operation_name)).await {
+        match tokio::time::timeout(limit, execution).await {
             Ok(response) => response,
             Err(_) => {
                 tracing::info!(?limit, "a query ran past the query timeout; stopped");

@@ -18,8 +18,8 @@ use std::{
 };
 
 use async_graphql::{
-    Request, Response, ServerResult,
-    extensions::{Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest},
+    Request,
+    extensions::ExtensionContext,
     parser::types::{ExecutableDocument, OperationType, Selection, SelectionSet},
 };
 
@@ -100,44 +100,27 @@ impl Ran {
 /// The operation a request would run, found before validation: kept only if it runs.
 struct Pending(Operation);
 
-/// The engine extension that labels each request's duration (see the module docs).
+/// Labels each request's duration (see the module docs): hooks of [`Hooks`](super::hooks::Hooks).
 pub struct Durations;
 
-impl ExtensionFactory for Durations {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(Durations)
-    }
-}
-
-#[async_graphql::async_trait::async_trait]
-impl Extension for Durations {
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        mut request: Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<Request> {
+impl Durations {
+    /// Find the operation `request` would run (the document admission parsed; a text that does
+    /// not parse is left for the engine to refuse), kept only if it runs.
+    pub(crate) fn prepare(mut request: Request) -> Request {
         let name = request.operation_name.clone();
-        // The document admission parsed (or took from the kept ones); a text that does not parse
-        // is left for the engine to refuse.
         let operation = request.parsed_query().ok().and_then(|doc| Operation::of(doc, name.as_deref()));
         if let Some(operation) = operation {
             request = request.data(Pending(operation));
         }
-        next.run(ctx, request).await
+        request
     }
 
-    async fn execute(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        operation_name: Option<&str>,
-        next: NextExecute<'_>,
-    ) -> Response {
-        // Execution begins only after validation: the labels are the schema's own names.
+    /// The request runs: execution begins only after validation, so the labels are the schema's
+    /// own names.
+    pub(crate) fn executing(ctx: &ExtensionContext<'_>) {
         if let (Some(ran), Some(Pending(operation))) = (ctx.data_opt::<Arc<Ran>>(), ctx.data_opt::<Pending>()) {
             let _ = ran.0.set(operation.clone());
         }
-        next.run(ctx, operation_name).await
     }
 }
 

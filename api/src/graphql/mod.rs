@@ -18,6 +18,7 @@ pub mod durations;
 pub mod events;
 pub mod global_id;
 pub mod groups;
+pub mod hooks;
 pub mod message_deltas;
 pub mod node;
 pub mod notifications;
@@ -99,11 +100,7 @@ pub fn build_schema(state: AppState) -> AppSchema {
         // check only has to let introspection's allowance through.
         .limit_depth(limits.max_depth.max(limits.max_introspection_depth))
         .limit_complexity(limits.max_complexity)
-        .extension(admission::Admission(limits.clone(), parsed))
-        // After admission, which gives the request its parsed document.
-        .extension(durations::Durations)
-        .extension(variables::RequiredVariables)
-        .extension(crate::error::ErrorCodes)
+        .extension(hooks::Hooks::new(admission::Admission(limits.clone(), parsed)))
         .finish()
 }
 

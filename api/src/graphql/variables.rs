@@ -5,18 +5,11 @@
 
 use async_graphql::{
     Name, Request, ServerError, ServerResult, Value, Variables,
-    extensions::{Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest},
     parser::types::{DocumentOperations, ExecutableDocument, OperationDefinition},
 };
 
-/// The extension that checks required variables.
+/// Checks required variables (a hook of [`Hooks`](super::hooks::Hooks)).
 pub struct RequiredVariables;
-
-impl ExtensionFactory for RequiredVariables {
-    fn create(&self) -> std::sync::Arc<dyn Extension> {
-        std::sync::Arc::new(RequiredVariables)
-    }
-}
 
 /// The operation a request runs: the document's only one, or the one `operation_name` names
 /// (None when several exist and none is named, or the name is unknown: the engine answers that).
@@ -44,14 +37,9 @@ fn missing(doc: &ExecutableDocument, operation_name: Option<&str>, variables: &V
     })
 }
 
-#[async_graphql::async_trait::async_trait]
-impl Extension for RequiredVariables {
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        mut request: Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<Request> {
+impl RequiredVariables {
+    /// VALIDATION when the operation `request` runs needs a variable it does not give.
+    pub(crate) fn check(request: &mut Request) -> ServerResult<()> {
         let (operation_name, variables) = (request.operation_name.clone(), request.variables.clone());
         let doc = request.parsed_query()?;
         if let Some(name) = missing(doc, operation_name.as_deref(), &variables) {
@@ -60,6 +48,6 @@ impl Extension for RequiredVariables {
             e.extensions.get_or_insert_with(Default::default).set("code", "VALIDATION");
             return Err(e);
         }
-        next.run(ctx, request).await
+        Ok(())
     }
 }
