@@ -131,8 +131,8 @@ impl ReadDb {
         })
     }
 
-    /// Read snapshots of this database ([`Snapshots::take`]); of a snapshot, of the database
-    /// it reads.
+    /// Read snapshots of this database ([`Snapshots::take`]), bounded among those this call
+    /// hands out (a server makes one); of a snapshot, the snapshots it came from.
     pub fn snapshots(&self) -> Snapshots {
         match self {
             Self::Sqlite(db) => Snapshots::new(snapshot::Base::Sqlite(db.clone())),

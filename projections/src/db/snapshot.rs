@@ -19,13 +19,10 @@
 
 use std::sync::Arc;
 
-use agentlog_sqlite::Connection;
+use agentlog_sqlite::{Connection, Row, SqlValue};
 use futures_util::TryStreamExt;
-use sqlx::{Postgres, Transaction};
+use sqlx::{PgPool, Postgres, Transaction};
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
-
-use agentlog_sqlite::{Row, SqlValue};
-use sqlx::PgPool;
 
 use super::{
     portable::{UntypedNull, bind_all, decode_pg, for_sqlite},
@@ -103,9 +100,9 @@ impl Drop for Pinned {
 }
 
 impl Snapshot {
-    /// Snapshots of the database this one reads.
+    /// The snapshots this one came from (same database, same bound).
     pub(super) fn snapshots(&self) -> Snapshots {
-        Snapshots::new(self.0.base.clone())
+        Snapshots { base: self.0.base.clone(), open: Arc::clone(&self.0.gate) }
     }
 
     /// True for PostgreSQL.
