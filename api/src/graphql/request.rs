@@ -1,5 +1,5 @@
-//! What a resolver reads from its request: the application, the read models, the caller, and a mutation's node
-//! once its read models caught up.
+//! What a resolver reads from its request: the application, the read models, the caller, and
+//! a mutation's node once its read models caught up.
 
 use async_graphql::Context;
 

@@ -26,7 +26,7 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
 use super::{
     portable::{UntypedNull, bind_all, decode_pg, for_sqlite},
-    sqlite::SqliteDb,
+    sqlite::{SqliteDb, failed},
 };
 use crate::error::ProjectionError;
 
@@ -122,9 +122,9 @@ impl Snapshot {
             *pinned = Some(self.open().await?);
         }
         match pinned.as_mut() {
-            Some(Pinned::Sqlite { conn: Some(conn), .. }) => conn
-                .for_each_row(&for_sqlite(sql), args, each)
-                .map_err(|source| ProjectionError::Sqlite { context: "reading a read model", source }),
+            Some(Pinned::Sqlite { conn: Some(conn), .. }) => {
+                conn.for_each_row(&for_sqlite(sql), args, each).map_err(failed("reading a read model"))
+            }
             Some(Pinned::Postgres { tx, .. }) => {
                 let mut n = 0u64;
                 let mut rows = bind_all!(sqlx::query(sql), args, UntypedNull).fetch(&mut **tx);

@@ -183,7 +183,8 @@ impl SqliteDb {
     }
 }
 
-fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
+/// A SQLite failure as the read models' error, with what was being done.
+pub(super) fn failed(context: &'static str) -> impl FnOnce(SqliteFailure) -> ProjectionError {
     move |source| ProjectionError::Sqlite { context, source }
 }
 
