@@ -28,6 +28,7 @@ mod runner_state;
 mod select;
 mod staging;
 pub mod tasks;
+mod together;
 
 use std::sync::Arc;
 

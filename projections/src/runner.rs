@@ -500,7 +500,8 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
 /// The batch is first applied with no savepoints (each is a round trip on PostgreSQL, two per
 /// projection). If a projection fails (a bug, data it cannot read: rare), that transaction is
 /// rolled back and the batch applied again with a savepoint around each projection, so the
-/// failing one alone stops and the others advance, as they would have.
+/// failing one alone stops and the others advance, as they would have. A SQLite bulk load
+/// applies the projections of the first attempt all at once ([`crate::together`]).
 async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), ProjectionError> {
     if inner.options.bulk && inner.db.is_postgres() {
         return crate::parallel::apply_batch(inner, batch).await;
@@ -518,7 +519,7 @@ async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), P
 }
 
 /// One attempt of [`apply_batch`]: with `isolate`, each projection in a savepoint (a failing
-/// one is marked failed); without, a failing projection rolls the whole transaction back and
+/// one is marked failed), one after another; without (at once in a SQLite bulk load), a failing projection rolls the whole transaction back and
 /// the answer is `false` (apply again, isolated). `true`: committed and recorded.
 async fn apply_in_tx(
     inner: &Inner,
@@ -541,6 +542,8 @@ async fn apply_in_tx(
     let mut advanced = Vec::new();
     let mut found_ahead = Vec::new();
     let mut applied = Vec::new();
+    // Each projection's events after its committed checkpoint.
+    let mut work: Vec<(usize, Vec<Arc<DecodedEvent>>)> = Vec::new();
     for (i, p) in inner.projections.iter().enumerate() {
         let (in_memory, failed) = positions[i];
         if failed || in_memory >= last {
@@ -566,9 +569,28 @@ async fn apply_in_tx(
             continue;
         }
         let checkpoint = c.position;
-        let events: Vec<&DecodedEvent> =
-            batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).map(|e| &**e).collect();
+        let events: Vec<Arc<DecodedEvent>> =
+            batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).cloned().collect();
         if !events.is_empty() {
+            work.push((i, events));
+        }
+        advanced.push(i);
+    }
+    if inner.options.bulk && !isolate && work.len() > 1 && !tx.is_postgres() {
+        let (back, outcome) = crate::together::apply(tx, &inner.projections, work).await?;
+        tx = back;
+        match outcome {
+            Some(done) => applied = done,
+            None => {
+                // If the rollback fails the connection is gone: fail the batch.
+                tx.rollback().await?;
+                return Ok(false);
+            }
+        }
+    } else {
+        for (i, events) in work {
+            let p = &inner.projections[i];
+            let events: Vec<&DecodedEvent> = events.iter().map(|e| &**e).collect();
             let started = Instant::now();
             if isolate {
                 tx.execute("SAVEPOINT projection", &[]).await?;
@@ -591,12 +613,11 @@ async fn apply_in_tx(
                     tx.execute("ROLLBACK TO SAVEPOINT projection", &[]).await?;
                     tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
                     tracing::error!(projection = p.name(), error = %e, "projection failed; it stops here until rebuilt");
+                    advanced.retain(|&a| a != i);
                     failures.push((i, e.to_string()));
-                    continue;
                 }
             }
         }
-        advanced.push(i);
     }
     // Every advanced projection's checkpoint in one statement, in the batch's transaction.
     let committing = Instant::now();

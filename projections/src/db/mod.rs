@@ -23,7 +23,7 @@ mod sqlite;
 
 pub use agentlog_sqlite::{Row, SqlValue};
 pub use snapshot::{Snapshot, Snapshots};
-pub use sqlite::{SqliteDb, SqliteTx};
+pub use sqlite::{SharedSqliteTx, SqliteDb, SqliteTx};
 
 /// The read-model database.
 #[derive(Debug, Clone)]
@@ -51,6 +51,9 @@ pub enum ReadTx {
     Sqlite(SqliteTx),
     /// PostgreSQL.
     Postgres(Transaction<'static, Postgres>),
+    /// A share of one SQLite transaction that several projections write at once (a bulk load's
+    /// batch, [`ReadTx::share`]); only the last share commits.
+    Shared(SharedSqliteTx),
 }
 
 impl ReadDb {
@@ -229,10 +232,22 @@ impl ReadTx {
         matches!(self, Self::Postgres(_))
     }
 
+    /// A SQLite transaction made shareable (clones of the answer write into it), or this
+    /// transaction back unchanged when it cannot be shared (PostgreSQL runs one statement at
+    /// a time per connection and applies projections in transactions of their own instead).
+    pub fn share(self) -> Result<SharedSqliteTx, Self> {
+        match self {
+            Self::Sqlite(tx) => Ok(SharedSqliteTx::new(tx)),
+            Self::Shared(tx) => Ok(tx),
+            other => Err(other),
+        }
+    }
+
     /// Run a statement.
     pub async fn execute(&mut self, sql: &str, args: &[SqlValue]) -> Result<u64, ProjectionError> {
         Ok(match self {
             Self::Sqlite(tx) => tx.execute(&for_sqlite(sql), args)?,
+            Self::Shared(tx) => tx.with(|tx| tx.execute(&for_sqlite(sql), args))?,
             Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .execute(&mut **tx)
                 .await
@@ -245,6 +260,7 @@ impl ReadTx {
     pub async fn fetch(&mut self, sql: &str, args: &[SqlValue]) -> Result<Vec<Row>, ProjectionError> {
         Ok(match self {
             Self::Sqlite(tx) => tx.fetch(&for_sqlite(sql), args)?,
+            Self::Shared(tx) => tx.with(|tx| tx.fetch(&for_sqlite(sql), args))?,
             Self::Postgres(tx) => bind_all!(sqlx::query(sql), args, UntypedNull)
                 .fetch_all(&mut **tx)
                 .await
@@ -370,13 +386,13 @@ impl ReadTx {
                 .map_err(ProjectionError::db("writing a read model"))?;
             return Ok(());
         }
-        if let Self::Sqlite(tx) = self {
-            if rows.is_empty() {
-                return Ok(());
-            }
-            let sql =
-                format!("INSERT INTO {table} ({}) VALUES ({}){tail}", columns.join(", "), sqlite_params(columns.len()));
-            return tx.run_per_row(&sql, rows);
+        let one_row =
+            || format!("INSERT INTO {table} ({}) VALUES ({}){tail}", columns.join(", "), sqlite_params(columns.len()));
+        match self {
+            _ if rows.is_empty() => return Ok(()),
+            Self::Sqlite(tx) => return tx.run_per_row(&one_row(), rows),
+            Self::Shared(tx) => return tx.with(|tx| tx.run_per_row(&one_row(), rows)),
+            Self::Postgres(_) => {}
         }
         let per_chunk = (MAX_PARAMS / columns.len().max(1)).max(1);
         for chunk in rows.chunks(per_chunk) {
@@ -409,6 +425,7 @@ impl ReadTx {
     pub async fn commit(self) -> Result<(), ProjectionError> {
         match self {
             Self::Sqlite(tx) => tx.commit(),
+            Self::Shared(tx) => tx.into_tx()?.commit(),
             Self::Postgres(tx) => tx.commit().await.map_err(ProjectionError::db("committing read models")),
         }
     }
@@ -417,6 +434,7 @@ impl ReadTx {
     pub async fn rollback(self) -> Result<(), ProjectionError> {
         match self {
             Self::Sqlite(tx) => tx.rollback(),
+            Self::Shared(tx) => tx.into_tx()?.rollback(),
             Self::Postgres(tx) => tx.rollback().await.map_err(ProjectionError::db("rolling back read models")),
         }
     }

@@ -17,7 +17,7 @@
 //! `Float` ↔ REAL, `Text` ↔ TEXT; a BLOB, or text that is not UTF-8, reads as NULL): tables
 //! written either way are identical.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use agentlog_sqlite::{BUSY_TIMEOUT, Connection, GateTurn, Readers, Row, SqlValue, SqliteFailure, WriteGate};
 use sqlx::SqlitePool;
@@ -241,6 +241,38 @@ impl SqliteTx {
     pub(crate) fn rollback(mut self) -> Result<(), ProjectionError> {
         self.open = false;
         self.conn()?.execute("ROLLBACK", &[]).map(drop).map_err(failed("rolling back read models"))
+    }
+}
+
+/// One [`SqliteTx`] that several tasks write at once, a statement at a time: a bulk load
+/// applies every projection of a batch in one transaction, folding on both cores while SQLite
+/// runs one statement at a time. Each projection writes only its own tables, so the order in
+/// which their statements interleave does not change what is written. Committed by whoever
+/// holds the last share ([`into_tx`](Self::into_tx)); dropped, the last share rolls back.
+#[derive(Debug, Clone)]
+pub struct SharedSqliteTx(Arc<Mutex<SqliteTx>>);
+
+impl SharedSqliteTx {
+    /// Share `tx`.
+    pub(crate) fn new(tx: SqliteTx) -> Self {
+        Self(Arc::new(Mutex::new(tx)))
+    }
+
+    /// Run `f` on the transaction, alone. (Statements are synchronous calls into SQLite: the
+    /// lock is never held across an await.)
+    pub(crate) fn with<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteTx) -> Result<T, ProjectionError>,
+    ) -> Result<T, ProjectionError> {
+        let mut tx = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut tx)
+    }
+
+    /// The transaction back, once this is its only share.
+    pub(crate) fn into_tx(self) -> Result<SqliteTx, ProjectionError> {
+        Arc::try_unwrap(self.0)
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .map_err(|_| ProjectionError::Invalid("a shared read-model transaction still has other holders".into()))
     }
 }
 

@@ -231,9 +231,40 @@ async fn a_failing_projection_stops_alone(log: TestLog) {
     r.stop().await;
 }
 
+/// In a bulk load (on SQLite every projection of a batch applies at once in one transaction;
+/// on PostgreSQL each in its own) a projection that fails stops alone: the batches before it
+/// are kept, the other projection applies the whole log.
+async fn a_failing_projection_stops_alone_in_a_bulk_load(log: TestLog) {
+    let (db, counter) = setup(&log).await;
+    for i in 0..150 {
+        log.store.append(&format!("s-{}", i % 5), ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
+    }
+    let poison = log.store.append("s-p", ExpectedVersion::Any, vec![event("test.poison")]).await.unwrap();
+    log.store.append("s-1", ExpectedVersion::Any, (0..10).map(|_| event("test.a")).collect()).await.unwrap();
+    let head = log.store.head_position().await.unwrap();
+    let options = RunnerOptions { batch_size: 64, retry_delay: Duration::from_millis(50), ..RunnerOptions::bulk() };
+    let r = ProjectionRunner::new(
+        Arc::clone(&log.store),
+        db.clone(),
+        vec![Arc::new(Recorded), Arc::clone(&counter) as Arc<dyn Projection>],
+        options,
+    );
+    assert_eq!(r.catch_up().await.unwrap(), head);
+    assert_eq!(recorded(&db).await, 161, "the healthy projection applied every batch");
+    let status = r.status();
+    let failed = status.iter().find(|s| s.name == "test_counter").unwrap();
+    assert!(failed.failed.as_deref().is_some_and(|f| f.contains("poisoned")), "{status:?}");
+    // the two whole batches before the poisoned one, committed; nothing of the poisoned one
+    assert_eq!(failed.position, 128);
+    assert!(poison.last_position() > 128);
+    assert_eq!(count(&db, "test.a").await, 128);
+    assert!(status.iter().any(|s| s.name == "test_recorded" && s.position == head && s.failed.is_none()));
+}
+
 both!(
     follows_the_log_and_reads_its_writes as runner_follows_log_and_reads_writes,
     a_changed_version_rebuilds_at_start as runner_rebuilds_on_version_change,
     an_older_runner_leaves_a_newer_read_model_alone as runner_older_leaves_newer_read_model,
-    a_failing_projection_stops_alone as runner_isolates_failing_projection
+    a_failing_projection_stops_alone as runner_isolates_failing_projection,
+    a_failing_projection_stops_alone_in_a_bulk_load as runner_isolates_failing_projection_in_bulk_load
 );
