@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod analytics;
+mod batch;
 pub mod briefs;
 pub mod budgets;
 mod bulk;
@@ -36,8 +37,10 @@ pub use db::{ReadDb, ReadTx, Row, Snapshots, SqlValue, SqliteDb};
 pub use decoding::DecodedEvent;
 pub use error::ProjectionError;
 pub use projection::Projection;
-pub use runner::{BULK_WAL_AUTOCHECKPOINT, ProjectionRunner};
-pub use runner_state::{BULK_SQLITE_CACHE_MIB, ProjectionStatus, RunnerOptions, RunnerTimings};
+pub use runner::ProjectionRunner;
+pub use runner_state::{
+    BULK_COMMIT_EVERY, BULK_SQLITE_CACHE_MIB, BULK_WAL_AUTOCHECKPOINT, ProjectionStatus, RunnerOptions, RunnerTimings,
+};
 
 /// Every projection agentlog keeps, in the order the runner applies them.
 pub fn all_projections() -> Vec<Arc<dyn Projection>> {

@@ -36,19 +36,17 @@ use agentlog_eventlog::{EventFilter, EventStore};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, watch};
 
+use crate::batch::{self, Spanned, apply_batch};
 use crate::runner_state::{
-    AbortOnDrop, CHECKPOINT_COLUMNS, Inner, ProjectionStatus, RunnerOptions, RunnerTimings, lock_checkpoints,
-    micros_since, newer_version, now_micros, publish, write_checkpoint,
+    AbortOnDrop, Inner, ProjectionStatus, RunnerOptions, RunnerTimings, lock_checkpoints, micros_since, newer_version,
+    now_micros, reload, write_checkpoint,
 };
 use crate::{
-    db::{ReadDb, ReadTx, SqlValue},
+    db::{ReadDb, ReadTx},
     decoding::DecodedEvent,
     error::ProjectionError,
     projection::Projection,
 };
-
-/// SQLite's WAL auto-checkpoint during a bulk load, in pages (400 MB of 4 KiB pages).
-pub const BULK_WAL_AUTOCHECKPOINT: u32 = 100_000;
 
 /// Runs projections; cheap to clone.
 #[derive(Clone)]
@@ -364,30 +362,13 @@ async fn clear_tables(tx: &mut ReadTx, p: &dyn Projection) -> Result<(), Project
     Ok(())
 }
 
-/// Re-read committed checkpoints into memory (after a start, a reset or a failed batch).
-async fn reload(inner: &Inner) -> Result<(), ProjectionError> {
-    let rows = inner.db.fetch("SELECT name, position FROM projection_checkpoints", &[]).await?;
-    let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
-    for s in state.iter_mut() {
-        if let Some(r) = rows.iter().find(|r| r.str(0) == Some(s.name)) {
-            s.position = r.i64(1).unwrap_or(0);
-        }
-    }
-    publish(inner, &state);
-    Ok(())
-}
-
 /// Apply the log from the lowest checkpoint, until `until` (inclusive) or for ever.
 ///
 /// History is read in pages by a reader task that runs one page ahead of the writer, so
 /// reading the log and writing read models overlap; once the head seen at the start is reached,
 /// the runner follows the log live through a subscription.
 async fn run_until(inner: &Inner, until: Option<i64>) -> Result<(), ProjectionError> {
-    let from = {
-        let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min()
-    };
-    let Some(from) = from else { return Ok(()) };
+    let Some(from) = lowest_healthy(inner) else { return Ok(()) };
     let target = match until {
         Some(u) => u,
         None => inner.store.head_position().await?,
@@ -401,6 +382,26 @@ async fn run_until(inner: &Inner, until: Option<i64>) -> Result<(), ProjectionEr
 
 /// Apply every committed event in `(from, target]`, page by page. Returns the last position read.
 async fn catch_up(inner: &Inner, from: i64, target: i64) -> Result<i64, ProjectionError> {
+    let spanning = inner.options.bulk && !inner.db.is_postgres() && inner.options.commit_every > 0;
+    if let Some(reached) = catch_up_pages(inner, from, target, spanning).await? {
+        return Ok(reached);
+    }
+    // A projection failed in a transaction spanning several pages, and everything since its
+    // last commit was rolled back: from the committed checkpoints, one page per transaction, so
+    // the failing projection stops alone at its batch.
+    let Some(from) = lowest_healthy(inner) else { return Ok(target) };
+    Ok(catch_up_pages(inner, from, target, false).await?.unwrap_or(from))
+}
+
+/// The lowest checkpoint in memory of the projections that have not failed.
+fn lowest_healthy(inner: &Inner) -> Option<i64> {
+    let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+    state.iter().filter(|s| s.failed.is_none()).map(|s| s.position).min()
+}
+
+/// [`catch_up`]'s pages, each in a transaction of its own or, `spanning`, several in one
+/// ([`crate::batch`]). `None`: a spanning transaction was rolled back.
+async fn catch_up_pages(inner: &Inner, from: i64, target: i64, spanning: bool) -> Result<Option<i64>, ProjectionError> {
     let (pages, mut next_page) = mpsc::channel(2);
     let reader = AbortOnDrop(tokio::spawn(read_pages(
         Arc::clone(&inner.store),
@@ -411,16 +412,25 @@ async fn catch_up(inner: &Inner, from: i64, target: i64) -> Result<i64, Projecti
         pages,
     )));
     let mut reached = from;
+    let mut open = None;
     loop {
         let waited = Instant::now();
         let Some(page) = next_page.recv().await else { break };
         add_micros(&inner.timings, waited, |t| &mut t.read_wait_micros);
         let page = page?;
-        apply_batch(inner, &page).await?;
+        if spanning {
+            match batch::apply_spanning(inner, open.take(), &page, false).await? {
+                Spanned::Open(still) => open = still,
+                Spanned::RolledBack => return Ok(None),
+            }
+        } else {
+            apply_batch(inner, &page).await?;
+        }
         reached = page.last().map_or(reached, |e| e.position);
     }
+    batch::finish(inner, open).await?;
     drop(reader);
-    Ok(reached)
+    Ok(Some(reached))
 }
 
 /// Read `(from, target]` in pages of `page_size` into `pages`, each event decoded here for the
@@ -492,164 +502,4 @@ async fn follow(inner: &Inner, from: i64) -> Result<(), ProjectionError> {
             .collect();
         apply_batch(inner, &batch).await?;
     }
-}
-
-/// Apply `batch` to every healthy projection from its committed checkpoint (see the module
-/// doc), in one transaction with the checkpoints.
-///
-/// The batch is first applied with no savepoints (each is a round trip on PostgreSQL, two per
-/// projection). If a projection fails (a bug, data it cannot read: rare), that transaction is
-/// rolled back and the batch applied again with a savepoint around each projection, so the
-/// failing one alone stops and the others advance, as they would have. A SQLite bulk load
-/// applies the projections of the first attempt all at once ([`crate::together`]).
-async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), ProjectionError> {
-    if inner.options.bulk && inner.db.is_postgres() {
-        return crate::parallel::apply_batch(inner, batch).await;
-    }
-    let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
-    let positions: Vec<(i64, bool)> = {
-        let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.iter().map(|s| (s.position, s.failed.is_some())).collect()
-    };
-    if !apply_in_tx(inner, batch, last, &positions, false).await? {
-        // Isolated, every outcome is committed: the answer is always `true`.
-        apply_in_tx(inner, batch, last, &positions, true).await?;
-    }
-    Ok(())
-}
-
-/// One attempt of [`apply_batch`]: with `isolate`, each projection in a savepoint (a failing
-/// one is marked failed), one after another; without (at once in a SQLite bulk load), a failing projection rolls the whole transaction back and
-/// the answer is `false` (apply again, isolated). `true`: committed and recorded.
-async fn apply_in_tx(
-    inner: &Inner,
-    batch: &[Arc<DecodedEvent>],
-    last: i64,
-    positions: &[(i64, bool)],
-    isolate: bool,
-) -> Result<bool, ProjectionError> {
-    let mut tx = inner.db.begin().await?;
-    if inner.options.bulk {
-        tx.execute(&format!("PRAGMA wal_autocheckpoint = {BULK_WAL_AUTOCHECKPOINT}"), &[]).await?;
-    }
-    if inner.options.sqlite_cache_mib > 0 {
-        // Negative: a size in KiB rather than in pages.
-        let kib = i64::from(inner.options.sqlite_cache_mib) * 1024;
-        tx.execute(&format!("PRAGMA cache_size = -{kib}"), &[]).await?;
-    }
-    let committed = lock_checkpoints(&mut tx, None).await?;
-    let mut failures = Vec::new();
-    let mut advanced = Vec::new();
-    let mut found_ahead = Vec::new();
-    let mut applied = Vec::new();
-    // Each projection's events after its committed checkpoint.
-    let mut work: Vec<(usize, Vec<Arc<DecodedEvent>>)> = Vec::new();
-    for (i, p) in inner.projections.iter().enumerate() {
-        let (in_memory, failed) = positions[i];
-        if failed || in_memory >= last {
-            continue;
-        }
-        let Some(c) = committed.iter().find(|c| c.name == p.name()) else {
-            return Err(ProjectionError::CheckpointMovedBack { name: p.name(), applied: in_memory, committed: 0 });
-        };
-        if c.version != i64::from(p.version()) {
-            failures.push((i, newer_version(c.version, i64::from(p.version()))));
-            continue;
-        }
-        if c.position < in_memory {
-            return Err(ProjectionError::CheckpointMovedBack {
-                name: p.name(),
-                applied: in_memory,
-                committed: c.position,
-            });
-        }
-        if c.position >= last {
-            // Another process applied this batch already.
-            found_ahead.push((i, c.position));
-            continue;
-        }
-        let checkpoint = c.position;
-        let events: Vec<Arc<DecodedEvent>> =
-            batch.iter().filter(|e| e.position > checkpoint && p.handles(&e.event_type)).cloned().collect();
-        if !events.is_empty() {
-            work.push((i, events));
-        }
-        advanced.push(i);
-    }
-    if inner.options.bulk && !isolate && work.len() > 1 && !tx.is_postgres() {
-        let (back, outcome) = crate::together::apply(tx, &inner.projections, work).await?;
-        tx = back;
-        match outcome {
-            Some(done) => applied = done,
-            None => {
-                // If the rollback fails the connection is gone: fail the batch.
-                tx.rollback().await?;
-                return Ok(false);
-            }
-        }
-    } else {
-        for (i, events) in work {
-            let p = &inner.projections[i];
-            let events: Vec<&DecodedEvent> = events.iter().map(|e| &**e).collect();
-            let started = Instant::now();
-            if isolate {
-                tx.execute("SAVEPOINT projection", &[]).await?;
-            }
-            match p.apply(&mut tx, &events).await {
-                Ok(()) => {
-                    if isolate {
-                        tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
-                    }
-                    applied.push((i, events.len() as u64, micros_since(started)));
-                }
-                Err(e) if !isolate => {
-                    tracing::debug!(projection = p.name(), error = %e, "a projection failed; applying the batch again, isolated");
-                    // If the rollback fails the connection is gone: fail the batch.
-                    tx.rollback().await?;
-                    return Ok(false);
-                }
-                Err(e) => {
-                    // If the savepoint cannot be rolled back the connection is gone: fail the batch.
-                    tx.execute("ROLLBACK TO SAVEPOINT projection", &[]).await?;
-                    tx.execute("RELEASE SAVEPOINT projection", &[]).await?;
-                    tracing::error!(projection = p.name(), error = %e, "projection failed; it stops here until rebuilt");
-                    advanced.retain(|&a| a != i);
-                    failures.push((i, e.to_string()));
-                }
-            }
-        }
-    }
-    // Every advanced projection's checkpoint in one statement, in the batch's transaction.
-    let committing = Instant::now();
-    let now = now_micros();
-    let checkpoints: Vec<Vec<SqlValue>> = advanced
-        .iter()
-        .map(|&i| {
-            let p = &inner.projections[i];
-            vec![p.name().into(), p.version().into(), last.into(), now.clone()]
-        })
-        .collect();
-    tx.upsert("projection_checkpoints", &CHECKPOINT_COLUMNS, &["name"], &checkpoints).await?;
-    tx.commit().await?;
-    {
-        let mut t = inner.timings.lock().unwrap_or_else(|p| p.into_inner());
-        t.batches += 1;
-        t.commit_micros += micros_since(committing);
-    }
-    let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
-    for i in advanced {
-        state[i].position = last;
-    }
-    for (i, position) in found_ahead {
-        state[i].position = position;
-    }
-    for (i, events, micros) in applied {
-        state[i].applied_events += events;
-        state[i].apply_micros += micros;
-    }
-    for (i, reason) in failures {
-        state[i].failed = Some(reason);
-    }
-    publish(inner, &state);
-    Ok(true)
 }

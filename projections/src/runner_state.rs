@@ -15,8 +15,14 @@ use crate::{
     projection::Projection,
 };
 
+/// SQLite's WAL auto-checkpoint during a bulk load, in pages (400 MB of 4 KiB pages).
+pub const BULK_WAL_AUTOCHECKPOINT: u32 = 100_000;
+
 /// SQLite's page cache during a bulk load, in MiB ([`RunnerOptions::bulk`]).
 pub const BULK_SQLITE_CACHE_MIB: u32 = 256;
+
+/// Events a SQLite bulk load applies per transaction ([`RunnerOptions::commit_every`]).
+pub const BULK_COMMIT_EVERY: usize = 200_000;
 
 /// Tunables of the runner.
 #[derive(Debug, Clone)]
@@ -37,11 +43,21 @@ pub struct RunnerOptions {
     /// writes each one it touches to the WAL again. The connection keeps the size after the
     /// load.
     pub sqlite_cache_mib: u32,
+    /// In a SQLite bulk load, commit once at least this many events are applied, several
+    /// batches in one transaction (0: every batch commits). Memory holds one batch of events
+    /// either way; fewer commits write each page the batches share to the WAL fewer times.
+    pub commit_every: usize,
 }
 
 impl Default for RunnerOptions {
     fn default() -> Self {
-        Self { batch_size: 2_000, retry_delay: Duration::from_millis(500), bulk: false, sqlite_cache_mib: 0 }
+        Self {
+            batch_size: 2_000,
+            retry_delay: Duration::from_millis(500),
+            bulk: false,
+            sqlite_cache_mib: 0,
+            commit_every: 0,
+        }
     }
 }
 
@@ -53,7 +69,13 @@ impl RunnerOptions {
     /// (BENCHMARKS.md has the peak). Not for a server: on SQLite a batch holds the write lock,
     /// and appends wait. SQLite's page cache is [`BULK_SQLITE_CACHE_MIB`].
     pub fn bulk() -> Self {
-        Self { batch_size: 50_000, bulk: true, sqlite_cache_mib: BULK_SQLITE_CACHE_MIB, ..Self::default() }
+        Self {
+            batch_size: 50_000,
+            bulk: true,
+            sqlite_cache_mib: BULK_SQLITE_CACHE_MIB,
+            commit_every: BULK_COMMIT_EVERY,
+            ..Self::default()
+        }
     }
 }
 
@@ -184,3 +206,16 @@ pub(crate) fn now_micros() -> SqlValue {
 
 /// The columns of `projection_checkpoints`.
 pub(crate) const CHECKPOINT_COLUMNS: [&str; 4] = ["name", "version", "position", "updated_at"];
+
+/// Re-read committed checkpoints into memory (after a start, a reset or a failed batch).
+pub(crate) async fn reload(inner: &Inner) -> Result<(), ProjectionError> {
+    let rows = inner.db.fetch("SELECT name, position FROM projection_checkpoints", &[]).await?;
+    let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+    for s in state.iter_mut() {
+        if let Some(r) = rows.iter().find(|r| r.str(0) == Some(s.name)) {
+            s.position = r.i64(1).unwrap_or(0);
+        }
+    }
+    publish(inner, &state);
+    Ok(())
+}

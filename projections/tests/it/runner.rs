@@ -261,6 +261,66 @@ async fn a_failing_projection_stops_alone_in_a_bulk_load(log: TestLog) {
     assert!(status.iter().any(|s| s.name == "test_recorded" && s.position == head && s.failed.is_none()));
 }
 
+/// Records, each time it applies a batch, the checkpoint of `test_recorded` that other
+/// connections see (what is committed).
+struct Watcher {
+    db: ReadDb,
+    seen: std::sync::Mutex<Vec<i64>>,
+}
+
+#[async_trait]
+impl Projection for Watcher {
+    fn name(&self) -> &'static str {
+        "test_watcher"
+    }
+    fn version(&self) -> i32 {
+        1
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+    async fn apply(&self, _tx: &mut ReadTx, _events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
+        let rows =
+            self.db.fetch("SELECT position FROM projection_checkpoints WHERE name = 'test_recorded'", &[]).await?;
+        self.seen.lock().unwrap().push(rows.first().and_then(|r| r.i64(0)).unwrap_or(0));
+        Ok(())
+    }
+}
+
+/// A SQLite bulk load commits once per `commit_every` events, several batches in one
+/// transaction, and once at the end; every row and checkpoint is there afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runner_bulk_load_commits_every_n_events_sqlite() {
+    let log = agentlog_eventlog::testing::sqlite_log(agentlog_eventlog::StoreOptions::default()).await;
+    let (db, _) = setup(&log).await;
+    for i in 0..500 {
+        log.store.append(&format!("s-{}", i % 9), ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
+    }
+    let head = log.store.head_position().await.unwrap();
+    assert_eq!(head, 500);
+    for (commit_every, want) in [
+        // pages of 64: the first transaction holds four (256 events), the second the rest
+        (200, vec![0, 0, 0, 0, 256, 256, 256, 256]),
+        // every page commits
+        (0, vec![0, 64, 128, 192, 256, 320, 384, 448]),
+    ] {
+        db.execute("DELETE FROM test_recorded", &[]).await.unwrap();
+        db.execute("DELETE FROM projection_checkpoints", &[]).await.unwrap();
+        let watcher = Arc::new(Watcher { db: db.clone(), seen: std::sync::Mutex::new(Vec::new()) });
+        let options = RunnerOptions { batch_size: 64, commit_every, ..RunnerOptions::bulk() };
+        let r = ProjectionRunner::new(
+            Arc::clone(&log.store),
+            db.clone(),
+            vec![Arc::new(Recorded), Arc::clone(&watcher) as Arc<dyn Projection>],
+            options,
+        );
+        assert_eq!(r.catch_up().await.unwrap(), head);
+        assert_eq!(*watcher.seen.lock().unwrap(), want, "commit_every {commit_every}");
+        assert_eq!(recorded(&db).await, 500);
+        assert!(r.status().iter().all(|s| s.position == head && s.failed.is_none()), "{:?}", r.status());
+    }
+}
+
 both!(
     follows_the_log_and_reads_its_writes as runner_follows_log_and_reads_writes,
     a_changed_version_rebuilds_at_start as runner_rebuilds_on_version_change,
