@@ -1,9 +1,11 @@
 //! `agentlog-replay rebuild [--projection NAME]`: empty one read model (or all) and apply the
 //! log again from position 0 as a bulk load (`ProjectionRunner::rebuild_bulk`: batches of
-//! 50,000, secondary indexes dropped and created again at the end, projections in parallel on
-//! PostgreSQL), with a progress bar. A running server notices the checkpoint
-//! move back and applies along from the committed checkpoints (each event once), but its
-//! queries see the read model empty and filling meanwhile: stop it first for a quiet rebuild.
+//! 50,000, secondary indexes dropped and created again at the end, projections in parallel —
+//! on SQLite in one transaction per 200,000 events), with a progress bar. A running server
+//! notices the checkpoint move back and applies along from the committed checkpoints (each
+//! event once), but its queries see the read model empty and filling meanwhile, and on SQLite
+//! its appends wait for each of the rebuild's transactions (a second or two): stop it first
+//! for a quiet rebuild.
 
 use std::{process::ExitCode, sync::Arc, time::Instant};
 
