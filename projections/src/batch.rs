@@ -79,12 +79,11 @@ pub(crate) async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> R
 }
 
 /// Apply `batch` within `open` (a new transaction when `None`), committing once it holds
-/// [`commit_every`](crate::RunnerOptions::commit_every) events or `finish` is set.
+/// [`commit_every`](crate::RunnerOptions::commit_every) events ([`finish`] commits the rest).
 pub(crate) async fn apply_spanning(
     inner: &Inner,
     open: Option<Spanning>,
     batch: &[Arc<DecodedEvent>],
-    finish: bool,
 ) -> Result<Spanned, ProjectionError> {
     let mut open = match open {
         Some(open) => open,
@@ -106,7 +105,7 @@ pub(crate) async fn apply_spanning(
             }
         }
     }
-    if finish || open.events >= inner.options.commit_every {
+    if open.events >= inner.options.commit_every {
         commit(inner, open.tx, open.pending).await?;
         return Ok(Spanned::Open(None));
     }

@@ -11,10 +11,10 @@
 //! ```
 //!
 //! One task reads the log once for all projections (a rebuild of everything reads it once, not
-//! once per projection) and decodes each payload once for all of them (`DecodedEvent`). Each
-//! projection's writes sit in a savepoint: a projection whose `apply` fails is rolled back
-//! alone, marked failed (visible in [`ProjectionRunner::status`]) and skipped, while the others
-//! carry on. A database failure rolls the whole batch back; the runner
+//! once per projection) and decodes each payload once for all of them (`DecodedEvent`). A
+//! projection whose `apply` fails is rolled back alone (the batch is applied again with each
+//! projection in a savepoint, `batch.rs`), marked failed (visible in
+//! [`ProjectionRunner::status`]) and skipped, while the others carry on. A database failure rolls the whole batch back; the runner
 //! waits and resumes from the committed checkpoints, so a crash never applies an event twice or
 //! skips one.
 //!
@@ -419,7 +419,7 @@ async fn catch_up_pages(inner: &Inner, from: i64, target: i64, spanning: bool) -
         add_micros(&inner.timings, waited, |t| &mut t.read_wait_micros);
         let page = page?;
         if spanning {
-            match batch::apply_spanning(inner, open.take(), &page, false).await? {
+            match batch::apply_spanning(inner, open.take(), &page).await? {
                 Spanned::Open(still) => open = still,
                 Spanned::RolledBack => return Ok(None),
             }

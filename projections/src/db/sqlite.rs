@@ -248,7 +248,7 @@ impl SqliteTx {
 /// applies every projection of a batch in one transaction, folding on both cores while SQLite
 /// runs one statement at a time. Each projection writes only its own tables, so the order in
 /// which their statements interleave does not change what is written. Committed by whoever
-/// holds the last share ([`into_tx`](Self::into_tx)); dropped, the last share rolls back.
+/// holds the last share (`into_tx`); dropped, the last share rolls back.
 #[derive(Debug, Clone)]
 pub struct SharedSqliteTx(Arc<Mutex<SqliteTx>>);
 
