@@ -63,11 +63,12 @@ impl Default for RunnerOptions {
 
 impl RunnerOptions {
     /// For a rebuild that no server waits on (`agentlog-replay rebuild`): batches of 50,000
-    /// events, so a rebuild commits 25 times less often than a server and writes a row that
-    /// many events change once per batch (50,000 against 20,000: 5–10% less CPU; 100,000 no
-    /// less again). Three batches of decoded events and the page cache are in memory at once
-    /// (BENCHMARKS.md has the peak). Not for a server: on SQLite a batch holds the write lock,
-    /// and appends wait. SQLite's page cache is [`BULK_SQLITE_CACHE_MIB`].
+    /// events, so a rebuild writes a row that many events change once per batch (50,000
+    /// against 20,000: 5–10% less CPU; 100,000 no less again), and on SQLite a transaction per
+    /// [`BULK_COMMIT_EVERY`] events. Three batches of decoded events and the page cache are in
+    /// memory at once (BENCHMARKS.md has the peak). Not for a server: on SQLite a transaction
+    /// holds the write lock, and appends wait. SQLite's page cache is
+    /// [`BULK_SQLITE_CACHE_MIB`].
     pub fn bulk() -> Self {
         Self {
             batch_size: 50_000,
