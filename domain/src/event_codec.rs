@@ -85,6 +85,29 @@ pub fn decode_payload<T: serde::de::DeserializeOwned>(
     payload_from(event_type, current, upcast)
 }
 
+/// [`decode_payload`] from the payload's stored JSON text: a current one is read straight into
+/// its struct, with no `serde_json::Value` between (a rebuild decodes a million of them); an
+/// older one is parsed and upcast first.
+pub fn decode_payload_str<T: serde::de::DeserializeOwned>(
+    event_type: &str,
+    version: i32,
+    current: i32,
+    text: &str,
+    step: UpcastStep,
+) -> Result<T, DecodeError> {
+    let invalid = |version: i32, e: serde_json::Error| DecodeError::InvalidPayload {
+        event_type: event_type.to_string(),
+        version,
+        reason: e.to_string(),
+    };
+    if version == current {
+        return serde_json::from_str(text).map_err(|e| invalid(version, e));
+    }
+    let payload: Value = serde_json::from_str(text).map_err(|e| invalid(version, e))?;
+    let upcast = upcast_to_current(event_type, version, current, &payload, step)?;
+    payload_from(event_type, current, upcast)
+}
+
 /// Deserialize a payload struct of `event_type` (already upcast to `version`).
 pub fn payload_from<T: serde::de::DeserializeOwned>(
     event_type: &str,
@@ -150,6 +173,24 @@ macro_rules! domain_events {
                     $(
                         $etype => $crate::event_codec::decode_payload::<$payload>(
                             event_type, schema_version, $version, payload, $upcast,
+                        )
+                        .map(Self::$variant),
+                    )+
+                    other => Err($crate::error::DecodeError::UnknownEventType {
+                        event_type: other.to_string(),
+                    }),
+                }
+            }
+
+            fn decode_str(
+                event_type: &str,
+                schema_version: i32,
+                text: &str,
+            ) -> Result<Self, $crate::error::DecodeError> {
+                match event_type {
+                    $(
+                        $etype => $crate::event_codec::decode_payload_str::<$payload>(
+                            event_type, schema_version, $version, text, $upcast,
                         )
                         .map(Self::$variant),
                     )+

@@ -71,45 +71,71 @@ pub fn stream_kind_of(event_type: &str) -> Option<StreamKind> {
     })
 }
 
+/// The [`AnyEvent`] of `event_type`, decoded by its aggregate's `DomainEvent::$decode`.
+macro_rules! decode_by_kind {
+    ($decode:ident, $event_type:expr, $schema_version:expr, $payload:expr) => {{
+        let (event_type, schema_version) = ($event_type, $schema_version);
+        let kind = stream_kind_of(event_type)
+            .ok_or_else(|| DecodeError::UnknownEventType { event_type: event_type.to_string() })?;
+        Ok(match kind {
+            StreamKind::Operation => {
+                AnyEvent::Operation(OperationEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Task => {
+                AnyEvent::Task(TaskEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Conversation => AnyEvent::Conversation(ConversationEvent::$decode(
+                event_type,
+                schema_version,
+                $payload,
+            )?),
+            StreamKind::Brief => {
+                AnyEvent::Brief(BriefEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Notification => AnyEvent::Notification(NotificationEvent::$decode(
+                event_type,
+                schema_version,
+                $payload,
+            )?),
+            StreamKind::Cron => {
+                AnyEvent::Cron(CronEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Group => {
+                AnyEvent::Group(GroupEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Agent => {
+                AnyEvent::Agent(AgentEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Source => {
+                AnyEvent::Source(SourceEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Refusal => {
+                AnyEvent::Refusal(RefusalEvent::$decode(event_type, schema_version, $payload)?)
+            }
+            StreamKind::Budget => {
+                AnyEvent::Budget(BudgetEvent::$decode(event_type, schema_version, $payload)?)
+            }
+        })
+    }};
+}
+
 /// Decode a stored event of any type (upcasting old schema versions).
 pub fn decode_any(
     event_type: &str,
     schema_version: i32,
     payload: &Value,
 ) -> Result<AnyEvent, DecodeError> {
-    let kind = stream_kind_of(event_type)
-        .ok_or_else(|| DecodeError::UnknownEventType { event_type: event_type.to_string() })?;
-    Ok(match kind {
-        StreamKind::Operation => {
-            AnyEvent::Operation(OperationEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Task => AnyEvent::Task(TaskEvent::decode(event_type, schema_version, payload)?),
-        StreamKind::Conversation => {
-            AnyEvent::Conversation(ConversationEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Brief => {
-            AnyEvent::Brief(BriefEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Notification => {
-            AnyEvent::Notification(NotificationEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Cron => AnyEvent::Cron(CronEvent::decode(event_type, schema_version, payload)?),
-        StreamKind::Group => {
-            AnyEvent::Group(GroupEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Agent => {
-            AnyEvent::Agent(AgentEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Source => {
-            AnyEvent::Source(SourceEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Refusal => {
-            AnyEvent::Refusal(RefusalEvent::decode(event_type, schema_version, payload)?)
-        }
-        StreamKind::Budget => {
-            AnyEvent::Budget(BudgetEvent::decode(event_type, schema_version, payload)?)
-        }
-    })
+    decode_by_kind!(decode, event_type, schema_version, payload)
+}
+
+/// [`decode_any`] from the payload's stored JSON text (no `serde_json::Value` between for a
+/// current schema version).
+pub fn decode_any_str(
+    event_type: &str,
+    schema_version: i32,
+    text: &str,
+) -> Result<AnyEvent, DecodeError> {
+    decode_by_kind!(decode_str, event_type, schema_version, text)
 }
 
 /// Every event type with its current schema version, grouped by aggregate.

@@ -34,6 +34,7 @@ mod subscription;
 mod tail;
 #[cfg(feature = "test-support")]
 pub mod testing;
+mod unparsed;
 mod validate;
 mod writer;
 
@@ -51,4 +52,5 @@ pub use queued::QueuedAppends;
 pub use sqlite::SqliteEventStore;
 pub use store::{BackendKind, DatabasePool, EventStore, StoreOptions};
 pub use subscription::EventSubscription;
+pub use unparsed::UnparsedEvent;
 pub use validate::{Limits, is_valid_event_type};

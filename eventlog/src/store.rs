@@ -106,6 +106,22 @@ pub trait EventStore: Send + Sync {
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError>;
 
+    /// [`read_all`](Self::read_all) with each payload as its stored JSON text, for a reader
+    /// that decodes payloads itself (a rebuild). By default the parsed payloads as text.
+    async fn read_all_unparsed(
+        &self,
+        after: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<crate::unparsed::UnparsedEvent>, EventLogError> {
+        Ok(self
+            .read_all(after, filter, limit)
+            .await?
+            .into_iter()
+            .map(crate::unparsed::UnparsedEvent::from_parsed)
+            .collect())
+    }
+
     /// The last `limit` events with `after < position < before` that pass `filter`, newest
     /// first (a page read backward).
     async fn read_all_back(
@@ -372,6 +388,14 @@ macro_rules! impl_event_store {
                 limit: usize,
             ) -> Result<Vec<agentlog_domain::envelope::RecordedEvent>, $crate::error::EventLogError> {
                 $crate::backend::Backend::read_all(&*self.core.backend, after, None, filter, limit).await
+            }
+            async fn read_all_unparsed(
+                &self,
+                after: i64,
+                filter: &$crate::filter::EventFilter,
+                limit: usize,
+            ) -> Result<Vec<$crate::unparsed::UnparsedEvent>, $crate::error::EventLogError> {
+                $crate::backend::Backend::read_all_unparsed(&*self.core.backend, after, None, filter, limit).await
             }
             async fn read_all_back(
                 &self,

@@ -16,12 +16,14 @@ use agentlog_domain::{
     conversations::ConversationEvent,
     cron_jobs::CronEvent,
     envelope::RecordedEvent,
-    events::{AnyEvent, decode_any},
+    events::{AnyEvent, decode_any, decode_any_str},
     groups::GroupEvent,
     notifications::NotificationEvent,
     operations::OperationEvent,
     tasks::TaskEvent,
 };
+
+use agentlog_eventlog::UnparsedEvent;
 
 use crate::error::ProjectionError;
 
@@ -59,6 +61,23 @@ impl DecodedEvent {
     /// [`owned`](Self::owned) when a read model `handles` its type, else as recorded.
     pub(crate) fn owned_if(recorded: RecordedEvent, handles: impl Fn(&str) -> bool) -> Self {
         if handles(&recorded.event_type) { Self::owned(recorded) } else { Self::undecoded(Arc::new(recorded)) }
+    }
+
+    /// [`owned_if`](Self::owned_if) for an event read with its payload as stored text: a
+    /// payload a read model handles is read straight into its typed event; one that does not
+    /// decode that way, or that no read model handles, is parsed as the log's readers parse it
+    /// (text that is not JSON is the log's corruption) and goes the `owned_if` way.
+    pub(crate) fn unparsed_if(
+        unparsed: UnparsedEvent,
+        handles: impl Fn(&str) -> bool,
+    ) -> Result<Self, ProjectionError> {
+        let recorded = &unparsed.event;
+        if handles(&recorded.event_type)
+            && let Ok(event) = decode_any_str(&recorded.event_type, recorded.schema_version, &unparsed.payload)
+        {
+            return Ok(Self { recorded: Arc::new(unparsed.event), event: Some(event) });
+        }
+        Ok(Self::owned_if(unparsed.parsed()?, handles))
     }
 
     /// [`shared`](Self::shared) when a read model `handles` its type, else as recorded.
@@ -223,5 +242,37 @@ pub(crate) mod tests {
         // Another aggregate's event is refused, not misread.
         let brief = DecodedEvent::owned(recorded("brief.read", json!({"at": "2026-01-01T00:00:00Z"})));
         assert!(matches!(decode::<TaskEvent>(&brief), Err(ProjectionError::Decode { .. })));
+    }
+
+    /// An event as a rebuild reads it on SQLite: its payload as stored text.
+    fn unparsed(event_type: &str, text: &str) -> UnparsedEvent {
+        UnparsedEvent { event: recorded(event_type, serde_json::Value::Null), payload: text.to_string() }
+    }
+
+    #[test]
+    fn an_unparsed_event_decodes_as_an_owned_one_does() {
+        let text = r#"{"at":"2026-01-01T00:00:00Z"}"#;
+        let all = |_: &str| true;
+        let owned = DecodedEvent::owned(recorded("brief.read", serde_json::from_str(text).unwrap()));
+        let from_text = DecodedEvent::unparsed_if(unparsed("brief.read", text), all).unwrap();
+        assert_eq!(from_text.payload, serde_json::Value::Null);
+        assert_eq!(decode::<BriefEvent>(&from_text).unwrap(), decode::<BriefEvent>(&owned).unwrap());
+        // One that does not decode keeps its parsed payload and reports the same reason.
+        let bad = r#"{"at":42}"#;
+        let from_text = DecodedEvent::unparsed_if(unparsed("brief.read", bad), all).unwrap();
+        assert_eq!(from_text.payload, json!({"at": 42}));
+        let owned = DecodedEvent::owned(recorded("brief.read", json!({"at": 42})));
+        let reason = |d: &DecodedEvent| decode::<BriefEvent>(d).unwrap_err().to_string();
+        assert_eq!(reason(&from_text), reason(&owned));
+        // One no read model handles is parsed as recorded, not decoded.
+        let none = |_: &str| false;
+        let kept = DecodedEvent::unparsed_if(unparsed("brief.read", text), none).unwrap();
+        assert_eq!(kept.payload, json!({"at": "2026-01-01T00:00:00Z"}));
+        assert!(kept.event.is_none());
+        // Text that is not JSON is the log's corruption, whoever handles it.
+        for handles in [all, none] {
+            let err = DecodedEvent::unparsed_if(unparsed("brief.read", "{not json"), handles).unwrap_err();
+            assert!(err.to_string().contains("payload"), "{err}");
+        }
     }
 }

@@ -392,6 +392,19 @@ impl EventStore for LogPrefix {
         events.retain(|e| e.position <= self.up_to);
         Ok(events)
     }
+    async fn read_all_unparsed(
+        &self,
+        after: i64,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<agentlog_eventlog::UnparsedEvent>, EventLogError> {
+        if after >= self.up_to {
+            return Ok(Vec::new());
+        }
+        let mut events = self.inner.read_all_unparsed(after, filter, limit).await?;
+        events.retain(|e| e.event.position <= self.up_to);
+        Ok(events)
+    }
     async fn read_all_back(
         &self,
         after: i64,

@@ -31,6 +31,11 @@ fn every_event_type_is_unique_dotted_and_routed_to_its_stream() {
             decode_any(t, *v + 1, &serde_json::json!({})),
             Err(DecodeError::UnsupportedVersion { .. })
         ));
+        let _ = decode_any_str(t, *v, r#"{"unexpected": true}"#);
+        assert!(matches!(
+            decode_any_str(t, *v + 1, "{}"),
+            Err(DecodeError::UnsupportedVersion { .. })
+        ));
     }
     assert!(matches!(
         decode_any("bogus.thing", 1, &serde_json::json!({})),
@@ -602,6 +607,8 @@ fn every_event_type_round_trips_through_its_stored_form() {
         let stored = serde_json::to_string(&payload).unwrap();
         let read: serde_json::Value = serde_json::from_str(&stored).unwrap();
         assert_eq!(&decode_any(t, v, &read).unwrap(), event, "{t}");
+        // what a rebuild reads: straight from the stored text, no `Value` between
+        assert_eq!(&decode_any_str(t, v, &stored).unwrap(), event, "{t} from its text");
         seen.insert(t);
     }
     let all: BTreeSet<&str> = all_event_types().into_iter().map(|(t, _)| t).collect();

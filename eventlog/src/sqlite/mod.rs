@@ -26,6 +26,7 @@ use crate::{
     filter::EventFilter,
     import::{ImportResult, PreparedImport},
     store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+    unparsed::UnparsedEvent,
     validate::PreparedAppend,
 };
 
@@ -259,6 +260,17 @@ impl Backend for SqliteBackend {
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
         let filter = filter.clone();
         self.read(limit, move |conn| read::forward(conn, after, up_to, &filter, limit)).await
+    }
+
+    async fn read_all_unparsed(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<UnparsedEvent>, EventLogError> {
+        let filter = filter.clone();
+        self.read(limit, move |conn| read::forward_unparsed(conn, after, up_to, &filter, limit)).await
     }
 
     async fn read_all_back(

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::write::failed;
-use crate::{append::LocatedEvent, error::EventLogError, filter::EventFilter};
+use crate::{append::LocatedEvent, error::EventLogError, filter::EventFilter, unparsed::UnparsedEvent};
 
 /// Reads of at most this many rows run on the calling thread (a few milliseconds at most);
 /// longer ones on the blocking pool, off the runtime's worker threads.
@@ -40,6 +40,35 @@ pub(super) fn forward(
     filter: &EventFilter,
     limit: usize,
 ) -> Result<Vec<RecordedEvent>, EventLogError> {
+    let (sql, args) = forward_sql(after, up_to, filter, limit);
+    events(conn, &sql, &args)
+}
+
+/// [`forward`] with each payload as its stored text.
+pub(super) fn forward_unparsed(
+    conn: &mut Connection,
+    after: i64,
+    up_to: Option<i64>,
+    filter: &EventFilter,
+    limit: usize,
+) -> Result<Vec<UnparsedEvent>, EventLogError> {
+    let (sql, args) = forward_sql(after, up_to, filter, limit);
+    let mut out = Vec::new();
+    let mut bad = None;
+    conn.for_each_row(&sql, &args, &mut |row| {
+        if bad.is_none() {
+            match unparsed(row) {
+                Ok(e) => out.push(e),
+                Err(e) => bad = Some(e),
+            }
+        }
+    })
+    .map_err(failed("reading the log"))?;
+    bad.map_or(Ok(out), Err)
+}
+
+/// The statement and arguments of [`forward`].
+fn forward_sql(after: i64, up_to: Option<i64>, filter: &EventFilter, limit: usize) -> (String, Vec<SqlValue>) {
     let mut args = vec![SqlValue::Int(after)];
     let mut sql = format!("SELECT {COLUMNS} FROM events WHERE position > ?1");
     if let Some(up_to) = up_to {
@@ -49,7 +78,7 @@ pub(super) fn forward(
     push_filter(&mut sql, &mut args, filter);
     args.push(SqlValue::Int(sql_limit(limit)));
     sql.push_str(&format!(" ORDER BY position LIMIT ?{}", args.len()));
-    events(conn, &sql, &args)
+    (sql, args)
 }
 
 /// Events between `after` and `before` (both excluded) that `filter` keeps, newest first, at
@@ -165,6 +194,11 @@ fn events(conn: &mut Connection, sql: &str, args: &[SqlValue]) -> Result<Vec<Rec
 
 /// An event out of its row (the columns of [`COLUMNS`], in order).
 fn decode(row: Row) -> Result<RecordedEvent, EventLogError> {
+    unparsed(row)?.parsed()
+}
+
+/// An event out of its row, its payload left as text.
+fn unparsed(row: Row) -> Result<UnparsedEvent, EventLogError> {
     let mut values = row.0.into_iter();
     let mut next = || values.next().unwrap_or(SqlValue::Null);
     let position = next().as_i64().ok_or(EventLogError::Corrupt { position: 0, reason: "no position".into() })?;
@@ -183,20 +217,21 @@ fn decode(row: Row) -> Result<RecordedEvent, EventLogError> {
     let event_type = text("event_type", next())?;
     let schema_version =
         i32::try_from(int("schema_version", next())?).map_err(|_| corrupt("schema_version: out of range".into()))?;
-    let payload = serde_json::from_str(&text("payload", next())?).map_err(|e| corrupt(format!("payload: {e}")))?;
+    let payload = text("payload", next())?;
     let metadata = serde_json::from_str(&text("metadata", next())?).map_err(|e| corrupt(format!("metadata: {e}")))?;
     let micros = int("recorded_at", next())?;
     let recorded_at: DateTime<Utc> =
         DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(format!("recorded_at {micros} out of range")))?;
-    Ok(RecordedEvent {
+    let event = RecordedEvent {
         position,
         event_id,
         stream_id,
         stream_version,
         event_type,
         schema_version,
-        payload,
+        payload: serde_json::Value::Null,
         metadata,
         recorded_at,
-    })
+    };
+    Ok(UnparsedEvent { event, payload })
 }

@@ -683,6 +683,26 @@ fn step_recorded_v1_is_upcast_to_v2() {
         OperationEvent::decode("operation.step_recorded", 1, &bad_v1),
         Err(crate::error::DecodeError::InvalidPayload { .. })
     ));
+    // from the stored text: the same, upcast or current; text that is not JSON is refused
+    let from_text = |v: i32, payload: &serde_json::Value| {
+        OperationEvent::decode_str("operation.step_recorded", v, &payload.to_string())
+    };
+    assert_eq!(
+        from_text(1, &v1).unwrap(),
+        OperationEvent::decode("operation.step_recorded", 1, &v1).unwrap()
+    );
+    assert_eq!(
+        from_text(2, &v2).unwrap(),
+        OperationEvent::decode("operation.step_recorded", 2, &v2).unwrap()
+    );
+    assert!(matches!(from_text(3, &v2), Err(crate::error::DecodeError::UnsupportedVersion { .. })));
+    assert!(matches!(from_text(1, &bad_v1), Err(crate::error::DecodeError::InvalidPayload { .. })));
+    for version in [1, 2] {
+        assert!(matches!(
+            OperationEvent::decode_str("operation.step_recorded", version, "{not json"),
+            Err(crate::error::DecodeError::InvalidPayload { .. })
+        ));
+    }
 }
 
 #[test]
