@@ -53,18 +53,7 @@ pub(super) fn forward_unparsed(
     limit: usize,
 ) -> Result<Vec<UnparsedEvent>, EventLogError> {
     let (sql, args) = forward_sql(after, up_to, filter, limit);
-    let mut out = Vec::new();
-    let mut bad = None;
-    conn.for_each_row(&sql, &args, &mut |row| {
-        if bad.is_none() {
-            match unparsed(row) {
-                Ok(e) => out.push(e),
-                Err(e) => bad = Some(e),
-            }
-        }
-    })
-    .map_err(failed("reading the log"))?;
-    bad.map_or(Ok(out), Err)
+    rows(conn, &sql, &args, unparsed)
 }
 
 /// The statement and arguments of [`forward`].
@@ -178,11 +167,21 @@ fn push_filter(sql: &mut String, args: &mut Vec<SqlValue>, filter: &EventFilter)
 }
 
 fn events(conn: &mut Connection, sql: &str, args: &[SqlValue]) -> Result<Vec<RecordedEvent>, EventLogError> {
+    rows(conn, sql, args, decode)
+}
+
+/// The rows of `sql`, each turned into a `T` by `each`; the first that cannot be is the error.
+fn rows<T>(
+    conn: &mut Connection,
+    sql: &str,
+    args: &[SqlValue],
+    each: fn(Row) -> Result<T, EventLogError>,
+) -> Result<Vec<T>, EventLogError> {
     let mut out = Vec::new();
     let mut bad = None;
     conn.for_each_row(sql, args, &mut |row| {
         if bad.is_none() {
-            match decode(row) {
+            match each(row) {
                 Ok(e) => out.push(e),
                 Err(e) => bad = Some(e),
             }
