@@ -95,15 +95,15 @@ pub fn decode_payload_str<T: serde::de::DeserializeOwned>(
     text: &str,
     step: UpcastStep,
 ) -> Result<T, DecodeError> {
-    let invalid = |version: i32, e: serde_json::Error| DecodeError::InvalidPayload {
+    let invalid = |e: serde_json::Error| DecodeError::InvalidPayload {
         event_type: event_type.to_string(),
         version,
         reason: e.to_string(),
     };
     if version == current {
-        return serde_json::from_str(text).map_err(|e| invalid(version, e));
+        return serde_json::from_str(text).map_err(invalid);
     }
-    let payload: Value = serde_json::from_str(text).map_err(|e| invalid(version, e))?;
+    let payload: Value = serde_json::from_str(text).map_err(invalid)?;
     let upcast = upcast_to_current(event_type, version, current, &payload, step)?;
     payload_from(event_type, current, upcast)
 }

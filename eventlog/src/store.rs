@@ -107,20 +107,14 @@ pub trait EventStore: Send + Sync {
     ) -> Result<Vec<RecordedEvent>, EventLogError>;
 
     /// [`read_all`](Self::read_all) with each payload as its stored JSON text, for a reader
-    /// that decodes payloads itself (a rebuild). By default the parsed payloads as text.
+    /// that decodes payloads itself (a rebuild). A store that parses payloads anyway
+    /// (PostgreSQL) writes them back as text.
     async fn read_all_unparsed(
         &self,
         after: i64,
         filter: &EventFilter,
         limit: usize,
-    ) -> Result<Vec<crate::unparsed::UnparsedEvent>, EventLogError> {
-        Ok(self
-            .read_all(after, filter, limit)
-            .await?
-            .into_iter()
-            .map(crate::unparsed::UnparsedEvent::from_parsed)
-            .collect())
-    }
+    ) -> Result<Vec<crate::unparsed::UnparsedEvent>, EventLogError>;
 
     /// The last `limit` events with `after < position < before` that pass `filter`, newest
     /// first (a page read backward).

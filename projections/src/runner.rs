@@ -14,9 +14,9 @@
 //! once per projection) and decodes each payload once for all of them (`DecodedEvent`). A
 //! projection whose `apply` fails is rolled back alone (the batch is applied again with each
 //! projection in a savepoint, `batch.rs`), marked failed (visible in
-//! [`ProjectionRunner::status`]) and skipped, while the others carry on. A database failure rolls the whole batch back; the runner
-//! waits and resumes from the committed checkpoints, so a crash never applies an event twice or
-//! skips one.
+//! [`ProjectionRunner::status`]) and skipped, while the others carry on. A database failure
+//! rolls the whole batch back; the runner waits and resumes from the committed checkpoints, so
+//! a crash never applies an event twice or skips one.
 //!
 //! Several processes may run a runner on one database (server instances). The committed
 //! checkpoint, not the one in memory, decides what a batch applies: each batch's transaction
