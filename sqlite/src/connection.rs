@@ -41,6 +41,7 @@ impl Connection {
     /// Open the existing file `filename` read-write and run each of `settings` (`PRAGMA …`).
     pub fn open(filename: &str, settings: &[String]) -> Result<Self, SqliteFailure> {
         let path = CString::new(filename).map_err(|_| SqliteFailure::new("database path contains a NUL byte"))?;
+        crate::kept_map::register()?;
         let mut db = ptr::null_mut();
         // SAFETY: `path` is NUL-terminated; on failure SQLite may still hand back a handle,
         // which is closed below.
@@ -52,7 +53,7 @@ impl Connection {
                 // serialized mode took and released one on every call, about a tenth of a
                 // rebuild's CPU (BENCHMARKS.md, "Bulk tools").
                 ffi::SQLITE_OPEN_READWRITE | ffi::SQLITE_OPEN_NOMUTEX | ffi::SQLITE_OPEN_PRIVATECACHE,
-                ptr::null(),
+                crate::kept_map::name(),
             )
         };
         let Some(db) = NonNull::new(db) else { return Err(SqliteFailure::new("out of memory opening SQLite")) };
@@ -66,6 +67,12 @@ impl Connection {
             conn.execute(setting, &[])?;
         }
         Ok(conn)
+    }
+
+    /// The SQLite handle, for this crate's tests.
+    #[cfg(test)]
+    pub(crate) fn handle(&self) -> *mut ffi::sqlite3 {
+        self.db.as_ptr()
     }
 
     /// Is a transaction open on this connection?

@@ -20,12 +20,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Every connection opens through [`kept_map`], a VFS over SQLite's own that keeps a
+//! connection's map of the file across read transactions while the file's size is unchanged.
+//!
 //! Values map as sqlx maps them (`Int` ↔ INTEGER, `Float` ↔ REAL, `Text` ↔ TEXT; a BLOB, or
 //! text that is not UTF-8, reads as NULL), so tables written either way are identical.
 
 mod connection;
 mod error;
 mod gate;
+pub mod kept_map;
 mod readers;
 mod value;
 
