@@ -31,7 +31,7 @@ use std::{
 
 use libsqlite3_sys as ffi;
 
-use crate::SqliteFailure;
+use crate::error::SqliteFailure;
 
 /// The VFS's name, for `sqlite3_open_v2` and `SqliteConnectOptions::vfs`.
 pub const KEPT_MAP_VFS: &str = "agentlog-kept-map";
@@ -268,7 +268,10 @@ pub(crate) fn name() -> *const c_char {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Connection, SqlValue, connection::tests::TempFile};
+    use crate::{
+        connection::{Connection, tests::TempFile},
+        value::SqlValue,
+    };
 
     /// The unmap requests `conn`'s database file skipped and forwarded.
     fn counts(conn: &Connection) -> (u64, u64) {
