@@ -11,16 +11,21 @@
 //! another connection while this one held no lock (its comment in `sqlite3PagerSharedLock`).
 //! A shared map of a file on Linux shows the file's current pages (the page cache is one), so
 //! what can go wrong with a kept map is only a page past the file's end (SIGBUS). This VFS
-//! therefore forwards the unmap whenever the file's size differs from the size it saw at the
-//! previous unmap request, and skips it otherwise: the map then covers no page the file lost.
-//! In WAL mode only a checkpoint writes the database file, so the size changes at most once per
-//! checkpoint. Within a read transaction SQLite reads only pages of its snapshot, which the file
-//! holds (a checkpoint never truncates below a snapshot a reader still uses), exactly as with
-//! its own VFS, which keeps the map too while the WAL does not change.
+//! records the mapped part of the file's size (the size up to the map's limit, `PRAGMA
+//! mmap_size`) when a map is made, forwards the unmap whenever that differs, and skips it
+//! otherwise: the map then covers no page the file lost. In WAL mode only a checkpoint writes
+//! the database file, so the size changes at most once per checkpoint; a file larger than the
+//! limit keeps its map as it grows. Within a read transaction SQLite reads only pages of its
+//! snapshot, which the file holds (a checkpoint never truncates below a snapshot a reader still
+//! uses), exactly as with its own VFS, which keeps the map too while the WAL does not change.
 //!
-//! Every [`Connection`](crate::Connection) opens through it; sqlx's connections name it with
-//! `SqliteConnectOptions::vfs(KEPT_MAP_VFS)` after [`register`]. Without a map (`PRAGMA
-//! mmap_size = 0`) SQLite never asks it to fetch or unmap and it only forwards.
+//! Linux only: elsewhere [`vfs_name`] is `None` and connections open through SQLite's default
+//! VFS. Every [`Connection`](crate::Connection) opens through it; sqlx's connections name it
+//! with `SqliteConnectOptions::vfs` after [`register`]. Without a map (`PRAGMA mmap_size = 0`)
+//! SQLite never fetches, and each unmap request (a checkpoint makes some) is forwarded.
+
+// Elsewhere than on Linux the VFS is not registered (see `vfs_name`).
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
 use std::{
     ffi::{CStr, c_char, c_int, c_void},
@@ -33,14 +38,20 @@ use libsqlite3_sys as ffi;
 
 use crate::error::SqliteFailure;
 
-/// The VFS's name, for `sqlite3_open_v2` and `SqliteConnectOptions::vfs`.
-pub const KEPT_MAP_VFS: &str = "agentlog-kept-map";
+/// The VFS's name, for `SqliteConnectOptions::vfs`, where it is used (Linux).
+pub fn vfs_name() -> Option<&'static str> {
+    cfg!(target_os = "linux").then_some(KEPT_MAP_VFS)
+}
+const KEPT_MAP_VFS: &str = "agentlog-kept-map";
 const NAME: &CStr = c"agentlog-kept-map";
 
-/// Register the VFS once per process (not as the default); later calls return the first's
-/// outcome.
+/// Register the VFS once per process (not as the default) where it is used; later calls return
+/// the first's outcome.
 pub fn register() -> Result<(), SqliteFailure> {
     static REGISTERED: OnceLock<Result<(), SqliteFailure>> = OnceLock::new();
+    if vfs_name().is_none() {
+        return Ok(());
+    }
     REGISTERED.get_or_init(register_now).clone()
 }
 
@@ -69,12 +80,14 @@ fn register_now() -> Result<(), SqliteFailure> {
         xOpen: Some(open),
         ..inner
     }));
+    // Before registering: a connection may open by the name as soon as it is registered.
+    UNIX.set(Unix(unix)).map_err(|_| SqliteFailure::new("the kept-map VFS registered twice"))?;
     // SAFETY: `vfs` is leaked, so it outlives every connection; `unix` stays registered.
     let rc = unsafe { ffi::sqlite3_vfs_register(vfs, 0) };
     if rc != ffi::SQLITE_OK {
         return Err(SqliteFailure { code: rc, message: "registering the kept-map VFS".to_string() });
     }
-    UNIX.set(Unix(unix)).map_err(|_| SqliteFailure::new("the kept-map VFS registered twice"))
+    Ok(())
 }
 
 /// The unix VFS, which opens and does the work of every file.
@@ -90,7 +103,8 @@ static UNIX: OnceLock<Unix> = OnceLock::new();
 #[repr(C)]
 struct KeptMapFile {
     base: ffi::sqlite3_file,
-    /// The file's size at the previous whole-file unmap request; -1 before the first.
+    /// The mapped part of the file's size (see [`mapped_size`]) when the map was made; -1 while
+    /// no map has been made since the last forwarded unmap.
     size_seen: i64,
     /// Whole-file unmap requests skipped and forwarded.
     skipped: u64,
@@ -210,28 +224,60 @@ unsafe extern "C" fn shm_barrier(file: *mut ffi::sqlite3_file) {
 unsafe extern "C" fn shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
     forward!(file, xShmUnmap, delete)
 }
-unsafe extern "C" fn fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
-    forward!(file, xFetch, offset, amount, out)
+
+/// The file's size up to the map's limit (`PRAGMA mmap_size`): what a map made now would
+/// cover. None when either cannot be read.
+///
+/// # Safety
+/// `file` is this VFS's, open.
+unsafe fn mapped_size(file: *mut ffi::sqlite3_file) -> Option<i64> {
+    let mut size = -1i64;
+    // -1 asks for the limit without changing it (`unixFileControl`).
+    let mut limit = -1i64;
+    // SAFETY: as the caller promises.
+    unsafe {
+        if file_size(file, &mut size) != ffi::SQLITE_OK
+            || file_control(file, ffi::SQLITE_FCNTL_MMAP_SIZE, (&raw mut limit).cast()) != ffi::SQLITE_OK
+        {
+            return None;
+        }
+    }
+    (size >= 0 && limit >= 0).then(|| size.min(limit))
 }
 
-/// Release one fetched page, or (`page` NULL) unmap the whole file: skipped while the file's
-/// size is the one seen at the previous request (the module's doc says why that is safe).
+/// Fetch a page through the map; a fetch that made the map records what it covers.
+unsafe extern "C" fn fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
+    let rc = forward!(file, xFetch, offset, amount, out);
+    // SAFETY: `file` is this VFS's, so it starts with a `KeptMapFile`; SQLite uses a file
+    // from one thread at a time.
+    unsafe {
+        let header = file.cast::<KeptMapFile>();
+        if (*header).size_seen < 0 {
+            // The unix VFS mapped the file's size, up to the limit, a moment ago; should the
+            // file grow in between, the next request sees a size unlike this one and unmaps.
+            (*header).size_seen = mapped_size(file).unwrap_or(-1);
+        }
+    }
+    rc
+}
+
+/// Release one fetched page, or (`page` NULL) unmap the whole file: skipped while the mapped
+/// part of the file's size is the one the map was made with (the module's doc says why that is
+/// safe).
 unsafe extern "C" fn unfetch(file: *mut ffi::sqlite3_file, offset: i64, page: *mut c_void) -> c_int {
     if page.is_null() {
-        let mut size = -1i64;
-        // SAFETY: `file` is this VFS's, open.
-        if unsafe { file_size(file, &mut size) } != ffi::SQLITE_OK {
-            size = -1;
+        // SAFETY: `file` is this VFS's, open, and starts with a `KeptMapFile`; SQLite uses a
+        // file from one thread at a time.
+        unsafe {
+            let header = file.cast::<KeptMapFile>();
+            let seen = (*header).size_seen;
+            if seen >= 0 && mapped_size(file) == Some(seen) {
+                (*header).skipped += 1;
+                return ffi::SQLITE_OK;
+            }
+            (*header).size_seen = -1;
+            (*header).forwarded += 1;
         }
-        // SAFETY: `file` is this VFS's, so it starts with a `KeptMapFile`; SQLite uses a file
-        // from one thread at a time.
-        let header = unsafe { &mut *file.cast::<KeptMapFile>() };
-        if size >= 0 && size == header.size_seen {
-            header.skipped += 1;
-            return ffi::SQLITE_OK;
-        }
-        header.size_seen = size;
-        header.forwarded += 1;
     }
     forward!(file, xUnfetch, offset, page)
 }
@@ -260,12 +306,12 @@ static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xUnfetch: Some(unfetch),
 };
 
-/// The VFS's name as SQLite takes it.
+/// The VFS's name as `sqlite3_open_v2` takes it: NULL (the default VFS) where it is not used.
 pub(crate) fn name() -> *const c_char {
-    NAME.as_ptr()
+    if vfs_name().is_some() { NAME.as_ptr() } else { ptr::null() }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use crate::{
@@ -318,18 +364,15 @@ mod tests {
         writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
         let mut reader = open(&file);
         assert_eq!(count(&mut reader), 500);
-        // The first request after a commit is forwarded: no size was seen before it.
-        insert(&mut writer, 1);
-        assert_eq!(count(&mut reader), 501);
         let (skipped_before, forwarded_before) = counts(&reader);
-        assert_eq!((skipped_before, forwarded_before), (0, 1));
+        assert_eq!((skipped_before, forwarded_before), (0, 0));
 
         // Commits go to the WAL only: the database file keeps its size, so the reader, which
         // SQLite asks to unmap at each read after a commit, keeps its map, and reads every
         // commit's rows.
         for round in 1..=20 {
             insert(&mut writer, 1);
-            assert_eq!(count(&mut reader), 501 + round);
+            assert_eq!(count(&mut reader), 500 + round);
         }
         let (skipped, forwarded) = counts(&reader);
         assert_eq!(skipped - skipped_before, 20, "one request skipped per commit");
@@ -339,8 +382,31 @@ mod tests {
         // shows the new pages.
         insert(&mut writer, 200);
         writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
-        assert_eq!(count(&mut reader), 721);
+        assert_eq!(count(&mut reader), 720);
         assert_eq!(counts(&reader).1, forwarded + 1);
+    }
+
+    #[test]
+    fn a_file_larger_than_the_map_keeps_it_as_it_grows() {
+        let file = TempFile::new();
+        let mut writer = open(&file);
+        writer.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", &[]).unwrap();
+        insert(&mut writer, 200);
+        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
+        let mut reader = open(&file);
+        // A map of the first 64 KiB of a file of about 500 KiB.
+        reader.execute("PRAGMA mmap_size = 65536", &[]).unwrap();
+        assert_eq!(count(&mut reader), 200);
+        let (skipped, forwarded) = counts(&reader);
+        for round in 1..=5 {
+            let size = std::fs::metadata(&file.0).unwrap().len();
+            insert(&mut writer, 50);
+            writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
+            assert!(std::fs::metadata(&file.0).unwrap().len() > size, "the file grew");
+            assert_eq!(count(&mut reader), 200 + 50 * round);
+        }
+        // The file grew at every round, but stayed larger than the map: its map is the same.
+        assert_eq!(counts(&reader), (skipped + 5, forwarded));
     }
 
     #[test]

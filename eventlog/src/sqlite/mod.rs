@@ -126,11 +126,11 @@ fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnect
     // The pool's connections keep their map of the file as the log's own do (`kept_map`).
     agentlog_sqlite::kept_map::register()
         .map_err(|failure| EventLogError::Unavailable { reason: failure.to_string() })?;
-    let base = base
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .busy_timeout(BUSY_TIMEOUT)
-        .vfs(agentlog_sqlite::kept_map::KEPT_MAP_VFS);
+    let base = base.create_if_missing(true).journal_mode(SqliteJournalMode::Wal).busy_timeout(BUSY_TIMEOUT);
+    let base = match agentlog_sqlite::kept_map::vfs_name() {
+        Some(vfs) => base.vfs(vfs),
+        None => base,
+    };
     Ok(shared_pragmas(options).into_iter().fold(base, |o, (name, value)| o.pragma(name, value)))
 }
 
