@@ -20,7 +20,7 @@
 //! uses), exactly as with its own VFS, which keeps the map too while the WAL does not change.
 //!
 //! Linux only: elsewhere [`vfs_name`] is `None` and connections open through SQLite's default
-//! VFS. Every [`Connection`](crate::Connection) opens through it; sqlx's connections name it
+//! VFS. Every [`Connection`](crate::connection::Connection) opens through it; sqlx's connections name it
 //! with `SqliteConnectOptions::vfs` after [`register`]. Without a map (`PRAGMA mmap_size = 0`)
 //! SQLite never fetches, and each unmap request (a checkpoint makes some) is forwarded.
 
@@ -311,7 +311,7 @@ pub(crate) fn name() -> *const c_char {
     if vfs_name().is_some() { NAME.as_ptr() } else { ptr::null() }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::{
@@ -356,6 +356,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn a_reader_keeps_its_map_while_the_file_keeps_its_size() {
         let file = TempFile::new();
         let mut writer = open(&file);
@@ -387,6 +388,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn a_file_larger_than_the_map_keeps_it_as_it_grows() {
         let file = TempFile::new();
         let mut writer = open(&file);
@@ -410,6 +412,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn a_reader_unmaps_a_file_that_shrank() {
         let file = TempFile::new();
         let mut writer = open(&file);
@@ -434,6 +437,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn registering_twice_is_harmless() {
         register().unwrap();
         register().unwrap();
