@@ -40,9 +40,8 @@ use crate::error::SqliteFailure;
 
 /// The VFS's name, for `SqliteConnectOptions::vfs`, where it is used (Linux).
 pub fn vfs_name() -> Option<&'static str> {
-    cfg!(target_os = "linux").then_some(KEPT_MAP_VFS)
+    if cfg!(target_os = "linux") { NAME.to_str().ok() } else { None }
 }
-const KEPT_MAP_VFS: &str = "agentlog-kept-map";
 const NAME: &CStr = c"agentlog-kept-map";
 
 /// Register the VFS once per process (not as the default) where it is used; later calls return
@@ -347,6 +346,15 @@ mod tests {
         n.unwrap()
     }
 
+    /// The writer of `file`, which holds `rows` notes, all in the database file (none in the WAL).
+    fn filled(file: &TempFile, rows: i64) -> Connection {
+        let mut writer = open(file);
+        writer.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", &[]).unwrap();
+        insert(&mut writer, rows);
+        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
+        writer
+    }
+
     fn insert(conn: &mut Connection, rows: i64) {
         conn.execute("BEGIN IMMEDIATE", &[]).unwrap();
         for _ in 0..rows {
@@ -359,10 +367,7 @@ mod tests {
     #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn a_reader_keeps_its_map_while_the_file_keeps_its_size() {
         let file = TempFile::new();
-        let mut writer = open(&file);
-        writer.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", &[]).unwrap();
-        insert(&mut writer, 500);
-        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
+        let mut writer = filled(&file, 500);
         let mut reader = open(&file);
         assert_eq!(count(&mut reader), 500);
         let (skipped_before, forwarded_before) = counts(&reader);
@@ -391,10 +396,7 @@ mod tests {
     #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn a_file_larger_than_the_map_keeps_it_as_it_grows() {
         let file = TempFile::new();
-        let mut writer = open(&file);
-        writer.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", &[]).unwrap();
-        insert(&mut writer, 200);
-        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
+        let mut writer = filled(&file, 200);
         let mut reader = open(&file);
         // A map of the first 64 KiB of a file of about 500 KiB.
         reader.execute("PRAGMA mmap_size = 65536", &[]).unwrap();
@@ -415,10 +417,7 @@ mod tests {
     #[cfg_attr(not(target_os = "linux"), ignore = "the VFS is registered on Linux only")]
     fn a_reader_unmaps_a_file_that_shrank() {
         let file = TempFile::new();
-        let mut writer = open(&file);
-        writer.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", &[]).unwrap();
-        insert(&mut writer, 2_000);
-        writer.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]).unwrap();
+        let mut writer = filled(&file, 2_000);
         let mut reader = open(&file);
         // Every page of the file is read through the map.
         assert_eq!(count(&mut reader), 2_000);
@@ -445,6 +444,6 @@ mod tests {
         let found = unsafe { ffi::sqlite3_vfs_find(NAME.as_ptr()) };
         assert!(!found.is_null());
         // SAFETY: a registered VFS.
-        assert_eq!(unsafe { CStr::from_ptr((*found).zName) }.to_str().unwrap(), KEPT_MAP_VFS);
+        assert_eq!(unsafe { CStr::from_ptr((*found).zName) }.to_str().ok(), vfs_name());
     }
 }
