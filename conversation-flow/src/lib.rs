@@ -23,7 +23,7 @@
 //! Pure and total: no I/O, no recursion on input depth (a 100,000-deep parent chain parses),
 //! every malformed graph (cycles, self-parents, missing parents, duplicate ids, orphan threads)
 //! terminates with a diagnostic instead of a panic or a silent drop. Module map:
-//! [`message`] typed view over input fields, [`indexing`] phases 1–2, `branch` branch
+//! `message` typed view over input fields, `indexing` phases 1–2, `branch` branch
 //! resolution, `collector` assistant chains, `context_tree` / `flat_list` phase 3, `finish`
 //! post-processing, `virtual_message` the decisions behind virtual rows, `rows` / `rows_json` /
 //! `usage` the JSON the rows stand for, `output` the result's public views, `js` the JS

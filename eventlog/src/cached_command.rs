@@ -9,7 +9,7 @@ use crate::{
 };
 
 impl CommandHandler {
-    /// The state this handler keeps for stream `stream_id` (see [`crate::state_cache`]), as
+    /// The state this handler keeps for stream `stream_id` (see the `state_cache` module), as
     /// [`Self::execute_cached`] takes it; `None` when it keeps none. The state may trail the
     /// stream: another instance may have appended since.
     pub fn cached<A: Aggregate>(&self, stream_id: &str) -> Option<Loaded<A>> {

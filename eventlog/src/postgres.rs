@@ -589,7 +589,7 @@ impl Backend for PgBackend {
     }
 }
 
-/// The head at which [`run_analyzer`] first refreshes the log's statistics.
+/// The head at which the log's analyzer task first refreshes the log's statistics.
 pub const FIRST_ANALYZE_AT: i64 = 1_000;
 
 /// Refresh `events`' planner statistics (`ANALYZE events`) when this instance's commits take

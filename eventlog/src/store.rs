@@ -137,7 +137,7 @@ pub trait EventStore: Send + Sync {
     async fn locate(&self, ids: &[uuid::Uuid]) -> Result<Vec<crate::append::LocatedEvent>, EventLogError>;
 
     /// Store events recorded by another log, keeping their ids, stream versions and recording
-    /// times (and positions where possible); idempotent. See [`crate::import`] for the rules.
+    /// times (and positions where possible); idempotent. The `import` module has the rules.
     async fn import(&self, events: Vec<RecordedEvent>) -> Result<ImportResult, EventLogError>;
 
     /// Every event after `after` that passes `filter`: the history first, then live.

@@ -142,7 +142,7 @@ impl ProjectionRunner {
     /// Empty the named projection (all when `None`) and apply the log from position 0 up to its
     /// current head as a bulk load: the emptied tables' secondary indexes are dropped first and
     /// created again at the end (also when applying fails; a process that dies meanwhile leaves
-    /// them to the next runner that starts, see [`crate::bulk`]). For a rebuild no server waits
+    /// them to the next runner that starts, see the `bulk` module). For a rebuild no server waits
     /// on (`agentlog-replay rebuild`): until it ends, the tables' queries have no indexes.
     /// Returns the head reached.
     pub async fn rebuild_bulk(&self, name: Option<&str>) -> Result<i64, ProjectionError> {

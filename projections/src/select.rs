@@ -4,7 +4,7 @@
 //! ```ignore
 //! let mut q = Select::new(TaskRow::COLUMNS, "tasks");
 //! q.owner(owner).eq("status", "running");
-//! let page = q.page(db, "created_at", "task_id", Order::Asc, &request, TaskRow::from_row, |t| …).await?;
+//! let page = q.page(db, "created_at", "task_id", Order::Asc, &request, TaskRow::from_row, |t| t).await?;
 //! ```
 
 use crate::{

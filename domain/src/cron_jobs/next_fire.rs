@@ -3,7 +3,7 @@
 //! is skipped), and it comes after the last fire's local minute (so a repeated hour fires once,
 //! at the first occurrence the scheduler can still reach).
 //!
-//! [`next_due_at`] is its clock-free twin, the instant from which the scheduler has a slot of
+//! [`next_due_at`](super::next_due_at) is its clock-free twin, the instant from which the scheduler has a slot of
 //! the job to fire (it may be past): what the cron jobs read model keeps, so that a pass reads
 //! only the jobs due.
 //!

@@ -7,7 +7,7 @@
 //!
 //! **No idle burn.** A heartbeat task with `requireInput` runs a tick only when there is new
 //! input since its last run started ([`new_input`]); otherwise the tick is skipped
-//! ([`skip_idle`]: `task.tick_skipped` and the next tick, nothing run).
+//! (`skip_idle`: `task.tick_skipped` and the next tick, nothing run).
 
 use chrono::{DateTime, Utc};
 

@@ -20,7 +20,7 @@
 //! Rows are additive: any set of rollup rows of one granularity can be summed, histograms
 //! merged, and percentiles read from the merge — which is what [`query`] does.
 //!
-//! **Three tables of cells** ([`cells`]), counted at the same moment from the same runs, each
+//! **Three tables of cells** (module `cells`), counted at the same moment from the same runs, each
 //! keyed by the dimensions it keeps: `analytics_rollups` (owner × agent × model × provider ×
 //! status), `analytics_agent_rollups` (owner × agent × model: every provider and status summed)
 //! and `analytics_fleet_rollups` (model × provider × status: every owner and agent summed). An
