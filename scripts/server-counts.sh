@@ -6,11 +6,12 @@
 #   cargo build --release -p agentlog-api -p agentlog-load
 #   bash scripts/server-counts.sh sqlite:/path/to/copy-of-1m.db
 #
-# The server starts on the database (use a fresh copy: the load writes to it), settles SETTLE
-# seconds (a 1M log fires the cron slots it missed), then CLIENTS clients send RATE mutations a
+# The server starts on the database (use a fresh copy: the load writes to it; its reactors at
+# its head, as scripts/latency-at-size.sh says, or the settle is spent reacting to the whole
+# log), settles SETTLE seconds (a 1M log fires the cron slots it missed), then CLIENTS clients send RATE mutations a
 # second in all for SECS seconds while `perf stat -e EVENTS -p` counts. Tracepoints need
 # `perf_event_paranoid` ≤ 1 or root; EVENTS=task-clock counts CPU time only. BIN: the directory
-# with `agentlog` and `agentlog-load`.
+# with `agentlog` and `agentlog-load`. OUT: where the token, logs and counts go (made if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,7 @@ EVENTS="${EVENTS:-page-faults,syscalls:sys_enter_munmap,syscalls:sys_enter_mmap,
 OUT="${OUT:-$(mktemp -d)}"
 
 say() { printf '[server-counts] %s\n' "$*" >&2; }
+mkdir -p "$OUT"
 sync
 "$BIN/agentlog" token create --user counts-admin --admin --name server-counts --database "$DATABASE" | tail -n 1 >"$OUT/token"
 "$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" 2>"$OUT/server.log" &
