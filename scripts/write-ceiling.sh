@@ -23,6 +23,7 @@ BATCH="${BATCH:-50}"
 PORT="${PORT:-18200}"
 BIN="${BIN:-${CARGO_TARGET_DIR:-target}/release}"
 OUT="${OUT:-$(mktemp -d)}"
+mkdir -p "$OUT"
 
 say() { printf '[write-ceiling] %s\n' "$*" >&2; }
 server=""

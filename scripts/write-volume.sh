@@ -18,6 +18,7 @@ CLIENTS="${CLIENTS:-16}"
 PORT="${PORT:-18151}"
 BIN="${BIN:-${CARGO_TARGET_DIR:-target}/release}"
 OUT="${OUT:-$(mktemp -d)}"
+mkdir -p "$OUT"
 
 say() { printf '[write-volume] %s\n' "$*" >&2; }
 source=$(findmnt -no SOURCE -T "$(dirname "$(realpath "$FILE")")")
