@@ -12,7 +12,10 @@
 #            in an agentlog-load process of their own (SPLIT=0: in the writers' process), and
 #            one probe subscriber in the writers' process (SPLIT=1)
 #   alone    again (the machine's drift shows as a difference between the two)
-# The server's VmRSS is sampled every second into $OUT/rss.tsv; VmHWM (peak) at the end; its
+# The server's resident memory is sampled every second into $OUT/rss.tsv: VmRSS, and its two
+# parts, RssAnon (the server's own memory) and RssFile (pages of the mapped SQLite file, which
+# the kernel's page cache holds and may reclaim; they grow with the part of the file read);
+# VmHWM (peak) at the end; its
 # CPU time and the load average after each phase. With subscribers, agentlog-load reports the
 # append → delivery latency of the live events (`recordedAt` to arrival), normal and slow
 # subscribers apart (slow ones fall behind on purpose, so theirs grows with the run).
@@ -50,7 +53,8 @@ for _ in $(seq 1 600); do
 done
 say "server $server ready on :$PORT; output in $OUT"
 
-rss() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
+# VmRSS, RssAnon and RssFile in KiB, tab-separated.
+rss() { awk '/^(VmRSS|RssAnon|RssFile):/ {v[$1] = $2} END {printf "%s\t%s\t%s", v["VmRSS:"], v["RssAnon:"], v["RssFile:"]}' "/proc/$server/status"; }
 ( while kill -0 "$server" 2>/dev/null; do
       printf '%s\t%s\t%s\n' "$(date +%s)" "$(cat "$OUT/phase" 2>/dev/null || echo idle)" "$(rss)"
       sleep 1
@@ -104,7 +108,9 @@ else
 fi
 phase alone-2 --subscribers 0 --seed 3
 
-echo "--- server resident memory (MiB): idle before, max per phase, peak (VmHWM)"
-awk -F'\t' '{ if (!($2 in max) || $3 > max[$2]) max[$2] = $3; if (NR == 1) first = $3 }
-            END { printf "idle at start %.0f\n", first / 1024; for (p in max) printf "%s max %.0f\n", p, max[p] / 1024 }' "$OUT/rss.tsv"
+echo "--- server resident memory (MiB): idle before, max per phase (VmRSS, and its anonymous and file parts), peak (VmHWM)"
+awk -F'\t' '{ for (i = 3; i <= 5; i++) if (!(($2, i) in max) || $i > max[$2, i]) max[$2, i] = $i
+              seen[$2] = 1; if (NR == 1) { r = $3; a = $4; f = $5 } }
+            END { printf "idle at start: VmRSS %.0f, RssAnon %.0f, RssFile %.0f\n", r / 1024, a / 1024, f / 1024
+                  for (p in seen) printf "%s max: VmRSS %.0f, RssAnon %.0f, RssFile %.0f\n", p, max[p, 3] / 1024, max[p, 4] / 1024, max[p, 5] / 1024 }' "$OUT/rss.tsv"
 awk '/^VmHWM/ {printf "peak (VmHWM) %.0f\n", $2 / 1024}' "/proc/$server/status"
