@@ -10,7 +10,9 @@
 #   bash scripts/soak.sh postgres://postgres@127.0.0.1:55432/soak   # an empty PostgreSQL database
 #
 # Each minute is one agentlog-load run of 60 s (so each minute has its own percentiles); the
-# table goes to $OUT/soak.tsv: minute, rss_kib, fds, events, db_bytes, bytes_per_event, acked,
+# table goes to $OUT/soak.tsv: minute, rss_kib (VmRSS), anon_kib (RssAnon: the server's own
+# memory; the rest is mostly the mapped SQLite file's pages, page cache the kernel may
+# reclaim), fds, events, db_bytes, bytes_per_event, acked,
 # errors (answers with an error code, all codes; the mixed load meets CONFLICT and busy answers
 # by design), internal (INTERNAL answers: must be 0), p50_ms, p99_ms (the p50 and p99 of the
 # slowest mutation type that minute). Subscribers reconnect each minute, so a leak per
@@ -50,7 +52,7 @@ head_position() {
         -d '{"query":"{ headPosition }"}' | sed -E 's/.*"headPosition":([0-9]+).*/\1/'
 }
 
-printf 'minute\trss_kib\tfds\tevents\tdb_bytes\tbytes_per_event\tacked\terrors\tinternal\tp50_ms\tp99_ms\n' >"$OUT/soak.tsv"
+printf 'minute\trss_kib\tanon_kib\tfds\tevents\tdb_bytes\tbytes_per_event\tacked\terrors\tinternal\tp50_ms\tp99_ms\n' >"$OUT/soak.tsv"
 for minute in $(seq 1 "$MINUTES"); do
     code=0
     started=$(date +%s)
@@ -63,12 +65,13 @@ for minute in $(seq 1 "$MINUTES"); do
     [ "$left" -le 0 ] || sleep "$left"
     kill -0 "$server" 2>/dev/null || { say "the server exited"; tail -n 20 "$OUT/server.log" >&2; exit 1; }
     rss="$(awk '/^VmRSS/ {print $2}' "/proc/$server/status")"
+    anon="$(awk '/^RssAnon/ {print $2}' "/proc/$server/status")"
     fds="$(ls "/proc/$server/fd" | wc -l)"
     events="$(head_position || echo 0)"
     bytes="$(db_bytes || echo 0)"
-    python3 - "$OUT/minute-$minute.json" "$minute" "$rss" "$fds" "$events" "$bytes" >>"$OUT/soak.tsv" <<'PY'
+    python3 - "$OUT/minute-$minute.json" "$minute" "$rss" "$anon" "$fds" "$events" "$bytes" >>"$OUT/soak.tsv" <<'PY'
 import json, sys
-path, minute, rss, fds, events, size = sys.argv[1:]
+path, minute, rss, anon, fds, events, size = sys.argv[1:]
 try:
     report = json.load(open(path))
 except (OSError, ValueError):
@@ -84,7 +87,7 @@ for o in ops:
 events = int(events) if events.isdigit() else 0
 size = int(size) if size.isdigit() else 0
 per_event = size / max(events, 1)
-print(f"{minute}\t{rss}\t{fds}\t{events}\t{size}\t{per_event:.0f}\t{report.get('acknowledged', 0)}"
+print(f"{minute}\t{rss}\t{anon}\t{fds}\t{events}\t{size}\t{per_event:.0f}\t{report.get('acknowledged', 0)}"
       f"\t{sum(errors.values())}\t{errors.get('INTERNAL', 0)}\t{p50:.1f}\t{p99:.1f}")
 PY
     tail -n 1 "$OUT/soak.tsv" >&2
