@@ -64,8 +64,7 @@ for minute in $(seq 1 "$MINUTES"); do
     left=$((60 - ($(date +%s) - started)))
     [ "$left" -le 0 ] || sleep "$left"
     kill -0 "$server" 2>/dev/null || { say "the server exited"; tail -n 20 "$OUT/server.log" >&2; exit 1; }
-    rss="$(awk '/^VmRSS/ {print $2}' "/proc/$server/status")"
-    anon="$(awk '/^RssAnon/ {print $2}' "/proc/$server/status")"
+    read -r rss anon < <(awk '/^(VmRSS|RssAnon):/ {v[$1] = $2} END {print v["VmRSS:"], v["RssAnon:"]}' "/proc/$server/status")
     fds="$(ls "/proc/$server/fd" | wc -l)"
     events="$(head_position || echo 0)"
     bytes="$(db_bytes || echo 0)"

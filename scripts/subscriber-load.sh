@@ -15,10 +15,10 @@
 # The server's resident memory is sampled every second into $OUT/rss.tsv: VmRSS, and its two
 # parts, RssAnon (the server's own memory) and RssFile (pages of the mapped SQLite file, which
 # the kernel's page cache holds and may reclaim; they grow with the part of the file read);
-# VmHWM (peak) at the end; its
-# CPU time and the load average after each phase. With subscribers, agentlog-load reports the
-# append → delivery latency of the live events (`recordedAt` to arrival), normal and slow
-# subscribers apart (slow ones fall behind on purpose, so theirs grows with the run).
+# VmHWM (peak) at the end; its CPU time and the load average after each phase. With
+# subscribers, agentlog-load reports the append → delivery latency of the live events
+# (`recordedAt` to arrival), normal and slow subscribers apart (slow ones fall behind on
+# purpose, so theirs grows with the run).
 # The server takes its settings from the environment too: AGENTLOG_WEBSOCKET_NICE=10 runs its
 # websocket threads at niceness 10 (RELIABILITY.md, "1,000 subscribers"). SUBSCRIBERS_NICE=19
 # runs the thousand subscribers' process at that niceness (SPLIT=1): on two cores it stands in
