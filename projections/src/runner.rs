@@ -32,7 +32,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use agentlog_eventlog::{BackendKind, EventFilter, EventStore};
+use agentlog_eventlog::{EventFilter, EventStore};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, watch};
 
@@ -452,14 +452,12 @@ async fn read_pages(
     let filter = EventFilter::all();
     let mut after = from;
     let mut size = page_size.clamp(1, FIRST_PAGE);
-    // SQLite hands out each payload's stored text, read straight into its typed event; other
-    // stores parse it anyway, and would only write it back as text.
-    let unparsed = store.backend_kind() == BackendKind::Sqlite;
     while after < target {
         let handles = |t: &str| handled(&projections, t);
         // Decoded on this side, once for all projections: they apply one after the other on the
-        // other side, which bounds a catch-up.
-        let read: Result<Vec<Arc<DecodedEvent>>, ProjectionError> = if unparsed {
+        // other side, which bounds a catch-up. Each payload comes as its stored text and is read
+        // straight into its typed event.
+        let read: Result<Vec<Arc<DecodedEvent>>, ProjectionError> =
             match store.read_all_unparsed(after, &filter, size).await {
                 Ok(events) => events
                     .into_iter()
@@ -467,16 +465,7 @@ async fn read_pages(
                     .map(|e| DecodedEvent::unparsed_if(e, handles).map(Arc::new))
                     .collect(),
                 Err(e) => Err(e.into()),
-            }
-        } else {
-            store.read_all(after, &filter, size).await.map_err(Into::into).map(|events| {
-                events
-                    .into_iter()
-                    .take_while(|e| e.position <= target)
-                    .map(|e| Arc::new(DecodedEvent::owned_if(e, handles)))
-                    .collect()
-            })
-        };
+            };
         size = size.saturating_mul(2).min(page_size.max(1));
         let page = match read {
             Ok(page) => page,

@@ -137,7 +137,47 @@ async fn locate_finds_stored_events_and_only_them(log: TestLog) {
     assert!(s.locate(&[]).await.unwrap().is_empty());
 }
 
+async fn unparsed_reads_hand_out_the_payloads_read_parses(log: TestLog) {
+    let s = &*log.store;
+    let payloads = [
+        serde_json::json!({"n": 1, "text": "hello"}),
+        serde_json::json!({"unicode": "é — 漢字 \u{1F600}", "escaped": "a\"b\\c\n", "nested": {"list": [1, 2.5, -3, null, true]}}),
+        serde_json::json!({"big": 9_007_199_254_740_993_u64, "small": 1e-7, "empty": {}, "none": []}),
+        serde_json::json!({"long key first": 1, "a": 2, "b": {"z": 1, "y": [{"k": "v"}]}}),
+        serde_json::json!({}),
+    ];
+    let appended: Vec<_> = payloads
+        .iter()
+        .map(|p| {
+            let mut e = event("test.happened", "u1");
+            e.payload = p.clone();
+            e
+        })
+        .collect();
+    s.append("unparsed-1", ExpectedVersion::NoStream, appended).await.unwrap();
+    s.append("other-1", ExpectedVersion::NoStream, events(2)).await.unwrap();
+
+    let filter = EventFilter::all().with_stream_prefix("unparsed-");
+    let parsed = s.read_all(0, &filter, 100).await.unwrap();
+    let unparsed = s.read_all_unparsed(0, &filter, 100).await.unwrap();
+    assert_eq!(unparsed.len(), payloads.len());
+    for ((u, p), written) in unparsed.into_iter().zip(&parsed).zip(&payloads) {
+        assert!(u.event.payload.is_null(), "the payload stays text: {:?}", u.event.payload);
+        assert_eq!(&serde_json::from_str::<serde_json::Value>(&u.payload).unwrap(), written, "{}", u.payload);
+        assert_eq!(&p.payload, written);
+        assert_eq!(u.event.position, p.position);
+        assert_eq!(u.event.event_id, p.event_id);
+        assert_eq!(u.event.metadata, p.metadata);
+        assert_eq!(u.event.recorded_at, p.recorded_at);
+        assert_eq!(u.parsed().unwrap(), *p);
+    }
+    // the same pages and limits as `read_all`
+    let page = s.read_all_unparsed(parsed[1].position, &filter, 2).await.unwrap();
+    assert_eq!(page.iter().map(|e| e.event.position).collect::<Vec<_>>(), [parsed[2].position, parsed[3].position]);
+}
+
 on_both_backends!(StoreOptions::default() =>
+    unparsed_reads_hand_out_the_payloads_read_parses as unparsed_reads_equal_parsed_ones,
     locate_finds_stored_events_and_only_them as locate_finds_stored_events,
     read_a_stream_from_a_version as read_stream_from_version,
     read_the_log_with_filters as read_all_with_filters_and_limit,

@@ -17,7 +17,7 @@ use agentlog_domain::envelope::RecordedEvent;
 use chrono::{DateTime, Utc};
 use sqlx::{
     Connection, Executor, PgConnection, PgPool, Postgres, QueryBuilder, Row,
-    postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow},
+    postgres::{PgConnectOptions, PgListener, PgPoolOptions},
     types::Json,
 };
 use tokio::{
@@ -25,6 +25,10 @@ use tokio::{
     task::JoinHandle,
 };
 use uuid::Uuid;
+
+mod rows;
+
+use rows::{COLUMNS, decode_row, unparsed_row};
 
 use crate::{
     append::LocatedEvent,
@@ -34,6 +38,7 @@ use crate::{
     filter::EventFilter,
     import::{ImportResult, PreparedImport, plan_import},
     store::{BackendKind, LogCore, StoreOptions, impl_event_store},
+    unparsed::UnparsedEvent,
     validate::PreparedAppend,
 };
 
@@ -131,25 +136,6 @@ pub(crate) struct PgBackend {
     pool: PgPool,
     connect: PgConnectOptions,
     listen: bool,
-}
-
-const COLUMNS: &str =
-    "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
-
-pub(crate) fn decode_row(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
-    let position: i64 = row.try_get(0).map_err(EventLogError::db("decoding an event row"))?;
-    let corrupt = |what: &str, e: sqlx::Error| EventLogError::Corrupt { position, reason: format!("{what}: {e}") };
-    Ok(RecordedEvent {
-        position,
-        event_id: row.try_get(1).map_err(|e| corrupt("event_id", e))?,
-        stream_id: row.try_get(2).map_err(|e| corrupt("stream_id", e))?,
-        stream_version: row.try_get(3).map_err(|e| corrupt("stream_version", e))?,
-        event_type: row.try_get(4).map_err(|e| corrupt("event_type", e))?,
-        schema_version: row.try_get(5).map_err(|e| corrupt("schema_version", e))?,
-        payload: row.try_get::<Json<serde_json::Value>, _>(6).map_err(|e| corrupt("payload", e))?.0,
-        metadata: row.try_get::<Json<_>, _>(7).map_err(|e| corrupt("metadata", e))?.0,
-        recorded_at: row.try_get(8).map_err(|e| corrupt("recorded_at", e))?,
-    })
 }
 
 /// The stored events with these ids and the current versions of these streams, in one round trip.
@@ -507,15 +493,27 @@ impl Backend for PgBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
-        let mut q = QueryBuilder::<Postgres>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
-        q.push_bind(after);
-        if let Some(up_to) = up_to {
-            q.push(" AND position <= ").push_bind(up_to);
-        }
-        push_filter(&mut q, filter);
-        q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
-        let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
+        let rows = forward(after, up_to, filter, limit)
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading the log"))?;
         rows.iter().map(decode_row).collect()
+    }
+
+    async fn read_all_unparsed(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<UnparsedEvent>, EventLogError> {
+        let rows = forward(after, up_to, filter, limit)
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(EventLogError::db("reading the log"))?;
+        rows.iter().map(unparsed_row).collect()
     }
 
     async fn read_all_back(
@@ -661,6 +659,18 @@ async fn run_listener(pool: PgPool, wake: Arc<Notify>) {
             }
         }
     }
+}
+
+/// The events after `after` (up to `up_to`) that pass `filter`, in log order, at most `limit`.
+fn forward(after: i64, up_to: Option<i64>, filter: &EventFilter, limit: usize) -> QueryBuilder<'static, Postgres> {
+    let mut q = QueryBuilder::<Postgres>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+    q.push_bind(after);
+    if let Some(up_to) = up_to {
+        q.push(" AND position <= ").push_bind(up_to);
+    }
+    push_filter(&mut q, filter);
+    q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+    q
 }
 
 /// The `AND …` conditions of a log filter.
