@@ -19,10 +19,11 @@
 # subscribers, agentlog-load reports the append → delivery latency of the live events
 # (`recordedAt` to arrival), normal and slow subscribers apart (slow ones fall behind on
 # purpose, so theirs grows with the run).
-# The server takes its settings from the environment too: AGENTLOG_WEBSOCKET_NICE=10 runs its
-# websocket threads at niceness 10 (RELIABILITY.md, "1,000 subscribers"). SUBSCRIBERS_NICE=19
-# runs the thousand subscribers' process at that niceness (SPLIT=1): on two cores it stands in
-# for clients on other machines, taking the CPU the server and the writers leave.
+# The server takes its settings from the environment too: AGENTLOG_WEBSOCKET_NICE=0 runs its
+# websocket threads as the process (by default 5 steps nicer; RELIABILITY.md, "1,000
+# subscribers"). SUBSCRIBERS_NICE=19 runs the thousand subscribers' process at that niceness
+# (SPLIT=1): on two cores it stands in for clients on other machines, taking the CPU the server
+# and the writers leave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -115,10 +115,11 @@ enum Command {
         /// resident memory as file pages the kernel may reclaim.
         #[arg(long, env = "AGENTLOG_SQLITE_MMAP_MIB", default_value_t = agentlog_api::state::DEFAULT_SQLITE_MMAP_MIB)]
         sqlite_mmap_mib: u64,
-        /// The niceness of the websocket threads (-20 to 19; 0: as the process). Above 0, a
-        /// burst of subscription traffic yields the cores to requests: writers' latency falls,
-        /// subscribers' delivery latency rises. Below 0 needs CAP_SYS_NICE.
-        #[arg(long, env = "AGENTLOG_WEBSOCKET_NICE", default_value_t = 0, allow_negative_numbers = true,
+        /// How much nicer than the process the websocket threads run (-20 to 19; 0: as the
+        /// process). Above 0, a burst of subscription traffic yields the cores to requests:
+        /// writers' latency falls, subscribers' delivery latency rises. Below 0 needs
+        /// CAP_SYS_NICE.
+        #[arg(long, env = "AGENTLOG_WEBSOCKET_NICE", default_value_t = agentlog_api::state::DEFAULT_WEBSOCKET_NICE, allow_negative_numbers = true,
               value_parser = clap::value_parser!(i32).range(-20..=19))]
         websocket_nice: i32,
         /// Log a GraphQL request over HTTP that takes at least this many milliseconds (`warn`:

@@ -4,6 +4,9 @@
 //! and 1,000 `send` calls per event. On the runtime that serves requests a mutation arriving
 //! meanwhile waits in the same run queue behind all of them; on threads of their own, the
 //! operating system shares the cores between the two (RELIABILITY.md, "1,000 subscribers").
+//! They run nicer than the process (`--websocket-nice`, default 5), so a request goes before
+//! a burst of fan-out: an acknowledgement waits for nobody's delivery, and a delivery that
+//! waits is still delivered (each connection pulls its events).
 
 use std::{future::Future, sync::Arc};
 
@@ -25,8 +28,8 @@ struct Inner {
 }
 
 impl Sockets {
-    /// Start the runtime: a worker thread per core, named `agentlog-ws`, each at niceness
-    /// `nice` (0: as the process).
+    /// Start the runtime: a worker thread per core, named `agentlog-ws`, each `nice` steps
+    /// nicer than the process (0: as the process).
     pub fn start(nice: i32) -> std::io::Result<Self> {
         let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         let runtime = Builder::new_multi_thread()
@@ -49,18 +52,29 @@ impl Sockets {
     }
 }
 
-/// Set the calling thread's niceness (on Linux a thread has its own).
+/// Make the calling thread `nice` steps nicer than it is (on Linux a thread has its own
+/// niceness, inherited from the thread that made it), within -20..=19.
 fn set_nice(nice: i32) {
     if nice == 0 {
         return;
     }
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: `setpriority` takes plain integers; `who = 0` is the calling thread.
-        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, nice) };
+        // SAFETY: `getpriority` and `setpriority` take plain integers (`who = 0`: the calling
+        // thread); errno is the thread's own, cleared first because -1 is a valid niceness.
+        let (rc, current) = unsafe {
+            *libc::__errno_location() = 0;
+            let current = libc::getpriority(libc::PRIO_PROCESS as _, 0);
+            let error = *libc::__errno_location();
+            if current == -1 && error != 0 {
+                (-1, current)
+            } else {
+                (libc::setpriority(libc::PRIO_PROCESS as _, 0, (current + nice).clamp(-20, 19)), current)
+            }
+        };
         if rc != 0 {
             let error = std::io::Error::last_os_error();
-            tracing::warn!(nice, %error, "could not set the websocket threads' niceness; they run as the process does");
+            tracing::warn!(nice, current, %error, "could not set the websocket threads' niceness; they run as the process does");
         }
     }
     #[cfg(not(target_os = "linux"))]

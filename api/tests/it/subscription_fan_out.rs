@@ -1,7 +1,7 @@
 //! One event stream fanned out to many websockets of different owners at once: each socket
 //! gets exactly its owner's events, in order, none twice (several at a time, so the server
-//! writes them in batches), and an admin's socket gets every one of them. With
-//! `--websocket-nice`, the websocket threads (and only they) run at that niceness and still
+//! writes them in batches), and an admin's socket gets every one of them. The websocket threads
+//! (and only they) run `--websocket-nice` steps nicer than the process (5 by default) and still
 //! deliver; a niceness out of range is refused before anything starts.
 
 use crate::support;
@@ -105,20 +105,32 @@ fn nice_by_thread(pid: u32) -> Vec<(String, i64)> {
     out
 }
 
-async fn websocket_threads_run_at_their_niceness(db: Db) {
-    let s = Server::start_with(db, &["--websocket-nice", "7"]).await;
-    let threads = nice_by_thread(s.pid());
+/// The websocket threads' and the requests' niceness, each checked against the process's (the
+/// main thread's: a test runner may itself run nicer than 0).
+fn assert_niceness(pid: u32, steps: i64) {
+    let threads = nice_by_thread(pid);
+    let main = threads.iter().find(|(n, _)| n == "agentlog").map(|(_, v)| *v).expect("the main thread");
+    assert_niceness_in(&threads, (main + steps).clamp(-20, 19), main);
+}
+
+/// Every websocket thread at `expected`, every request thread at `main`.
+fn assert_niceness_in(threads: &[(String, i64)], expected: i64, main: i64) {
     let ws: Vec<i64> = threads.iter().filter(|(n, _)| n.starts_with("agentlog-ws")).map(|(_, v)| *v).collect();
     assert!(!ws.is_empty(), "the websocket runtime's threads: {threads:?}");
-    assert!(ws.iter().all(|n| *n == 7), "each websocket thread at 7: {threads:?}");
+    assert!(ws.iter().all(|n| *n == expected), "each websocket thread at {expected}: {threads:?}");
     let requests: Vec<i64> =
         threads.iter().filter(|(n, _)| n.starts_with("tokio-rt-worker")).map(|(_, v)| *v).collect();
     assert!(
-        !requests.is_empty() && requests.iter().all(|n| *n == 0),
-        "the requests' threads as the process: {threads:?}"
+        !requests.is_empty() && requests.iter().all(|n| *n == main),
+        "the requests' threads as the process ({main}): {threads:?}"
     );
+}
 
-    // They still deliver: a subscriber gets the event a request appends.
+async fn websocket_threads_run_at_their_niceness(db: Db) {
+    // By default 5 steps nicer than the process; `--websocket-nice 0`: as the process.
+    let s = Server::start(db).await;
+    assert_niceness(s.pid(), 5);
+    // They deliver: a subscriber gets the event a request appends.
     let token = s.user_token("ann").await;
     let head = s.data(Some(&token), "{ headPosition }", json!({})).await["headPosition"].as_i64().unwrap();
     let mut ws = Ws::connect(&s, &token, "graphql-transport-ws").await;
@@ -134,7 +146,37 @@ async fn websocket_threads_run_at_their_niceness(db: Db) {
         .unwrap();
     let got = read(&mut ws, 1).await;
     assert!(got[0].0 > head && got[0].0 <= at && got[0].1 == "ann", "{got:?} after {head}, up to {at}");
+    drop(ws);
+    let s = Server::start_with(s.stop(), &["--websocket-nice", "0"]).await;
+    assert_niceness(s.pid(), 0);
+    let s = Server::start_with(s.stop(), &["--websocket-nice", "7"]).await;
+    assert_niceness(s.pid(), 7);
     s.stop();
+
+    // Steps from the process's own niceness: a server started under `nice -n 3` runs them at 8.
+    let dir = std::env::temp_dir().join(format!("agentlog-nice-{}", uuid::Uuid::now_v7().simple()));
+    std::fs::create_dir_all(&dir).expect("data dir");
+    let mut child = std::process::Command::new("nice")
+        .args(["-n", "3", env!("CARGO_BIN_EXE_agentlog"), "serve", "--bind", "127.0.0.1:0", "--database"])
+        .arg(format!("sqlite:{}", dir.join("x.db").display()))
+        .arg("--data-dir")
+        .arg(&dir)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run agentlog under nice");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !nice_by_thread(child.id()).iter().any(|(n, _)| n.starts_with("agentlog-ws")) {
+        assert!(child.try_wait().expect("the server").is_none(), "the server under nice exited");
+        assert!(std::time::Instant::now() < deadline, "no websocket threads: {:?}", nice_by_thread(child.id()));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let threads = nice_by_thread(child.id());
+    let main = threads.iter().find(|(n, _)| n == "agentlog").map(|(_, v)| *v).expect("the main thread");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(main >= 3, "the process under nice -n 3: {threads:?}");
+    assert_niceness_in(&threads, (main + 5).clamp(-20, 19), main);
 
     // Out of range: refused by the command line, nothing started.
     let dir = std::env::temp_dir().join(format!("agentlog-nice-{}", uuid::Uuid::now_v7().simple()));
