@@ -277,7 +277,7 @@ impl fmt::Display for Report {
             let errors: Vec<String> = o.errors.iter().map(|(c, n)| format!("{c} {n}")).collect();
             writeln!(
                 f,
-                "{op:<22} {:>8} {:>8.1} {:>9.1} {:>9.1} {:>9.1} {:>7}  {}",
+                "{op:<22} {:>8} {:>8.1} {:>9.2} {:>9.2} {:>9.1} {:>7}  {}",
                 o.acknowledged,
                 o.per_second,
                 o.p50_ms,
@@ -290,7 +290,7 @@ impl fmt::Display for Report {
         let all = &self.all_mutations;
         writeln!(
             f,
-            "{:<22} {:>8} {:>8.1} {:>9.1} {:>9.1} {:>9.1}",
+            "{:<22} {:>8} {:>8.1} {:>9.2} {:>9.2} {:>9.1}",
             "(all mutations)",
             all.count,
             all.count as f64 / secs.max(1e-9),
