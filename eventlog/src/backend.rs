@@ -53,20 +53,14 @@ pub(crate) trait Backend: Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<RecordedEvent>, EventLogError>> + Send;
 
-    /// [`read_all`](Self::read_all) with each payload as its stored JSON text. By default the
-    /// parsed payloads written back as text; a backend that holds the text hands it out.
+    /// [`read_all`](Self::read_all) with each payload as its stored JSON text.
     fn read_all_unparsed(
         &self,
         after: i64,
         up_to: Option<i64>,
         filter: &EventFilter,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<UnparsedEvent>, EventLogError>> + Send {
-        async move {
-            let events = self.read_all(after, up_to, filter, limit).await?;
-            Ok(events.into_iter().map(UnparsedEvent::from_parsed).collect())
-        }
-    }
+    ) -> impl Future<Output = Result<Vec<UnparsedEvent>, EventLogError>> + Send;
 
     /// The last `limit` events with `after < position < before` that pass `filter`, newest first.
     fn read_all_back(

@@ -107,8 +107,7 @@ pub trait EventStore: Send + Sync {
     ) -> Result<Vec<RecordedEvent>, EventLogError>;
 
     /// [`read_all`](Self::read_all) with each payload as its stored JSON text, for a reader
-    /// that decodes payloads itself (a rebuild). A store that parses payloads anyway
-    /// (PostgreSQL) writes them back as text.
+    /// that decodes payloads itself (a rebuild): no `serde_json::Value` is built for it.
     async fn read_all_unparsed(
         &self,
         after: i64,

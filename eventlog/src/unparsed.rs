@@ -14,13 +14,6 @@ pub struct UnparsedEvent {
 }
 
 impl UnparsedEvent {
-    /// An event read with its payload parsed, its payload turned back into text (for a store
-    /// that cannot hand out the stored text).
-    pub fn from_parsed(mut event: RecordedEvent) -> Self {
-        let payload = std::mem::take(&mut event.payload).to_string();
-        Self { event, payload }
-    }
-
     /// The event with its payload parsed; an invalid one is the log's corruption.
     pub fn parsed(self) -> Result<RecordedEvent, crate::error::EventLogError> {
         let mut event = self.event;
