@@ -17,7 +17,7 @@ use agentlog_domain::envelope::RecordedEvent;
 use chrono::{DateTime, Utc};
 use sqlx::{
     Connection, Executor, PgConnection, PgPool, Postgres, QueryBuilder, Row,
-    postgres::{PgConnectOptions, PgListener, PgPoolOptions},
+    postgres::{PgConnectOptions, PgListener, PgPoolOptions, PgRow},
     types::Json,
 };
 use tokio::{
@@ -136,6 +136,27 @@ pub(crate) struct PgBackend {
     pool: PgPool,
     connect: PgConnectOptions,
     listen: bool,
+}
+
+impl PgBackend {
+    /// The rows of the events after `after` (up to `up_to`) that pass `filter`, in log order, at
+    /// most `limit`.
+    async fn forward(
+        &self,
+        after: i64,
+        up_to: Option<i64>,
+        filter: &EventFilter,
+        limit: usize,
+    ) -> Result<Vec<PgRow>, EventLogError> {
+        let mut q = QueryBuilder::<Postgres>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
+        q.push_bind(after);
+        if let Some(up_to) = up_to {
+            q.push(" AND position <= ").push_bind(up_to);
+        }
+        push_filter(&mut q, filter);
+        q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
+        q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))
+    }
 }
 
 /// The stored events with these ids and the current versions of these streams, in one round trip.
@@ -493,12 +514,7 @@ impl Backend for PgBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
-        let rows = forward(after, up_to, filter, limit)
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(EventLogError::db("reading the log"))?;
-        rows.iter().map(decode_row).collect()
+        self.forward(after, up_to, filter, limit).await?.iter().map(decode_row).collect()
     }
 
     async fn read_all_unparsed(
@@ -508,12 +524,7 @@ impl Backend for PgBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<UnparsedEvent>, EventLogError> {
-        let rows = forward(after, up_to, filter, limit)
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(EventLogError::db("reading the log"))?;
-        rows.iter().map(unparsed_row).collect()
+        self.forward(after, up_to, filter, limit).await?.iter().map(unparsed_row).collect()
     }
 
     async fn read_all_back(
@@ -659,18 +670,6 @@ async fn run_listener(pool: PgPool, wake: Arc<Notify>) {
             }
         }
     }
-}
-
-/// The events after `after` (up to `up_to`) that pass `filter`, in log order, at most `limit`.
-fn forward(after: i64, up_to: Option<i64>, filter: &EventFilter, limit: usize) -> QueryBuilder<'static, Postgres> {
-    let mut q = QueryBuilder::<Postgres>::new(format!("SELECT {COLUMNS} FROM events WHERE position > "));
-    q.push_bind(after);
-    if let Some(up_to) = up_to {
-        q.push(" AND position <= ").push_bind(up_to);
-    }
-    push_filter(&mut q, filter);
-    q.push(" ORDER BY position LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
-    q
 }
 
 /// The `AND …` conditions of a log filter.
