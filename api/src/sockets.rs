@@ -62,15 +62,16 @@ fn set_nice(nice: i32) {
     {
         // SAFETY: `getpriority` and `setpriority` take plain integers (`who = 0`: the calling
         // thread); errno is the thread's own, cleared first because -1 is a valid niceness.
-        let (rc, current) = unsafe {
+        let current = unsafe {
             *libc::__errno_location() = 0;
-            let current = libc::getpriority(libc::PRIO_PROCESS as _, 0);
-            let error = *libc::__errno_location();
-            if current == -1 && error != 0 {
-                (-1, current)
-            } else {
-                (libc::setpriority(libc::PRIO_PROCESS as _, 0, (current + nice).clamp(-20, 19)), current)
-            }
+            libc::getpriority(libc::PRIO_PROCESS as _, 0)
+        };
+        let unknown = current == -1 && std::io::Error::last_os_error().raw_os_error() != Some(0);
+        // SAFETY: as above.
+        let rc = if unknown {
+            -1
+        } else {
+            unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, (current + nice).clamp(-20, 19)) }
         };
         if rc != 0 {
             let error = std::io::Error::last_os_error();

@@ -105,16 +105,11 @@ fn nice_by_thread(pid: u32) -> Vec<(String, i64)> {
     out
 }
 
-/// The websocket threads' and the requests' niceness, each checked against the process's (the
-/// main thread's: a test runner may itself run nicer than 0).
-fn assert_niceness(pid: u32, steps: i64) {
-    let threads = nice_by_thread(pid);
+/// The websocket threads `steps` nicer than the process (its main thread: a test runner may
+/// itself run nicer than 0), the requests' threads as the process; the process's niceness.
+fn assert_niceness(threads: &[(String, i64)], steps: i64) -> i64 {
     let main = threads.iter().find(|(n, _)| n == "agentlog").map(|(_, v)| *v).expect("the main thread");
-    assert_niceness_in(&threads, (main + steps).clamp(-20, 19), main);
-}
-
-/// Every websocket thread at `expected`, every request thread at `main`.
-fn assert_niceness_in(threads: &[(String, i64)], expected: i64, main: i64) {
+    let expected = (main + steps).clamp(-20, 19);
     let ws: Vec<i64> = threads.iter().filter(|(n, _)| n.starts_with("agentlog-ws")).map(|(_, v)| *v).collect();
     assert!(!ws.is_empty(), "the websocket runtime's threads: {threads:?}");
     assert!(ws.iter().all(|n| *n == expected), "each websocket thread at {expected}: {threads:?}");
@@ -124,12 +119,13 @@ fn assert_niceness_in(threads: &[(String, i64)], expected: i64, main: i64) {
         !requests.is_empty() && requests.iter().all(|n| *n == main),
         "the requests' threads as the process ({main}): {threads:?}"
     );
+    main
 }
 
 async fn websocket_threads_run_at_their_niceness(db: Db) {
     // By default 5 steps nicer than the process; `--websocket-nice 0`: as the process.
     let s = Server::start(db).await;
-    assert_niceness(s.pid(), 5);
+    assert_niceness(&nice_by_thread(s.pid()), 5);
     // They deliver: a subscriber gets the event a request appends.
     let token = s.user_token("ann").await;
     let head = s.data(Some(&token), "{ headPosition }", json!({})).await["headPosition"].as_i64().unwrap();
@@ -148,9 +144,9 @@ async fn websocket_threads_run_at_their_niceness(db: Db) {
     assert!(got[0].0 > head && got[0].0 <= at && got[0].1 == "ann", "{got:?} after {head}, up to {at}");
     drop(ws);
     let s = Server::start_with(s.stop(), &["--websocket-nice", "0"]).await;
-    assert_niceness(s.pid(), 0);
+    assert_niceness(&nice_by_thread(s.pid()), 0);
     let s = Server::start_with(s.stop(), &["--websocket-nice", "7"]).await;
-    assert_niceness(s.pid(), 7);
+    assert_niceness(&nice_by_thread(s.pid()), 7);
     s.stop();
 
     // Steps from the process's own niceness: a server started under `nice -n 3` runs them at 8.
@@ -171,12 +167,11 @@ async fn websocket_threads_run_at_their_niceness(db: Db) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let threads = nice_by_thread(child.id());
-    let main = threads.iter().find(|(n, _)| n == "agentlog").map(|(_, v)| *v).expect("the main thread");
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
+    let main = assert_niceness(&threads, 5);
     assert!(main >= 3, "the process under nice -n 3: {threads:?}");
-    assert_niceness_in(&threads, (main + 5).clamp(-20, 19), main);
 
     // Out of range: refused by the command line, nothing started.
     let dir = std::env::temp_dir().join(format!("agentlog-nice-{}", uuid::Uuid::now_v7().simple()));
