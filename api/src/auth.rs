@@ -281,15 +281,26 @@ impl Tokens {
     }
 
     /// On a first start (no admin token), create one and write it to `dir/agentlog-admin-token`
-    /// (mode 0600). Returns the file's path when it did.
+    /// (mode 0600; `dir` made when missing). Returns the file's path when it did; when the
+    /// secret cannot be written, the token is taken back and the start fails.
     pub async fn bootstrap_admin(&self, dir: &Path) -> Result<Option<PathBuf>, ApiError> {
         if self.has_admin().await? {
             return Ok(None);
         }
+        // The directory before the token: an admin token whose secret was never written would
+        // stop every later start from writing one.
+        std::fs::create_dir_all(dir).map_err(|e| ApiError::Internal(format!("creating {}: {e}", dir.display())))?;
         let token = self.create("admin", Role::Admin, "bootstrap").await?;
         let path = dir.join("agentlog-admin-token");
-        write_secret(&path, &token.secret)
-            .map_err(|e| ApiError::Internal(format!("writing {}: {e}", path.display())))?;
+        if let Err(e) = write_secret(&path, &token.secret) {
+            // No one holds this secret: take the token back, so the next start writes one.
+            if let Err(d) =
+                self.db.execute("DELETE FROM api_tokens WHERE token_id = $1", &[token.token_id.as_str().into()]).await
+            {
+                tracing::error!(error = %d, token_id = %token.token_id, "could not remove the unwritten admin token; revoke it");
+            }
+            return Err(ApiError::Internal(format!("writing {}: {e}", path.display())));
+        }
         Ok(Some(path))
     }
 }

@@ -38,7 +38,7 @@ enum Command {
         /// Address to listen on.
         #[arg(long, env = "AGENTLOG_BIND", default_value = "127.0.0.1:8080")]
         bind: SocketAddr,
-        /// Where the first admin token is written.
+        /// Where the first admin token is written (made when missing).
         #[arg(long, env = "AGENTLOG_DATA_DIR", default_value = ".")]
         data_dir: PathBuf,
         /// Most subscriptions open at once on this instance (all kinds together); one more is

@@ -465,7 +465,62 @@ async fn one_user_at_a_cap_leaves_others_theirs(db: Db) {
     s.stop();
 }
 
+/// `agentlog serve` on `db` with `data_dir`, expected to fail at start: its log.
+fn failed_start(db: &Db, data_dir: &std::path::Path) -> String {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--database", &db.url(), "--data-dir"])
+        .arg(data_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agentlog");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the server started with data directory {}", data_dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut log).expect("read the log");
+    assert!(!status.success(), "{log}");
+    log
+}
+
+/// A first start that cannot write its admin token leaves no admin token behind (one whose
+/// secret no one holds would stop every later start from writing one), and a data directory
+/// that does not exist yet is made.
+async fn the_first_admin_token_is_written_or_not_created(db: Db) {
+    let root = std::env::temp_dir().join(format!("agentlog-first-admin-{}", uuid::Uuid::now_v7().simple()));
+    std::fs::create_dir_all(&root).expect("root");
+    // The directory cannot be made: a file where its parent should be.
+    std::fs::write(root.join("file"), "x").expect("file");
+    let log = failed_start(&db, &root.join("file").join("data"));
+    assert!(log.contains("creating"), "{log}");
+    // The secret cannot be written: a directory where the token's file goes.
+    let blocked = root.join("blocked");
+    std::fs::create_dir_all(blocked.join("agentlog-admin-token").join("in-the-way")).expect("blocking dir");
+    let log = failed_start(&db, &blocked);
+    assert!(log.contains("writing"), "{log}");
+    // A directory two levels from any that exists: made, and the token is in it.
+    let fresh = root.join("new").join("data");
+    let s = Server::start_in(db, fresh.clone()).await;
+    assert!(!s.admin_token.is_empty(), "no admin token written: the failed starts left one behind");
+    #[cfg(unix)]
+    assert_eq!(mode(&fresh.join("agentlog-admin-token")), 0o600);
+    let d = s.data(Some(&s.admin_token), "{ tokens { userId role } }", json!({})).await;
+    assert_eq!(d["tokens"], json!([{"userId": "admin", "role": "admin"}]), "{d}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 both!(
+    the_first_admin_token_is_written_or_not_created as the_first_admin_token_is_written_or_not_created,
     expensive_fields_are_priced_for_their_work as expensive_fields_are_priced_for_their_work,
     answers_are_bounded_in_size_and_queries_in_time as answers_are_bounded_in_size_and_queries_in_time,
     one_user_at_a_cap_leaves_others_theirs as one_user_at_a_cap_leaves_others_theirs,
