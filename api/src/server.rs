@@ -109,6 +109,10 @@ fn redact(url: &str) -> String {
 
 /// Serve until a shutdown signal.
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    // The address first: a start that cannot listen (the port taken) writes nothing — no new
+    // database, no admin token. Connections made before serving wait in the backlog.
+    let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
     let state = open_app(&config.database, config.settings.clone(), config.limits.clone()).await?;
     match state.tokens.bootstrap_admin(&config.data_dir).await {
         Ok(Some(path)) => tracing::warn!(
@@ -124,8 +128,6 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     if registered > 0 {
         tracing::info!(registered, "registered the built-in agents");
     }
-    let listener = TcpListener::bind(config.bind).await.with_context(|| format!("binding {}", config.bind))?;
-    let addr = listener.local_addr().context("reading the bound address")?;
     // Every write goes out at once: a subscription's frames are small and come one after another
     // without an answer from the client, which Nagle's algorithm would hold back until the
     // client's (delayed) acknowledgement of the one before.

@@ -465,11 +465,11 @@ async fn one_user_at_a_cap_leaves_others_theirs(db: Db) {
     s.stop();
 }
 
-/// `agentlog serve` on `db` with `data_dir`, expected to fail at start: its log.
-fn failed_start(db: &Db, data_dir: &std::path::Path) -> String {
+/// `agentlog serve` on `db` with `data_dir`, listening on `bind`, expected to fail at start: its log.
+fn failed_start(db: &Db, data_dir: &std::path::Path, bind: &str) -> String {
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentlog"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--database", &db.url(), "--data-dir"])
+        .args(["serve", "--bind", bind, "--database", &db.url(), "--data-dir"])
         .arg(data_dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -500,12 +500,12 @@ async fn the_first_admin_token_is_written_or_not_created(db: Db) {
     std::fs::create_dir_all(&root).expect("root");
     // The directory cannot be made: a file where its parent should be.
     std::fs::write(root.join("file"), "x").expect("file");
-    let log = failed_start(&db, &root.join("file").join("data"));
+    let log = failed_start(&db, &root.join("file").join("data"), "127.0.0.1:0");
     assert!(log.contains("creating"), "{log}");
     // The secret cannot be written: a directory where the token's file goes.
     let blocked = root.join("blocked");
     std::fs::create_dir_all(blocked.join("agentlog-admin-token").join("in-the-way")).expect("blocking dir");
-    let log = failed_start(&db, &blocked);
+    let log = failed_start(&db, &blocked, "127.0.0.1:0");
     assert!(log.contains("writing"), "{log}");
     // A directory two levels from any that exists: made, and the token is in it.
     let fresh = root.join("new").join("data");
@@ -519,7 +519,33 @@ async fn the_first_admin_token_is_written_or_not_created(db: Db) {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A start that cannot listen (its port taken) writes nothing: no database, no data
+/// directory, no admin token.
+async fn a_start_that_cannot_listen_writes_nothing(db: Db) {
+    let holder = Server::start(Db::sqlite()).await;
+    let taken = holder.base.trim_start_matches("http://").to_string();
+    let dir = std::env::temp_dir().join(format!("agentlog-no-listen-{}", uuid::Uuid::now_v7().simple()));
+    let log = failed_start(&db, &dir, &taken);
+    assert!(log.contains("binding"), "{log}");
+    assert!(!dir.exists(), "the data directory was made");
+    match &db {
+        Db::Sqlite(file) => assert!(!file.path.exists(), "the database file was made"),
+        Db::Postgres(pg) => {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&pg.url).await.expect("connect");
+            let tables: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema()")
+                .fetch_one(&mut conn)
+                .await
+                .expect("count tables");
+            assert_eq!(tables, 0, "the database was migrated");
+        }
+        Db::Shared(_) => unreachable!("a fresh database"),
+    }
+    drop(holder);
+}
+
 both!(
+    a_start_that_cannot_listen_writes_nothing as a_start_that_cannot_listen_writes_nothing,
     the_first_admin_token_is_written_or_not_created as the_first_admin_token_is_written_or_not_created,
     expensive_fields_are_priced_for_their_work as expensive_fields_are_priced_for_their_work,
     answers_are_bounded_in_size_and_queries_in_time as answers_are_bounded_in_size_and_queries_in_time,
