@@ -154,6 +154,24 @@ enum TokenCommand {
         #[arg(long, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
         database: String,
     },
+    /// List tokens, newest first: ids, names, owners, roles, times; never secrets.
+    List {
+        /// Only this user's tokens.
+        #[arg(long)]
+        user: Option<String>,
+        /// The database.
+        #[arg(long, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
+        database: String,
+    },
+    /// Revoke a token at once: requests with it are refused; servers close its websockets
+    /// within seconds. Fails when there is no live token of that id.
+    Revoke {
+        /// Its id (`token list`).
+        token_id: String,
+        /// The database.
+        #[arg(long, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
+        database: String,
+    },
 }
 
 #[tokio::main]
@@ -232,14 +250,64 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", agentlog_api::graphql::sdl());
             Ok(())
         }
-        Command::Token { command: TokenCommand::Create { user, admin, name, database } } => {
-            let app = open_app(&database, Settings::default(), ApiLimits::default()).await?;
-            let role = if admin { Role::Admin } else { Role::User };
-            let token = Tokens::new(app.db.clone()).create(&user, role, &name).await.map_err(anyhow::Error::from)?;
-            println!("{}", token.secret);
-            app.runner.stop().await;
-            app.store.close().await;
-            Ok(())
-        }
+        Command::Token { command } => token_command(command).await,
     }
+}
+
+/// `agentlog token …`: on the database directly, as the server would.
+async fn token_command(command: TokenCommand) -> anyhow::Result<()> {
+    let database = match &command {
+        TokenCommand::Create { database, .. }
+        | TokenCommand::List { database, .. }
+        | TokenCommand::Revoke { database, .. } => database.clone(),
+    };
+    let app = open_app(&database, Settings::default(), ApiLimits::default()).await?;
+    let tokens = Tokens::new(app.db.clone());
+    let done = match command {
+        TokenCommand::Create { user, admin, name, .. } => {
+            let role = if admin { Role::Admin } else { Role::User };
+            tokens
+                .create(&user, role, &name)
+                .await
+                .map(|token| println!("{}", token.secret))
+                .map_err(anyhow::Error::from)
+        }
+        TokenCommand::List { user, .. } => {
+            tokens.list(user.as_deref()).await.map(|list| print!("{}", token_table(&list))).map_err(anyhow::Error::from)
+        }
+        TokenCommand::Revoke { token_id, .. } => match tokens.revoke(&token_id, None).await {
+            Ok(true) => {
+                println!("revoked {token_id}");
+                Ok(())
+            }
+            Ok(false) => Err(anyhow::anyhow!("no live token {token_id}")),
+            Err(e) => Err(e.into()),
+        },
+    };
+    app.runner.stop().await;
+    app.store.close().await;
+    done
+}
+
+/// Tokens as a table, one per line, tab-separated under a header (times to the second, UTC).
+fn token_table(list: &[agentlog_api::auth::TokenInfo]) -> String {
+    let time = |t: Option<chrono::DateTime<chrono::Utc>>| {
+        t.map_or("-".to_string(), |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+    };
+    // Names and user ids come from users: a tab or a line break in one must not forge a column or a row.
+    let cell = |s: &str| s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
+    let mut out = String::from("TOKEN ID\tNAME\tUSER\tROLE\tCREATED\tLAST USED\tREVOKED\n");
+    for t in list {
+        let role = if t.admin { "admin" } else { "user" };
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{role}\t{}\t{}\t{}\n",
+            t.token_id,
+            cell(&t.name),
+            cell(&t.user_id),
+            time(Some(t.created_at)),
+            time(t.last_used_at),
+            time(t.revoked_at)
+        ));
+    }
+    out
 }

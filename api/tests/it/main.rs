@@ -65,6 +65,7 @@ mod subagents;
 mod subscription_cap;
 mod subscription_fan_out;
 mod tasks_flow;
+mod token_cli;
 mod units;
 mod unwritable_log;
 mod wal_checkpoints;

@@ -1,0 +1,81 @@
+//! `agentlog token create | list | revoke`, run on the database of a live server, as an operator
+//! does when the only admin token is lost or leaked: a token made by the CLI is accepted, the
+//! list names every token without a secret, and a revocation takes effect at the server's next
+//! request.
+
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::support::{Db, Server, error_code};
+
+/// `agentlog token …args --database url`: its status and standard output and error.
+fn token_cli(url: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .arg("token")
+        .args(args)
+        .args(["--database", url])
+        .output()
+        .expect("run agentlog token");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn the_token_cli_creates_lists_and_revokes(db: Db) {
+    let s = Server::start(db).await;
+    let url = s.db.url();
+    // A user token from the CLI, then an admin one (the way back when the admin token is lost).
+    let (ok, secret, err) = token_cli(&url, &["create", "--user", "alice", "--name", "laptop\tforged"]);
+    assert!(ok, "{err}");
+    let alice = secret.trim().to_string();
+    let (ok, secret, err) = token_cli(&url, &["create", "--user", "ops", "--admin", "--name", "recovery"]);
+    assert!(ok, "{err}");
+    let ops = secret.trim().to_string();
+    let who = s.data(Some(&alice), "{ tokens { userId role name } }", json!({})).await;
+    assert_eq!(who["tokens"], json!([{"userId": "alice", "role": "user", "name": "laptop\tforged"}]));
+    let all = s.data(Some(&ops), "{ tokens { tokenId userId role } }", json!({})).await;
+    let alice_id = all["tokens"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["userId"] == "alice"))
+        .and_then(|t| t["tokenId"].as_str())
+        .expect("alice's token listed")
+        .to_string();
+
+    // The list: a header and one row per token, newest first; ids, never secrets; a tab in a
+    // name cannot forge a column.
+    let (ok, table, err) = token_cli(&url, &["list"]);
+    assert!(ok, "{err}");
+    let rows: Vec<Vec<&str>> = table.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows[0], ["TOKEN ID", "NAME", "USER", "ROLE", "CREATED", "LAST USED", "REVOKED"]);
+    assert_eq!(rows.len(), 4, "{table}");
+    assert!(rows.iter().all(|r| r.len() == 7), "{table}");
+    assert_eq!((rows[1][2], rows[1][3], rows[1][1]), ("ops", "admin", "recovery"));
+    assert_eq!((rows[2][0], rows[2][1], rows[2][2], rows[2][6]), (alice_id.as_str(), "laptop forged", "alice", "-"));
+    assert_eq!(rows[3][2], "admin");
+    for secret in [&alice, &ops, &s.admin_token] {
+        assert!(!table.contains(secret.as_str()), "a secret in the list");
+    }
+    let (ok, table, err) = token_cli(&url, &["list", "--user", "alice"]);
+    assert!(ok, "{err}");
+    assert_eq!(table.lines().count(), 2, "{table}");
+
+    // Revoked from the CLI: refused at the server's next request, shown revoked; again: an error.
+    let (ok, out, err) = token_cli(&url, &["revoke", &alice_id]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("revoked {alice_id}"));
+    let r = s.gql(Some(&alice), "{ tokens { tokenId } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("UNAUTHENTICATED"), "{r}");
+    let (_, table, _) = token_cli(&url, &["list", "--user", "alice"]);
+    assert_ne!(table.lines().nth(1).and_then(|l| l.split('\t').nth(6)), Some("-"), "{table}");
+    let (ok, _, err) = token_cli(&url, &["revoke", &alice_id]);
+    assert!(!ok);
+    assert!(err.contains(&format!("no live token {alice_id}")), "{err}");
+    // The others still work.
+    s.data(Some(&ops), "{ headPosition }", json!({})).await;
+    s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await;
+}
+
+both!(the_token_cli_creates_lists_and_revokes as the_token_cli_creates_lists_and_revokes);
