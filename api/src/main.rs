@@ -261,6 +261,14 @@ async fn token_command(command: TokenCommand) -> anyhow::Result<()> {
         | TokenCommand::List { database, .. }
         | TokenCommand::Revoke { database, .. } => database.clone(),
     };
+    // Only `create` may start a log (before a first `serve`, as scripts do); a mistyped path
+    // to list or revoke on must not leave an empty one behind.
+    if !matches!(command, TokenCommand::Create { .. })
+        && let Some(path) = agentlog_eventlog::sqlite_path(&database)
+        && !std::path::Path::new(path).exists()
+    {
+        anyhow::bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
+    }
     let app = open_app(&database, Settings::default(), ApiLimits::default()).await?;
     let tokens = Tokens::new(app.db.clone());
     let done = match command {

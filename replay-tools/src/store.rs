@@ -4,7 +4,7 @@
 use std::{path::Path, sync::Arc, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, open_store};
+use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, open_store, sqlite_path};
 use anyhow::{Context, bail};
 
 /// Events per read: large enough to amortise a query, small enough to bound memory.
@@ -59,16 +59,6 @@ pub async fn open_with_options(
         bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
-}
-
-/// The file of a SQLite URL or path (`None` for PostgreSQL and in-memory databases).
-pub fn sqlite_path(url: &str) -> Option<&str> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return None;
-    }
-    let path = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
-    let path = path.split('?').next().unwrap_or(path);
-    (!path.is_empty() && path != ":memory:").then_some(path)
 }
 
 /// The URL without its password, for messages.
@@ -152,12 +142,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sqlite_paths_and_redaction() {
-        assert_eq!(sqlite_path("sqlite:agentlog.db"), Some("agentlog.db"));
-        assert_eq!(sqlite_path("sqlite:///tmp/a.db?mode=rwc"), Some("/tmp/a.db"));
-        assert_eq!(sqlite_path("/tmp/a.db"), Some("/tmp/a.db"));
-        assert_eq!(sqlite_path("postgres://u@h/db"), None);
-        assert_eq!(sqlite_path("sqlite::memory:"), None);
+    fn redaction() {
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
     }

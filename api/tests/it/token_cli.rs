@@ -73,6 +73,13 @@ async fn the_token_cli_creates_lists_and_revokes(db: Db) {
     let (ok, _, err) = token_cli(&url, &["revoke", &alice_id]);
     assert!(!ok);
     assert!(err.contains(&format!("no live token {alice_id}")), "{err}");
+    // Listing or revoking on a log that does not exist refuses and leaves no file behind.
+    let missing = std::env::temp_dir().join(format!("agentlog-no-log-{}.db", uuid::Uuid::now_v7().simple()));
+    for args in [&["list"][..], &["revoke", &alice_id][..]] {
+        let (ok, _, err) = token_cli(&format!("sqlite:{}", missing.display()), args);
+        assert!(!ok && err.contains("no log at"), "{err}");
+        assert!(!missing.exists(), "{args:?} made a log");
+    }
     // The others still work.
     s.data(Some(&ops), "{ headPosition }", json!({})).await;
     s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await;
