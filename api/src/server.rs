@@ -68,8 +68,9 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         sqlite_background_checkpoint: Some(SQLITE_CHECKPOINT_EVERY),
         ..StoreOptions::default()
     };
-    let store =
-        open_store(database, options).await.with_context(|| format!("opening the log at {}", redact(database)))?;
+    let store = open_store(database, options)
+        .await
+        .with_context(|| format!("opening the log at {}", agentlog_eventlog::redact(database)))?;
     let db = ReadDb::from(store.database());
     let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
     runner.start().await.context("starting the projections")?;
@@ -98,13 +99,6 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         sockets: crate::sockets::Sockets::start(websocket_nice).context("starting the websockets' runtime")?,
         parsed: Arc::default(),
     })
-}
-
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}***{}", &url[..s + 3], &url[at..]),
-        _ => url.to_string(),
-    }
 }
 
 /// Serve until a shutdown signal.

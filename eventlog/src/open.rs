@@ -15,7 +15,7 @@ pub async fn open_store(url: &str, options: StoreOptions) -> Result<Arc<dyn Even
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(Arc::new(PostgresEventStore::connect(url, options).await?))
     } else if url.contains("://") && !url.starts_with("sqlite://") {
-        Err(EventLogError::UnsupportedUrl(crate::postgres::redact(url)))
+        Err(EventLogError::UnsupportedUrl(redact(url)))
     } else {
         Ok(Arc::new(SqliteEventStore::open(url, options).await?))
     }
@@ -32,9 +32,51 @@ pub fn sqlite_path(url: &str) -> Option<&str> {
     (!path.is_empty() && path != ":memory:").then_some(path)
 }
 
+/// `url` for messages and logs: a password, in its authority (`user:password@`) or in a
+/// `password=` parameter, as `***`; the rest (user, host, database) as given.
+pub fn redact(url: &str) -> String {
+    let (head, query) = match url.find('?') {
+        Some(q) => (&url[..q], Some(&url[q + 1..])),
+        None => (url, None),
+    };
+    let mut out = match head.find("://") {
+        Some(scheme) => {
+            let rest = &head[scheme + 3..];
+            let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+            match authority.rfind('@').and_then(|at| authority[..at].find(':').map(|colon| (colon, at))) {
+                Some((colon, at)) => format!("{}{}:***{}", &head[..scheme + 3], &authority[..colon], &rest[at..]),
+                None => head.to_string(),
+            }
+        }
+        None => head.to_string(),
+    };
+    if let Some(query) = query {
+        let params: Vec<&str> = query
+            .split('&')
+            .map(|p| if p.len() >= 9 && p[..9].eq_ignore_ascii_case("password=") { "password=***" } else { p })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::sqlite_path;
+    use super::{redact, sqlite_path};
+
+    #[test]
+    fn redact_hides_passwords_only() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact("postgres://h/db?user=u&Password=secret&sslmode=require"),
+            "postgres://h/db?user=u&password=***&sslmode=require"
+        );
+        assert_eq!(redact("postgres://h/db?application_name=a@b:c"), "postgres://h/db?application_name=a@b:c");
+        assert_eq!(redact("sqlite:agentlog.db"), "sqlite:agentlog.db");
+    }
 
     #[test]
     fn sqlite_paths() {

@@ -134,7 +134,7 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     if head > 0 {
         bail!(
             "the log at {} already has events (head {head}); generate fills only an empty log",
-            store::redact(&global.database)
+            agentlog_eventlog::redact(&global.database)
         );
     }
     let started = Instant::now();

@@ -4,7 +4,7 @@
 use std::{path::Path, sync::Arc, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, open_store, sqlite_path};
+use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, open_store, redact, sqlite_path};
 use anyhow::{Context, bail};
 
 /// Events per read: large enough to amortise a query, small enough to bound memory.
@@ -59,17 +59,6 @@ pub async fn open_with_options(
         bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
-}
-
-/// The URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => match url[s + 3..at].find(':') {
-            Some(colon) => format!("{}:***{}", &url[..s + 3 + colon], &url[at..]),
-            None => url.to_string(),
-        },
-        _ => url.to_string(),
-    }
 }
 
 /// Every event of one stream, in version order.
@@ -135,15 +124,4 @@ pub async fn read_all(
     })
     .await?;
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redaction() {
-        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
-        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
-    }
 }

@@ -346,7 +346,7 @@ pub async fn copy_log(from: &dyn EventStore, to: &dyn EventStore, json: bool) ->
 /// Run `copy`.
 pub async fn copy(global: &Global, args: &CopyArgs) -> anyhow::Result<ExitCode> {
     if args.from == args.to {
-        bail!("copy needs two different logs; both are {}", store::redact(&args.from));
+        bail!("copy needs two different logs; both are {}", agentlog_eventlog::redact(&args.from));
     }
     let from = store::open(&args.from, store::Create::No).await.context("the source")?;
     let to = match store::open(&args.to, store::Create::Yes).await.context("the target") {

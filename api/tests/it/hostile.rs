@@ -544,6 +544,30 @@ async fn a_start_that_cannot_listen_writes_nothing(db: Db) {
     drop(holder);
 }
 
+/// A database URL's password, in its authority or as a `password=` parameter, never reaches
+/// the log or an error message, whichever command failed to open it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_passwords_stay_out_of_messages() {
+    let url = "postgres://agentlog:hunter2@127.0.0.1:1/x?sslmode=disable&password=hunter3";
+    let dir = std::env::temp_dir().join(format!("agentlog-redact-{}", uuid::Uuid::now_v7().simple()));
+    for args in [
+        vec!["serve", "--bind", "127.0.0.1:0", "--data-dir", dir.to_str().expect("a UTF-8 path"), "--database", url],
+        vec!["token", "list", "--database", url],
+        vec!["token", "create", "--user", "u", "--database", url],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+            .args(&args)
+            .env("AGENTLOG_LOG", "debug")
+            .output()
+            .expect("run agentlog");
+        let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{args:?}: {log}");
+        assert!(!log.contains("hunter"), "{args:?} showed a password: {log}");
+        assert!(log.contains("postgres://agentlog:***@127.0.0.1:1/x?sslmode=disable&password=***"), "{args:?}: {log}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 both!(
     a_start_that_cannot_listen_writes_nothing as a_start_that_cannot_listen_writes_nothing,
     the_first_admin_token_is_written_or_not_created as the_first_admin_token_is_written_or_not_created,

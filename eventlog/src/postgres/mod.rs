@@ -65,7 +65,8 @@ impl_event_store!(PostgresEventStore, BackendKind::Postgres);
 impl PostgresEventStore {
     /// Connect (and migrate, unless told not to) to `url` (`postgres://…`).
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Self, EventLogError> {
-        let connect = PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(redact(url)))?;
+        let connect =
+            PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(crate::open::redact(url)))?;
         if options.migrate {
             // On a connection of its own: a migration may take longer than a statement may.
             let mut conn =
@@ -114,20 +115,6 @@ impl PostgresEventStore {
 
     fn database_pool(&self) -> crate::store::DatabasePool {
         crate::store::DatabasePool::Postgres(self.core.backend.pool.clone())
-    }
-}
-
-/// The URL without its password, for error messages.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            match creds.find(':') {
-                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &creds[..colon], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
     }
 }
 
@@ -693,11 +680,5 @@ mod tests {
     #[test]
     fn the_begin_statement_takes_the_append_lock() {
         assert!(super::BEGIN_AND_LOCK.contains(&super::APPEND_LOCK.to_string()));
-    }
-
-    #[test]
-    fn redact_hides_the_password_only() {
-        assert_eq!(super::redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
-        assert_eq!(super::redact("postgres://u@h/db"), "postgres://u@h/db");
     }
 }
