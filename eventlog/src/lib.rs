@@ -35,6 +35,7 @@ mod tail;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod unparsed;
+mod url;
 mod validate;
 mod writer;
 
@@ -46,11 +47,12 @@ pub use command_counts::CommandCounts;
 pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};
 pub use filter::EventFilter;
 pub use import::ImportResult;
-pub use open::{open_store, redact, sqlite_path};
+pub use open::open_store;
 pub use postgres::PostgresEventStore;
 pub use queued::QueuedAppends;
 pub use sqlite::SqliteEventStore;
 pub use store::{BackendKind, DatabasePool, EventStore, StoreOptions};
 pub use subscription::EventSubscription;
 pub use unparsed::UnparsedEvent;
+pub use url::{redact, sqlite_path};
 pub use validate::{Limits, is_valid_event_type};

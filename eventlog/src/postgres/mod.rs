@@ -66,7 +66,7 @@ impl PostgresEventStore {
     /// Connect (and migrate, unless told not to) to `url` (`postgres://…`).
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Self, EventLogError> {
         let connect =
-            PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(crate::open::redact(url)))?;
+            PgConnectOptions::from_str(url).map_err(|_| EventLogError::UnsupportedUrl(crate::url::redact(url)))?;
         if options.migrate {
             // On a connection of its own: a migration may take longer than a statement may.
             let mut conn =
