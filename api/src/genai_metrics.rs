@@ -15,6 +15,12 @@
 //! event that ends it, from the same spans the export sends. Every instance therefore measures
 //! every run the fleet records while it runs: a fleet reads one instance, or `max by (…)`
 //! across instances, never `sum`.
+//!
+//! Agent ids, models, providers and error types come from users, so each histogram keeps at
+//! most `max_series` label sets (`--max-genai-series`); a measurement with a new set beyond that
+//! counts in one overflow series labelled `otel_metric_overflow="true"`, as OpenTelemetry SDKs
+//! do at their cardinality limit. A user cannot grow the server's memory or a scrape's size
+//! without bound.
 
 use std::{collections::BTreeMap, sync::Mutex};
 
@@ -32,20 +38,36 @@ const TOKEN_BUCKETS: &[f64] = &[
 const DURATION_BUCKETS: &[f64] =
     &[0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 
+/// The default of `--max-genai-series`: label sets kept per histogram.
+pub const DEFAULT_MAX_SERIES: usize = 1000;
+
 /// The GenAI histograms of this instance.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GenAiMetrics {
     /// Both histograms under one lock: a scrape sees a run's measurements all or not at all.
     histograms: Mutex<Histograms>,
+}
+
+impl Default for GenAiMetrics {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_SERIES)
+    }
 }
 
 #[derive(Debug, Clone, Default)]
 struct Histograms {
     token_usage: BTreeMap<Labels, Histogram>,
     duration: BTreeMap<Labels, Histogram>,
+    /// Label sets kept per histogram before the overflow series.
+    max_series: usize,
 }
 
 impl GenAiMetrics {
+    /// Histograms keeping at most `max_series` label sets each (then one overflow series).
+    pub fn new(max_series: usize) -> Self {
+        Self { histograms: Mutex::new(Histograms { max_series, ..Histograms::default() }) }
+    }
+
     /// Record one run's measurements (its own and its operations'), together.
     pub fn record_run(&self, run: &[Measurement]) {
         // A poisoned lock only means another thread panicked mid-update: the figures stand.
@@ -91,12 +113,40 @@ impl Histograms {
             if let Some(t) = tokens {
                 let mut l = labels.clone();
                 l.push(("gen_ai_token_type", kind.to_string()));
-                self.token_usage.entry(l).or_default().observe(TOKEN_BUCKETS, t.max(0) as f64);
+                series(&mut self.token_usage, l, self.max_series).observe(TOKEN_BUCKETS, t.max(0) as f64);
             }
         }
         if let Some(e) = &m.error_type {
             labels.push(("error_type", e.clone()));
         }
-        self.duration.entry(labels).or_default().observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
+        series(&mut self.duration, labels, self.max_series).observe(DURATION_BUCKETS, m.duration_secs.max(0.0));
+    }
+}
+
+/// The histogram of `labels` in `map`: its own while the map holds fewer than `max` label sets
+/// (the overflow series aside) or already has it, else the overflow series.
+fn series(map: &mut BTreeMap<Labels, Histogram>, labels: Labels, max: usize) -> &mut Histogram {
+    let overflow: Labels = vec![("otel_metric_overflow", "true".to_string())];
+    let kept = map.len() - usize::from(map.contains_key(&overflow));
+    let labels = if map.contains_key(&labels) || kept < max { labels } else { overflow };
+    map.entry(labels).or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Histogram, Labels, series};
+
+    #[test]
+    fn label_sets_beyond_the_cap_share_the_overflow_series() {
+        let mut map = std::collections::BTreeMap::<Labels, Histogram>::new();
+        let agent = |a: &str| -> Labels { vec![("gen_ai_agent_id", a.to_string())] };
+        for a in ["a", "b", "c", "a", "d", "b"] {
+            series(&mut map, agent(a), 2).observe(&[1.0], 1.0);
+        }
+        let counts: Vec<(String, u64)> = map.iter().map(|(l, h)| (format!("{l:?}"), h.count())).collect();
+        assert_eq!(map.len(), 3, "{counts:?}");
+        assert_eq!(map[&agent("a")].count(), 2);
+        assert_eq!(map[&agent("b")].count(), 2);
+        assert_eq!(map[&vec![("otel_metric_overflow", "true".to_string())]].count(), 2);
     }
 }

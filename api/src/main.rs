@@ -127,6 +127,12 @@ enum Command {
         #[arg(long, env = "AGENTLOG_LOG_REQUESTS_OVER_MS", default_value_t = agentlog_api::state::DEFAULT_SLOW_REQUEST_MS as i64, allow_negative_numbers = true,
               value_parser = clap::value_parser!(i64).range(-1..))]
         log_requests_over_ms: i64,
+        /// Label sets each GenAI histogram on `/metrics` keeps (agent ids, models, providers
+        /// and error types come from users); measurements with new ones beyond count in one
+        /// series labelled `otel_metric_overflow="true"`.
+        #[arg(long, env = "AGENTLOG_MAX_GENAI_SERIES", default_value_t = agentlog_api::genai_metrics::DEFAULT_MAX_SERIES,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        max_genai_series: usize,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -211,6 +217,7 @@ async fn main() -> anyhow::Result<()> {
             sqlite_mmap_mib,
             websocket_nice,
             log_requests_over_ms,
+            max_genai_series,
         } => {
             let limits = ApiLimits {
                 max_subscriptions,
@@ -236,6 +243,7 @@ async fn main() -> anyhow::Result<()> {
                 sqlite_mmap_mib,
                 websocket_nice,
                 slow_request: u64::try_from(log_requests_over_ms).ok().map(std::time::Duration::from_millis),
+                max_genai_series,
                 ..Settings::default()
             };
             let otlp = otlp_endpoint

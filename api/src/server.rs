@@ -84,7 +84,10 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         runner,
         trees: Arc::new(ConversationTrees::new(db.clone(), TREE_CACHE_MESSAGES)),
         db,
-        metrics: Arc::new(Metrics::default()),
+        metrics: Arc::new(Metrics {
+            genai: crate::genai_metrics::GenAiMetrics::new(settings.max_genai_series),
+            ..Metrics::default()
+        }),
         settings,
     };
     Ok(AppState {

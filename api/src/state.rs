@@ -129,6 +129,9 @@ pub struct Settings {
     /// A GraphQL request over HTTP that takes at least this long is logged (`warn`, with its
     /// operation type, root field and milliseconds); None: none is.
     pub slow_request: Option<Duration>,
+    /// Label sets each GenAI histogram on `/metrics` keeps; measurements with new ones beyond
+    /// count in its overflow series (`crate::genai_metrics`).
+    pub max_genai_series: usize,
 }
 
 impl Default for Settings {
@@ -143,6 +146,7 @@ impl Default for Settings {
             sqlite_mmap_mib: DEFAULT_SQLITE_MMAP_MIB,
             websocket_nice: DEFAULT_WEBSOCKET_NICE,
             slow_request: Some(Duration::from_millis(DEFAULT_SLOW_REQUEST_MS)),
+            max_genai_series: crate::genai_metrics::DEFAULT_MAX_SERIES,
         }
     }
 }

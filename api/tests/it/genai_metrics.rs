@@ -108,4 +108,42 @@ async fn genai_metrics_are_derived_from_the_log_once_per_instance(db: Db) {
     s.stop();
 }
 
-both!(genai_metrics_are_derived_from_the_log_once_per_instance as genai_metrics_once_per_instance);
+/// Agent ids, models and error types come from users: past `--max-genai-series` label sets,
+/// a run's measurements count in the overflow series, so a user cannot grow the server's
+/// memory or a scrape without bound. With 2 sets per histogram, one agent's run (its `invoke_agent`
+/// and `chat` durations, its input and output tokens) fills both; two more agents' runs go to
+/// the overflow series, whole.
+async fn genai_series_beyond_the_cap_overflow(db: Db) {
+    let s = Server::start_with(db, &["--max-genai-series", "2"]).await;
+    let t = s.user_token("alice").await;
+    for (i, agent) in ["writer", "critic", "editor"].iter().enumerate() {
+        let config = json!({"agentId": agent, "config": {"slug": agent, "title": agent, "model": "gpt-4o", "provider": "openai"}});
+        s.data(Some(&t), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": config})).await;
+        let id = format!("o{i}");
+        s.data(Some(&t), START, json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": agent}})).await;
+        let lt = s.claim(&t, &id, "w1").await;
+        s.data(Some(&t), STEP, json!({"id": id, "lt": lt, "u": {"inputTokens": 100, "outputTokens": 20}})).await;
+        s.data(Some(&t), STEP, json!({"id": id, "lt": lt, "u": {"inputTokens": 50, "outputTokens": 5}})).await;
+        s.data(Some(&t), DONE, json!({"id": id, "lt": lt})).await;
+    }
+    let overflow = "otel_metric_overflow=\"true\"";
+    // Each run: one `invoke_agent` and two `chat` durations; two steps' input and output tokens.
+    let body = scrape_until(&s, |m| {
+        series(m, "gen_ai_client_operation_duration_seconds_count", overflow) == Some(6.0)
+            && series(m, "gen_ai_client_token_usage_count", overflow) == Some(4.0 * 2.0)
+    })
+    .await;
+    assert_eq!(series(&body, "gen_ai_client_operation_duration_seconds_count", RUN), Some(1.0));
+    assert_eq!(series(&body, "gen_ai_client_operation_duration_seconds_count", WRITER), Some(2.0));
+    for agent in ["critic", "editor"] {
+        assert!(!body.contains(&format!("gen_ai_agent_id=\"{agent}\"")), "{agent} has series of its own:\n{body}");
+    }
+    let kept = |name: &str| body.lines().filter(|l| l.starts_with(&format!("{name}_count{{"))).count();
+    assert_eq!(kept("gen_ai_client_operation_duration_seconds"), 3, "{body}");
+    assert_eq!(kept("gen_ai_client_token_usage"), 3, "{body}");
+}
+
+both!(
+    genai_metrics_are_derived_from_the_log_once_per_instance as genai_metrics_once_per_instance,
+    genai_series_beyond_the_cap_overflow as genai_series_beyond_the_cap_overflow
+);
