@@ -24,12 +24,6 @@ impl Histogram {
         self.sum += value;
         self.count += 1;
     }
-
-    /// Observations counted.
-    #[cfg(test)]
-    pub(crate) fn count(&self) -> u64 {
-        self.count
-    }
 }
 
 /// A series' labels, in the order they are printed.

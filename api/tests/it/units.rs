@@ -10,8 +10,10 @@ use agentlog_api::{
         render::event_json,
         shared::Renders,
     },
+    genai_metrics::GenAiMetrics,
     graphql::{
         admission::{Expansion, Refusal, admit, measure},
+        durations::{Operation, RequestDurations},
         global_id::{GlobalId, NodeType},
         parsed::{DocumentCounts, MAX_GENERATION_TEXT, MAX_TEXT, ParsedDocuments},
     },
@@ -402,4 +404,105 @@ fn a_document_in_use_survives_churn() {
         parse_and_keep(&docs, &format!("{{ operation(id: \"{i}\") {{ id }} }}"));
     }
     assert_eq!(docs.counts().reused, 49, "the hot text parsed once");
+}
+
+// ---- `graphql::durations`: request durations by operation type and root field.
+
+fn operation_of(text: &str, name: Option<&str>) -> Option<(&'static str, String)> {
+    Operation::of(&async_graphql::parser::parse_query(text).unwrap(), name).map(|o| (o.kind, o.field))
+}
+
+#[test]
+fn an_operation_is_labelled_by_its_root_field() {
+    assert_eq!(operation_of("{ operations { id } }", None), Some(("query", "operations".into())));
+    assert_eq!(
+        operation_of("mutation M { x: reportStep(id: 1) { position } }", None),
+        Some(("mutation", "reportStep".into()))
+    );
+    assert_eq!(
+        operation_of("{ __typename a: head b: head }", None),
+        Some(("query", "head".into())),
+        "aliases and __typename"
+    );
+    assert_eq!(operation_of("{ a b }", None), Some(("query", "several".into())));
+    assert_eq!(
+        operation_of("query { ...F } fragment F on Query { tasks { id } }", None),
+        Some(("query", "tasks".into()))
+    );
+    assert_eq!(operation_of("query { ... on Query { tasks } }", None), Some(("query", "tasks".into())));
+}
+
+#[test]
+fn the_named_operation_is_the_one_labelled() {
+    let doc = "query A { tasks } mutation B { createTask }";
+    assert_eq!(operation_of(doc, Some("B")), Some(("mutation", "createTask".into())));
+    assert_eq!(operation_of(doc, None), None, "several operations and none named: the engine refuses it");
+    assert_eq!(operation_of(doc, Some("C")), None);
+}
+
+#[test]
+fn fragment_cycles_end() {
+    let doc = "query { ...A } fragment A on Query { a ...B } fragment B on Query { b ...A }";
+    assert_eq!(operation_of(doc, None), Some(("query", "several".into())));
+}
+
+#[test]
+fn each_label_set_is_one_series() {
+    let d = RequestDurations::default();
+    let step = Operation { kind: "mutation", field: "reportStep".into() };
+    d.observe(Some(&step), Duration::from_millis(3));
+    d.observe(Some(&step), Duration::from_millis(30));
+    d.observe(None, Duration::from_micros(200));
+    let mut out = String::new();
+    d.render(&mut out);
+    let name = "agentlog_graphql_request_duration_seconds";
+    assert!(
+        out.contains(&format!("{name}_bucket{{operation_type=\"mutation\",field=\"reportStep\",le=\"0.005\"}} 1\n")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("{name}_bucket{{operation_type=\"mutation\",field=\"reportStep\",le=\"0.05\"}} 2\n")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("{name}_count{{operation_type=\"mutation\",field=\"reportStep\"}} 2\n")), "{out}");
+    assert!(out.contains(&format!("{name}_count{{operation_type=\"none\",field=\"none\"}} 1\n")), "{out}");
+}
+
+// ---- `genai_metrics`: the GenAI histograms' cap on label sets.
+
+#[test]
+fn genai_label_sets_beyond_the_cap_share_the_overflow_series() {
+    let metrics = GenAiMetrics::new(2);
+    let chat = |agent: &str| agentlog_otel::Measurement {
+        operation: "chat".into(),
+        provider: "openai".into(),
+        model: "gpt-4o".into(),
+        agent: agent.into(),
+        error_type: None,
+        duration_secs: 0.5,
+        input_tokens: None,
+        output_tokens: None,
+    };
+    for agent in ["a", "b", "c", "a", "d", "b"] {
+        metrics.record_run(&[chat(agent)]);
+    }
+    let mut out = String::new();
+    metrics.render(&mut out);
+    let count = |labels: &str| {
+        let prefix = format!("gen_ai_client_operation_duration_seconds_count{{{labels}}} ");
+        out.lines().find_map(|l| l.strip_prefix(&prefix)).map(str::to_string)
+    };
+    let of = |a: &str| {
+        format!(
+            "gen_ai_operation_name=\"chat\",gen_ai_provider_name=\"openai\",gen_ai_request_model=\"gpt-4o\",gen_ai_agent_id=\"{a}\""
+        )
+    };
+    assert_eq!(count(&of("a")).as_deref(), Some("2"), "{out}");
+    assert_eq!(count(&of("b")).as_deref(), Some("2"), "{out}");
+    assert_eq!(count("otel_metric_overflow=\"true\"").as_deref(), Some("2"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("gen_ai_client_operation_duration_seconds_count")).count(),
+        3,
+        "{out}"
+    );
 }
