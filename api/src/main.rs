@@ -138,6 +138,9 @@ enum Command {
     Schema,
     /// Manage bearer tokens.
     Token {
+        /// The database (before or after the subcommand).
+        #[arg(long, global = true, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
+        database: String,
         #[command(subcommand)]
         command: TokenCommand,
     },
@@ -156,27 +159,18 @@ enum TokenCommand {
         /// A name to recognise it by.
         #[arg(long, default_value = "cli")]
         name: String,
-        /// The database.
-        #[arg(long, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
-        database: String,
     },
     /// List tokens, newest first: ids, names, owners, roles, times; never secrets.
     List {
         /// Only this user's tokens.
         #[arg(long)]
         user: Option<String>,
-        /// The database.
-        #[arg(long, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
-        database: String,
     },
     /// Revoke a token at once: requests with it are refused; servers close its websockets
     /// within seconds. Fails when there is no live token of that id.
     Revoke {
         /// Its id (`token list`).
         token_id: String,
-        /// The database.
-        #[arg(long, env = "AGENTLOG_DATABASE_URL", default_value = "sqlite:agentlog.db")]
-        database: String,
     },
 }
 
@@ -258,26 +252,20 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", agentlog_api::graphql::sdl());
             Ok(())
         }
-        Command::Token { command } => token_command(command).await,
+        Command::Token { database, command } => token_command(&database, command).await,
     }
 }
 
 /// `agentlog token …`: on the database directly, as the server would.
-async fn token_command(command: TokenCommand) -> anyhow::Result<()> {
-    let database = match &command {
-        TokenCommand::Create { database, .. }
-        | TokenCommand::List { database, .. }
-        | TokenCommand::Revoke { database, .. } => database.clone(),
-    };
+async fn token_command(database: &str, command: TokenCommand) -> anyhow::Result<()> {
     // Only `create` may start a log (before a first `serve`, as scripts do); a mistyped path
     // to list or revoke on must not leave an empty one behind.
     if !matches!(command, TokenCommand::Create { .. })
-        && let Some(path) = agentlog_eventlog::sqlite_path(&database)
-        && !std::path::Path::new(path).exists()
+        && let Some(path) = agentlog_eventlog::missing_sqlite_file(database)
     {
         anyhow::bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
-    let app = open_app(&database, Settings::default(), ApiLimits::default()).await?;
+    let app = open_app(database, Settings::default(), ApiLimits::default()).await?;
     let tokens = Tokens::new(app.db.clone());
     let done = match command {
         TokenCommand::Create { user, admin, name, .. } => {

@@ -54,5 +54,5 @@ pub use sqlite::SqliteEventStore;
 pub use store::{BackendKind, DatabasePool, EventStore, StoreOptions};
 pub use subscription::EventSubscription;
 pub use unparsed::UnparsedEvent;
-pub use url::{redact, sqlite_path};
+pub use url::{missing_sqlite_file, redact};
 pub use validate::{Limits, is_valid_event_type};

@@ -1,8 +1,15 @@
-//! Database URLs as the commands meet them: the file a SQLite URL names, and a URL fit to show.
+//! Database URLs as the commands meet them: a SQLite file that is not there, and a URL fit to show.
 
-/// The file of a SQLite URL or path (`None` for PostgreSQL and in-memory databases): what a
-/// command that must not create a log checks exists before it opens one.
-pub fn sqlite_path(url: &str) -> Option<&str> {
+use std::path::Path;
+
+/// The file a SQLite URL or path names when it does not exist (`None` for PostgreSQL, in-memory
+/// databases and files that exist): what a command that must not create a log refuses.
+pub fn missing_sqlite_file(url: &str) -> Option<&str> {
+    sqlite_path(url).filter(|path| !Path::new(path).exists())
+}
+
+/// The file of a SQLite URL or path (`None` for PostgreSQL and in-memory databases).
+fn sqlite_path(url: &str) -> Option<&str> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return None;
     }
@@ -32,7 +39,7 @@ pub fn redact(url: &str) -> String {
     if let Some(query) = query {
         let params: Vec<&str> = query
             .split('&')
-            .map(|p| if p.len() >= 9 && p[..9].eq_ignore_ascii_case("password=") { "password=***" } else { p })
+            .map(|p| if p.get(..9).is_some_and(|k| k.eq_ignore_ascii_case("password=")) { "password=***" } else { p })
             .collect();
         out.push('?');
         out.push_str(&params.join("&"));
@@ -42,7 +49,7 @@ pub fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{redact, sqlite_path};
+    use super::{missing_sqlite_file, redact, sqlite_path};
 
     #[test]
     fn redact_hides_passwords_only() {
@@ -55,6 +62,9 @@ mod tests {
         );
         assert_eq!(redact("postgres://h/db?application_name=a@b:c"), "postgres://h/db?application_name=a@b:c");
         assert_eq!(redact("sqlite:agentlog.db"), "sqlite:agentlog.db");
+        // A parameter whose ninth byte is inside a character is left as it is, not a panic.
+        assert_eq!(redact("postgres://h/db?passwordé=x"), "postgres://h/db?passwordé=x");
+        assert_eq!(redact("postgres://h/db?ééééé=x"), "postgres://h/db?ééééé=x");
     }
 
     #[test]
@@ -64,5 +74,8 @@ mod tests {
         assert_eq!(sqlite_path("/tmp/a.db"), Some("/tmp/a.db"));
         assert_eq!(sqlite_path("postgres://u@h/db"), None);
         assert_eq!(sqlite_path("sqlite::memory:"), None);
+        assert_eq!(missing_sqlite_file("sqlite:/nonexistent-dir/a.db"), Some("/nonexistent-dir/a.db"));
+        assert_eq!(missing_sqlite_file("sqlite:/"), None, "it exists");
+        assert_eq!(missing_sqlite_file("postgres://u@h/db"), None);
     }
 }

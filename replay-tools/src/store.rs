@@ -1,10 +1,10 @@
 //! Opening the log the way the server does (`sqlite:…`, a file path, or `postgres://…`; the
 //! read models share its database), and reading it in pages.
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, open_store, redact, sqlite_path};
+use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, redact};
 use anyhow::{Context, bail};
 
 /// Events per read: large enough to amortise a query, small enough to bound memory.
@@ -53,8 +53,7 @@ pub async fn open_with_options(
     options: StoreOptions,
 ) -> anyhow::Result<Arc<dyn EventStore>> {
     if create == Create::No
-        && let Some(path) = sqlite_path(url)
-        && !Path::new(path).exists()
+        && let Some(path) = missing_sqlite_file(url)
     {
         bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
