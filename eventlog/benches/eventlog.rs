@@ -162,7 +162,7 @@ async fn raw_pg_insert(conn: &mut PgConnection, rows: &[Prepared]) {
     sqlx::query(
         "INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
          root_source_id, parent_node_id, user_id, recorded_at) \
-         SELECT t.a, t.b, t.c, t.d, 1, t.e::jsonb, t.f::jsonb, t.g, NULL, 'user-1', now() \
+         SELECT t.a, t.b, t.c, t.d, 1, t.e::json, t.f::json, t.g, NULL, 'user-1', now() \
          FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::uuid[]) AS t(a, b, c, d, e, f, g)",
     )
     .bind(ids)

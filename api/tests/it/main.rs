@@ -61,6 +61,7 @@ mod server;
 mod shutdown;
 mod slow_db;
 mod snapshots;
+mod stored_json;
 mod subagents;
 mod subscription_cap;
 mod subscription_fan_out;

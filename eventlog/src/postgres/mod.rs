@@ -157,8 +157,9 @@ async fn load_state(
     let rows = sqlx::query(
         // Each stream's last version by one backward step of its (stream_id, stream_version)
         // index: `MAX(…) … GROUP BY` would read every version of the streams, under the lock.
-        "SELECT 0, s.id, v.stream_version, NULL::uuid, NULL::int8, NULL::text, NULL::int4, NULL::jsonb, \
-         NULL::jsonb FROM UNNEST($1::text[]) AS s(id) CROSS JOIN LATERAL (SELECT stream_version FROM events \
+        // The untyped NULLs take the columns' type: `json`, or `jsonb` before migration 0040.
+        "SELECT 0, s.id, v.stream_version, NULL::uuid, NULL::int8, NULL::text, NULL::int4, NULL, \
+         NULL FROM UNNEST($1::text[]) AS s(id) CROSS JOIN LATERAL (SELECT stream_version FROM events \
          WHERE stream_id = s.id ORDER BY stream_version DESC LIMIT 1) AS v \
          UNION ALL SELECT 1, stream_id, stream_version, event_id, position, event_type, schema_version, payload, \
          metadata FROM events WHERE event_id = ANY($2)",
@@ -233,8 +234,8 @@ async fn commit_in_transaction(
         let inserted = sqlx::query(
             "INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, payload, \
              metadata, root_source_id, parent_node_id, user_id, recorded_at) \
-             SELECT t.event_id, t.stream_id, t.stream_version, t.event_type, t.schema_version, t.payload::jsonb, \
-             t.metadata::jsonb, t.root_source_id, t.parent_node_id, t.user_id, $11 \
+             SELECT t.event_id, t.stream_id, t.stream_version, t.event_type, t.schema_version, t.payload::json, \
+             t.metadata::json, t.root_source_id, t.parent_node_id, t.user_id, $11 \
              FROM UNNEST($1::uuid[], $2::text[], $3::int8[], $4::text[], $5::int4[], $6::text[], $7::text[], \
              $8::uuid[], $9::uuid[], $10::text[]) WITH ORDINALITY \
              AS t(event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
@@ -321,7 +322,7 @@ async fn import_in_transaction(
         "INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, payload, \
          metadata, root_source_id, parent_node_id, user_id, recorded_at) OVERRIDING SYSTEM VALUE \
          SELECT t.position, t.event_id, t.stream_id, t.stream_version, t.event_type, t.schema_version, \
-         t.payload::jsonb, t.metadata::jsonb, t.root_source_id, t.parent_node_id, t.user_id, t.recorded_at \
+         t.payload::json, t.metadata::json, t.root_source_id, t.parent_node_id, t.user_id, t.recorded_at \
          FROM UNNEST($1::int8[], $2::uuid[], $3::text[], $4::int8[], $5::text[], $6::int4[], $7::text[], \
          $8::text[], $9::uuid[], $10::uuid[], $11::text[], $12::timestamptz[]) \
          AS t(position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \

@@ -20,12 +20,11 @@ pub(super) fn decode_row(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
     Ok(event)
 }
 
-/// An event out of its row, its payload left as the text PostgreSQL sends for the `jsonb` value:
-/// a reader decoding payloads into typed events (a rebuild) parses each once, not three times
+/// An event out of its row, its payload left as its stored JSON text: a reader decoding payloads into typed events (a rebuild) parses each once, not three times
 /// (into a `Value`, back to text, into its type).
 pub(super) fn unparsed_row(row: &PgRow) -> Result<UnparsedEvent, EventLogError> {
     let event = columns(row)?;
-    let payload = row.try_get::<JsonbText, _>(6).map_err(|e| corrupt(event.position, "payload", e))?.0;
+    let payload = row.try_get::<JsonText, _>(6).map_err(|e| corrupt(event.position, "payload", e))?.0;
     Ok(UnparsedEvent { event, payload })
 }
 
@@ -49,13 +48,13 @@ fn columns(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
     })
 }
 
-/// A `jsonb` (or `json`) value as its JSON text, unparsed.
-struct JsonbText(String);
+/// A `json` value (the log's columns) or a `jsonb` one (an expression's) as its JSON text, unparsed.
+struct JsonText(String);
 
 /// The first byte of `jsonb`'s binary format: its version, the text after it.
 const JSONB_VERSION: u8 = 1;
 
-impl Type<Postgres> for JsonbText {
+impl Type<Postgres> for JsonText {
     fn type_info() -> PgTypeInfo {
         <Json<()> as Type<Postgres>>::type_info()
     }
@@ -65,7 +64,7 @@ impl Type<Postgres> for JsonbText {
     }
 }
 
-impl<'r> Decode<'r, Postgres> for JsonbText {
+impl<'r> Decode<'r, Postgres> for JsonText {
     fn decode(value: PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
         let binary_jsonb = value.format() == PgValueFormat::Binary && *value.type_info() == Self::type_info();
         let mut bytes = value.as_bytes()?;

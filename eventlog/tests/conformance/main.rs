@@ -7,6 +7,7 @@ mod command_handler;
 mod imports;
 mod postgres_ordering;
 mod postgres_plans;
+mod postgres_upgrade;
 mod reads;
 mod subscriptions;
 mod support;

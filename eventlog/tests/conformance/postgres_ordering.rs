@@ -28,7 +28,7 @@ async fn raw_insert(conn: &mut PgConnection, stream: &str) -> i64 {
     sqlx::query_scalar(
         "INSERT INTO events (event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, \
          root_source_id, parent_node_id, user_id, recorded_at) \
-         VALUES ($1, $2, 1, 'test.happened', 1, '{}'::jsonb, $3::jsonb, $1, NULL, 'u', now()) RETURNING position",
+         VALUES ($1, $2, 1, 'test.happened', 1, '{}'::json, $3::json, $1, NULL, 'u', now()) RETURNING position",
     )
     .bind(e.event_id)
     .bind(stream)

@@ -102,7 +102,7 @@ async fn verify_is_clean_then_catches_tampering(f: Fixture) {
         ),
         RawDb::Postgres(_) => format!(
             "UPDATE events SET parent_node_id = '{bogus}'::uuid, \
-             metadata = jsonb_set(metadata, '{{chain,parentNodeId}}', '\"{bogus}\"') WHERE position = {}",
+             metadata = jsonb_set(metadata::jsonb, '{{chain,parentNodeId}}', '\"{bogus}\"') WHERE position = {}",
             child.position
         ),
     };
