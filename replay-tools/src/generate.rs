@@ -184,7 +184,7 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         output::print_text(&format!(
             "generated {} events for {} users in {:.1} s ({:.1} s of it simulating, beside the appends; head {}); the \
-             server builds the read models when it starts",
+             server builds the read models when it starts\n",
             generated.events,
             generated.users,
             generated.millis as f64 / 1000.0,

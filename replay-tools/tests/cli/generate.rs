@@ -39,6 +39,11 @@ async fn generate_fills_an_empty_log_deterministically_and_refuses_a_full_one() 
     let c = TempSqlite::new();
     let zero = replay(&c.url(), &["generate", "--events", "0"]);
     assert!(!zero.status.success() && String::from_utf8_lossy(&zero.stderr).contains("--events"), "{zero:?}");
+    // As text: one line, ended (a shell's prompt does not follow it on the same line).
+    let text = replay(&c.url(), &["generate", "--events", "20"]);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(text.status.success() && out.starts_with("generated ") && out.ends_with("starts\n"), "{text:?}");
+    assert_eq!(out.lines().count(), 1, "{out}");
 
     // The generated log's read models rebuild and verify clean.
     json_ok(&replay(&a.url(), &["--json", "rebuild"]));
