@@ -135,20 +135,57 @@ pub static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES_FIL
 
 /// Apply the SQLite migrations.
 pub async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), EventLogError> {
+    // A new database has no such table: nothing applied.
+    let applied = sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success")
+        .fetch_all(pool)
+        .await
+        .unwrap_or_default();
+    announce(&SQLITE, applied);
     SQLITE.run(pool).await?;
     Ok(())
 }
 
 /// Apply the PostgreSQL migrations (serialized across instances by sqlx's advisory lock).
 pub async fn migrate_postgres(pool: &PgPool) -> Result<(), EventLogError> {
-    POSTGRES.run(pool).await?;
-    Ok(())
+    let mut conn = pool.acquire().await.map_err(EventLogError::db("connecting to migrate"))?;
+    migrate_postgres_on(&mut conn).await
 }
 
 /// Apply the PostgreSQL migrations on one connection.
 pub async fn migrate_postgres_on(conn: &mut sqlx::PgConnection) -> Result<(), EventLogError> {
+    // `to_regclass` first: a fresh database has no table to read, and an error would show in
+    // the server's log.
+    let exists: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(EventLogError::db("reading the applied migrations"))?;
+    let applied = match exists {
+        Some(_) => sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(EventLogError::db("reading the applied migrations"))?,
+        None => Vec::new(),
+    };
+    announce(&POSTGRES, applied);
     POSTGRES.run(conn).await?;
     Ok(())
+}
+
+/// Log what `migrator` is about to do to a database that has `applied` (versions): one line
+/// for a new database, one per migration for an upgrade, since an upgrade's migration may
+/// rewrite a large table (0040 rewrites `events`) and start-up waits for it.
+fn announce(migrator: &Migrator, applied: Vec<i64>) {
+    let pending: Vec<&Migration> = migrator.iter().filter(|m| !applied.contains(&m.version)).collect();
+    if pending.is_empty() {
+        return;
+    }
+    if applied.is_empty() {
+        tracing::info!(migrations = pending.len(), "creating the schema");
+        return;
+    }
+    for m in pending {
+        tracing::info!(version = m.version, description = %m.description, "applying migration");
+    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ mod isolation;
 mod leases;
 mod links;
 mod message_groups;
+mod migrations;
 mod mutations;
 mod namespaces;
 mod next_fire;
