@@ -149,6 +149,13 @@ fn ms(us: u64) -> f64 {
 }
 
 impl Report {
+    /// Did the server fail a subscriber? One saw an event twice or out of order, or a normal
+    /// one did not reach the head by the drain's end. A slow subscriber still reading then is
+    /// what it was asked to be.
+    pub fn subscribers_failed(&self) -> bool {
+        self.subscribers.iter().any(|s| s.duplicates > 0 || (!s.caught_up && !s.slow))
+    }
+
     /// Summarise merged figures over `elapsed`.
     pub fn build(scenario: Scenario, clients: usize, elapsed: Duration, sent: u64, stats: Stats) -> Self {
         let secs = elapsed.as_secs_f64().max(1e-9);
@@ -357,5 +364,18 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["allMutations"]["p99Ms"], 1.0);
         assert!(report.to_string().contains("(all mutations)"));
+    }
+
+    #[test]
+    fn only_the_server_failing_a_subscriber_is_a_failure() {
+        let mut report = Report::build(Scenario::Mixed, 1, Duration::from_secs(1), 0, Stats::default());
+        let caught_up = SubscriberReport { caught_up: true, ..SubscriberReport::default() };
+        let behind = SubscriberReport { caught_up: false, ..SubscriberReport::default() };
+        report.subscribers = vec![caught_up.clone(), SubscriberReport { slow: true, ..behind.clone() }];
+        assert!(!report.subscribers_failed(), "a slow subscriber still reading");
+        report.subscribers.push(behind);
+        assert!(report.subscribers_failed(), "a normal subscriber that missed the head");
+        report.subscribers = vec![SubscriberReport { slow: true, duplicates: 1, ..caught_up }];
+        assert!(report.subscribers_failed(), "an event twice");
     }
 }
