@@ -18,6 +18,6 @@ fi
 "$target/release/agentlog" serve --database "sqlite:$dir/log.db" --bind "$addr" --data-dir "$dir" &
 pid=$!
 trap 'kill $pid' EXIT
-# Ready once the read models have caught up with the log.
-until curl -sf "http://$addr/readyz" >/dev/null; do sleep 1; done
+. scripts/ready.sh
+wait_ready "http://$addr" "$pid" "" 900
 node console/test/paint.mjs "http://$addr" "$(cat "$dir/agentlog-admin-token")" "${ROUNDS:-5}"

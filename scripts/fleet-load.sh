@@ -34,12 +34,9 @@ a=$!
 "$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT_B" --data-dir "$OUT/b" 2>"$OUT/b/server.log" &
 b=$!
 trap 'kill "$a" "$b" 2>/dev/null || true' EXIT
+. scripts/ready.sh
 for port in "$PORT_A" "$PORT_B"; do
-    for _ in $(seq 1 600); do
-        curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-        kill -0 "$a" 2>/dev/null && kill -0 "$b" 2>/dev/null || { tail -n 20 "$OUT"/*/server.log >&2; exit 1; }
-        sleep 1
-    done
+    wait_ready "http://127.0.0.1:$port" "$a $b" "$OUT/a/server.log $OUT/b/server.log"
 done
 say "instances $a (:$PORT_A) and $b (:$PORT_B) ready; output in $OUT"
 

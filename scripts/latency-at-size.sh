@@ -51,13 +51,10 @@ start() { # name database port
 start small "$SMALL" "$PORT_S"
 start large "$LARGE" "$PORT_L"
 trap 'kill "$(cat "$OUT/small/pid")" "$(cat "$OUT/large/pid")" 2>/dev/null || true' EXIT
+. scripts/ready.sh
 for side in small:$PORT_S large:$PORT_L; do
     name="${side%%:*}"; port="${side##*:}"
-    for _ in $(seq 1 900); do
-        curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-        kill -0 "$(cat "$OUT/$name/pid")" 2>/dev/null || { tail -n 20 "$OUT/$name/server.log" >&2; exit 1; }
-        sleep 1
-    done
+    wait_ready "http://127.0.0.1:$port" "$(cat "$OUT/$name/pid")" "$OUT/$name/server.log" 900
 done
 say "servers ready (small :$PORT_S, large :$PORT_L); output in $OUT"
 

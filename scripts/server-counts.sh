@@ -32,11 +32,8 @@ sync
 "$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" 2>"$OUT/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 900); do
-    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    kill -0 "$server" 2>/dev/null || { tail -n 20 "$OUT/server.log" >&2; exit 1; }
-    sleep 1
-done
+. scripts/ready.sh
+wait_ready "http://127.0.0.1:$PORT" "$server" "$OUT/server.log" 900
 say "server ready on :$PORT; settling $SETTLE s; output in $OUT"
 sleep "$SETTLE"
 

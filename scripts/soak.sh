@@ -34,11 +34,8 @@ token="$("$BIN/agentlog" token create --user soak-admin --admin --name soak --da
 "$BIN/agentlog" serve --database "$DATABASE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" 2>"$OUT/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    kill -0 "$server" 2>/dev/null || { tail -n 20 "$OUT/server.log" >&2; exit 1; }
-    sleep 1
-done
+. scripts/ready.sh
+wait_ready "http://127.0.0.1:$PORT" "$server" "$OUT/server.log"
 say "server $server ready on :$PORT; output in $OUT"
 
 db_bytes() {

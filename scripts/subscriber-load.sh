@@ -47,11 +47,8 @@ token="$("$BIN/agentlog" token create --user load-admin --admin --name subscribe
     2>"$OUT/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; kill "$sampler" 2>/dev/null || true' EXIT
-for _ in $(seq 1 600); do
-    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    kill -0 "$server" 2>/dev/null || { tail -n 20 "$OUT/server.log" >&2; exit 1; }
-    sleep 1
-done
+. scripts/ready.sh
+wait_ready "http://127.0.0.1:$PORT" "$server" "$OUT/server.log"
 say "server $server ready on :$PORT; output in $OUT"
 
 # VmRSS, RssAnon and RssFile in KiB, tab-separated.

@@ -40,14 +40,7 @@ fresh() {
     fi
 }
 
-wait_ready() {
-    for _ in $(seq 1 600); do
-        curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && return 0
-        kill -0 "$server" 2>/dev/null || { tail -n 20 "$OUT/server.log" >&2; exit 1; }
-        sleep 0.5
-    done
-    say "the server never became ready"; exit 1
-}
+. scripts/ready.sh
 
 stop_server() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=""; }
 
@@ -63,7 +56,7 @@ run() {
         "$BIN/agentlog" serve --database "$db" --bind "127.0.0.1:$PORT" --data-dir "$OUT/$name.data" 2>"$OUT/server.log" &
     fi
     server=$!
-    wait_ready
+    wait_ready "http://127.0.0.1:$PORT" "$server" "$OUT/server.log" 300
     say "$name: $clients clients, $*"
     "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$token" --clients "$clients" \
         --subscribers 0 --duration "$SECS" --json "$@" >"$OUT/$name.json"

@@ -30,11 +30,8 @@ sync
 "$BIN/agentlog" serve --database "sqlite:$FILE" --bind "127.0.0.1:$PORT" --data-dir "$OUT" 2>"$OUT/server.log" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
-for _ in $(seq 1 900); do
-    curl -fs "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$OUT/server.log" >&2; exit 1; }
-    sleep 1
-done
+. scripts/ready.sh
+wait_ready "http://127.0.0.1:$PORT" "$pid" "$OUT/server.log" 900
 sleep 15 # the cron slots a copied log missed are fired, and their WAL copied back
 checkpoints() { curl -fs "http://127.0.0.1:$PORT/metrics" | awk '/^agentlog_sqlite_wal_checkpoints_total /{print $2}'; }
 written() { awk '{print $7, $5}' "/sys/class/block/$device/stat"; } # sectors written, writes completed
