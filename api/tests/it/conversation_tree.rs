@@ -10,13 +10,6 @@ use support::{Db, Server};
 const APPEND: &str = "mutation($t: String!, $m: JSON!) { appendMessage(topicId: $t, message: $m) { position } }";
 const TREE: &str = "{ conversation(topicId: \"c1\") { tree { version contextTree flatList messageMap diagnostics } } }";
 
-async fn post(s: &Server, token: &str, query: &str) -> String {
-    let body = serde_json::to_vec(&json!({"query": query})).expect("request");
-    let (status, text) = s.raw(Some(token), body, "application/json").await;
-    assert_eq!(status, 200, "{text}");
-    text
-}
-
 async fn tree_is_the_written_json(db: Db) {
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;
@@ -34,7 +27,7 @@ async fn tree_is_the_written_json(db: Db) {
         .await;
     assert!(text["conversation"]["tree"]["diagnostics"].is_array(), "{text}");
 
-    let body = post(&s, &alice, TREE).await;
+    let body = s.text(&alice, TREE).await;
     // JavaScript's spellings: `1e+21` (not `1e21`), 2^53 + 1 read as the f64 2^53, `1.5e-7`.
     assert!(body.contains("\"cost\":1e+21"), "{body}");
     assert!(body.contains("\"totalTokens\":9007199254740992"), "{body}");
@@ -45,9 +38,9 @@ async fn tree_is_the_written_json(db: Db) {
     assert_eq!(tree["contextTree"][1]["id"], "m2");
     assert!(tree["messageMap"]["m1"].is_object(), "{tree}");
     // The same version is the same bytes for the next reader.
-    assert_eq!(post(&s, &alice, TREE).await, body);
+    assert_eq!(s.text(&alice, TREE).await, body);
     // The shorthand fields and aliases of the same field are spliced too.
-    let both = post(&s, &alice, "{ conversation(topicId: \"c1\") { a: flatList b: flatList contextTree } }").await;
+    let both = s.text(&alice, "{ conversation(topicId: \"c1\") { a: flatList b: flatList contextTree } }").await;
     let both: Value = serde_json::from_str(&both).expect("JSON");
     assert_eq!(both["data"]["conversation"]["a"], tree["flatList"]);
     assert_eq!(both["data"]["conversation"]["b"], tree["flatList"]);
@@ -62,7 +55,7 @@ async fn placeholder_lookalikes_stay_strings(db: Db) {
     s.data(Some(&alice), APPEND, json!({"t": "c1", "m": {"messageId": "m1", "role": "user", "content": fake}})).await;
     let q = "{ conversation(topicId: \"c1\") { title messages { edges { node { message } } } flatList } }";
     s.eventually(&alice, q, |d| d["conversation"]["flatList"].as_array().is_some_and(|l| l.len() == 1)).await;
-    let body = post(&s, &alice, q).await;
+    let body = s.text(&alice, q).await;
     let parsed: Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(parsed["data"]["conversation"]["messages"]["edges"][0]["node"]["message"]["content"], fake);
     assert_eq!(parsed["data"]["conversation"]["flatList"][0]["content"], fake);

@@ -106,13 +106,6 @@ fn on_fixture_clock(body: &str, clock: &std::collections::HashMap<i64, i64>) -> 
     out
 }
 
-async fn tree_body(s: &Server, token: &str) -> String {
-    let body = serde_json::to_vec(&json!({"query": TREE})).expect("request");
-    let (status, text) = s.raw(Some(token), body, "application/json").await;
-    assert_eq!(status, 200, "{text}");
-    text
-}
-
 async fn groups_render_as_upstream_renders_them(db: Db) {
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;
@@ -141,7 +134,7 @@ async fn groups_render_as_upstream_renders_them(db: Db) {
 
     // Upstream's bytes, once the server's clock is read as the fixture's.
     let clock = fixture_clock(&s, &alice).await;
-    let body = tree_body(&s, &alice).await;
+    let body = s.text(&alice, TREE).await;
     let want = format!("{{\"data\":{{\"conversation\":{{\"tree\":{UPSTREAM}}}}}}}");
     assert_eq!(on_fixture_clock(&body, &clock), want, "the grouped tree differs from upstream's");
 
@@ -185,7 +178,7 @@ async fn groups_render_as_upstream_renders_them(db: Db) {
         events.iter().filter(|e| e.event_type.starts_with("conversation.message_group_")).count()
     };
     assert_eq!(grouped(&read_log(&s.db).await), 2, "a refused group wrote an event");
-    assert_eq!(on_fixture_clock(&tree_body(&s, &alice).await, &clock), want, "a refusal changed the tree");
+    assert_eq!(on_fixture_clock(&s.text(&alice, TREE).await, &clock), want, "a refusal changed the tree");
 
     // Another instance removes the compression: this instance's cached tree follows.
     let other = s.sibling().await;

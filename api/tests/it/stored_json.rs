@@ -13,14 +13,6 @@ const LOG: &str = "{ events(first: 10, filter: {eventTypes: [\"conversation.mess
     { edges { node { payload } } } }";
 const MESSAGES: &str = "{ conversation(topicId: \"c1\") { messages { edges { node { message } } } } }";
 
-/// The raw body of `query`'s answer: the text, before any client parses the numbers in it.
-async fn body(s: &Server, token: &str, query: &str) -> String {
-    let request = serde_json::to_vec(&json!({"query": query})).expect("request");
-    let (status, text) = s.raw(Some(token), request, "application/json").await;
-    assert_eq!(status, 200, "{text}");
-    text
-}
-
 async fn json_is_kept_as_appended(db: Db) {
     let s = Server::start(db).await;
     let alice = s.user_token("alice").await;
@@ -30,13 +22,13 @@ async fn json_is_kept_as_appended(db: Db) {
     s.data(Some(&alice), APPEND, json!({"t": "c1", "m": m})).await;
 
     // From the log.
-    let log = body(&s, &alice, LOG).await;
+    let log = s.text(&alice, LOG).await;
     assert!(log.contains("\"delta\":-0.0"), "{log}");
     assert!(log.contains("\"zero\":-0.0") && log.contains("[-0.0,0.5]"), "{log}");
     // From the read model, built from the log's text.
     s.eventually(&alice, MESSAGES, |d| d["conversation"]["messages"]["edges"].as_array().is_some_and(|e| e.len() == 1))
         .await;
-    let read = body(&s, &alice, MESSAGES).await;
+    let read = s.text(&alice, MESSAGES).await;
     assert!(read.contains("\"delta\":-0.0") && read.contains("\"zero\":-0.0"), "{read}");
 }
 

@@ -198,6 +198,15 @@ impl Server {
         (resp.status().as_u16(), resp.text().await.unwrap_or_default())
     }
 
+    /// The raw body of `query`'s answer (status 200): the text, before any client parses the
+    /// numbers in it.
+    pub async fn text(&self, token: &str, query: &str) -> String {
+        let body = serde_json::to_vec(&json!({"query": query})).expect("request");
+        let (status, text) = self.raw(Some(token), body, "application/json").await;
+        assert_eq!(status, 200, "{text}");
+        text
+    }
+
     /// GET a path.
     pub async fn get(&self, path: &str) -> (u16, String) {
         let resp = self.client.get(format!("{}{path}", self.base)).send().await.expect("request");
