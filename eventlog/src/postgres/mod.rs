@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 mod rows;
 
-use rows::{COLUMNS, decode_row, unparsed_row};
+use rows::{COLUMNS, decode_all, decode_row, unparsed_row};
 
 use crate::{
     append::LocatedEvent,
@@ -502,7 +502,7 @@ impl Backend for PgBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<RecordedEvent>, EventLogError> {
-        self.forward(after, up_to, filter, limit).await?.iter().map(decode_row).collect()
+        decode_all(&self.forward(after, up_to, filter, limit).await?, decode_row)
     }
 
     async fn read_all_unparsed(
@@ -512,7 +512,7 @@ impl Backend for PgBackend {
         filter: &EventFilter,
         limit: usize,
     ) -> Result<Vec<UnparsedEvent>, EventLogError> {
-        self.forward(after, up_to, filter, limit).await?.iter().map(unparsed_row).collect()
+        decode_all(&self.forward(after, up_to, filter, limit).await?, unparsed_row)
     }
 
     async fn read_all_back(
@@ -527,7 +527,7 @@ impl Backend for PgBackend {
         push_filter(&mut q, filter);
         q.push(" ORDER BY position DESC LIMIT ").push_bind(limit.min(i64::MAX as usize) as i64);
         let rows = q.build().fetch_all(&self.pool).await.map_err(EventLogError::db("reading the log"))?;
-        rows.iter().map(decode_row).collect()
+        decode_all(&rows, decode_row)
     }
 
     async fn read_stream(
@@ -545,7 +545,7 @@ impl Backend for PgBackend {
         .fetch_all(&self.pool)
         .await
         .map_err(EventLogError::db("reading a stream"))?;
-        rows.iter().map(decode_row).collect()
+        decode_all(&rows, decode_row)
     }
 
     async fn stream_version(&self, stream_id: &str) -> Result<i64, EventLogError> {
