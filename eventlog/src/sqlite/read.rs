@@ -53,8 +53,13 @@ pub(super) fn forward_unparsed(
     limit: usize,
 ) -> Result<Vec<UnparsedEvent>, EventLogError> {
     let (sql, args) = forward_sql(after, up_to, filter, limit);
-    rows(conn, &sql, &args, unparsed)
+    // Sized for a full page up front: a catch-up's pages of tens of thousands of events grew
+    // by doubling, each growth a copy and fresh pages for the kernel to zero.
+    rows(conn, &sql, &args, unparsed, limit.min(PRESIZED_ROWS))
 }
+
+/// The most rows a read makes room for before it has them (a rebuild's page).
+const PRESIZED_ROWS: usize = 50_000;
 
 /// The statement and arguments of [`forward`].
 fn forward_sql(after: i64, up_to: Option<i64>, filter: &EventFilter, limit: usize) -> (String, Vec<SqlValue>) {
@@ -167,17 +172,19 @@ fn push_filter(sql: &mut String, args: &mut Vec<SqlValue>, filter: &EventFilter)
 }
 
 fn events(conn: &mut Connection, sql: &str, args: &[SqlValue]) -> Result<Vec<RecordedEvent>, EventLogError> {
-    rows(conn, sql, args, decode)
+    rows(conn, sql, args, decode, 0)
 }
 
-/// The rows of `sql`, each turned into a `T` by `each`; the first that cannot be is the error.
+/// The rows of `sql`, each turned into a `T` by `each`, in a vector with room for `expected`
+/// from the start; the first row that cannot be turned is the error.
 fn rows<T>(
     conn: &mut Connection,
     sql: &str,
     args: &[SqlValue],
     each: fn(Row) -> Result<T, EventLogError>,
+    expected: usize,
 ) -> Result<Vec<T>, EventLogError> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(expected);
     let mut bad = None;
     conn.for_each_row(sql, args, &mut |row| {
         if bad.is_none() {
