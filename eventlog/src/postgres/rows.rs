@@ -33,8 +33,9 @@ pub(super) fn decode_row(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
     Ok(event)
 }
 
-/// An event out of its row, its payload left as its stored JSON text: a reader decoding payloads into typed events (a rebuild) parses each once, not three times
-/// (into a `Value`, back to text, into its type).
+/// An event out of its row, its payload left as its stored JSON text: a reader decoding
+/// payloads into typed events (a rebuild) parses each once, not three times (into a `Value`,
+/// back to text, into its type).
 pub(super) fn unparsed_row(row: &PgRow) -> Result<UnparsedEvent, EventLogError> {
     let event = columns(row)?;
     let payload = row.try_get::<JsonText, _>(6).map_err(|e| corrupt(event.position, "payload", e))?.0;
@@ -61,7 +62,8 @@ fn columns(row: &PgRow) -> Result<RecordedEvent, EventLogError> {
     })
 }
 
-/// A `json` value (the log's columns) or a `jsonb` one (an expression's) as its JSON text, unparsed.
+/// A `json` value (the log's columns) or a `jsonb` one (an expression's, or the columns of a
+/// log not yet migrated) as its JSON text, unparsed.
 struct JsonText(String);
 
 /// The first byte of `jsonb`'s binary format: its version, the text after it.
