@@ -47,7 +47,7 @@ pub use command_counts::CommandCounts;
 pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};
 pub use filter::EventFilter;
 pub use import::ImportResult;
-pub use open::open_store;
+pub use open::{open_store, pending_migrations};
 pub use postgres::PostgresEventStore;
 pub use queued::QueuedAppends;
 pub use sqlite::SqliteEventStore;

@@ -12,7 +12,7 @@
 use std::{borrow::Cow, sync::LazyLock};
 
 use sqlx::{
-    PgPool, SqlitePool,
+    PgConnection, PgPool, SqliteConnection, SqlitePool,
     migrate::{Migration, MigrationType, Migrator},
 };
 
@@ -135,11 +135,9 @@ pub static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES_FIL
 
 /// Apply the SQLite migrations.
 pub async fn migrate_sqlite(pool: &SqlitePool) -> Result<(), EventLogError> {
-    // A new database has no such table: nothing applied.
-    let applied = sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success")
-        .fetch_all(pool)
-        .await
-        .unwrap_or_default();
+    let mut conn = pool.acquire().await.map_err(EventLogError::db("connecting to migrate"))?;
+    let applied = applied_sqlite(&mut conn).await?;
+    drop(conn);
     announce(&SQLITE, applied);
     SQLITE.run(pool).await?;
     Ok(())
@@ -152,23 +150,59 @@ pub async fn migrate_postgres(pool: &PgPool) -> Result<(), EventLogError> {
 }
 
 /// Apply the PostgreSQL migrations on one connection.
-pub async fn migrate_postgres_on(conn: &mut sqlx::PgConnection) -> Result<(), EventLogError> {
+pub async fn migrate_postgres_on(conn: &mut PgConnection) -> Result<(), EventLogError> {
+    announce(&POSTGRES, applied_postgres(conn).await?);
+    POSTGRES.run(conn).await?;
+    Ok(())
+}
+
+/// The versions of this build's SQLite migrations the database has not applied, oldest first
+/// (every one for a database without agentlog's tables).
+pub(crate) async fn pending_sqlite(conn: &mut SqliteConnection) -> Result<Vec<i64>, EventLogError> {
+    Ok(pending(&SQLITE, &applied_sqlite(conn).await?))
+}
+
+/// [`pending_sqlite`] for PostgreSQL.
+pub(crate) async fn pending_postgres(conn: &mut PgConnection) -> Result<Vec<i64>, EventLogError> {
+    Ok(pending(&POSTGRES, &applied_postgres(conn).await?))
+}
+
+/// The versions in `migrator` that are not in `applied`.
+fn pending(migrator: &Migrator, applied: &[i64]) -> Vec<i64> {
+    migrator.iter().map(|m| m.version).filter(|v| !applied.contains(v)).collect()
+}
+
+/// The migrations a SQLite database records as applied (none for a new one).
+async fn applied_sqlite(conn: &mut SqliteConnection) -> Result<Vec<i64>, EventLogError> {
+    let exists: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(EventLogError::db("reading the applied migrations"))?;
+    if exists == 0 {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(EventLogError::db("reading the applied migrations"))
+}
+
+/// The migrations a PostgreSQL database records as applied (none for a new one).
+async fn applied_postgres(conn: &mut PgConnection) -> Result<Vec<i64>, EventLogError> {
     // `to_regclass` first: a fresh database has no table to read, and an error would show in
     // the server's log.
     let exists: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
         .fetch_one(&mut *conn)
         .await
         .map_err(EventLogError::db("reading the applied migrations"))?;
-    let applied = match exists {
-        Some(_) => sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success")
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(EventLogError::db("reading the applied migrations"))?,
-        None => Vec::new(),
-    };
-    announce(&POSTGRES, applied);
-    POSTGRES.run(conn).await?;
-    Ok(())
+    if exists.is_none() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(EventLogError::db("reading the applied migrations"))
 }
 
 /// Log what `migrator` is about to do to a database that has `applied` (versions): one line

@@ -2,10 +2,13 @@
 
 use std::sync::Arc;
 
+use sqlx::{Connection, PgConnection, SqliteConnection};
+
 use crate::{
     error::EventLogError,
+    migrate,
     postgres::PostgresEventStore,
-    sqlite::SqliteEventStore,
+    sqlite::{self, SqliteEventStore},
     store::{EventStore, StoreOptions},
     url::redact,
 };
@@ -13,11 +16,48 @@ use crate::{
 /// Open the log at `url`: `postgres://…` / `postgresql://…` for PostgreSQL; `sqlite:…` or a
 /// plain file path for SQLite.
 pub async fn open_store(url: &str, options: StoreOptions) -> Result<Arc<dyn EventStore>, EventLogError> {
+    match backend(url)? {
+        Backend::Postgres => Ok(Arc::new(PostgresEventStore::connect(url, options).await?)),
+        Backend::Sqlite => Ok(Arc::new(SqliteEventStore::open(url, options).await?)),
+    }
+}
+
+/// The migrations of this build that the log at `url` lacks, oldest first (every one where the
+/// database holds none of agentlog's tables), read on a connection of its own without opening
+/// the log or changing anything: what a reader that must leave the schema alone checks first.
+pub async fn pending_migrations(url: &str) -> Result<Vec<i64>, EventLogError> {
+    match backend(url)? {
+        Backend::Postgres => {
+            let mut conn = PgConnection::connect(url).await.map_err(EventLogError::db("connecting to PostgreSQL"))?;
+            let pending = migrate::pending_postgres(&mut conn).await;
+            let _ = conn.close().await;
+            pending
+        }
+        Backend::Sqlite => {
+            let connect = sqlite::existing_file(url)?;
+            let mut conn = SqliteConnection::connect_with(&connect)
+                .await
+                .map_err(EventLogError::db("opening the SQLite database"))?;
+            let pending = migrate::pending_sqlite(&mut conn).await;
+            let _ = conn.close().await;
+            pending
+        }
+    }
+}
+
+/// Which backend a URL names.
+enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+/// The backend of `url`, or why it names none.
+fn backend(url: &str) -> Result<Backend, EventLogError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PostgresEventStore::connect(url, options).await?))
+        Ok(Backend::Postgres)
     } else if url.contains("://") && !url.starts_with("sqlite://") {
         Err(EventLogError::UnsupportedUrl(redact(url)))
     } else {
-        Ok(Arc::new(SqliteEventStore::open(url, options).await?))
+        Ok(Backend::Sqlite)
     }
 }

@@ -386,7 +386,7 @@ fn crossings_text(c: &Crossings) -> String {
 
 /// Run `budget-spend`.
 pub async fn spend(global: &Global, args: &SpendArgs) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let log = BudgetLog::read(&*store).await;
     store.close().await;
     let log = log?;
@@ -405,7 +405,7 @@ pub async fn spend(global: &Global, args: &SpendArgs) -> anyhow::Result<ExitCode
 
 /// Run `budget-crossings`.
 pub async fn crossings(global: &Global, args: &CrossingsArgs) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let log = BudgetLog::read(&*store).await;
     store.close().await;
     let Some(c) = log?.crossings(&args.budget) else { anyhow::bail!("no budget {} in the log", args.budget) };

@@ -133,7 +133,7 @@ pub fn tree(events: Vec<RecordedEvent>) -> Vec<ChainNode> {
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     let root = Uuid::parse_str(args.root_source_id.trim())
         .with_context(|| format!("`{}` is not an event id (a UUID)", args.root_source_id))?;
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let result = chain_tree(&*store, root).await;
     store.close().await;
     let t = result?;

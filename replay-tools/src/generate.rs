@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::{
     options::Global,
     output,
-    store::{self, Create},
+    store::{self, Access},
 };
 
 /// Arguments of `generate`.
@@ -129,7 +129,7 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         sqlite_wal_autocheckpoint: WAL_AUTOCHECKPOINT,
         ..store::options(store::READ_CONNECTIONS)
     };
-    let store = store::open_with_options(&global.database, Create::Yes, options).await?;
+    let store = store::open_with_options(&global.database, Access::Create, options).await?;
     let head = store.head_position().await.context("reading the log head")?;
     if head > 0 {
         bail!(

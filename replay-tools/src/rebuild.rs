@@ -122,7 +122,7 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
 
 /// Run `rebuild`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Write).await?;
     let result = rebuild(Arc::clone(&store), args.projection.as_deref(), global.json).await;
     store.close().await;
     let r = result?;

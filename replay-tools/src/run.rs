@@ -385,7 +385,7 @@ pub async fn timeline(
 
 /// Run `run`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let result = timeline(&*store, &args.operation_id, args.owner.as_deref(), args.at).await;
     store.close().await;
     let t = result?;

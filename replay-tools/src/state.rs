@@ -90,7 +90,7 @@ pub async fn state_at(
 
 /// Run `state`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let result = state_at(&*store, &args.stream_id, args.at).await;
     store.close().await;
     let s = result?;

@@ -321,7 +321,7 @@ fn render(s: &Stats) -> String {
 
 /// Run `stats`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let result = stats(&*store, args.top, global.json).await;
     store.close().await;
     let s = result?;

@@ -4,25 +4,31 @@
 use std::{sync::Arc, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, redact};
+use agentlog_eventlog::{
+    EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, pending_migrations, redact,
+};
 use anyhow::{Context, bail};
 
 /// Events per read: large enough to amortise a query, small enough to bound memory.
 pub const PAGE: usize = 2_000;
 
-/// Whether opening may create a database that does not exist yet.
+/// What opening may do to the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Create {
-    /// Only an existing log (every command that reads).
-    No,
-    /// Create (and migrate) a missing SQLite file (the target of `import` and `copy`).
-    Yes,
+pub enum Access {
+    /// Read an existing log at this build's schema, never changing it (every command that only
+    /// reads): a log that lacks one of this build's migrations is refused, since applying it
+    /// here could rewrite a live server's table under its feet (0040 rewrites `events`).
+    Read,
+    /// An existing log, migrated to this build's schema first (`rebuild`, which writes).
+    Write,
+    /// Create (and migrate) a missing SQLite file (the target of `import`, `copy`, `generate`).
+    Create,
 }
 
-/// Open the log at `url`. A SQLite file that does not exist is an error unless `create` says
-/// otherwise: a mistyped path must not quietly audit an empty new log.
-pub async fn open(url: &str, create: Create) -> anyhow::Result<Arc<dyn EventStore>> {
-    open_with(url, create, READ_CONNECTIONS).await
+/// Open the log at `url` for `access`. A SQLite file that does not exist is an error unless
+/// `access` creates: a mistyped path must not quietly audit an empty new log.
+pub async fn open(url: &str, access: Access) -> anyhow::Result<Arc<dyn EventStore>> {
+    open_with(url, access, READ_CONNECTIONS).await
 }
 
 /// Readers of a command's log: a bulk rebuild on PostgreSQL applies every projection at once,
@@ -31,8 +37,8 @@ pub const READ_CONNECTIONS: u32 = 8;
 
 /// [`open`] with at most `read_connections` readers (each SQLite connection keeps a page
 /// cache of its own: `verify`, whose memory is bounded, needs three).
-pub async fn open_with(url: &str, create: Create, read_connections: u32) -> anyhow::Result<Arc<dyn EventStore>> {
-    open_with_options(url, create, options(read_connections)).await
+pub async fn open_with(url: &str, access: Access, read_connections: u32) -> anyhow::Result<Arc<dyn EventStore>> {
+    open_with_options(url, access, options(read_connections)).await
 }
 
 /// The options every command opens its log with, with `read_connections` readers.
@@ -49,15 +55,36 @@ pub fn options(read_connections: u32) -> StoreOptions {
 /// [`open`] with `options` (see [`options`]).
 pub async fn open_with_options(
     url: &str,
-    create: Create,
+    access: Access,
     options: StoreOptions,
 ) -> anyhow::Result<Arc<dyn EventStore>> {
-    if create == Create::No
+    if access != Access::Create
         && let Some(path) = missing_sqlite_file(url)
     {
         bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
+    if access == Access::Read {
+        refuse_older_schema(url).await?;
+    }
+    let options = StoreOptions { migrate: access != Access::Read, ..options };
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
+}
+
+/// An error unless the log at `url` has every migration of this build.
+async fn refuse_older_schema(url: &str) -> anyhow::Result<()> {
+    let pending =
+        pending_migrations(url).await.with_context(|| format!("reading the schema of the log at {}", redact(url)))?;
+    match pending.as_slice() {
+        [] => Ok(()),
+        [1, ..] => bail!("no log at {}: the database holds none of agentlog's tables", redact(url)),
+        versions => bail!(
+            "the log at {} lacks this build's migration(s) {}: a command that only reads never changes the \
+             schema. Start this build's `agentlog serve` on it first (it applies them), or use the \
+             agentlog-replay of the build that serves it",
+            redact(url),
+            versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 /// Every event of one stream, in version order.

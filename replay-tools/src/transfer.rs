@@ -185,7 +185,7 @@ async fn export_to(
 
 /// Run `export`.
 pub async fn export(global: &Global, args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let store = store::open(&global.database, store::Create::No).await?;
+    let store = store::open(&global.database, store::Access::Read).await?;
     let result = match &args.output {
         Some(path) => match File::create(path) {
             Ok(file) => export_to(&*store, args, &mut BufWriter::new(file), global.json).await,
@@ -311,7 +311,7 @@ pub async fn import(global: &Global, args: &ImportArgs) -> anyhow::Result<ExitCo
         }
         _ => (Box::new(BufReader::new(io::stdin().lock())), None),
     };
-    let store = store::open(&global.database, store::Create::Yes).await?;
+    let store = store::open(&global.database, store::Access::Create).await?;
     let result = import_from(&*store, input, len, global.json).await;
     store.close().await;
     result?.print(global.json)?;
@@ -348,8 +348,8 @@ pub async fn copy(global: &Global, args: &CopyArgs) -> anyhow::Result<ExitCode> 
     if args.from == args.to {
         bail!("copy needs two different logs; both are {}", agentlog_eventlog::redact(&args.from));
     }
-    let from = store::open(&args.from, store::Create::No).await.context("the source")?;
-    let to = match store::open(&args.to, store::Create::Yes).await.context("the target") {
+    let from = store::open(&args.from, store::Access::Read).await.context("the source")?;
+    let to = match store::open(&args.to, store::Access::Create).await.context("the target") {
         Ok(to) => to,
         Err(e) => {
             from.close().await;

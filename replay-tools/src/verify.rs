@@ -82,7 +82,7 @@ pub async fn verify(store: &Arc<dyn EventStore>, database: &str, args: &Args, js
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
     // Three readers: the log's checks, the scratch rebuild's reader of the log, and the
     // checksums of the live tables (the scratch database has its own).
-    let store = store::open_with(&global.database, store::Create::No, 3).await?;
+    let store = store::open_with(&global.database, store::Access::Read, 3).await?;
     let result = verify(&store, &global.database, args, global.json).await;
     store.close().await;
     let report = result?;

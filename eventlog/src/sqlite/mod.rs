@@ -117,12 +117,22 @@ fn create_private(path: &Path) -> Result<(), EventLogError> {
     }
 }
 
-fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnectOptions, EventLogError> {
-    let base = if target.starts_with("sqlite:") {
-        SqliteConnectOptions::from_str(target).map_err(|_| EventLogError::UnsupportedUrl(target.to_string()))?
+/// The file `target` names (a `sqlite:` URL or a path), with sqlx's default options.
+fn file_options(target: &str) -> Result<SqliteConnectOptions, EventLogError> {
+    if target.starts_with("sqlite:") {
+        SqliteConnectOptions::from_str(target).map_err(|_| EventLogError::UnsupportedUrl(target.to_string()))
     } else {
-        SqliteConnectOptions::new().filename(Path::new(target))
-    };
+        Ok(SqliteConnectOptions::new().filename(Path::new(target)))
+    }
+}
+
+/// Plain options for a look at an existing file, never creating one.
+pub(crate) fn existing_file(target: &str) -> Result<SqliteConnectOptions, EventLogError> {
+    Ok(file_options(target)?.create_if_missing(false).busy_timeout(BUSY_TIMEOUT))
+}
+
+fn connect_options(target: &str, options: &StoreOptions) -> Result<SqliteConnectOptions, EventLogError> {
+    let base = file_options(target)?;
     // The pool's connections keep their map of the file as the log's own do (`kept_map`).
     agentlog_sqlite::kept_map::register()
         .map_err(|failure| EventLogError::Unavailable { reason: failure.to_string() })?;

@@ -6,6 +6,7 @@ mod budget;
 mod conversation_parse;
 mod generate;
 mod inspect;
+mod schema;
 mod support;
 mod transfer;
 mod verify;

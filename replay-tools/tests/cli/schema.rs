@@ -1,0 +1,115 @@
+//! A command that only reads never changes the log's schema: on a log that lacks one of this
+//! build's migrations (as a live server of the build before leaves it) every such command is
+//! refused, saying why, and leaves the database as it was; `rebuild`, which writes, migrates.
+
+use agentlog_eventlog::testing::{RawDb, TempSqlite};
+
+use crate::{
+    both,
+    support::{Fixture, json_ok, replay},
+};
+
+/// The log as the builds before migration 0040 left it (0040's record gone; on PostgreSQL the
+/// columns `jsonb` again).
+async fn as_before_0040(raw: &RawDb) {
+    raw.execute("DELETE FROM _sqlx_migrations WHERE version = 40").await.expect("forget 0040");
+    if let RawDb::Postgres(_) = raw {
+        raw.execute("ALTER TABLE events ALTER COLUMN payload TYPE jsonb, ALTER COLUMN metadata TYPE jsonb")
+            .await
+            .expect("jsonb columns");
+    }
+}
+
+/// The newest migration the log records, and (PostgreSQL) the payload column's type.
+async fn schema(raw: &RawDb) -> (i64, Option<String>) {
+    let version = raw.scalar_i64("SELECT MAX(version) FROM _sqlx_migrations").await.expect("version");
+    let payload = match raw {
+        RawDb::Postgres(pool) => Some(
+            sqlx::query_scalar(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+                 WHERE attrelid = 'events'::regclass AND attname = 'payload'",
+            )
+            .fetch_one(pool)
+            .await
+            .expect("payload type"),
+        ),
+        RawDb::Sqlite(_) => None,
+    };
+    (version, payload)
+}
+
+async fn reading_never_migrates(f: Fixture) {
+    as_before_0040(&f.log.raw).await;
+    let before = schema(&f.log.raw).await;
+    assert_eq!(before.0, 39);
+    let target = TempSqlite::new();
+    let out = std::env::temp_dir().join(format!("agentlog-schema-{}.ndjson", uuid::Uuid::now_v7().simple()));
+    let out = out.to_string_lossy().into_owned();
+    let root = "01900000-0000-7000-8000-000000000001";
+    let readers: [&[&str]; 9] = [
+        &["run", "op-1"],
+        &["chain", root],
+        &["state", "operation-op-1"],
+        &["stats"],
+        &["export", "-o", &out],
+        &["budget-spend"],
+        &["budget-crossings", "b1"],
+        &["verify"],
+        &["copy", &f.url, &target.url()],
+    ];
+    for args in readers {
+        let r = replay(&f.url, args);
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert!(!r.status.success(), "{args:?} read an older schema: {stderr}");
+        assert!(stderr.contains("lacks this build's migration(s) 40"), "{args:?}: {stderr}");
+        assert!(stderr.contains("agentlog serve"), "{args:?} says what to do: {stderr}");
+    }
+    assert_eq!(schema(&f.log.raw).await, before, "a reading command changed the schema");
+    assert!(!std::path::Path::new(&out).exists(), "export wrote a file");
+
+    // `rebuild` writes: it migrates, and the readers read again.
+    json_ok(&replay(&f.url, &["--json", "rebuild"]));
+    let after = schema(&f.log.raw).await;
+    assert_eq!(after.0, 40);
+    if after.1.is_some() {
+        assert_eq!(after.1.as_deref(), Some("json"));
+    }
+    json_ok(&replay(&f.url, &["--json", "stats"]));
+    json_ok(&replay(&f.url, &["--json", "verify"]));
+}
+
+both!(reading_never_migrates as reading_never_migrates);
+
+/// A database without agentlog's tables (a mistyped database name) is no log to a reader: it is
+/// refused, and left without tables (it used to be given the schema and audited as empty).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_without_the_schema_is_no_log() {
+    use sqlx::Connection;
+    let file = TempSqlite::new();
+    let mut conn = sqlx::SqliteConnection::connect(&format!("{}?mode=rwc", file.url())).await.expect("create");
+    sqlx::query("CREATE TABLE other (a INTEGER)").execute(&mut conn).await.expect("a table");
+    let tables = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'";
+    let mut urls = vec![file.url()];
+    let pg = match agentlog_eventlog::testing::pg_url("a_database_without_the_schema_is_no_log") {
+        Some(admin) => Some(agentlog_eventlog::testing::TempPostgres::create(&admin).await.expect("database")),
+        None => None,
+    };
+    urls.extend(pg.iter().map(|db| db.url.clone()));
+    for url in &urls {
+        for args in [&["stats"][..], &["verify"], &["run", "op-1"]] {
+            let r = replay(url, args);
+            let stderr = String::from_utf8_lossy(&r.stderr);
+            assert!(!r.status.success() && stderr.contains("holds none of agentlog's tables"), "{args:?}: {stderr}");
+        }
+    }
+    let n: i64 = sqlx::query_scalar(tables).fetch_one(&mut conn).await.expect("count");
+    assert_eq!(n, 1, "only the table that was there");
+    if let Some(db) = &pg {
+        let mut conn = sqlx::PgConnection::connect(&db.url).await.expect("connect");
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count");
+        assert_eq!(n, 0, "no tables were made");
+    }
+}
