@@ -156,20 +156,34 @@ pub async fn migrate_postgres_on(conn: &mut PgConnection) -> Result<(), EventLog
     Ok(())
 }
 
-/// The versions of this build's SQLite migrations the database has not applied, oldest first
-/// (every one for a database without agentlog's tables).
-pub(crate) async fn pending_sqlite(conn: &mut SqliteConnection) -> Result<Vec<i64>, EventLogError> {
-    Ok(pending(&SQLITE, &applied_sqlite(conn).await?))
+/// How a database's schema differs from this build's: the migrations it lacks and those it has
+/// that this build does not know (a newer build's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchemaGap {
+    /// This build's migrations the database has not applied, oldest first (every one for a
+    /// database without agentlog's tables).
+    pub missing: Vec<i64>,
+    /// Migrations the database applied that this build does not have.
+    pub unknown: Vec<i64>,
 }
 
-/// [`pending_sqlite`] for PostgreSQL.
-pub(crate) async fn pending_postgres(conn: &mut PgConnection) -> Result<Vec<i64>, EventLogError> {
-    Ok(pending(&POSTGRES, &applied_postgres(conn).await?))
+/// The gap between a SQLite database's schema and this build's.
+pub(crate) async fn gap_sqlite(conn: &mut SqliteConnection) -> Result<SchemaGap, EventLogError> {
+    Ok(gap(&SQLITE, &applied_sqlite(conn).await?))
 }
 
-/// The versions in `migrator` that are not in `applied`.
-fn pending(migrator: &Migrator, applied: &[i64]) -> Vec<i64> {
-    migrator.iter().map(|m| m.version).filter(|v| !applied.contains(v)).collect()
+/// [`gap_sqlite`] for PostgreSQL.
+pub(crate) async fn gap_postgres(conn: &mut PgConnection) -> Result<SchemaGap, EventLogError> {
+    Ok(gap(&POSTGRES, &applied_postgres(conn).await?))
+}
+
+/// The gap between `migrator` and the versions in `applied`.
+fn gap(migrator: &Migrator, applied: &[i64]) -> SchemaGap {
+    let ours: Vec<i64> = migrator.iter().map(|m| m.version).collect();
+    SchemaGap {
+        missing: ours.iter().copied().filter(|v| !applied.contains(v)).collect(),
+        unknown: applied.iter().copied().filter(|v| !ours.contains(v)).collect(),
+    }
 }
 
 /// The migrations a SQLite database records as applied (none for a new one).

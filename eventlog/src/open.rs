@@ -6,7 +6,7 @@ use sqlx::{Connection, PgConnection, SqliteConnection};
 
 use crate::{
     error::EventLogError,
-    migrate,
+    migrate::{self, SchemaGap},
     postgres::PostgresEventStore,
     sqlite::{self, SqliteEventStore},
     store::{EventStore, StoreOptions},
@@ -22,25 +22,25 @@ pub async fn open_store(url: &str, options: StoreOptions) -> Result<Arc<dyn Even
     }
 }
 
-/// The migrations of this build that the log at `url` lacks, oldest first (every one where the
-/// database holds none of agentlog's tables), read on a connection of its own without opening
-/// the log or changing anything: what a reader that must leave the schema alone checks first.
-pub async fn pending_migrations(url: &str) -> Result<Vec<i64>, EventLogError> {
+/// How the schema of the log at `url` differs from this build's, read on a connection of its
+/// own without opening the log or changing anything: what a reader that must leave the schema
+/// alone checks first.
+pub async fn schema_gap(url: &str) -> Result<SchemaGap, EventLogError> {
     match backend(url)? {
         Backend::Postgres => {
             let mut conn = PgConnection::connect(url).await.map_err(EventLogError::db("connecting to PostgreSQL"))?;
-            let pending = migrate::pending_postgres(&mut conn).await;
+            let gap = migrate::gap_postgres(&mut conn).await;
             let _ = conn.close().await;
-            pending
+            gap
         }
         Backend::Sqlite => {
             let connect = sqlite::existing_file(url)?;
             let mut conn = SqliteConnection::connect_with(&connect)
                 .await
                 .map_err(EventLogError::db("opening the SQLite database"))?;
-            let pending = migrate::pending_sqlite(&mut conn).await;
+            let gap = migrate::gap_sqlite(&mut conn).await;
             let _ = conn.close().await;
-            pending
+            gap
         }
     }
 }

@@ -4,9 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::{
-    EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, pending_migrations, redact,
-};
+use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, redact, schema_gap};
 use anyhow::{Context, bail};
 
 /// Events per read: large enough to amortise a query, small enough to bound memory.
@@ -64,17 +62,25 @@ pub async fn open_with_options(
         bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
     if access == Access::Read {
-        refuse_older_schema(url).await?;
+        refuse_another_schema(url).await?;
     }
     let options = StoreOptions { migrate: access != Access::Read, ..options };
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
 }
 
-/// An error unless the log at `url` has every migration of this build.
-async fn refuse_older_schema(url: &str) -> anyhow::Result<()> {
-    let pending =
-        pending_migrations(url).await.with_context(|| format!("reading the schema of the log at {}", redact(url)))?;
-    match pending.as_slice() {
+/// An error unless the log at `url` has exactly this build's migrations.
+async fn refuse_another_schema(url: &str) -> anyhow::Result<()> {
+    let gap = schema_gap(url).await.with_context(|| format!("reading the schema of the log at {}", redact(url)))?;
+    let list = |versions: &[i64]| versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+    if !gap.unknown.is_empty() {
+        bail!(
+            "the log at {} has migration(s) {} that this build does not know: a newer agentlog serves it; \
+             use that build's agentlog-replay",
+            redact(url),
+            list(&gap.unknown)
+        );
+    }
+    match gap.missing.as_slice() {
         [] => Ok(()),
         [1, ..] => bail!("no log at {}: the database holds none of agentlog's tables", redact(url)),
         versions => bail!(
@@ -82,7 +88,7 @@ async fn refuse_older_schema(url: &str) -> anyhow::Result<()> {
              schema. Start this build's `agentlog serve` on it first (it applies them), or use the \
              agentlog-replay of the build that serves it",
             redact(url),
-            versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+            list(versions)
         ),
     }
 }

@@ -1,6 +1,7 @@
 //! A command that only reads never changes the log's schema: on a log that lacks one of this
 //! build's migrations (as a live server of the build before leaves it) every such command is
-//! refused, saying why, and leaves the database as it was; `rebuild`, which writes, migrates.
+//! refused, saying why, and leaves the database as it was; `rebuild`, which writes, migrates. A
+//! log with a newer build's migration is refused too.
 
 use agentlog_eventlog::testing::{RawDb, TempSqlite};
 
@@ -76,6 +77,20 @@ async fn reading_never_migrates(f: Fixture) {
     }
     json_ok(&replay(&f.url, &["--json", "stats"]));
     json_ok(&replay(&f.url, &["--json", "verify"]));
+
+    // A newer build's migration: the readers refuse, naming it.
+    let checksum = if let RawDb::Postgres(_) = &f.log.raw { "'\\x00'::bytea" } else { "X'00'" };
+    f.log
+        .raw
+        .execute(&format!(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (9999, 'from the future', TRUE, {checksum}, 0)"
+        ))
+        .await
+        .expect("a newer migration");
+    let r = replay(&f.url, &["stats"]);
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success() && stderr.contains("migration(s) 9999 that this build does not know"), "{stderr}");
 }
 
 both!(reading_never_migrates as reading_never_migrates);
