@@ -265,6 +265,16 @@ async fn token_command(database: &str, command: TokenCommand) -> anyhow::Result<
     {
         anyhow::bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
     }
+    // Nor may they migrate: a live server of another build may be serving this log (0040
+    // rewrites `events`). `create` migrates, as the `serve` it precedes would.
+    if !matches!(command, TokenCommand::Create { .. }) {
+        let gap = agentlog_eventlog::schema_gap(database)
+            .await
+            .with_context(|| format!("reading the schema of the log at {}", agentlog_eventlog::redact(database)))?;
+        if let Some(why) = gap.refusal(database, "agentlog") {
+            anyhow::bail!(why);
+        }
+    }
     let app = open_app(database, Settings::default(), ApiLimits::default()).await?;
     let tokens = Tokens::new(app.db.clone());
     let done = match command {

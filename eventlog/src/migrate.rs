@@ -167,6 +167,32 @@ pub struct SchemaGap {
     pub unknown: Vec<i64>,
 }
 
+impl SchemaGap {
+    /// Why a command that must not change the schema refuses the log at `url` (`tool`: the
+    /// binary, named in the advice), or `None` when its schema is this build's.
+    pub fn refusal(&self, url: &str, tool: &str) -> Option<String> {
+        let list = |versions: &[i64]| versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let url = crate::url::redact(url);
+        if !self.unknown.is_empty() {
+            return Some(format!(
+                "the log at {url} has migration(s) {} that this build does not know: a newer agentlog \
+                 serves it; use that build's {tool}",
+                list(&self.unknown)
+            ));
+        }
+        match self.missing.as_slice() {
+            [] => None,
+            [1, ..] => Some(format!("no log at {url}: the database holds none of agentlog's tables")),
+            versions => Some(format!(
+                "the log at {url} lacks this build's migration(s) {}: this command never changes the schema. \
+                 Start this build's `agentlog serve` on it first (it applies them), or use the {tool} of \
+                 the build that serves it",
+                list(versions)
+            )),
+        }
+    }
+}
+
 /// The gap between a SQLite database's schema and this build's.
 pub(crate) async fn gap_sqlite(conn: &mut SqliteConnection) -> Result<SchemaGap, EventLogError> {
     Ok(gap(&SQLITE, &applied_sqlite(conn).await?))

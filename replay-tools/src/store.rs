@@ -71,25 +71,9 @@ pub async fn open_with_options(
 /// An error unless the log at `url` has exactly this build's migrations.
 async fn refuse_another_schema(url: &str) -> anyhow::Result<()> {
     let gap = schema_gap(url).await.with_context(|| format!("reading the schema of the log at {}", redact(url)))?;
-    let list = |versions: &[i64]| versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-    if !gap.unknown.is_empty() {
-        bail!(
-            "the log at {} has migration(s) {} that this build does not know: a newer agentlog serves it; \
-             use that build's agentlog-replay",
-            redact(url),
-            list(&gap.unknown)
-        );
-    }
-    match gap.missing.as_slice() {
-        [] => Ok(()),
-        [1, ..] => bail!("no log at {}: the database holds none of agentlog's tables", redact(url)),
-        versions => bail!(
-            "the log at {} lacks this build's migration(s) {}: a command that only reads never changes the \
-             schema. Start this build's `agentlog serve` on it first (it applies them), or use the \
-             agentlog-replay of the build that serves it",
-            redact(url),
-            list(versions)
-        ),
+    match gap.refusal(url, "agentlog-replay") {
+        Some(why) => bail!(why),
+        None => Ok(()),
     }
 }
 

@@ -85,4 +85,51 @@ async fn the_token_cli_creates_lists_and_revokes(db: Db) {
     s.data(Some(&s.admin_token), "{ headPosition }", json!({})).await;
 }
 
-both!(the_token_cli_creates_lists_and_revokes as the_token_cli_creates_lists_and_revokes);
+/// `sql` on the database at `url`; the first column of its first row when it has one.
+async fn sql(url: &str, sql: &str) -> Option<String> {
+    use sqlx::{Connection, Row};
+    let row = if url.starts_with("sqlite:") {
+        let mut conn = sqlx::SqliteConnection::connect(url).await.expect("connect");
+        sqlx::query(sql).fetch_optional(&mut conn).await.expect(sql).map(|r| r.try_get::<String, _>(0).ok())
+    } else {
+        let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+        sqlx::query(sql).fetch_optional(&mut conn).await.expect(sql).map(|r| r.try_get::<String, _>(0).ok())
+    };
+    row.flatten()
+}
+
+/// `list` and `revoke` never change the schema: on a log an older server serves (one lacking
+/// this build's migration 0040) they are refused and leave it as it was; `create` migrates, as
+/// the `serve` it precedes would.
+async fn list_and_revoke_leave_an_older_schema_alone(db: Db) {
+    let url = db.url();
+    let (ok, _, err) = token_cli(&url, &["create", "--user", "ops", "--admin", "--name", "first"]);
+    assert!(ok, "{err}");
+    sql(&url, "DELETE FROM _sqlx_migrations WHERE version = 40").await;
+    let postgres = !url.starts_with("sqlite:");
+    if postgres {
+        sql(&url, "ALTER TABLE events ALTER COLUMN payload TYPE jsonb, ALTER COLUMN metadata TYPE jsonb").await;
+    }
+    let newest = "SELECT CAST(MAX(version) AS TEXT) FROM _sqlx_migrations";
+    let payload = "SELECT format_type(atttypid, atttypmod) FROM pg_attribute \
+                   WHERE attrelid = 'events'::regclass AND attname = 'payload'";
+    for args in [&["list"][..], &["revoke", "tok_unknown"]] {
+        let (ok, _, err) = token_cli(&url, args);
+        assert!(!ok && err.contains("lacks this build's migration(s) 40"), "{args:?}: {err}");
+        assert!(err.contains("agentlog serve"), "{args:?} says what to do: {err}");
+    }
+    assert_eq!(sql(&url, newest).await.as_deref(), Some("39"));
+    if postgres {
+        assert_eq!(sql(&url, payload).await.as_deref(), Some("jsonb"));
+    }
+    let (ok, _, err) = token_cli(&url, &["create", "--user", "ops", "--admin", "--name", "second"]);
+    assert!(ok, "{err}");
+    assert_eq!(sql(&url, newest).await.as_deref(), Some("40"));
+    let (ok, out, err) = token_cli(&url, &["list"]);
+    assert!(ok && out.contains("second"), "{err}");
+}
+
+both!(
+    the_token_cli_creates_lists_and_revokes as the_token_cli_creates_lists_and_revokes,
+    list_and_revoke_leave_an_older_schema_alone as list_and_revoke_leave_an_older_schema_alone
+);
