@@ -4,9 +4,11 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use agentlog_api::{
     auth::{Role, Tokens},
-    server::{ServeConfig, open_app, serve},
+    server::{ServeConfig, serve},
     state::{ApiLimits, Settings},
 };
+use agentlog_eventlog::{StoreOptions, open_store};
+use agentlog_projections::ReadDb;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
@@ -275,8 +277,13 @@ async fn token_command(database: &str, command: TokenCommand) -> anyhow::Result<
             anyhow::bail!(why);
         }
     }
-    let app = open_app(database, Settings::default(), ApiLimits::default()).await?;
-    let tokens = Tokens::new(app.db.clone());
+    // The log and the tokens' table only: no projections, relays or sockets for one statement.
+    let create = matches!(command, TokenCommand::Create { .. });
+    let options = StoreOptions { migrate: create, listen_notify: false, ..StoreOptions::default() };
+    let store = open_store(database, options)
+        .await
+        .with_context(|| format!("opening the log at {}", agentlog_eventlog::redact(database)))?;
+    let tokens = Tokens::new(ReadDb::from(store.database()));
     let done = match command {
         TokenCommand::Create { user, admin, name, .. } => {
             let role = if admin { Role::Admin } else { Role::User };
@@ -298,8 +305,7 @@ async fn token_command(database: &str, command: TokenCommand) -> anyhow::Result<
             Err(e) => Err(e.into()),
         },
     };
-    app.runner.stop().await;
-    app.store.close().await;
+    store.close().await;
     done
 }
 
