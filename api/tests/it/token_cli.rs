@@ -129,7 +129,32 @@ async fn list_and_revoke_leave_an_older_schema_alone(db: Db) {
     assert!(ok && out.contains("second"), "{err}");
 }
 
+/// A token command touches the tokens' table and nothing else: on a log whose read models are
+/// behind it applies no projection (it used to start the server's projection runner).
+async fn a_token_command_applies_no_projection(db: Db) {
+    use agentlog_domain::envelope::{Actor, EventMetadata, NewEvent};
+    use agentlog_eventlog::{ExpectedVersion, StoreOptions, open_store};
+    let url = db.url();
+    let store = open_store(&url, StoreOptions::default()).await.expect("open the log");
+    let id = uuid::Uuid::now_v7();
+    let created = NewEvent::new(
+        id,
+        "task.created",
+        json!({"taskId": "t1", "identifier": "T-1", "instruction": "go"}),
+        EventMetadata::source(id, Actor::user("alice"), "alice", "user:alice"),
+    );
+    store.append("task@alice/t1", ExpectedVersion::NoStream, vec![created]).await.expect("append");
+    store.close().await;
+    for args in [&["create", "--user", "ops", "--admin", "--name", "n"][..], &["list"]] {
+        let (ok, _, err) = token_cli(&url, args);
+        assert!(ok, "{args:?}: {err}");
+    }
+    let applied = sql(&url, "SELECT CAST(COUNT(*) AS TEXT) FROM projection_checkpoints WHERE position > 0").await;
+    assert_eq!(applied.as_deref(), Some("0"), "a token command applied a read model");
+}
+
 both!(
+    a_token_command_applies_no_projection as a_token_command_applies_no_projection,
     the_token_cli_creates_lists_and_revokes as the_token_cli_creates_lists_and_revokes,
     list_and_revoke_leave_an_older_schema_alone as list_and_revoke_leave_an_older_schema_alone
 );
