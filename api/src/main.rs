@@ -179,8 +179,14 @@ enum TokenCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let mut filter = EnvFilter::try_new(&cli.log).with_context(|| format!("bad --log filter `{}`", cli.log))?;
+    if !cli.log.contains("sqlx") {
+        // PostgreSQL's NOTICEs reach sqlx's log at INFO: every start's migration check said
+        // "relation \"_sqlx_migrations\" already exists, skipping". A filter naming sqlx keeps them.
+        filter = filter.add_directive("sqlx::postgres::notice=warn".parse().context("the notice filter")?);
+    }
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(&cli.log).with_context(|| format!("bad --log filter `{}`", cli.log))?)
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         // A log line that cannot be written (stderr on a full disk) is dropped: reporting it

@@ -33,11 +33,12 @@ async fn a_start_says_what_it_does_to_the_schema(db: Db) {
     let s = Server::start(db).await;
     assert_eq!(s.logged("creating the schema").len(), 1, "{:?}", s.logged("schema"));
     assert!(s.logged("applying migration").is_empty(), "{:?}", s.logged("applying migration"));
-    // A restart on it: nothing.
+    // A restart on it: nothing (nor PostgreSQL's NOTICE that the migrations' table exists).
     let mut s = s;
     s.restart().await;
     assert_eq!(s.logged("creating the schema").len(), 1);
     assert!(s.logged("applying migration").is_empty(), "{:?}", s.logged("applying migration"));
+    assert!(s.logged("already exists").is_empty(), "{:?}", s.logged("already exists"));
 }
 
 async fn an_upgrade_says_each_migration_and_keeps_the_log(db: Db) {
