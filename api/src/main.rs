@@ -266,25 +266,23 @@ async fn main() -> anyhow::Result<()> {
 
 /// `agentlog token …`: on the database directly, as the server would.
 async fn token_command(database: &str, command: TokenCommand) -> anyhow::Result<()> {
-    // Only `create` may start a log (before a first `serve`, as scripts do); a mistyped path
-    // to list or revoke on must not leave an empty one behind.
-    if !matches!(command, TokenCommand::Create { .. })
-        && let Some(path) = agentlog_eventlog::missing_sqlite_file(database)
-    {
-        anyhow::bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
-    }
-    // Nor may they migrate: a live server of another build may be serving this log (0040
-    // rewrites `events`). `create` migrates, as the `serve` it precedes would.
-    if !matches!(command, TokenCommand::Create { .. }) {
-        let gap = agentlog_eventlog::schema_gap(database)
+    let create = matches!(command, TokenCommand::Create { .. });
+    // Only `create` may start a log (before a first `serve`, as scripts do) or migrate one, as
+    // the `serve` it precedes would. `list` and `revoke` neither leave an empty log behind a
+    // mistyped path nor change the schema under a live server of another build (0040 rewrites
+    // `events`).
+    if !create {
+        if let Some(path) = agentlog_eventlog::missing_sqlite_file(database) {
+            anyhow::bail!("no log at `{path}`: the file does not exist (pass --database or set AGENTLOG_DATABASE_URL)");
+        }
+        let refusal = agentlog_eventlog::schema_refusal(database, "agentlog")
             .await
             .with_context(|| format!("reading the schema of the log at {}", agentlog_eventlog::redact(database)))?;
-        if let Some(why) = gap.refusal(database, "agentlog") {
+        if let Some(why) = refusal {
             anyhow::bail!(why);
         }
     }
     // The log and the tokens' table only: no projections, relays or sockets for one statement.
-    let create = matches!(command, TokenCommand::Create { .. });
     let options = StoreOptions { migrate: create, listen_notify: false, ..StoreOptions::default() };
     let store = open_store(database, options)
         .await

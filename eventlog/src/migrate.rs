@@ -158,19 +158,19 @@ pub async fn migrate_postgres_on(conn: &mut PgConnection) -> Result<(), EventLog
 
 /// How a database's schema differs from this build's: the migrations it lacks and those it has
 /// that this build does not know (a newer build's).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SchemaGap {
+#[derive(Debug)]
+pub(crate) struct SchemaGap {
     /// This build's migrations the database has not applied, oldest first (every one for a
     /// database without agentlog's tables).
-    pub missing: Vec<i64>,
+    missing: Vec<i64>,
     /// Migrations the database applied that this build does not have.
-    pub unknown: Vec<i64>,
+    unknown: Vec<i64>,
 }
 
 impl SchemaGap {
     /// Why a command that must not change the schema refuses the log at `url` (`tool`: the
     /// binary, named in the advice), or `None` when its schema is this build's.
-    pub fn refusal(&self, url: &str, tool: &str) -> Option<String> {
+    pub(crate) fn refusal(&self, url: &str, tool: &str) -> Option<String> {
         let list = |versions: &[i64]| versions.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
         let url = crate::url::redact(url);
         if !self.unknown.is_empty() {

@@ -6,7 +6,7 @@ use sqlx::{Connection, PgConnection, SqliteConnection};
 
 use crate::{
     error::EventLogError,
-    migrate::{self, SchemaGap},
+    migrate,
     postgres::PostgresEventStore,
     sqlite::{self, SqliteEventStore},
     store::{EventStore, StoreOptions},
@@ -22,16 +22,17 @@ pub async fn open_store(url: &str, options: StoreOptions) -> Result<Arc<dyn Even
     }
 }
 
-/// How the schema of the log at `url` differs from this build's, read on a connection of its
-/// own without opening the log or changing anything: what a reader that must leave the schema
-/// alone checks first.
-pub async fn schema_gap(url: &str) -> Result<SchemaGap, EventLogError> {
-    match backend(url)? {
+/// Why a command that must not change the schema refuses the log at `url` (one lacking this
+/// build's migrations, holding a newer build's, or holding none of agentlog's tables), or
+/// `None` when its schema is this build's; `tool` is the binary the advice names. Read on a
+/// connection of its own, without opening the log or changing anything.
+pub async fn schema_refusal(url: &str, tool: &str) -> Result<Option<String>, EventLogError> {
+    let gap = match backend(url)? {
         Backend::Postgres => {
             let mut conn = PgConnection::connect(url).await.map_err(EventLogError::db("connecting to PostgreSQL"))?;
             let gap = migrate::gap_postgres(&mut conn).await;
             let _ = conn.close().await;
-            gap
+            gap?
         }
         Backend::Sqlite => {
             let connect = sqlite::existing_file(url)?;
@@ -40,9 +41,10 @@ pub async fn schema_gap(url: &str) -> Result<SchemaGap, EventLogError> {
                 .map_err(EventLogError::db("opening the SQLite database"))?;
             let gap = migrate::gap_sqlite(&mut conn).await;
             let _ = conn.close().await;
-            gap
+            gap?
         }
-    }
+    };
+    Ok(gap.refusal(url, tool))
 }
 
 /// Which backend a URL names.

@@ -4,7 +4,9 @@
 use std::{sync::Arc, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::{EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, redact, schema_gap};
+use agentlog_eventlog::{
+    EventFilter, EventStore, StoreOptions, missing_sqlite_file, open_store, redact, schema_refusal,
+};
 use anyhow::{Context, bail};
 
 /// Events per read: large enough to amortise a query, small enough to bound memory.
@@ -70,8 +72,10 @@ pub async fn open_with_options(
 
 /// An error unless the log at `url` has exactly this build's migrations.
 async fn refuse_another_schema(url: &str) -> anyhow::Result<()> {
-    let gap = schema_gap(url).await.with_context(|| format!("reading the schema of the log at {}", redact(url)))?;
-    match gap.refusal(url, "agentlog-replay") {
+    let refusal = schema_refusal(url, "agentlog-replay")
+        .await
+        .with_context(|| format!("reading the schema of the log at {}", redact(url)))?;
+    match refusal {
         Some(why) => bail!(why),
         None => Ok(()),
     }
