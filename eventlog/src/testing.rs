@@ -117,6 +117,15 @@ impl TempPostgres {
         Ok(Self { admin_url: admin_url.to_string(), url: with_database(admin_url, &name), name })
     }
 
+    /// How many tables its `public` schema holds (0 for a database nothing migrated).
+    pub async fn table_count(&self) -> Result<i64, sqlx::Error> {
+        let mut conn = PgConnection::connect(&self.url).await?;
+        let n =
+            sqlx::query_scalar("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'").fetch_one(&mut conn).await;
+        conn.close().await?;
+        n
+    }
+
     /// Empty the database and rename it for reuse: every session on it ended, every schema
     /// dropped (the log's tables, a verifier's scratch schemas) and `public` made again, its
     /// settings reset. Fails when anything is in the way; the caller then drops it.
