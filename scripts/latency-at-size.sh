@@ -9,8 +9,8 @@
 # machine's drift falls on both: for each CLIENTS_LIST entry, SECS seconds of the mixed load
 # against the small log, then against the large one (no subscribers). The large log should be
 # a copy whose read models are built (`agentlog-replay rebuild`) and whose reactors are at its
-# head (a server that ran on it, or reactor_checkpoints set to the head on a copy of a
-# generated log): a server on a log its reactors never followed first reacts to all of it.
+# head (a server that ran on it, or a generated log: `generate` sets its reactions floor at the
+# head, and `copy` carries it to an empty target).
 # The phases start once both servers' heads stand still (the large one first fires the cron
 # slots it missed).
 # RATE_PER_CLIENT (mutations per second per client) puts every phase on the same fixed schedule

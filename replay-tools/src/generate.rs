@@ -4,7 +4,9 @@
 //! server, the read models and the analytics at a realistic size, or to benchmark them.
 //!
 //! Only an empty log is filled (nothing is appended to a log that has events). The read models
-//! are built by the server when it starts, or by `agentlog-replay rebuild`.
+//! are built by the server when it starts, or by `agentlog-replay rebuild`. The log's reactions
+//! floor is set at its head: the workload made the reactions to its facts (briefs,
+//! notifications, signals, sub-agents' results), so a server on it does not make them again.
 
 use std::{
     collections::VecDeque,
@@ -175,6 +177,11 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         millis: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         simulating_millis: u64::try_from(simulated.as_millis()).unwrap_or(u64::MAX),
     };
+    // The workload decided every reaction to its facts itself: the server's followers start
+    // after them instead of appending each a second time (`agentlog_eventlog::REACTIONS_FLOOR`).
+    agentlog_eventlog::set_reactions_floor(&store.database(), generated.head)
+        .await
+        .context("recording that the log's reactions are in it")?;
     if let DatabasePool::Sqlite(pool) = store.database() {
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&pool).await.context("checkpointing the log")?;
     }

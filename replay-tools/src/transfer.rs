@@ -235,6 +235,9 @@ pub struct Transferred {
     pub renumbered: u64,
     /// The target's highest position written (0 when nothing was).
     pub last_position: i64,
+    /// `copy`: the reactions floor the target took from the source (0: none; see
+    /// `agentlog_eventlog::REACTIONS_FLOOR`).
+    pub reactions_floor: i64,
 }
 
 impl Transferred {
@@ -249,8 +252,13 @@ impl Transferred {
         if json {
             return output::print_json(self);
         }
+        let floor = if self.reactions_floor > 0 {
+            format!("; reactions floor {} carried", self.reactions_floor)
+        } else {
+            String::new()
+        };
         output::print_text(&format!(
-            "read {} events: {} imported, {} already present, {} renumbered; last position written {}\n",
+            "read {} events: {} imported, {} already present, {} renumbered; last position written {}{floor}\n",
             self.read, self.imported, self.skipped, self.renumbered, self.last_position
         ))
     }
@@ -343,6 +351,34 @@ pub async fn copy_log(from: &dyn EventStore, to: &dyn EventStore, json: bool) ->
     Ok(done)
 }
 
+/// [`copy_log`], and the source's reactions floor with it when the target was empty (its
+/// positions are then the source's): a copy of a generated log is served as the original is,
+/// without its reactions made again. Into a log that had events the floor cannot be carried
+/// (the target's own events may wait for reactions), and a warning says so (not when the target
+/// has it already: a copy run again).
+async fn copy_with_floor(from: &dyn EventStore, to: &dyn EventStore, json: bool) -> anyhow::Result<Transferred> {
+    let floor =
+        agentlog_eventlog::reactions_floor(&from.database()).await.context("reading the source's reactions floor")?;
+    let had =
+        agentlog_eventlog::reactions_floor(&to.database()).await.context("reading the target's reactions floor")?;
+    let was_empty = to.head_position().await.context("reading the target's head")? == 0;
+    let mut done = copy_log(from, to, json).await?;
+    if floor > had {
+        if was_empty && done.renumbered == 0 {
+            agentlog_eventlog::set_reactions_floor(&to.database(), floor)
+                .await
+                .context("carrying the reactions floor to the target")?;
+            done.reactions_floor = floor;
+        } else {
+            eprintln!(
+                "warning: the source's reactions floor ({floor}) was not carried, since the target had events: a \
+                 server on the target reacts to the copied events again"
+            );
+        }
+    }
+    Ok(done)
+}
+
 /// Run `copy`.
 pub async fn copy(global: &Global, args: &CopyArgs) -> anyhow::Result<ExitCode> {
     if args.from == args.to {
@@ -356,7 +392,7 @@ pub async fn copy(global: &Global, args: &CopyArgs) -> anyhow::Result<ExitCode> 
             return Err(e);
         }
     };
-    let result = copy_log(&*from, &*to, global.json).await;
+    let result = copy_with_floor(&*from, &*to, global.json).await;
     from.close().await;
     to.close().await;
     result?.print(global.json)?;

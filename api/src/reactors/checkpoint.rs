@@ -1,13 +1,21 @@
 //! Where each reactor has got to in the log (`reactor_checkpoints`).
 
+use agentlog_eventlog::REACTIONS_FLOOR;
 use agentlog_projections::{ReadDb, SqlValue};
 use chrono::Utc;
 
 use crate::reactors::error::ReactorError;
 
-/// The position reactor `name` has reacted up to (0 when it never ran).
+/// The position reactor `name` has reacted up to: its own, or the log's reactions floor when
+/// that is higher (a log made by `agentlog-replay generate` has its reactions in it already;
+/// `agentlog_eventlog::REACTIONS_FLOOR`); 0 when it never ran.
 pub async fn load(db: &ReadDb, name: &str) -> Result<i64, ReactorError> {
-    let rows = db.fetch("SELECT position FROM reactor_checkpoints WHERE name = $1", &[name.into()]).await?;
+    let rows = db
+        .fetch(
+            "SELECT MAX(position) FROM reactor_checkpoints WHERE name = $1 OR name = $2",
+            &[name.into(), REACTIONS_FLOOR.into()],
+        )
+        .await?;
     Ok(rows.first().and_then(|r| r.i64(0)).unwrap_or(0))
 }
 

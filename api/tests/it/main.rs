@@ -49,6 +49,7 @@ mod next_fire;
 mod orchestration;
 mod otlp;
 mod paging;
+mod reactions_floor;
 mod reactors;
 mod read_models;
 mod refusals;

@@ -123,6 +123,51 @@ async fn copy_sqlite_to_postgres_and_back() {
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("two different logs"));
 }
 
+/// `generate` sets the reactions floor at the head (its workload made the reactions), and `copy`
+/// carries it to an empty target, SQLite → PostgreSQL → SQLite, so a server on the copy does
+/// not react again; into a target that had events it is not carried, and a warning says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reactions_floor_is_generated_and_copied() {
+    let Some(admin) = pg_url("transfer::the_reactions_floor_is_generated_and_copied") else { return };
+    let floor_at = async |url: &str| {
+        let store = agentlog_eventlog::open_store(url, StoreOptions::default()).await.expect("open");
+        let floor = agentlog_eventlog::reactions_floor(&store.database()).await.expect("floor");
+        store.close().await;
+        floor
+    };
+    let generated = TempSqlite::new();
+    let g = json_ok(&replay(&generated.url(), &["--json", "generate", "--events", "500", "--seed", "99"]));
+    let head = g["head"].as_i64().expect("head");
+    assert_eq!(floor_at(&generated.url()).await, head, "generate: the floor at the head");
+
+    let pg = TempPostgres::create(&admin).await.expect("a PostgreSQL database");
+    let v = json_ok(&replay(&generated.url(), &["--json", "copy", &generated.url(), &pg.url]));
+    assert_eq!(v["reactionsFloor"].as_i64(), Some(head), "{v}");
+    assert_eq!(floor_at(&pg.url).await, head);
+    let back = TempSqlite::new();
+    let text = replay(&pg.url, &["copy", &pg.url, &back.url()]);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(text.status.success() && out.contains(&format!("; reactions floor {head} carried")), "{text:?}");
+    assert_eq!(floor_at(&back.url()).await, head);
+    // A copy run again writes nothing and has nothing to say about the floor.
+    let again = replay(&pg.url, &["copy", &pg.url, &back.url()]);
+    assert!(again.status.success() && again.stderr.is_empty(), "{again:?}");
+
+    // Into a log with events of its own (here the first 100, imported, whose reactions a
+    // server there may still owe): not carried.
+    let file = std::env::temp_dir().join(format!("agentlog-part-{}.ndjson", uuid::Uuid::now_v7().simple()));
+    let part = file.to_str().expect("utf-8 path");
+    json_ok(&replay(&generated.url(), &["--json", "export", "--to", "100", "-o", part]));
+    let target = TempSqlite::new();
+    json_ok(&replay(&target.url(), &["--json", "import", "-i", part]));
+    let _ = std::fs::remove_file(&file);
+    let out = replay(&target.url(), &["--json", "copy", &generated.url(), &target.url()]);
+    let v = json_ok(&out);
+    assert_eq!((v["skipped"].as_i64(), v["reactionsFloor"].as_i64()), (Some(100), Some(0)), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reactions floor"), "{out:?}");
+    assert_eq!(floor_at(&target.url()).await, 0);
+}
+
 /// `export --format otlp`: every run that ends in the range as OTLP/JSON, one export request per
 /// line, with the spans (and ids) the server's exporter sends for the same runs.
 async fn export_as_otlp(f: Fixture) {
