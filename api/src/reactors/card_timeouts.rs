@@ -36,7 +36,7 @@ pub const PASS_EVERY: Duration = Duration::from_secs(1);
 pub async fn run(state: App, stop: watch::Receiver<bool>) {
     let report = |timed_out: Vec<String>| {
         if !timed_out.is_empty() {
-            tracing::info!(?timed_out, "cards timed out");
+            tracing::info!(count = timed_out.len(), cards = %clock_pass::sample(&timed_out), "cards timed out");
         }
     };
     clock_pass::every(state, stop, NAME, PASS_EVERY, |s, now| async move { pass(&s, now).await }, report).await

@@ -37,7 +37,11 @@ pub async fn run(state: App, stop: watch::Receiver<bool>) {
     let every = state.settings.notification_purge_every;
     let report = |purged: Vec<String>| {
         if !purged.is_empty() {
-            tracing::info!(users = ?purged, "archived notifications past the retention purged");
+            tracing::info!(
+                count = purged.len(),
+                users = %clock_pass::sample(&purged),
+                "archived notifications past the retention purged"
+            );
         }
     };
     clock_pass::every(
