@@ -72,7 +72,7 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
         .await
         .with_context(|| format!("opening the log at {}", agentlog_eventlog::redact(database)))?;
     let db = ReadDb::from(store.database());
-    let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::default());
+    let runner = ProjectionRunner::new(Arc::clone(&store), db.clone(), all_projections(), RunnerOptions::server());
     runner.start().await.context("starting the projections")?;
     let deltas = DeltaHub::default();
     let tokens = Tokens::new(db.clone());

@@ -408,7 +408,7 @@ async fn catch_up_pages(inner: &Inner, from: i64, target: i64, spanning: bool) -
         inner.projections.clone(),
         from,
         target,
-        inner.options.batch_size,
+        inner.options.catching_up(),
         pages,
     )));
     let mut reached = from;
