@@ -71,7 +71,7 @@ impl RunnerOptions {
     /// batches of 20,000 events. A server started on a 1M-event log whose read models were
     /// never built is ready 3.5× sooner than with batches of 2,000 (BENCHMARKS.md, "A start
     /// behind the log"); each catch-up transaction is longer (on SQLite an append waits for
-    /// it), and the process's peak memory is ~150 MB higher.
+    /// it), and the process's peak memory is ~170 MB higher.
     pub fn server() -> Self {
         Self { catch_up_batch_size: 20_000, ..Self::default() }
     }
