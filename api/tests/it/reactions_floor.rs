@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use agentlog_eventlog::{StoreOptions, open_store, set_reactions_floor};
 use agentlog_workload::{Workload, WorkloadConfig};
-use serde_json::json;
 
 use crate::support::{self, Db, Server};
 
@@ -34,15 +33,7 @@ async fn a_generated_log_is_served_without_reacting_again(db: Db) {
     // every reaction to the facts before it, since a follower reacts in log order: once it is
     // there, a follower that had started below the floor has made its old reactions too.
     let alice = s.user_token("alice").await;
-    let input = json!({"i": {"operationId": "after-the-floor", "kind": "CONVERSATION", "agentId": "inbox"}});
-    s.data(Some(&alice), "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }", input).await;
-    let lease = s.claim(&alice, "after-the-floor", "w").await;
-    s.data(
-        Some(&alice),
-        "mutation($lt: String!) { failOperation(id: \"after-the-floor\", leaseToken: $lt, message: \"timed out\") { position } }",
-        json!({"lt": lease}),
-    )
-    .await;
+    crate::reactors::fail_a_run(&s, &alice, "after-the-floor").await;
     let briefs = "{ briefs(filter: {type: \"error\"}) { edges { node { operationId } } } }";
     s.eventually(&alice, briefs, |d| d["briefs"]["edges"].as_array().is_some_and(|e| !e.is_empty())).await;
     let db = s.stop();

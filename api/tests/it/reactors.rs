@@ -16,7 +16,8 @@ fn count(data: &Value, root: &str) -> usize {
     data[root]["edges"].as_array().map_or(0, Vec::len)
 }
 
-async fn fail_a_run(s: &Server, token: &str, id: &str) {
+/// Start run `id`, claim it and fail it: a fact the signal bus answers with an error brief.
+pub(crate) async fn fail_a_run(s: &Server, token: &str, id: &str) {
     let input = json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "inbox"}});
     s.data(Some(token), START, input).await;
     let lt = s.claim(token, id, "w").await;
