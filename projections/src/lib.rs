@@ -40,6 +40,7 @@ pub use projection::Projection;
 pub use runner::ProjectionRunner;
 pub use runner_state::{
     BULK_COMMIT_EVERY, BULK_SQLITE_CACHE_MIB, BULK_WAL_AUTOCHECKPOINT, ProjectionStatus, RunnerOptions, RunnerTimings,
+    committed_position,
 };
 
 /// Every projection agentlog keeps, in the order the runner applies them.

@@ -160,6 +160,13 @@ pub(crate) struct Committed {
 /// Read the committed checkpoints (one, or all) and lock them until the transaction ends:
 /// PostgreSQL row locks in name order (two processes never deadlock on them); on SQLite the
 /// transaction already holds the database's write lock (`BEGIN IMMEDIATE`).
+/// The position projection `name` has committed, as `db` reads it: through a snapshot
+/// (`Snapshots::take`), the position of that snapshot's moment. 0 when it has no checkpoint.
+pub async fn committed_position(db: &ReadDb, name: &str) -> Result<i64, ProjectionError> {
+    let rows = db.fetch("SELECT position FROM projection_checkpoints WHERE name = $1", &[name.into()]).await?;
+    Ok(rows.first().and_then(|r| r.i64(0)).unwrap_or(0))
+}
+
 pub(crate) async fn lock_checkpoints(tx: &mut ReadTx, name: Option<&str>) -> Result<Vec<Committed>, ProjectionError> {
     let lock = if tx.is_postgres() { " FOR UPDATE" } else { "" };
     let rows = match name {

@@ -8,8 +8,9 @@ use agentlog_eventlog::fold_recorded;
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
+use agentlog_projections::Projection;
 use agentlog_projections::operations::{
-    self as read, OperationCardRow, OperationFilter, OperationRow, OperationStepRow,
+    self as read, OperationCardRow, OperationFilter, OperationRow, OperationStepRow, OperationsProjection,
 };
 use async_graphql::connection::Connection;
 
@@ -492,7 +493,12 @@ impl Operation {
 /// see it (NOT_FOUND otherwise).
 pub(crate) async fn operation_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<Operation, ApiError> {
     let loaded = Commands::new(app(ctx), caller(ctx)?).owned_by(owner).load_operation(id).await?;
-    Ok(Operation { stream_version: Some(loaded.version), ..Operation::from(&loaded.state) })
+    // A query's answer is one moment: the run as its children, steps and cards were read.
+    let (state, version) = super::snapshot::as_of_request(ctx, loaded, OperationsProjection.name()).await?;
+    if version == 0 {
+        return Err(ApiError::not_found("operation", id));
+    }
+    Ok(Operation { stream_version: Some(version), ..Operation::from(&state) })
 }
 
 /// Operation queries.
@@ -502,8 +508,9 @@ pub struct OperationsQuery;
 #[Object]
 impl OperationsQuery {
     /// One operation (`id` among the caller's own; an admin names another owner with
-    /// `ownerId`), from its stream (always current). NOT_FOUND when it does not exist or
-    /// belongs to someone else.
+    /// `ownerId`), from its stream as of the query's moment (the one its children, steps and
+    /// cards are read at; in a mutation's payload, after the mutation). NOT_FOUND when it does
+    /// not exist or belongs to someone else.
     async fn operation(
         &self,
         ctx: &Context<'_>,

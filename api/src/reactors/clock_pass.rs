@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use crate::reactors::error::ReactorError;
 use crate::state::App;
 
-/// The ids a pass acted on, for its log line: the first [`SAMPLE`] and how many more. A pass may
+/// The ids a pass acted on, for its log line: the first ten and how many more. A pass may
 /// act on thousands (every user's inbox after a long stop), and one line must not grow with them.
 pub fn sample(ids: &[String]) -> String {
     let shown = ids.iter().take(SAMPLE).map(String::as_str).collect::<Vec<_>>().join(", ");
