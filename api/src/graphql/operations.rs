@@ -494,7 +494,7 @@ impl Operation {
 pub(crate) async fn operation_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<Operation, ApiError> {
     let loaded = Commands::new(app(ctx), caller(ctx)?).owned_by(owner).load_operation(id).await?;
     // A query's answer is one moment: the run as its children, steps and cards were read.
-    let (state, version) = super::snapshot::as_of_request(ctx, loaded, OperationsProjection.name()).await?;
+    let (state, version) = super::request::as_of_request(ctx, loaded, OperationsProjection.name()).await?;
     if version == 0 {
         return Err(ApiError::not_found("operation", id));
     }
