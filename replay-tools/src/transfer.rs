@@ -336,7 +336,7 @@ pub struct CopyArgs {
 }
 
 /// Copy every event of `from` into `to`, in log order.
-pub async fn copy_log(from: &dyn EventStore, to: &dyn EventStore, json: bool) -> anyhow::Result<Transferred> {
+async fn copy_events(from: &dyn EventStore, to: &dyn EventStore, json: bool) -> anyhow::Result<Transferred> {
     let head = from.head_position().await.context("reading the source's head")?;
     let bar = output::progress(u64::try_from(head).unwrap_or(0), "copy", json);
     let mut done = Transferred::default();
@@ -351,20 +351,20 @@ pub async fn copy_log(from: &dyn EventStore, to: &dyn EventStore, json: bool) ->
     Ok(done)
 }
 
-/// [`copy_log`], and the source's reactions floor with it when the target was empty (its
+/// [`copy_events`], and the source's reactions floor with it when the target was empty (its
 /// positions are then the source's): a copy of a generated log is served as the original is,
 /// without its reactions made again. Into a log that had events the floor cannot be carried
 /// (the target's own events may wait for reactions), and a warning says so (not when the target
 /// has it already: a copy run again).
-async fn copy_with_floor(from: &dyn EventStore, to: &dyn EventStore, json: bool) -> anyhow::Result<Transferred> {
+pub async fn copy_log(from: &dyn EventStore, to: &dyn EventStore, json: bool) -> anyhow::Result<Transferred> {
     let floor =
         agentlog_eventlog::reactions_floor(&from.database()).await.context("reading the source's reactions floor")?;
     let had =
         agentlog_eventlog::reactions_floor(&to.database()).await.context("reading the target's reactions floor")?;
     let was_empty = to.head_position().await.context("reading the target's head")? == 0;
-    let mut done = copy_log(from, to, json).await?;
+    let mut done = copy_events(from, to, json).await?;
     if floor > had {
-        if was_empty && done.renumbered == 0 {
+        if was_empty {
             agentlog_eventlog::set_reactions_floor(&to.database(), floor)
                 .await
                 .context("carrying the reactions floor to the target")?;
@@ -392,7 +392,7 @@ pub async fn copy(global: &Global, args: &CopyArgs) -> anyhow::Result<ExitCode> 
             return Err(e);
         }
     };
-    let result = copy_with_floor(&*from, &*to, global.json).await;
+    let result = copy_log(&*from, &*to, global.json).await;
     from.close().await;
     to.close().await;
     result?.print(global.json)?;

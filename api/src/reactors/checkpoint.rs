@@ -1,6 +1,6 @@
 //! Where each reactor has got to in the log (`reactor_checkpoints`).
 
-use agentlog_eventlog::REACTIONS_FLOOR;
+use agentlog_eventlog::{REACTIONS_FLOOR, REACTOR_CHECKPOINT_UPSERT};
 use agentlog_projections::{ReadDb, SqlValue};
 use chrono::Utc;
 
@@ -24,7 +24,7 @@ pub async fn load(db: &ReadDb, name: &str) -> Result<i64, ReactorError> {
 /// processes running the same follower both advance it.
 pub async fn save(db: &ReadDb, name: &str, position: i64) -> Result<(), ReactorError> {
     let args = args(name, position);
-    db.execute(UPSERT, &args).await?;
+    db.execute(REACTOR_CHECKPOINT_UPSERT, &args).await?;
     Ok(())
 }
 
@@ -35,14 +35,10 @@ pub async fn save(db: &ReadDb, name: &str, position: i64) -> Result<(), ReactorE
 pub async fn save_replayable(db: &ReadDb, name: &str, position: i64) -> Result<(), ReactorError> {
     let args = args(name, position);
     let mut tx = db.begin().await?;
-    tx.execute(UPSERT, &args).await?;
+    tx.execute(REACTOR_CHECKPOINT_UPSERT, &args).await?;
     tx.commit().await?;
     Ok(())
 }
-
-const UPSERT: &str = "INSERT INTO reactor_checkpoints (name, position, updated_at) VALUES ($1, $2, $3) \
-                      ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at \
-                      WHERE reactor_checkpoints.position < excluded.position";
 
 fn args(name: &str, position: i64) -> [SqlValue; 3] {
     [name.into(), position.into(), Utc::now().timestamp_micros().into()]

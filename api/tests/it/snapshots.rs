@@ -69,7 +69,7 @@ async fn an_answer_is_one_moment(db: Db) {
 /// its dispatched members with its status from before their dispatch (a flake of
 /// `orchestration.rs`).
 async fn a_run_read_by_id_is_at_its_rows_moment(db: Db) {
-    let s = Server::start(db).await;
+    let mut s = Server::start(db).await;
     let alice = s.user_token("alice").await;
     s.data(Some(&alice), START, json!({"i": {"operationId": "held", "kind": "TASK", "agentId": "inbox"}})).await;
     let lease = s.claim(&alice, "held", "w1").await;
@@ -81,7 +81,6 @@ async fn a_run_read_by_id_is_at_its_rows_moment(db: Db) {
     let version = before["operation"]["historyLength"].clone();
 
     s.terminate();
-    let mut s = s;
     s.exit_status(std::time::Duration::from_secs(30)).expect("the server stopped");
     let store =
         agentlog_eventlog::open_store(&s.db.url(), agentlog_eventlog::StoreOptions::default()).await.expect("open");
