@@ -8,7 +8,7 @@ probe that makes it allocate without bound kills the server, not the machine; fi
 operation with 500 events; sends each probe as user alice (the fragment bombs with no token)
 while user bob asks `{ headPosition }`; prints the time, the answer's size and code, the
 server's peak resident memory growth and bob's wait. Probes: bomb7 bomb8 bomb9 stateAt650
-history300 streams. Python 3 standard library only.
+history300 pages7 streams. Python 3 standard library only.
 """
 import json, os, subprocess, sys, time, threading, urllib.request, re, tempfile
 binary, port, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -60,6 +60,12 @@ probe("bomb7", frag(7), None)
 probe("bomb8", frag(8), None)
 probe("stateAt650", "{ %s }" % " ".join('a%d: operation(id: "op1") { stateAt(position: 300) { status } }' % i for i in range(650)), alice)
 probe("history300", "{ %s }" % " ".join('a%d: operation(id: "op1") { history(first: 500) { position eventType payload } }' % i for i in range(300)), alice)
+if not only or "pages7" in only:
+    # 500 runs in all, op1 among them with its 500 events: seven aliased pages of 500 rows, each
+    # row replaying its run and reading its history.
+    for i in range(499):
+        gql('mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }', alice, {"i": {"operationId": "p%d" % i, "kind": "TASK", "agentId": "a"}})
+    probe("pages7", "{ %s }" % " ".join('a%d: operations(first: 500) { nodes { stateAt(position: 1000000) { status } history(first: 500) { payload } } }' % i for i in range(7)), alice)
 if not only or "streams" in only:
     gql('mutation { createConversation(topicId: "m") { position } }', alice)
     gql('mutation { createConversation(topicId: "b") { position } }', bob)

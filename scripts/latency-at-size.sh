@@ -19,6 +19,7 @@
 # (the report's acknowledged count is then the same on both sides).
 # The first line of each table is every acknowledged mutation together; a type with a few
 # hundred calls has a p99 that is its second or third slowest call.
+# BUDGET=1 sets a global budget over all time on both logs before the phases (see below).
 # Per phase: agentlog-load's report ($OUT/<phase>.json), the server's CPU seconds and its
 # /metrics before and after ($OUT/<phase>.metrics.{0,1}: the server's own request durations,
 # to tell its time from the clients'); at the end, p50 and p99 per mutation type, large / small.
@@ -76,6 +77,18 @@ for side in small:$PORT_S large:$PORT_L; do
     done
     say "$name: head $last, still for $((still * 2)) s"
 done
+
+# BUDGET=1: a global budget over all time (far from its limit) on both logs, so every run's start and
+# every step reads its standing, as they do wherever an operator set one.
+if [ -n "${BUDGET:-}" ]; then
+    for side in small:$PORT_S large:$PORT_L; do
+        name="${side%%:*}"; port="${side##*:}"
+        curl -fs "http://127.0.0.1:$port/graphql" -H 'content-type: application/json' \
+            -H "authorization: Bearer $(cat "$OUT/$name/token")" \
+            -d '{"query":"mutation { setBudget(input: {id: \"fleet\", scope: GLOBAL, period: TOTAL, limitTokens: 2000000000}) { position } }"}' >/dev/null
+        say "$name: a global total budget set"
+    done
+fi
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz="$(getconf CLK_TCK)"

@@ -34,6 +34,9 @@ const CHANNEL: &str = "agentlog_deltas";
 /// Largest piece of delta text per notification: PostgreSQL caps a payload at 8,000 bytes, and
 /// JSON escaping can grow text up to six times.
 const PIECE_BYTES: usize = 1_000;
+
+/// PostgreSQL's bound on a notification's payload (it refuses 8,000 bytes or more).
+const NOTIFY_BYTES: usize = 8_000;
 /// Deltas waiting to be sent; past this the newest are dropped (and logged).
 const QUEUE: usize = 10_000;
 /// Most notifications per statement.
@@ -157,7 +160,19 @@ async fn send(pool: PgPool, mut queued: mpsc::Receiver<Relayed>) {
                 Err(_) => break,
             }
         }
-        let payloads: Vec<String> = batch.iter().filter_map(|r| serde_json::to_string(r).ok()).collect();
+        // PostgreSQL refuses a notification over 8,000 bytes, and with it the whole statement:
+        // one that cannot go is left out (ids are checked and deltas cut, so none should be).
+        let payloads: Vec<String> = batch
+            .iter()
+            .filter_map(|r| serde_json::to_string(r).ok())
+            .filter(|p| {
+                let fits = p.len() < NOTIFY_BYTES;
+                if !fits {
+                    tracing::warn!(bytes = p.len(), "a delta too large to relay is left out");
+                }
+                fits
+            })
+            .collect();
         let sent = sqlx::query("SELECT pg_notify($1, p) FROM UNNEST($2::text[]) AS p")
             .bind(CHANNEL)
             .bind(&payloads)

@@ -501,6 +501,33 @@ pub fn fold_recorded<A: Aggregate>(
     Ok((state, version))
 }
 
+/// Events read at a time by [`fold_stream`].
+const FOLD_PAGE: usize = 1_000;
+
+/// Fold stream `stream_id` from its start, stopping after `at_position` if given, a page of
+/// events at a time: what is held is one page and the state, however long the stream.
+pub async fn fold_stream<A: Aggregate>(
+    store: &(impl EventStore + ?Sized),
+    stream_id: &str,
+    at_position: Option<i64>,
+) -> Result<(A, i64), CommandError> {
+    let mut state = A::default();
+    let mut version = 0;
+    loop {
+        let page = store.read_stream(stream_id, version + 1, FOLD_PAGE).await?;
+        for e in &page {
+            if at_position.is_some_and(|p| e.position > p) {
+                return Ok((state, version));
+            }
+            state = state.evolve(&decode::<A>(stream_id, e)?);
+            version = e.stream_version;
+        }
+        if page.len() < FOLD_PAGE {
+            return Ok((state, version));
+        }
+    }
+}
+
 /// Snapshots are tagged with the aggregate and the code version that wrote them: a snapshot
 /// written by other code is ignored, because its `evolve` may have folded differently.
 fn snapshot_kind<A: Aggregate>() -> String {

@@ -43,7 +43,9 @@ mod writer;
 pub use append::{AppendResult, ExpectedVersion, LocatedEvent, StreamAppend};
 pub use applied::applied_command;
 pub use checkpoints::CheckpointStats;
-pub use command::{CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded};
+pub use command::{
+    CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded, fold_stream,
+};
 pub use command_counts::CommandCounts;
 pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};
 pub use filter::EventFilter;

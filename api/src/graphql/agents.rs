@@ -117,6 +117,7 @@ impl From<AgentVersionRow> for AgentVersion {
 #[ComplexObject]
 impl AgentNode {
     /// Every config version, oldest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn versions(
         &self,
         ctx: &Context<'_>,
@@ -154,6 +155,7 @@ impl AgentsQuery {
     /// `builtin` true / false lists only those / only the others), archived ones only when
     /// asked for.
     #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn agents(
         &self,
         ctx: &Context<'_>,

@@ -5,7 +5,6 @@ use agentlog_projections::briefs::{self, BriefFilter, BriefRow};
 use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::cost;
 use super::global_id::{NodeType, global_id};
 use super::origins::{Origin, origin};
 use crate::graphql::paging::connection;
@@ -147,6 +146,7 @@ impl BriefsQuery {
     }
 
     /// Briefs, newest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn briefs(
         &self,
         ctx: &Context<'_>,
@@ -274,7 +274,6 @@ impl BriefsMutation {
 impl BriefNode {
     /// Why this brief exists, in one request: the event that created it and its path of
     /// causes from the chain's root source (a failed run, a finished topic, a user's call).
-    #[graphql(complexity = "cost::once(cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
         let stream =
             app(ctx).handler.stream_of::<Brief>(&self.user_id, &self.brief_id).await.map_err(ApiError::from)?;

@@ -187,6 +187,7 @@ pub struct BudgetSpend {
 #[ComplexObject]
 impl BudgetNode {
     /// What the scope spent in the current period, summed from the steps its runs reported.
+    #[graphql(complexity = "super::cost::once(super::cost::PAGE, child_complexity)")]
     async fn spent(&self, ctx: &Context<'_>) -> GqlResult<BudgetSpend> {
         let window = period_window(&self.row.spec, Utc::now());
         let spent: Spend = budgets::spent(reads(ctx), &self.row, window.start).await.map_err(ApiError::from)?;
@@ -196,7 +197,9 @@ impl BudgetNode {
     /// What the scope spent per period from `from` to `to` (now when absent), against the
     /// limits: one entry per period with spend, oldest first — the budget's days or months in
     /// its zone, or for a total budget its days with the running total. Summed from the steps
-    /// the runs reported (the read model), never a counter. At most 1,000 periods.
+    /// the runs reported (the read model), never a counter. The range spans at most 1,000
+    /// periods (a month taken as 31 days): a wider one is VALIDATION, before anything is read.
+    #[graphql(complexity = "super::cost::once(super::cost::ANALYTICS, child_complexity)")]
     async fn history(
         &self,
         ctx: &Context<'_>,
@@ -207,8 +210,25 @@ impl BudgetNode {
         if to <= from {
             return Err(ApiError::validation("to", "must be after from").into());
         }
+        if to - from > longest_history(self.row.spec.period) {
+            return Err(ApiError::validation("from", "at most 1000 periods: narrow the range").into());
+        }
         let db = reads(ctx);
-        let steps = budgets::spend_over_time(db, &self.row, from, to).await.map_err(ApiError::from)?;
+        // A page of step times at a time, bucketed as read: what is held is one page and the
+        // periods, however many steps the range holds.
+        let mut periods = Periods::new(&self.row.spec);
+        let mut after = from;
+        loop {
+            let steps =
+                budgets::spend_over_time(db, &self.row, after, to, HISTORY_PAGE).await.map_err(ApiError::from)?;
+            for (at, spend) in &steps {
+                periods.add(*at, *spend);
+            }
+            match steps.last() {
+                Some((at, _)) if steps.len() == HISTORY_PAGE => after = *at + chrono::Duration::microseconds(1),
+                _ => break,
+            }
+        }
         // A total budget counts what was spent before the range too.
         let before = if self.row.spec.period == agentlog_domain::budgets::BudgetPeriod::Total {
             let all = budgets::spent(db, &self.row, None).await.map_err(ApiError::from)?;
@@ -220,16 +240,18 @@ impl BudgetNode {
         } else {
             Spend::default()
         };
-        let history = spend_history(&self.row.spec, before, &steps);
-        if history.len() > MAX_HISTORY {
-            return Err(ApiError::validation("from", "at most 1000 periods: narrow the range").into());
-        }
-        Ok(history)
+        Ok(periods.finish(&self.row.spec, before))
     }
 }
 
-/// The most periods `history` answers.
-const MAX_HISTORY: usize = 1_000;
+/// The longest range `history` reads: 1,000 of the budget's periods (a month taken as 31 days).
+fn longest_history(period: agentlog_domain::budgets::BudgetPeriod) -> chrono::Duration {
+    let days = if period == agentlog_domain::budgets::BudgetPeriod::Month { 31_000 } else { 1_000 };
+    chrono::Duration::days(days)
+}
+
+/// Step times read at a time by `history`.
+const HISTORY_PAGE: usize = 5_000;
 
 /// One period of a budget's history.
 #[derive(SimpleObject, Debug, Clone, PartialEq)]
@@ -247,37 +269,51 @@ pub struct BudgetPeriodSpend {
     pub counted: BudgetSpend,
 }
 
-/// Bucket `steps` (oldest first) into `spec`'s periods; a total budget's running total starts
-/// at `before`.
-fn spend_history(spec: &BudgetSpec, before: Spend, steps: &[(DateTime<Utc>, Spend)]) -> Vec<BudgetPeriodSpend> {
-    let mut days = spec.clone();
-    if days.period == agentlog_domain::budgets::BudgetPeriod::Total {
-        days.period = agentlog_domain::budgets::BudgetPeriod::Day;
+/// A budget's periods with spend, oldest first, filled from its step times as they are read.
+struct Periods {
+    /// The spec whose zone and periods cut the times (a total budget's: its days).
+    days: BudgetSpec,
+    out: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, Spend)>,
+}
+
+impl Periods {
+    fn new(spec: &BudgetSpec) -> Self {
+        let mut days = spec.clone();
+        if days.period == agentlog_domain::budgets::BudgetPeriod::Total {
+            days.period = agentlog_domain::budgets::BudgetPeriod::Day;
+        }
+        Periods { days, out: Vec::new() }
     }
-    let total = spec.period == agentlog_domain::budgets::BudgetPeriod::Total;
-    let mut out: Vec<(DateTime<Utc>, Option<DateTime<Utc>>, Spend)> = Vec::new();
-    for (at, spend) in steps {
-        let window = period_window(&days, *at);
-        let start = window.start.unwrap_or(*at);
-        match out.last_mut() {
-            Some((s, _, sum)) if *s == start => *sum = add(*sum, *spend),
-            _ => out.push((start, window.resets_at, *spend)),
+
+    /// Adds what was spent at `at` (no earlier than any time added before).
+    fn add(&mut self, at: DateTime<Utc>, spend: Spend) {
+        let window = period_window(&self.days, at);
+        let start = window.start.unwrap_or(at);
+        match self.out.last_mut() {
+            Some((s, _, sum)) if *s == start => *sum = add(*sum, spend),
+            _ => self.out.push((start, window.resets_at, spend)),
         }
     }
-    let mut running = before;
-    out.into_iter()
-        .map(|(start, end, spent)| {
-            running = add(running, spent);
-            let counted = if total { running } else { spent };
-            BudgetPeriodSpend {
-                start,
-                end,
-                cost_micros: signed(spent.cost_micros),
-                tokens: signed(spent.tokens),
-                counted: standing(spec, counted),
-            }
-        })
-        .collect()
+
+    /// The periods against `spec`'s limits; a total budget's running total starts at `before`.
+    fn finish(self, spec: &BudgetSpec, before: Spend) -> Vec<BudgetPeriodSpend> {
+        let total = spec.period == agentlog_domain::budgets::BudgetPeriod::Total;
+        let mut running = before;
+        self.out
+            .into_iter()
+            .map(|(start, end, spent)| {
+                running = add(running, spent);
+                let counted = if total { running } else { spent };
+                BudgetPeriodSpend {
+                    start,
+                    end,
+                    cost_micros: signed(spent.cost_micros),
+                    tokens: signed(spent.tokens),
+                    counted: standing(spec, counted),
+                }
+            })
+            .collect()
+    }
 }
 
 fn add(a: Spend, b: Spend) -> Spend {
@@ -315,6 +351,7 @@ impl BudgetsQuery {
 
     /// The caller's budgets and the global ones (an admin: every budget), oldest first;
     /// `scope` keeps one kind.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn budgets(
         &self,
         ctx: &Context<'_>,

@@ -328,7 +328,8 @@ impl ChangesSubscription {
     }
 
     /// Work for these agents: operations a worker can claim now (no lease, not paused, not
-    /// finished). First the backlog (up to 500, oldest first), then each operation as it
+    /// finished). First the backlog (the 500 oldest of all the named agents' runs, oldest
+    /// first), then each operation as it
     /// becomes claimable (created, resumed after a human's answer or an async result, or
     /// resumed with `resumeOperation` after an interruption); a run whose lease expired is
     /// interrupted, and offered again once resumed. A worker claims with
@@ -365,24 +366,10 @@ impl ChangesSubscription {
         // first, or a run committed just before (by this instance or another) would be in
         // neither the backlog nor the live part.
         state.settle(from).await;
-        let mut backlog = Vec::new();
-        for agent in &agent_ids {
-            for status in ["idle", "running"] {
-                let filter = operations::OperationFilter {
-                    agent_id: Some(agent.clone()),
-                    status: serde_json::from_value(serde_json::Value::String(status.into())).ok(),
-                    ..Default::default()
-                };
-                let page = agentlog_projections::page::PageRequest::first(500);
-                match operations::list(&state.db, who.owner(), &filter, &page).await {
-                    Ok(p) => {
-                        backlog.extend(p.items.into_iter().filter(|o| o.lease.is_none() && wanted.contains(&o.kind)))
-                    }
-                    Err(e) => return failed(e.into()),
-                }
-            }
-        }
-        backlog.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let backlog = match operations::claimable(&state.db, who.owner(), &agent_ids, &wanted, BACKLOG).await {
+            Ok(rows) => rows,
+            Err(e) => return failed(e.into()),
+        };
         let backlog: Vec<GqlResult<Operation>> = backlog.into_iter().map(|o| Ok(Operation::from(o))).collect();
         let types = [
             "operation.created",
@@ -430,3 +417,6 @@ impl ChangesSubscription {
         futures_util::stream::iter(backlog).chain(live).boxed()
     }
 }
+
+/// The most claimable runs `workAvailable` offers from its backlog (the oldest).
+const BACKLOG: usize = 500;

@@ -186,6 +186,7 @@ impl From<MessageGroupRow> for MessageGroupNode {
 #[ComplexObject]
 impl ConversationNode {
     /// Messages in creation order (deleted ones only when asked for).
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn messages(
         &self,
         ctx: &Context<'_>,
@@ -266,6 +267,7 @@ impl ConversationsQuery {
     }
 
     /// Conversations, newest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn conversations(
         &self,
         ctx: &Context<'_>,
@@ -386,6 +388,7 @@ impl ConversationsMutation {
         )]
         owner_id: Option<String>,
     ) -> GqlResult<i64> {
+        crate::commands::check_id("messageId", &message_id)?;
         let conversation = conversation_node(ctx, owner_id.as_deref(), &topic_id).await?;
         let app = app(ctx);
         let max = app.limits.max_streams_per_user;

@@ -117,6 +117,7 @@ impl CronJobsQuery {
 
     /// Cron jobs.
     #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn cron_jobs(
         &self,
         ctx: &Context<'_>,
@@ -205,7 +206,8 @@ impl CronJobsMutation {
         Ok(CronJobPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
-    /// Change a cron job (`{name?, pattern?, timezone?, content?, conditions?, …}`).
+    /// Change a cron job (`{name?, pattern?, timezone?, content?, maxExecutions?, conditions?}`;
+    /// `maxExecutions: null` makes it unlimited; anything else is VALIDATION).
     async fn update_cron_job(
         &self,
         ctx: &Context<'_>,

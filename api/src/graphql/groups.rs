@@ -120,6 +120,7 @@ impl GroupsQuery {
 
     /// Groups (deleted ones only when asked for; `memberAgentId`: groups with this member).
     #[allow(clippy::too_many_arguments)] // Relay's four paging arguments and the filters are the GraphQL signature
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn groups(
         &self,
         ctx: &Context<'_>,

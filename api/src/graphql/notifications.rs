@@ -5,7 +5,6 @@ use agentlog_projections::notifications::{self, InboxFilter, NotificationRow};
 use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
 use chrono::{DateTime, Utc};
 
-use super::cost;
 use super::global_id::{NodeType, global_id};
 use super::origins::{Origin, origin_at};
 use crate::graphql::paging::connection;
@@ -103,6 +102,7 @@ pub struct NotificationsQuery;
 #[Object]
 impl NotificationsQuery {
     /// The inbox: non-archived notifications, newest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn notifications(
         &self,
         ctx: &Context<'_>,
@@ -283,7 +283,6 @@ impl NotificationNode {
     /// Why this notification exists, in one request: the `notification.created` event and its
     /// path of causes from the chain's root source (the brief, the failed run, the cron job
     /// that ran out, or a user's call).
-    #[graphql(complexity = "cost::once(cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<Origin>> {
         Ok(origin_at(ctx, self.created_position).await?)
     }

@@ -4,7 +4,7 @@
 use agentlog_domain::aggregate::DomainEvent;
 use agentlog_domain::operations::OperationEvent;
 use agentlog_domain::operations::{Operation as OperationState, OperationKind};
-use agentlog_eventlog::fold_recorded;
+use agentlog_eventlog::fold_stream;
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject};
 use chrono::{DateTime, Utc};
 
@@ -301,23 +301,19 @@ impl Operation {
         ctx: &Context<'_>,
         version: i64,
     ) -> Result<Vec<read::OperationAsyncResultRow>, ApiError> {
-        let limit = usize::try_from(version).unwrap_or(usize::MAX);
-        let events = app(ctx).store.read_stream(&self.stream(ctx).await?, 1, limit).await?;
+        let stream = self.stream(ctx).await?;
         let mut rows = Vec::new();
-        for e in events.iter().filter(|e| e.event_type == "operation.async_result_received") {
-            let event = <OperationEvent as DomainEvent>::decode(&e.event_type, e.schema_version, &e.payload)
-                .map_err(|err| ApiError::Internal(format!("event at {} cannot be decoded: {err}", e.position)))?;
-            let OperationEvent::AsyncResultReceived(r) = event else { continue };
-            rows.push(read::OperationAsyncResultRow {
-                operation_id: self.id.clone(),
-                key: r.key,
-                success: r.success,
-                result: r.result,
-                truncated: r.truncated,
-                original_chars: r.original_chars.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
-                resumed: r.resumes,
-                position: e.position,
-            });
+        // A page at a time: a long run's stream is never held whole.
+        let mut next = 1;
+        while next <= version {
+            let want = usize::try_from(version - next + 1).unwrap_or(usize::MAX).min(STREAM_PAGE);
+            let page = app(ctx).store.read_stream(&stream, next, want).await?;
+            let Some(last) = page.last() else { break };
+            next = last.stream_version + 1;
+            rows.extend(async_results_in(&self.id, &page)?);
+            if page.len() < want {
+                break;
+            }
         }
         Ok(rows)
     }
@@ -341,12 +337,38 @@ impl Operation {
     }
 }
 
+/// Events of an operation's stream read at a time for its async results.
+const STREAM_PAGE: usize = 1_000;
+
+/// The async results among `events` of operation `id`, shaped as the read model's.
+fn async_results_in(
+    id: &str,
+    events: &[agentlog_domain::envelope::RecordedEvent],
+) -> Result<Vec<read::OperationAsyncResultRow>, ApiError> {
+    let mut rows = Vec::new();
+    for e in events.iter().filter(|e| e.event_type == "operation.async_result_received") {
+        let event = <OperationEvent as DomainEvent>::decode(&e.event_type, e.schema_version, &e.payload)
+            .map_err(|err| ApiError::Internal(format!("event at {} cannot be decoded: {err}", e.position)))?;
+        let OperationEvent::AsyncResultReceived(r) = event else { continue };
+        rows.push(read::OperationAsyncResultRow {
+            operation_id: id.to_string(),
+            key: r.key,
+            success: r.success,
+            result: r.result,
+            truncated: r.truncated,
+            original_chars: r.original_chars.map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+            resumed: r.resumes,
+            position: e.position,
+        });
+    }
+    Ok(rows)
+}
+
 #[ComplexObject]
 impl Operation {
     /// Why this run exists, in one request: the event that started it and its path of causes
     /// from the chain's root source (a cron fire, a completed task that released it, a
     /// supervisor's dispatch, a heartbeat, or a user's call).
-    #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::origins::Origin>> {
         Ok(super::origins::origin(ctx, &self.stream(ctx).await?).await?)
     }
@@ -408,6 +430,7 @@ impl Operation {
     }
 
     /// Recorded steps, in order (read model).
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn steps(
         &self,
         ctx: &Context<'_>,
@@ -432,6 +455,7 @@ impl Operation {
     /// resumed, position}]`. Read by `operation(id)`, they come from the operation's stream at
     /// the same position as its `status` (a woken supervisor shows every result of its
     /// barrier); in lists and payloads, from the read model.
+    #[graphql(complexity = "super::cost::once(super::cost::REPLAY, child_complexity)")]
     async fn async_results(&self, ctx: &Context<'_>) -> GqlResult<Json<serde_json::Value>> {
         if let Some(version) = self.stream_version {
             return Ok(json(&self.async_results_from_stream(ctx, version).await?));
@@ -440,6 +464,7 @@ impl Operation {
     }
 
     /// Sub-agents and other child operations, oldest first (read model).
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn children(
         &self,
         ctx: &Context<'_>,
@@ -483,8 +508,10 @@ impl Operation {
     /// The operation as it was right after the event at `position` (a replay of its stream).
     #[graphql(complexity = "super::cost::once(super::cost::REPLAY, child_complexity)")]
     async fn state_at(&self, ctx: &Context<'_>, position: i64) -> GqlResult<Option<Operation>> {
-        let events = app(ctx).store.read_stream(&self.stream(ctx).await?, 1, 100_000).await.map_err(ApiError::from)?;
-        let (state, version) = fold_recorded::<OperationState>(&events, Some(position)).map_err(ApiError::from)?;
+        let stream = self.stream(ctx).await?;
+        let (state, version) = fold_stream::<OperationState>(app(ctx).store.as_ref(), &stream, Some(position))
+            .await
+            .map_err(ApiError::from)?;
         Ok((version > 0).then(|| Operation::from(&state)))
     }
 }
@@ -524,6 +551,7 @@ impl OperationsQuery {
     }
 
     /// Operations, newest first (read model). Filters combine.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn operations(
         &self,
         ctx: &Context<'_>,
@@ -552,6 +580,7 @@ impl OperationsQuery {
     }
 
     /// Cards waiting for a human's answer, oldest first: what a human must decide next.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn pending_cards(
         &self,
         ctx: &Context<'_>,

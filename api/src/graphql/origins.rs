@@ -1,31 +1,42 @@
 //! Why something exists: the event that created a node and its path of causes back to the
 //! chain's root, so one query answers "why is this here?".
 
-use async_graphql::{Context, SimpleObject};
+use async_graphql::{ComplexObject, Context, SimpleObject};
 
 use super::events::Event;
-use crate::error::ApiError;
+use crate::error::{ApiError, GqlResult};
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 
 /// Why something exists: the event that created it and the causes that led to it.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct Origin {
     /// The event that created it.
     pub event: Event,
+    /// That event, for its chain.
+    #[graphql(skip)]
+    first: agentlog_domain::envelope::RecordedEvent,
+}
+
+#[ComplexObject]
+impl Origin {
     /// Its causes, from the chain's root source to the event that created it (both included),
     /// following each event's `parentNodeId`.
-    pub path: Vec<Event>,
+    #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
+    async fn path(&self, ctx: &Context<'_>) -> GqlResult<Vec<Event>> {
+        Ok(path_of(ctx, &self.first).await?)
+    }
 }
 
 /// The most events of one chain read to explain an origin.
 const MAX_CHAIN_EVENTS: usize = 5_000;
 
-/// The origin of the aggregate whose stream is `stream_id`: its first event and that event's
-/// path of causes back to its chain's root.
+/// The origin of the aggregate whose stream is `stream_id`: its first event (its path of causes
+/// back to its chain's root is read when asked for).
 pub async fn origin(ctx: &Context<'_>, stream_id: &str) -> Result<Option<Origin>, ApiError> {
     let first = app(ctx).store.read_stream(stream_id, 1, 1).await?.into_iter().next();
-    origin_of(ctx, first).await
+    origin_of(ctx, first)
 }
 
 /// The origin of what the event at `position` created (a notification: its stream holds many).
@@ -35,25 +46,28 @@ pub async fn origin_at(ctx: &Context<'_>, position: i64) -> Result<Option<Origin
     }
     let filter = agentlog_eventlog::EventFilter::default();
     let event = app(ctx).store.read_all(position - 1, &filter, 1).await?.into_iter().next();
-    origin_of(ctx, event.filter(|e| e.position == position)).await
+    origin_of(ctx, event.filter(|e| e.position == position))
 }
 
-/// `first` (when the caller may see it) and its path of causes back to its chain's root.
-async fn origin_of(
+/// `first`, when the caller may see it.
+fn origin_of(
     ctx: &Context<'_>,
     first: Option<agentlog_domain::envelope::RecordedEvent>,
 ) -> Result<Option<Origin>, ApiError> {
-    let store = &app(ctx).store;
     let Some(first) = first else { return Ok(None) };
-    let who = caller(ctx)?;
-    if !who.may_see(&first.metadata.user_id) {
+    if !caller(ctx)?.may_see(&first.metadata.user_id) {
         return Ok(None);
     }
+    Ok(Some(Origin { event: Event::from(first.clone()), first }))
+}
+
+/// `first`'s path of causes back to its chain's root, oldest first, `first` last.
+async fn path_of(ctx: &Context<'_>, first: &agentlog_domain::envelope::RecordedEvent) -> Result<Vec<Event>, ApiError> {
     let filter = agentlog_eventlog::EventFilter {
         root_source_id: Some(first.metadata.chain.root_source_id),
         ..Default::default()
     };
-    let chain = store.read_all(0, &filter, MAX_CHAIN_EVENTS).await?;
+    let chain = app(ctx).store.read_all(0, &filter, MAX_CHAIN_EVENTS).await?;
     let by_id: std::collections::HashMap<uuid::Uuid, &agentlog_domain::envelope::RecordedEvent> =
         chain.iter().map(|e| (e.event_id, e)).collect();
     let mut path = vec![first.clone()];
@@ -67,5 +81,5 @@ async fn origin_of(
         at = parent.metadata.chain.parent_node_id;
     }
     path.reverse();
-    Ok(Some(Origin { event: Event::from(first), path: path.into_iter().map(Event::from).collect() }))
+    Ok(path.into_iter().map(Event::from).collect())
 }

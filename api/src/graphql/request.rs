@@ -2,8 +2,8 @@
 //! mutation's node once its read models caught up, and an aggregate read from its stream as of
 //! the request's moment.
 
-use agentlog_domain::{aggregate::Aggregate, envelope::RecordedEvent};
-use agentlog_eventlog::{Loaded, fold_recorded};
+use agentlog_domain::aggregate::Aggregate;
+use agentlog_eventlog::{Loaded, fold_stream};
 use agentlog_projections::{ReadDb, committed_position};
 use async_graphql::Context;
 
@@ -66,19 +66,6 @@ pub(crate) async fn as_of_request<A: Aggregate>(
     if last.first().is_none_or(|e| e.position <= at) {
         return Ok((loaded.state, loaded.version));
     }
-    // The stream went past the snapshot: its events up to `at`, a page at a time.
-    let mut events = Vec::new();
-    loop {
-        let from = events.last().map_or(1, |e: &RecordedEvent| e.stream_version + 1);
-        let page = store.read_stream(&loaded.stream_id, from, STREAM_PAGE).await?;
-        let done = page.len() < STREAM_PAGE || page.last().is_some_and(|e| e.position > at);
-        events.extend(page);
-        if done {
-            break;
-        }
-    }
-    Ok(fold_recorded::<A>(&events, Some(at))?)
+    // The stream went past the snapshot: folded up to `at`, a page at a time.
+    Ok(fold_stream::<A>(store.as_ref(), &loaded.stream_id, Some(at)).await?)
 }
-
-/// Events read at a time when a stream is folded to the request's moment.
-const STREAM_PAGE: usize = 1_000;

@@ -277,7 +277,6 @@ pub struct SubtaskLayers {
 impl TaskNode {
     /// Why this task exists, in one request: the event that created it and its path of causes
     /// from the chain's root source.
-    #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
     async fn origin(&self, ctx: &Context<'_>) -> GqlResult<Option<super::origins::Origin>> {
         let stream = app(ctx).handler.stream_of::<Task>(&self.user_id, &self.task_id).await.map_err(ApiError::from)?;
         Ok(super::origins::origin(ctx, &stream).await?)
@@ -302,6 +301,7 @@ impl TaskNode {
     }
 
     /// Runs, by sequence number.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn topics(
         &self,
         ctx: &Context<'_>,
@@ -316,6 +316,7 @@ impl TaskNode {
     }
 
     /// Comments, oldest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn comments(
         &self,
         ctx: &Context<'_>,
@@ -330,6 +331,7 @@ impl TaskNode {
     }
 
     /// Direct subtasks, oldest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn subtasks(
         &self,
         ctx: &Context<'_>,
@@ -347,6 +349,7 @@ impl TaskNode {
 
     /// Every descendant cut by its `blocks` dependencies into layers that can run in parallel
     /// (upstream's `planForParent`).
+    #[graphql(complexity = "super::cost::once(super::cost::PAGE, child_complexity)")]
     async fn layers(&self, ctx: &Context<'_>) -> GqlResult<SubtaskLayers> {
         let plan = read::subtask_layers(reads(ctx), &self.user_id, &self.task_id)
             .await?
@@ -414,6 +417,7 @@ impl TasksQuery {
     }
 
     /// Tasks, oldest first.
+    #[graphql(complexity = "super::cost::page(first, last, child_complexity)")]
     async fn tasks(
         &self,
         ctx: &Context<'_>,

@@ -336,6 +336,134 @@ async fn expensive_fields_are_priced_for_their_work(db: Db) {
     s.stop();
 }
 
+/// Every field of `type_name` with no arguments whose value is a scalar or an enum (a row's
+/// plain fields), from introspection, but `skip`.
+async fn plain_fields(s: &Server, token: &str, type_name: &str, skip: &[&str]) -> String {
+    let q = format!(
+        "{{ __type(name: \"{type_name}\") {{ fields {{ name args {{ name }} type {{ kind ofType {{ kind ofType {{ kind ofType {{ kind }} }} }} }} }} }} }}"
+    );
+    let r = s.data(Some(token), &q, json!({})).await;
+    let leaf = |t: &Value| {
+        let mut t = t;
+        while matches!(t["kind"].as_str(), Some("NON_NULL" | "LIST")) {
+            t = &t["ofType"];
+        }
+        matches!(t["kind"].as_str(), Some("SCALAR" | "ENUM"))
+    };
+    let fields: Vec<&str> = r["__type"]["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .filter(|f| f["args"].as_array().is_some_and(Vec::is_empty) && leaf(&f["type"]))
+        .filter_map(|f| f["name"].as_str())
+        .filter(|n| !skip.contains(n))
+        .collect();
+    assert!(fields.len() > 20, "{type_name}: {fields:?}");
+    fields.join(" ")
+}
+
+/// A page pays for what each of its rows reads again (a nested page, a log read, a replay, a
+/// parsed tree, a budget's history): a page of 500 rows each replaying its run is refused
+/// before it runs, as 500 aliased replays are, while a page of 500 rows of every plain field,
+/// or a small page that reads under each row, answers.
+async fn pages_pay_for_what_their_rows_read(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "inbox"}})).await;
+    let floods = [
+        "{ operations(first: 500) { nodes { stateAt(position: 1) { status } } } }".to_string(),
+        "{ operations(first: 500) { nodes { children(first: 500) { nodes { id } } } } }".to_string(),
+        "{ operations(first: 500) { nodes { history(first: 1) { position } } } }".to_string(),
+        "{ operations(first: 500) { nodes { asyncResults } } }".to_string(),
+        "{ operations(last: 500) { nodes { origin { path { position } } } } }".to_string(),
+        "{ conversations(first: 500) { nodes { tree { contextTree } } } }".to_string(),
+        "{ tasks(first: 500) { nodes { layers { layers } } } }".to_string(),
+        "{ tasks(first: 100) { nodes { subtasks(first: 100) { nodes { subtasks(first: 100) { nodes { taskId } } } } } } }"
+            .to_string(),
+        "{ budgets { nodes { history(from: \"2026-01-01T00:00:00Z\") { costMicros } } } }".to_string(),
+        aliased(25, "operation(id: \"op1\") { asyncResults }"),
+        aliased(25, "budget(id: \"b\") { history(from: \"2026-01-01T00:00:00Z\") { costMicros } }"),
+    ];
+    for q in &floods {
+        let (took, r) = timed(&s, Some(&alice), q).await;
+        assert_eq!(error_code(&r).as_deref(), Some("LIMIT"), "{}: {r}", &q[..q.len().min(100)]);
+        assert!(r["errors"][0]["message"].as_str().is_some_and(|m| m.contains("complex")), "{r}");
+        assert!(took < Duration::from_secs(1), "refused after {took:?}");
+    }
+    // A row's plain fields come with its page, however many are selected.
+    for (list, node, skip) in
+        [("operations", "Operation", &["asyncResults"][..]), ("tasks", "Task", &[][..]), ("briefs", "Brief", &[][..])]
+    {
+        let fields = plain_fields(&s, &alice, node, skip).await;
+        let q = format!("{{ {list}(first: 500) {{ nodes {{ {fields} }} pageInfo {{ hasNextPage }} }} }}");
+        let r = s.gql(Some(&alice), &q, json!({})).await;
+        assert!(r.get("errors").is_none(), "{list}: {r}");
+    }
+    // A small page that reads under each row still answers.
+    let r = s
+        .data(
+            Some(&alice),
+            "{ operations(first: 10) { nodes { id stateAt(position: 1) { status } children(first: 10) { nodes { id } } history(first: 5) { position } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["operations"]["nodes"][0]["id"], "op1", "{r}");
+    // An origin's creating event is one read per row; its path, the chain's read, is priced.
+    let inbox = "{ briefs(first: 500) { nodes { briefId origin { event { rootSourceId } } } } \
+                 notifications(first: 500) { nodes { notificationId origin { event { rootSourceId } } } } }";
+    s.data(Some(&alice), inbox, json!({})).await;
+    s.stop();
+}
+
+/// Input the server would otherwise take and act on wrongly is refused (VALIDATION) and writes
+/// nothing: a cron job's misspelled field (it would fire without the limit), a streamed
+/// message's id too long to relay, a budget history over more than 1,000 periods (it would read
+/// every step of the range first).
+async fn misspelled_or_oversized_input_is_refused_and_writes_nothing(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let head = |d: &Value| d["events"]["pageInfo"]["endCursor"].clone();
+    let log = "{ events(last: 1) { pageInfo { endCursor } } }";
+    let create = "mutation($i: JSON!) { createCronJob(input: $i) { position } }";
+    let job = json!({"jobId": "j1", "agentId": "inbox", "pattern": "* * * * *", "timezone": "UTC", "content": "tick", "enabled": true});
+    let mut misspelled = job.clone();
+    misspelled["maxExecution"] = json!(3);
+    let before = head(&s.data(Some(&alice), log, json!({})).await);
+    let r = s.gql(Some(&alice), create, json!({"i": misspelled})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    assert!(r.to_string().contains("maxExecution"), "names the field: {r}");
+    let r = s.gql(Some(&alice), "{ cronJob(id: \"j1\") { jobId } }", json!({})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("NOT_FOUND"), "{r}");
+    assert_eq!(head(&s.data(Some(&alice), log, json!({})).await), before, "nothing written");
+    s.data(Some(&alice), create, json!({"i": job})).await;
+    let update = "mutation($p: JSON!) { updateCronJob(id: \"j1\", patch: $p) { position } }";
+    let written = head(&s.data(Some(&alice), log, json!({})).await);
+    assert_ne!(written, before);
+    let r = s.gql(Some(&alice), update, json!({"p": {"contnet": "typo"}})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    assert_eq!(head(&s.data(Some(&alice), log, json!({})).await), written, "nothing written");
+
+    s.data(Some(&alice), "mutation { createConversation(topicId: \"c\") { position } }", json!({})).await;
+    let delta = "mutation($m: String!) { publishMessageDelta(topicId: \"c\", messageId: $m, delta: \"x\") }";
+    let r = s.gql(Some(&alice), delta, json!({"m": "m".repeat(9_000)})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    assert_eq!(s.data(Some(&alice), delta, json!({"m": "m1"})).await["publishMessageDelta"], 1);
+
+    let set = "mutation($i: BudgetInput!) { setBudget(input: $i) { position } }";
+    s.data(Some(&alice), set, json!({"i": {"id": "d", "scope": "USER", "period": "DAY", "limitCostMicros": 1}})).await;
+    s.data(Some(&alice), set, json!({"i": {"id": "m", "scope": "USER", "period": "MONTH", "limitCostMicros": 1}}))
+        .await;
+    let history = "query($id: String!, $from: DateTime!) { budget(id: $id) { history(from: $from) { costMicros } } }";
+    let from = |days: i64| (chrono::Utc::now() - chrono::Duration::days(days)).to_rfc3339();
+    let r = s.gql(Some(&alice), history, json!({"id": "d", "from": from(1_001)})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    s.data(Some(&alice), history, json!({"id": "d", "from": from(999)})).await;
+    s.data(Some(&alice), history, json!({"id": "m", "from": from(20 * 365)})).await;
+    let r = s.gql(Some(&alice), history, json!({"id": "m", "from": from(90 * 365)})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    s.stop();
+}
+
 /// An answer over `--max-response-bytes` is replaced by LIMIT; a query past
 /// `--query-timeout-ms` is stopped and answered with LIMIT, and mutations are never cut off.
 async fn answers_are_bounded_in_size_and_queries_in_time(db: Db) {
@@ -372,10 +500,10 @@ async fn answers_are_bounded_in_size_and_queries_in_time(db: Db) {
     // Within the cost limits, but many milliseconds of reading and folding.
     let slow = format!(
         "{{ {} {} }}",
-        (0..6)
+        (0..5)
             .map(|i| format!("e{i}: events(first: 500) {{ edges {{ node {{ payload metadata }} }} }} "))
             .collect::<String>(),
-        (0..4)
+        (0..6)
             .map(|i| format!("s{i}: operation(id: \"slow\") {{ stateAt(position: 100) {{ status }} }} "))
             .collect::<String>()
     );
@@ -564,6 +692,9 @@ both!(
     a_start_that_cannot_listen_writes_nothing as a_start_that_cannot_listen_writes_nothing,
     the_first_admin_token_is_written_or_not_created as the_first_admin_token_is_written_or_not_created,
     expensive_fields_are_priced_for_their_work as expensive_fields_are_priced_for_their_work,
+    pages_pay_for_what_their_rows_read as pages_pay_for_what_their_rows_read,
+    misspelled_or_oversized_input_is_refused_and_writes_nothing
+        as misspelled_or_oversized_input_is_refused_and_writes_nothing,
     answers_are_bounded_in_size_and_queries_in_time as answers_are_bounded_in_size_and_queries_in_time,
     one_user_at_a_cap_leaves_others_theirs as one_user_at_a_cap_leaves_others_theirs,
     another_users_brief_does_not_stop_a_heartbeat as another_users_brief_does_not_stop_a_heartbeat,

@@ -321,10 +321,36 @@ async fn an_interrupted_run_resumes(db: Db) {
     s.stop();
 }
 
+/// `workAvailable`'s backlog is the oldest claimable runs of all the named agents together, at
+/// most 500, oldest first: a leased run is not offered, and past 500 the newest wait (a worker
+/// that subscribes again after claiming gets them).
+async fn the_backlog_is_the_oldest_claimable_runs(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let id = |i: usize| format!("r{i:03}");
+    for i in 0..502 {
+        let agent = if i % 2 == 0 { "inbox" } else { "task-agent" };
+        s.data(Some(&alice), START, json!({"i": {"operationId": id(i), "kind": "TASK", "agentId": agent}})).await;
+    }
+    s.claim(&alice, "r000", "w1").await;
+    let mut ws = Ws::connect(&s, &alice, "graphql-transport-ws").await;
+    ws.subscribe("w", "subscription { workAvailable(agentIds: [\"inbox\", \"task-agent\"]) { id } }", json!({})).await;
+    let mut offered = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout(std::time::Duration::from_secs(2), ws.next_json()).await {
+        assert_eq!(m["type"], "next", "{m}");
+        offered.push(m["payload"]["data"]["workAvailable"]["id"].as_str().expect("an id").to_string());
+    }
+    let expected: Vec<String> = (1..501).map(id).collect();
+    assert_eq!(offered.len(), 500, "first {:?}, last {:?}", offered.first(), offered.last());
+    assert_eq!(offered, expected, "the 500 oldest unleased, oldest first");
+    s.stop();
+}
+
 both!(
     an_interrupted_run_resumes as an_interrupted_run_resumes,
     only_the_lease_holder_reports as only_the_lease_holder_reports,
-    a_new_claim_or_an_expiry_ends_the_old_token as a_new_claim_or_an_expiry_ends_the_old_token
+    a_new_claim_or_an_expiry_ends_the_old_token as a_new_claim_or_an_expiry_ends_the_old_token,
+    the_backlog_is_the_oldest_claimable_runs as the_backlog_is_the_oldest_claimable_runs
 );
 
 /// `workAvailable` offers a run committed before the subscription started that the read models

@@ -107,8 +107,9 @@ async fn approving_a_result_brief_starts_the_released_dependants(db: Db) {
     assert_eq!(held[0]["node"]["metadata"]["unknownUpstreams"], json!(["x"]), "{inbox}");
     // Why do b's run and the notification exist? One request each: the creating event and its
     // causes back to the approval that completed a.
-    let why = "{ operations(filter: {taskId: \"b\"}) { edges { node { origin { event { eventType } path { eventType } } } } } \
-               notifications { edges { node { type origin { event { eventType } path { eventType } } } } } }";
+    // An origin reads its chain once per row, so a page of them is priced per row: pages of 10.
+    let why = "{ operations(first: 10, filter: {taskId: \"b\"}) { edges { node { origin { event { eventType } path { eventType } } } } } \
+               notifications(first: 10) { edges { node { type origin { event { eventType } path { eventType } } } } } }";
     let d = s.data(Some(&alice), why, json!({})).await;
     let kinds = |o: &Value| -> Vec<String> {
         o["path"].as_array().into_iter().flatten().filter_map(|e| e["eventType"].as_str().map(str::to_string)).collect()
@@ -258,7 +259,7 @@ async fn a_finished_run_yields_a_result_brief_unless_its_judge_says_no(db: Db) {
     }
     // Why does t1's brief exist? One request: its creating event and the causes back to the
     // worker's completion.
-    let q = "{ briefs(filter: {taskId: \"t1\"}) { edges { node { origin { event { eventType streamId } path { eventType } } } } } }";
+    let q = "{ briefs(first: 10, filter: {taskId: \"t1\"}) { edges { node { origin { event { eventType streamId } path { eventType } } } } } }";
     let d = s.data(Some(&alice), q, json!({})).await;
     let origin = &d["briefs"]["edges"][0]["node"]["origin"];
     assert_eq!(origin["event"]["eventType"], "brief.created", "{d}");

@@ -38,9 +38,10 @@ use crate::event_codec::no_upcasts;
 use crate::scope::Scope;
 use crate::streams::StreamKind;
 
-/// Everything needed to create a cron job.
+/// Everything needed to create a cron job. An unknown field is refused, not ignored: a limit
+/// misspelled must not look accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateCronJob {
     /// Its id.
     pub job_id: String,
@@ -70,7 +71,7 @@ pub struct CreateCronJob {
 
 /// A change to a job; `None` leaves a field. `max_executions: Some(None)` makes it unlimited.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CronJobPatch {
     /// Name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

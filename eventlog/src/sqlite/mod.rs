@@ -173,7 +173,17 @@ impl SqliteBackend {
     ) -> Result<T, EventLogError> {
         let readers = Arc::clone(&self.readers);
         let run = move || readers.with(work).map_err(write::failed("opening a log reader"))?;
-        if limit <= read::INLINE_ROWS { run() } else { blocking(run).await }
+        if limit > read::INLINE_ROWS {
+            return blocking(run).await;
+        }
+        let read = run();
+        // An inline page never waits: a request made of many of them (a query of several log
+        // reads and replays) would hold its thread to the end, and no timeout around it could
+        // fire. Each page lets the runtime turn once (timers, other tasks); a lookup does not.
+        if limit > read::INLINE_LOOKUP_ROWS {
+            tokio::task::yield_now().await;
+        }
+        read
     }
 }
 

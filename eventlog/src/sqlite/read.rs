@@ -15,6 +15,9 @@ use crate::{append::LocatedEvent, error::EventLogError, filter::EventFilter, unp
 /// longer ones on the blocking pool, off the runtime's worker threads.
 pub(super) const INLINE_ROWS: usize = 1_000;
 
+/// Reads of at most this many rows (a lookup, a head) read inline without yielding after.
+pub(super) const INLINE_LOOKUP_ROWS: usize = 16;
+
 const COLUMNS: &str =
     "position, event_id, stream_id, stream_version, event_type, schema_version, payload, metadata, recorded_at";
 

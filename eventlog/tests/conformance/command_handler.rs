@@ -14,7 +14,7 @@ use agentlog_domain::{
     values::AgentRef,
 };
 use agentlog_eventlog::{
-    AppendResult, CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded,
+    AppendResult, CommandError, CommandHandler, EventStore, SNAPSHOT_EVERY, StoreOptions, fold_recorded, fold_stream,
     testing::TestLog,
 };
 use chrono::Utc;
@@ -432,6 +432,32 @@ async fn a_state_at_a_version_is_the_fold_up_to_it(log: TestLog) {
     assert_eq!(json(h.state_at::<Operation>(stream, head).await.unwrap()), fold_to(head), "back below what it holds");
 }
 
+/// `fold_stream` reads a stream a page at a time and folds it to a position: the same state as
+/// folding all its events at once, across page boundaries, and nothing before its first event.
+async fn a_stream_folded_in_pages_is_the_fold_of_all_its_events(log: TestLog) {
+    let h = CommandHandler::new(Arc::clone(&log.store));
+    let (token, _) = claimed(&h, "paged", &ctx()).await;
+    for i in 0..1_050 {
+        let report = ctx().with_lease_token(Some(token.clone()));
+        h.execute_of::<Operation>("u1", "paged", &step(i), &report).await.unwrap();
+    }
+    let stream = "operation@u1/paged";
+    let events = log.store.read_stream(stream, 1, 10_000).await.unwrap();
+    assert!(events.len() > 1_000, "{} events: more than one page", events.len());
+    let json = |s: &Operation| serde_json::to_value(s).unwrap();
+    for at in [None, Some(events[999].position), Some(events[1_000].position), Some(events[3].position)] {
+        let (paged, version) = fold_stream::<Operation>(log.store.as_ref(), stream, at).await.unwrap();
+        let (whole, whole_version) = fold_recorded::<Operation>(&events, at).unwrap();
+        assert_eq!(version, whole_version, "at {at:?}");
+        assert_eq!(json(&paged), json(&whole), "at {at:?}");
+    }
+    let (_, version) =
+        fold_stream::<Operation>(log.store.as_ref(), stream, Some(events[0].position - 1)).await.unwrap();
+    assert_eq!(version, 0, "before its first event");
+    let (_, version) = fold_stream::<Operation>(log.store.as_ref(), "operation@u1/none", None).await.unwrap();
+    assert_eq!(version, 0, "a stream that does not exist");
+}
+
 crate::on_both_backends!(StoreOptions::default() =>
     a_state_in_memory_follows_another_writer as command_state_in_memory_follows_another_writer,
     a_retry_long_after_is_answered_from_the_log as command_retry_long_after_is_answered_from_the_log,
@@ -443,5 +469,6 @@ crate::on_both_backends!(StoreOptions::default() =>
     a_retried_multi_stream_command_is_applied_once as command_multi_stream_retry_is_applied_once,
     a_state_at_a_version_is_the_fold_up_to_it as command_state_at_a_version_is_the_fold_up_to_it,
     a_loaded_state_is_decided_on_and_a_stale_one_retried as command_loaded_state_decided_on_and_stale_retried,
-    a_cached_state_is_decided_on_or_handed_back as command_cached_state_decided_on_or_handed_back
+    a_cached_state_is_decided_on_or_handed_back as command_cached_state_decided_on_or_handed_back,
+    a_stream_folded_in_pages_is_the_fold_of_all_its_events as command_stream_folded_in_pages
 );

@@ -85,19 +85,23 @@ pub async fn budgets_of_run(db: &ReadDb, run: &RunScope) -> Result<Vec<BudgetRow
     db.fetch(&sql, &args).await?.iter().map(BudgetRow::from_row).collect()
 }
 
-/// What `budget`'s scope spent from `from` on (everything when `None`): the usage its runs'
-/// steps reported, summed (an unmeasured cost or token count adds 0).
-pub async fn spent(db: &ReadDb, budget: &BudgetRow, from: Option<DateTime<Utc>>) -> Result<Spend, ProjectionError> {
+/// What `budget`'s scope spent in `[from, to)` (µs), summed from the steps themselves.
+pub(crate) async fn spent_between(
+    db: &ReadDb,
+    budget: &BudgetRow,
+    from: i64,
+    to: i64,
+) -> Result<Spend, ProjectionError> {
     let (mut args, mut terms) = scope_terms(budget);
-    if let Some(from) = from {
-        args.push(micros(from));
-        terms.push(format!("s.at >= ${}", args.len()));
-    }
-    let filter = if terms.is_empty() { String::new() } else { format!("WHERE {}", terms.join(" AND ")) };
+    args.push(from.into());
+    terms.push(format!("s.at >= ${}", args.len()));
+    args.push(to.into());
+    terms.push(format!("s.at < ${}", args.len()));
     let sql = format!(
         "SELECT CAST(COALESCE(SUM(COALESCE(s.cost_micros, 0)), 0) AS BIGINT), \
          CAST(COALESCE(SUM({TOKENS}), 0) AS BIGINT) \
-         FROM operation_steps s JOIN operations o ON o.user_id = s.user_id AND o.id = s.operation_id {filter}"
+         FROM operation_steps s JOIN operations o ON o.user_id = s.user_id AND o.id = s.operation_id WHERE {}",
+        terms.join(" AND ")
     );
     let rows = db.fetch(&sql, &args).await?;
     let row = rows.first();
@@ -108,14 +112,15 @@ pub async fn spent(db: &ReadDb, budget: &BudgetRow, from: Option<DateTime<Utc>>)
 /// A step's tokens: its total, else input plus output (unmeasured counts 0).
 const TOKENS: &str = "COALESCE(s.total_tokens, COALESCE(s.input_tokens, 0) + COALESCE(s.output_tokens, 0))";
 
-/// What `budget`'s scope spent in `[from, to)`, oldest first: each time its runs' steps were
-/// reported with their cost and tokens (steps at the same microsecond summed). The caller
-/// buckets them into periods.
+/// What `budget`'s scope spent in `[from, to)`, oldest first, at most `limit` entries: each
+/// time its runs' steps were reported with their cost and tokens (steps at the same
+/// microsecond summed). The caller buckets them into periods and reads on after the last.
 pub async fn spend_over_time(
     db: &ReadDb,
     budget: &BudgetRow,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    limit: usize,
 ) -> Result<Vec<(DateTime<Utc>, Spend)>, ProjectionError> {
     let (mut args, mut terms) = scope_terms(budget);
     args.push(micros(from));
@@ -124,7 +129,7 @@ pub async fn spend_over_time(
     terms.push(format!("s.at < ${}", args.len()));
     let sql = format!(
         "SELECT s.at, CAST(SUM(COALESCE(s.cost_micros, 0)) AS BIGINT), CAST(SUM({TOKENS}) AS BIGINT) \
-         FROM operation_steps s JOIN operations o ON o.user_id = s.user_id AND o.id = s.operation_id WHERE {} GROUP BY s.at ORDER BY s.at",
+         FROM operation_steps s JOIN operations o ON o.user_id = s.user_id AND o.id = s.operation_id WHERE {} GROUP BY s.at ORDER BY s.at LIMIT {limit}",
         terms.join(" AND ")
     );
     let unsigned = |n: Option<i64>| n.map_or(0, |n| u64::try_from(n).unwrap_or(0));

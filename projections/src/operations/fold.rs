@@ -5,7 +5,7 @@
 use agentlog_domain::{
     aggregate::Aggregate,
     envelope::RecordedEvent,
-    operations::{Operation, OperationEvent, PendingCard},
+    operations::{CreateOperation, Operation, OperationEvent, PendingCard, event::StepRecorded},
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::rows::{self, OPERATION_COLUMNS, SideRows, time_opt, usage_values};
 use crate::db::SqlValue;
 use crate::fold::{int, int_opt, json_opt, json_text, wire_name};
-use crate::{decoding::OwnedKey, error::ProjectionError, fold::micros};
+use crate::{budgets::spend::StepSpend, decoding::OwnedKey, error::ProjectionError, fold::micros};
 
 /// How a cancelled operation was cancelled (the domain state only records that it was).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,7 +69,10 @@ impl OperationFold {
         let id = key;
         match event {
             OperationEvent::StepRecorded(e) => {
-                side.steps.put((key.0.clone(), key.1.clone(), e.step_index), rows::step(id, e, position)?)
+                side.steps.put((key.0.clone(), key.1.clone(), e.step_index), rows::step(id, e, position)?);
+                if let Some(spec) = &self.op.spec {
+                    side.spend.push(step_spend(key, spec, e, position));
+                }
             }
             OperationEvent::ArtifactRecorded(e) => side.artifacts.put(
                 (key.0.clone(), key.1.clone(), e.artifact.artifact_id.clone()),
@@ -138,6 +141,28 @@ impl OperationFold {
         }
         self.card_open = false;
         Ok(())
+    }
+}
+
+/// What step `e` of run `key` (with `spec`) spent, as the spend rollups count it: as the
+/// `operation_steps` row holds it (an unmeasured figure counts 0; tokens are the total, else
+/// input plus output).
+fn step_spend(key: &OwnedKey, spec: &CreateOperation, e: &StepRecorded, position: i64) -> StepSpend {
+    let signed = |n: Option<u64>| n.map_or(0, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let usage = &e.usage;
+    let tokens = match usage.total_tokens {
+        Some(total) => signed(Some(total)),
+        None => signed(usage.input_tokens).saturating_add(signed(usage.output_tokens)),
+    };
+    StepSpend {
+        user_id: key.0.clone(),
+        agent_id: spec.agent.agent_id.clone(),
+        task_id: spec.task_id.clone(),
+        group_id: spec.group_id.clone(),
+        at: micros(e.at),
+        cost_micros: signed(usage.cost_micros),
+        tokens,
+        position,
     }
 }
 

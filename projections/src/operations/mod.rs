@@ -31,8 +31,8 @@ use async_trait::async_trait;
 pub use fold::Cancellation;
 pub use query::{
     LeaseRow, OperationArtifactRow, OperationAsyncResultRow, OperationCardRow, OperationFilter, OperationRow,
-    OperationScoreRow, OperationStepRow, artifacts, async_results, cards, children, due_cards, expired_leases, get,
-    list, pending_cards, scores, steps,
+    OperationScoreRow, OperationStepRow, artifacts, async_results, cards, children, claimable, due_cards,
+    expired_leases, get, list, pending_cards, scores, steps,
 };
 
 use self::{
@@ -59,8 +59,9 @@ impl Projection for OperationsProjection {
         "operations"
     }
     fn version(&self) -> i32 {
-        // 2: keyed by (user_id, operation_id): operation ids are per owner.
-        2
+        // 2: keyed by (user_id, operation_id): operation ids are per owner. 3: the budgets'
+        // spend rollups.
+        3
     }
     fn tables(&self) -> &'static [&'static str] {
         &[
@@ -70,6 +71,7 @@ impl Projection for OperationsProjection {
             "operation_artifacts",
             "operation_scores",
             "operation_async_results",
+            crate::budgets::spend::TABLE,
         ]
     }
     fn handles(&self, event_type: &str) -> bool {
@@ -107,6 +109,7 @@ impl Projection for OperationsProjection {
         side.scores.upsert(tx, "operation_scores", &SCORE_COLUMNS, &["user_id", "operation_id", "seq"]).await?;
         side.async_results
             .upsert(tx, "operation_async_results", &ASYNC_RESULT_COLUMNS, &["user_id", "operation_id", "result_key"])
-            .await
+            .await?;
+        crate::budgets::spend::count_steps(tx, &side.spend).await
     }
 }

@@ -227,6 +227,31 @@ pub async fn list(
     list_ordered(db, owner, filter, page, Order::Desc).await
 }
 
+/// The runs a worker of `agent_ids` can claim now among `owner`'s (everyone's when `None`):
+/// idle or running, no lease, of one of `kinds` (as the read model spells them); oldest first
+/// (by creation time, then id), at most `limit`.
+pub async fn claimable(
+    db: &ReadDb,
+    owner: Option<&str>,
+    agent_ids: &[String],
+    kinds: &[String],
+    limit: usize,
+) -> Result<Vec<OperationRow>, ProjectionError> {
+    if agent_ids.is_empty() || kinds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut w = Conditions::default();
+    w.owner("user_id", owner);
+    let agents: Vec<String> = agent_ids.iter().map(|a| w.bind(a.as_str())).collect();
+    w.push(format!("agent_id IN ({})", agents.join(", ")));
+    let kinds: Vec<String> = kinds.iter().map(|k| w.bind(k.as_str())).collect();
+    w.push(format!("kind IN ({})", kinds.join(", ")));
+    w.push("status IN ('idle', 'running')".into());
+    w.push("(lease_worker_id IS NULL OR lease_expires_at IS NULL)".into());
+    let sql = format!("{OPERATION_SELECT} {} ORDER BY created_at, id LIMIT {limit}", w.sql());
+    Ok(db.fetch(&sql, w.args()).await?.iter().map(OperationRow::from_row).collect())
+}
+
 /// The child operations of `owner`'s `parent_id` (its owner's too), oldest first.
 pub async fn children(
     db: &ReadDb,

@@ -132,6 +132,8 @@ pub(crate) struct SideRows {
     pub scores: RowSet<(String, String, i64)>,
     /// `operation_async_results` by (owner, operation, key).
     pub async_results: RowSet<(String, String, String)>,
+    /// What each recorded step spent, for the budgets' spend rollups.
+    pub spend: Vec<crate::budgets::spend::StepSpend>,
 }
 
 pub(super) fn time(at: DateTime<Utc>) -> SqlValue {
