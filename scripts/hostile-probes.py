@@ -34,12 +34,12 @@ def hwm():
 def code(r):
     try: return r["errors"][0]["extensions"]["code"]
     except Exception: return "ok" if "data" in r else str(r)[:80]
-alice = gql('mutation { createToken(userId: "alice") }', admin)[2]["data"]["createToken"]
-bob = gql('mutation { createToken(userId: "bob") }', admin)[2]["data"]["createToken"]
-gql('mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }', alice, {"i": {"operationId": "op1", "kind": "TASK", "agentId": "a"}})
-gql('mutation { claimOperation(id: "op1", workerId: "w1", leaseSecs: 3600) { position } }', alice)
+alice = gql('mutation { createToken(userId: "alice") { secret } }', admin)[2]["data"]["createToken"]["secret"]
+bob = gql('mutation { createToken(userId: "bob") { secret } }', admin)[2]["data"]["createToken"]["secret"]
+gql('mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }', alice, {"i": {"operationId": "op1", "kind": "TASK", "agentId": "inbox"}})
+lease = gql('mutation { claimOperation(id: "op1", workerId: "w1", leaseSecs: 3600) { lease { token } } }', alice)[2]["data"]["claimOperation"]["lease"]["token"]
 for i in range(498):
-    gql('mutation { reportStep(id: "op1", phase: ACTING, toolCalls: [{id: "c1", name: "search"}]) { position } }', alice)
+    gql('mutation($l: String!) { reportStep(id: "op1", leaseToken: $l, phase: ACTING, toolCalls: [{id: "c1", name: "search"}]) { position } }', alice, {"l": lease})
 def frag(n):
     q = "query { ...F%d } fragment F0 on Query { __typename }" % (n - 1)
     for i in range(1, n):
@@ -64,7 +64,7 @@ if not only or "pages7" in only:
     # 500 runs in all, op1 among them with its 500 events: seven aliased pages of 500 rows, each
     # row replaying its run and reading its history.
     for i in range(499):
-        gql('mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }', alice, {"i": {"operationId": "p%d" % i, "kind": "TASK", "agentId": "a"}})
+        gql('mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }', alice, {"i": {"operationId": "p%d" % i, "kind": "TASK", "agentId": "inbox"}})
     probe("pages7", "{ %s }" % " ".join('a%d: operations(first: 500) { nodes { stateAt(position: 1000000) { status } history(first: 500) { payload } } }' % i for i in range(7)), alice)
 if not only or "streams" in only:
     gql('mutation { createConversation(topicId: "m") { position } }', alice)

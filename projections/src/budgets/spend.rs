@@ -8,7 +8,7 @@
 //! in its zone are whole buckets; a period that starts elsewhere reads the steps of its first,
 //! partial quarter hour itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use agentlog_domain::budgets::{BudgetScopeKind, Spend};
 use chrono::{DateTime, Utc};
@@ -76,6 +76,22 @@ fn rollup_key(scope: &str, scope_id: &str, user_id: &str, granularity: &str, buc
     format!("{scope}\u{1f}{user_id}\u{1f}{scope_id}\u{1f}{granularity}\u{1f}{bucket_start}")
 }
 
+/// Steps summed: their cost, tokens and last position.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sum {
+    cost_micros: i64,
+    tokens: i64,
+    position: i64,
+}
+
+impl Sum {
+    fn add(&mut self, cost_micros: i64, tokens: i64, position: i64) {
+        self.cost_micros = self.cost_micros.saturating_add(cost_micros);
+        self.tokens = self.tokens.saturating_add(tokens);
+        self.position = self.position.max(position);
+    }
+}
+
 /// One rollup row being summed.
 #[derive(Debug, Clone, Default)]
 struct Cell {
@@ -94,34 +110,37 @@ pub(crate) async fn count_steps(tx: &mut ReadTx, steps: &[StepSpend]) -> Result<
     if steps.is_empty() {
         return Ok(());
     }
-    let mut cells: BTreeMap<String, Cell> = BTreeMap::new();
-    let mut added: Vec<(String, &StepSpend)> = Vec::new();
+    // The batch's steps summed per run scope and quarter hour first: a batch holds many steps
+    // of few runs, and each sum then meets its ten rows once.
+    let mut sums: HashMap<(&str, &str, Option<&str>, Option<&str>, i64), Sum> = HashMap::new();
     for step in steps {
-        let mut scopes = vec![
-            ("global", String::new(), String::new()),
-            ("user", step.user_id.clone(), step.user_id.clone()),
-            ("agent", step.agent_id.clone(), step.user_id.clone()),
-        ];
-        if let Some(task) = &step.task_id {
-            scopes.push(("task", task.clone(), step.user_id.clone()));
+        let quarter = step.at.div_euclid(QUARTER_MICROS) * QUARTER_MICROS;
+        let key =
+            (step.user_id.as_str(), step.agent_id.as_str(), step.task_id.as_deref(), step.group_id.as_deref(), quarter);
+        sums.entry(key).or_default().add(step.cost_micros, step.tokens, step.position);
+    }
+    let mut cells: BTreeMap<String, Cell> = BTreeMap::new();
+    let mut added: Vec<(String, Sum)> = Vec::new();
+    for ((user_id, agent_id, task_id, group_id, quarter), sum) in sums {
+        let mut scopes = vec![("global", "", ""), ("user", user_id, user_id), ("agent", agent_id, user_id)];
+        if let Some(task) = task_id {
+            scopes.push(("task", task, user_id));
         }
-        if let Some(group) = &step.group_id {
-            scopes.push(("group", group.clone(), step.user_id.clone()));
+        if let Some(group) = group_id {
+            scopes.push(("group", group, user_id));
         }
         for (scope, scope_id, user_id) in scopes {
-            for (granularity, bucket_start) in
-                [("quarter", step.at.div_euclid(QUARTER_MICROS) * QUARTER_MICROS), ("total", 0)]
-            {
-                let key = rollup_key(scope, &scope_id, &user_id, granularity, bucket_start);
+            for (granularity, bucket_start) in [("quarter", quarter), ("total", 0)] {
+                let key = rollup_key(scope, scope_id, user_id, granularity, bucket_start);
                 cells.entry(key.clone()).or_insert_with(|| Cell {
                     scope,
-                    scope_id: scope_id.clone(),
-                    user_id: user_id.clone(),
+                    scope_id: scope_id.to_string(),
+                    user_id: user_id.to_string(),
                     granularity,
                     bucket_start,
                     ..Cell::default()
                 });
-                added.push((key, step));
+                added.push((key, sum));
             }
         }
     }
@@ -134,11 +153,11 @@ pub(crate) async fn count_steps(tx: &mut ReadTx, steps: &[StepSpend]) -> Result<
             cell.updated_position = row.i64(3).unwrap_or(0);
         }
     }
-    for (key, step) in added {
+    for (key, sum) in added {
         if let Some(cell) = cells.get_mut(&key) {
-            cell.cost_micros = cell.cost_micros.saturating_add(step.cost_micros);
-            cell.tokens = cell.tokens.saturating_add(step.tokens);
-            cell.updated_position = cell.updated_position.max(step.position);
+            cell.cost_micros = cell.cost_micros.saturating_add(sum.cost_micros);
+            cell.tokens = cell.tokens.saturating_add(sum.tokens);
+            cell.updated_position = cell.updated_position.max(sum.position);
         }
     }
     let mut rows = RowSet::default();
