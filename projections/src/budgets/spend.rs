@@ -76,6 +76,9 @@ fn rollup_key(scope: &str, scope_id: &str, user_id: &str, granularity: &str, buc
     format!("{scope}\u{1f}{user_id}\u{1f}{scope_id}\u{1f}{granularity}\u{1f}{bucket_start}")
 }
 
+/// A run's scopes and a quarter hour: `(owner, agent, task, group, bucket start)`.
+type RunQuarter<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, i64);
+
 /// Steps summed: their cost, tokens and last position.
 #[derive(Debug, Clone, Copy, Default)]
 struct Sum {
@@ -112,7 +115,7 @@ pub(crate) async fn count_steps(tx: &mut ReadTx, steps: &[StepSpend]) -> Result<
     }
     // The batch's steps summed per run scope and quarter hour first: a batch holds many steps
     // of few runs, and each sum then meets its ten rows once.
-    let mut sums: HashMap<(&str, &str, Option<&str>, Option<&str>, i64), Sum> = HashMap::new();
+    let mut sums: HashMap<RunQuarter<'_>, Sum> = HashMap::new();
     for step in steps {
         let quarter = step.at.div_euclid(QUARTER_MICROS) * QUARTER_MICROS;
         let key =
