@@ -17,8 +17,6 @@ use super::rows::BudgetRow;
 use crate::{
     db::{ReadDb, ReadTx, SqlValue},
     error::ProjectionError,
-    fold::RowSet,
-    read::RowExt,
 };
 
 /// The table.
@@ -122,8 +120,8 @@ pub(crate) async fn count_steps(tx: &mut ReadTx, steps: &[StepSpend]) -> Result<
             (step.user_id.as_str(), step.agent_id.as_str(), step.task_id.as_deref(), step.group_id.as_deref(), quarter);
         sums.entry(key).or_default().add(step.cost_micros, step.tokens, step.position);
     }
+    // What the batch adds to each row; the statement adds it to what the row holds (no read).
     let mut cells: BTreeMap<String, Cell> = BTreeMap::new();
-    let mut added: Vec<(String, Sum)> = Vec::new();
     for ((user_id, agent_id, task_id, group_id, quarter), sum) in sums {
         let mut scopes = vec![("global", "", ""), ("user", user_id, user_id), ("agent", agent_id, user_id)];
         if let Some(task) = task_id {
@@ -134,52 +132,48 @@ pub(crate) async fn count_steps(tx: &mut ReadTx, steps: &[StepSpend]) -> Result<
         }
         for (scope, scope_id, user_id) in scopes {
             for (granularity, bucket_start) in [("quarter", quarter), ("total", 0)] {
-                let key = rollup_key(scope, scope_id, user_id, granularity, bucket_start);
-                cells.entry(key.clone()).or_insert_with(|| Cell {
-                    scope,
-                    scope_id: scope_id.to_string(),
-                    user_id: user_id.to_string(),
-                    granularity,
-                    bucket_start,
-                    ..Cell::default()
-                });
-                added.push((key, sum));
+                let cell =
+                    cells.entry(rollup_key(scope, scope_id, user_id, granularity, bucket_start)).or_insert_with(|| {
+                        Cell {
+                            scope,
+                            scope_id: scope_id.to_string(),
+                            user_id: user_id.to_string(),
+                            granularity,
+                            bucket_start,
+                            ..Cell::default()
+                        }
+                    });
+                cell.cost_micros = cell.cost_micros.saturating_add(sum.cost_micros);
+                cell.tokens = cell.tokens.saturating_add(sum.tokens);
+                cell.updated_position = cell.updated_position.max(sum.position);
             }
         }
     }
-    let keys: Vec<Vec<SqlValue>> = cells.keys().map(|k| vec![SqlValue::from(k.as_str())]).collect();
-    let select = format!("SELECT rollup_key, cost_micros, tokens, updated_position FROM {TABLE}");
-    for row in tx.fetch_keyed(&select, &["rollup_key"], &keys).await? {
-        if let Some(cell) = cells.get_mut(&row.text_or_empty(0)) {
-            cell.cost_micros = row.i64(1).unwrap_or(0);
-            cell.tokens = row.i64(2).unwrap_or(0);
-            cell.updated_position = row.i64(3).unwrap_or(0);
-        }
-    }
-    for (key, sum) in added {
-        if let Some(cell) = cells.get_mut(&key) {
-            cell.cost_micros = cell.cost_micros.saturating_add(sum.cost_micros);
-            cell.tokens = cell.tokens.saturating_add(sum.tokens);
-            cell.updated_position = cell.updated_position.max(sum.position);
-        }
-    }
-    let mut rows = RowSet::default();
-    for (key, c) in cells {
-        let row = vec![
-            key.as_str().into(),
-            c.scope.into(),
-            c.scope_id.into(),
-            c.user_id.into(),
-            c.granularity.into(),
-            c.bucket_start.into(),
-            c.cost_micros.into(),
-            c.tokens.into(),
-            c.updated_position.into(),
-        ];
-        rows.put(key, row);
-    }
-    rows.upsert(tx, TABLE, &COLUMNS, &["rollup_key"]).await
+    let rows: Vec<Vec<SqlValue>> = cells
+        .into_iter()
+        .map(|(key, c)| {
+            vec![
+                key.into(),
+                c.scope.into(),
+                c.scope_id.into(),
+                c.user_id.into(),
+                c.granularity.into(),
+                c.bucket_start.into(),
+                c.cost_micros.into(),
+                c.tokens.into(),
+                c.updated_position.into(),
+            ]
+        })
+        .collect();
+    tx.insert_rows(TABLE, &COLUMNS, &rows, ADD_ON_CONFLICT).await
 }
+
+/// A row already there takes the batch's sums added to its own (both backends' SQL).
+const ADD_ON_CONFLICT: &str = " ON CONFLICT (rollup_key) DO UPDATE SET \
+    cost_micros = budget_spend_rollups.cost_micros + excluded.cost_micros, \
+    tokens = budget_spend_rollups.tokens + excluded.tokens, \
+    updated_position = CASE WHEN excluded.updated_position > budget_spend_rollups.updated_position \
+    THEN excluded.updated_position ELSE budget_spend_rollups.updated_position END";
 
 /// What `budget`'s scope spent from `from` on (everything when `None`): the usage its runs'
 /// steps reported, summed (an unmeasured cost or token count adds 0). From the rollups: the
