@@ -188,7 +188,8 @@ pub struct CronJobsMutation;
 impl CronJobsMutation {
     /// Create a cron job (`{jobId, agentId, groupId?, name?, pattern, timezone, content,
     /// enabled, maxExecutions?, conditions?}`; `timezone` an IANA zone, `conditions`
-    /// `{activeDays?, activeHours?, maxExecutionsPerDay?}`; anything else is VALIDATION).
+    /// `{activeDays?, activeHours?, maxExecutionsPerDay?}`; `content` at most 256 KiB, as each fire
+    /// copies it into the run it starts; anything else is VALIDATION).
     /// Job ids are per owner: another user's `jobId` is no obstacle (CONFLICT only for one the
     /// owner already holds); `ownerId` (admin) creates it for that user.
     async fn create_cron_job(

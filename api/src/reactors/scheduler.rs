@@ -102,21 +102,39 @@ pub async fn run(state: App, stop: watch::Receiver<bool>) {
 }
 
 /// One pass at `now`: fire what is due. Public so tests can drive the clock.
+///
+/// One item's failure (a job, a task) does not stop the pass: the others are still fired, and
+/// the pass then answers the first failure (logged by the clock; the item is due again next
+/// pass). So no user's job or task can hold back another user's.
 pub async fn pass(state: &App, now: DateTime<Utc>) -> Result<PassReport, ReactorError> {
     let mut report = PassReport::default();
+    let mut failed: Option<ReactorError> = None;
+    let mut note = |item: &str, owner: &str, r: Result<(), ReactorError>| {
+        if let Err(e) = r {
+            tracing::warn!(item, owner, error = %e, "scheduler: an item failed; the pass goes on");
+            failed.get_or_insert(e);
+        }
+    };
     for job in cron_jobs::jobs_due(&state.db, None, now).await? {
-        fire_cron_job(state, &job, now, &mut report).await?;
+        let r = fire_cron_job(state, &job, now, &mut report).await;
+        note(&job.job_id, &job.user_id, r);
     }
     for (owner, task_id) in tasks::heartbeat_ticks_due(&state.db, now).await? {
-        heartbeat_tick(state, &owner, &task_id, now, &mut report).await?;
+        let r = heartbeat_tick(state, &owner, &task_id, now, &mut report).await;
+        note(&task_id, &owner, r);
     }
     for (owner, task_id) in tasks::schedules_due(&state.db, now).await? {
-        schedule_tick(state, &owner, &task_id, now, &mut report).await?;
+        let r = schedule_tick(state, &owner, &task_id, now, &mut report).await;
+        note(&task_id, &owner, r);
     }
     for (owner, task_id) in tasks::heartbeat_timeouts_due(&state.db, now).await? {
-        heartbeat_timeout(state, &owner, &task_id, now, &mut report).await?;
+        let r = heartbeat_timeout(state, &owner, &task_id, now, &mut report).await;
+        note(&task_id, &owner, r);
     }
-    Ok(report)
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
 }
 
 /// The scheduler acting for the owner of what it fires.
@@ -222,6 +240,14 @@ async fn fire_cron_job(
         Err(e) if already_done(&e) => {}
         // The job's own rules said no (active hours, days, daily maximum, disabled meanwhile).
         Err(CommandError::Domain(e)) => report.skipped.push((job.job_id.clone(), e.to_string())),
+        // The log refuses what the fire would write (a job's content past what one event holds,
+        // from before content was bounded): the job's own refusal, recorded once per slot.
+        Err(CommandError::Log(EventLogError::Validation(v))) => {
+            report.skipped.push((job.job_id.clone(), v.to_string()));
+            let refused = Refused::of("scheduler", "cron.fire", stream.clone(), &job.user_id);
+            let e = ApiError::from(CommandError::Log(EventLogError::Validation(v)));
+            return refusals::record_for_pass(state, &stream, &ctx, refused, &e).await;
+        }
         Err(e) => return Err(e.into()),
     }
     Ok(())

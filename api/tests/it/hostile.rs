@@ -441,6 +441,14 @@ async fn misspelled_or_oversized_input_is_refused_and_writes_nothing(db: Db) {
     assert_ne!(written, before);
     let r = s.gql(Some(&alice), update, json!({"p": {"contnet": "typo"}})).await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    // Content each fire copies into a run must leave the run room in one event.
+    let r = s.gql(Some(&alice), update, json!({"p": {"content": "x".repeat(300 * 1024)}})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+    let mut large = job.clone();
+    large["jobId"] = json!("j2");
+    large["content"] = json!("x".repeat(300 * 1024));
+    let r = s.gql(Some(&alice), create, json!({"i": large})).await;
+    assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
     assert_eq!(head(&s.data(Some(&alice), log, json!({})).await), written, "nothing written");
 
     s.data(Some(&alice), "mutation { createConversation(topicId: \"c\") { position } }", json!({})).await;

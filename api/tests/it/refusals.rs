@@ -183,3 +183,61 @@ async fn a_cron_slot_that_cannot_fire_is_recorded_once(db: Db) {
 }
 
 both!(a_cron_slot_that_cannot_fire_is_recorded_once as a_cron_slot_that_cannot_fire_is_recorded_once);
+
+/// A job the log cannot fire (its content, written before content was bounded, leaves no room
+/// in the run it would start) is that job's refusal, recorded once per slot; it holds back no
+/// other user's job, and the pass goes on.
+async fn a_job_too_large_to_fire_holds_back_no_one(db: Db) {
+    use agentlog_api::reactors::scheduler;
+    use agentlog_domain::{
+        context::Context,
+        cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+        envelope::{Actor, EventMetadata, NewEvent},
+    };
+    use agentlog_eventlog::{EventFilter, ExpectedVersion};
+
+    use crate::scheduling::{app, at, caught_up};
+
+    let a = app(&db).await;
+    let job = |id: &str| CreateCronJob {
+        job_id: id.into(),
+        agent_id: "inbox".into(),
+        group_id: None,
+        name: None,
+        pattern: "*/5 * * * *".into(),
+        timezone: "UTC".into(),
+        content: "run".into(),
+        enabled: true,
+        max_executions: None,
+        conditions: ExecutionConditions::default(),
+    };
+    for (owner, id) in [("alice", "j-big"), ("bob", "j-bob")] {
+        let ctx = Context::new(at("2026-11-30T10:00:30Z"), uuid::Uuid::now_v7(), Actor::user(owner), owner);
+        let stream = format!("cron@{owner}/{id}");
+        a.handler.execute_stream::<CronJob>(&stream, &CronCommand::Create(job(id)), &ctx).await.expect("create job");
+    }
+    // alice's content grown past what a run can carry, as an older server allowed.
+    let id = uuid::Uuid::now_v7();
+    let big = "x".repeat(1_048_576 - 100);
+    let updated = NewEvent::new(
+        id,
+        "cron.updated",
+        json!({"changes": {"content": big}, "lastExecutedReset": false}),
+        EventMetadata::source(id, Actor::user("alice"), "alice", "user:alice"),
+    );
+    a.store.append("cron@alice/j-big", ExpectedVersion::Exact(1), vec![updated]).await.expect("append");
+    caught_up(&[&a]).await;
+    for now in ["2026-11-30T10:05:10Z", "2026-11-30T10:05:40Z"] {
+        let report = scheduler::pass(&a, at(now)).await.expect("the pass goes on");
+        assert!(report.skipped.iter().any(|(job, _)| job == "j-big"), "{report:?}");
+    }
+    let fired = a.store.read_all(0, &EventFilter::types(["cron.fired"]), 100).await.expect("read");
+    let jobs: Vec<&str> = fired.iter().map(|e| e.stream_id.as_str()).collect();
+    assert_eq!(jobs, ["cron@bob/j-bob"], "bob's job fired once, alice's did not");
+    let refusals = a.store.read_all(0, &EventFilter::types(["reactor.command_refused"]), 100).await.expect("read");
+    assert_eq!(refusals.len(), 1, "one refusal for the slot: {refusals:?}");
+    assert_eq!(refusals[0].payload["targetStreamId"], "cron@alice/j-big");
+    assert_eq!(refusals[0].metadata.user_id, "alice");
+}
+
+both!(a_job_too_large_to_fire_holds_back_no_one as a_job_too_large_to_fire_holds_back_no_one);

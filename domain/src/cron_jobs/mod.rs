@@ -301,11 +301,26 @@ pub fn next_due_at<Z: chrono::TimeZone>(
     slots::next_due(&pattern, &job.conditions, fires_on, zone, last)
 }
 
+/// The most bytes of content a job may tell its agent: each fire copies it into the run it
+/// starts, which must fit in one event with room to spare (the log takes 1 MiB an event).
+pub const MAX_CONTENT_BYTES: usize = 256 * 1024;
+
 fn check_common(
     pattern: Option<&str>,
     timezone: Option<&str>,
     conditions: Option<&ExecutionConditions>,
+    content: Option<&str>,
 ) -> Result<(), DomainError> {
+    if let Some(content) = content
+        && content.len() > MAX_CONTENT_BYTES
+    {
+        return Err(DomainError::validation(
+            "content",
+            format!(
+                "at most {MAX_CONTENT_BYTES} bytes (each fire copies it into the run it starts)"
+            ),
+        ));
+    }
     if let Some(pattern) = pattern {
         pattern::check_pattern(pattern)
             .map_err(|e| DomainError::validation("pattern", e.to_string()))?;
@@ -398,6 +413,7 @@ impl Aggregate for CronJob {
                     Some(&create.pattern),
                     Some(&create.timezone),
                     Some(&create.conditions),
+                    Some(&create.content),
                 )?;
                 Ok(vec![E::Created(CronCreated {
                     spec: create.clone(),
@@ -411,6 +427,7 @@ impl Aggregate for CronJob {
                     patch.pattern.as_deref(),
                     patch.timezone.as_deref(),
                     patch.conditions.as_ref(),
+                    patch.content.as_deref(),
                 )?;
                 if patch.max_executions == Some(Some(0)) {
                     return Err(DomainError::validation(
