@@ -239,14 +239,20 @@ async fn find_operation_stream(store: &dyn EventStore, id: &str) -> anyhow::Resu
     }
     let mut filter = EventFilter::types(["operation.created"]);
     filter.stream_prefix = Some("operation@".into());
-    let created = store::read_all(store, 0, None, &filter).await?;
-    let mut streams: BTreeSet<&str> = created
-        .iter()
-        .map(|e| e.stream_id.as_str())
-        .filter(|s| StreamKind::parse(s).is_some_and(|(_, found)| found == id))
-        .collect();
+    // A page of runs' creations at a time, keeping only the streams of that id: what is held
+    // does not grow with the log.
+    let mut streams: BTreeSet<String> = BTreeSet::new();
+    store::for_each_page(store, 0, None, &filter, async |page| {
+        streams.extend(
+            page.into_iter()
+                .map(|e| e.stream_id)
+                .filter(|s| StreamKind::parse(s).is_some_and(|(_, found)| found == id)),
+        );
+        Ok(())
+    })
+    .await?;
     match (streams.pop_first(), streams.is_empty()) {
-        (Some(only), true) => Ok(only.to_string()),
+        (Some(only), true) => Ok(only),
         (Some(_), false) => bail!("several users hold an operation `{id}`: name its owner with --owner"),
         (None, _) => Ok(global),
     }
