@@ -14,9 +14,6 @@ use crate::graphql::request::caller;
 pub struct Origin {
     /// The event that created it.
     pub event: Event,
-    /// That event, for its chain.
-    #[graphql(skip)]
-    first: agentlog_domain::envelope::RecordedEvent,
 }
 
 #[ComplexObject]
@@ -25,7 +22,7 @@ impl Origin {
     /// following each event's `parentNodeId`.
     #[graphql(complexity = "super::cost::once(super::cost::ORIGIN, child_complexity)")]
     async fn path(&self, ctx: &Context<'_>) -> GqlResult<Vec<Event>> {
-        Ok(path_of(ctx, &self.first).await?)
+        Ok(path_of(ctx, &self.event.0).await?)
     }
 }
 
@@ -58,7 +55,7 @@ fn origin_of(
     if !caller(ctx)?.may_see(&first.metadata.user_id) {
         return Ok(None);
     }
-    Ok(Some(Origin { event: Event::from(first.clone()), first }))
+    Ok(Some(Origin { event: Event::from(first) }))
 }
 
 /// `first`'s path of causes back to its chain's root, oldest first, `first` last.

@@ -122,7 +122,7 @@ async fn a_cron_slot_that_cannot_fire_is_recorded_once(db: Db) {
     use agentlog_api::{metrics::Gauges, reactors::scheduler};
     use agentlog_domain::{
         context::Context,
-        cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+        cron_jobs::{CronCommand, CronJob},
         envelope::Actor,
     };
     use agentlog_eventlog::EventFilter;
@@ -130,18 +130,7 @@ async fn a_cron_slot_that_cannot_fire_is_recorded_once(db: Db) {
     use crate::scheduling::{app, at, caught_up};
 
     let (a, b) = (app(&db).await, app(&db).await);
-    let create = CreateCronJob {
-        job_id: "j-ghost".into(),
-        agent_id: "ghost".into(),
-        group_id: None,
-        name: None,
-        pattern: "*/5 * * * *".into(),
-        timezone: "UTC".into(),
-        content: "run".into(),
-        enabled: true,
-        max_executions: None,
-        conditions: ExecutionConditions::default(),
-    };
+    let create = every_five_minutes("j-ghost", "ghost");
     let ctx = Context::new(at("2026-11-30T10:00:30Z"), uuid::Uuid::now_v7(), Actor::user("alice"), "alice");
     a.handler.execute_stream::<CronJob>("cron-j-ghost", &CronCommand::Create(create), &ctx).await.expect("create job");
     caught_up(&[&a, &b]).await;
@@ -191,7 +180,7 @@ async fn a_job_too_large_to_fire_holds_back_no_one(db: Db) {
     use agentlog_api::reactors::scheduler;
     use agentlog_domain::{
         context::Context,
-        cron_jobs::{CreateCronJob, CronCommand, CronJob, ExecutionConditions},
+        cron_jobs::{CronCommand, CronJob},
         envelope::{Actor, EventMetadata, NewEvent},
     };
     use agentlog_eventlog::{EventFilter, ExpectedVersion};
@@ -199,18 +188,7 @@ async fn a_job_too_large_to_fire_holds_back_no_one(db: Db) {
     use crate::scheduling::{app, at, caught_up};
 
     let a = app(&db).await;
-    let job = |id: &str| CreateCronJob {
-        job_id: id.into(),
-        agent_id: "inbox".into(),
-        group_id: None,
-        name: None,
-        pattern: "*/5 * * * *".into(),
-        timezone: "UTC".into(),
-        content: "run".into(),
-        enabled: true,
-        max_executions: None,
-        conditions: ExecutionConditions::default(),
-    };
+    let job = |id: &str| every_five_minutes(id, "inbox");
     for (owner, id) in [("alice", "j-big"), ("bob", "j-bob")] {
         let ctx = Context::new(at("2026-11-30T10:00:30Z"), uuid::Uuid::now_v7(), Actor::user(owner), owner);
         let stream = format!("cron@{owner}/{id}");
@@ -241,3 +219,19 @@ async fn a_job_too_large_to_fire_holds_back_no_one(db: Db) {
 }
 
 both!(a_job_too_large_to_fire_holds_back_no_one as a_job_too_large_to_fire_holds_back_no_one);
+
+/// A cron job `id` starting `agent` every five minutes in UTC, telling it "run".
+fn every_five_minutes(id: &str, agent: &str) -> agentlog_domain::cron_jobs::CreateCronJob {
+    agentlog_domain::cron_jobs::CreateCronJob {
+        job_id: id.into(),
+        agent_id: agent.into(),
+        group_id: None,
+        name: None,
+        pattern: "*/5 * * * *".into(),
+        timezone: "UTC".into(),
+        content: "run".into(),
+        enabled: true,
+        max_executions: None,
+        conditions: agentlog_domain::cron_jobs::ExecutionConditions::default(),
+    }
+}
