@@ -31,6 +31,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[expect(clippy::large_enum_variant, reason = "parsed once at start; boxing the flags buys nothing")]
 enum Command {
     /// Serve the GraphQL API (and the projections and reactors).
     Serve {
@@ -65,6 +66,10 @@ enum Command {
         /// comma-separated list): a trace backend's credentials
         #[arg(long = "otlp-header", env = "AGENTLOG_OTLP_HEADERS", value_delimiter = ',', hide_env_values = true)]
         otlp_headers: Vec<String>,
+        /// Most bytes in one OTLP export request (protobuf); a run with more spans goes out in
+        /// several. Lower it to a collector's request-size limit
+        #[arg(long, env = "AGENTLOG_OTLP_MAX_REQUEST_BYTES", default_value_t = agentlog_api::otlp::MAX_REQUEST_BYTES as u64, value_parser = clap::value_parser!(u64).range(1024..))]
+        otlp_max_request_bytes: u64,
         /// Most websockets without a token one remote address may hold before their
         /// `connection_init` (429 beyond).
         #[arg(long, env = "AGENTLOG_MAX_ANONYMOUS_CONNECTIONS_PER_ADDRESS", default_value_t = ApiLimits::default().max_anonymous_connections_per_address)]
@@ -204,6 +209,7 @@ async fn main() -> anyhow::Result<()> {
             max_connections_per_user,
             otlp_endpoint,
             otlp_headers,
+            otlp_max_request_bytes,
             max_anonymous_connections_per_address,
             max_anonymous_connections,
             connection_init_timeout_ms,
@@ -252,7 +258,11 @@ async fn main() -> anyhow::Result<()> {
                 .as_deref()
                 .map(|e| agentlog_api::otlp::OtlpConfig::new(e).with_headers(&otlp_headers))
                 .transpose()
-                .map_err(anyhow::Error::msg)?;
+                .map_err(anyhow::Error::msg)?
+                .map(|config| agentlog_api::otlp::OtlpConfig {
+                    max_request_bytes: usize::try_from(otlp_max_request_bytes).unwrap_or(usize::MAX),
+                    ..config
+                });
             let shutdown_timeout = std::time::Duration::from_secs(shutdown_timeout_secs);
             serve(ServeConfig { database, bind, data_dir, limits, settings, otlp, shutdown_timeout }).await
         }

@@ -1,20 +1,32 @@
 //! The OTLP exporter: every run that ends goes out as an OpenTelemetry trace
-//! (`agentlog_otel::run_spans`) over OTLP/HTTP (protobuf, `POST <endpoint>/v1/traces`).
+//! (`agentlog_otel::RunSpans`) over OTLP/HTTP (protobuf, `POST <endpoint>/v1/traces`).
 //!
 //! A log follower with a checkpoint (`reactor_checkpoints`, name [`NAME`]): it reads the ends of
-//! runs after its checkpoint, a page at a time, builds each run's spans from the run's stream,
-//! sends the page in one request, and moves the checkpoint only when the collector accepted it.
-//! So a collector outage loses nothing (the page is sent again, with backoff, until accepted)
-//! and a restart sends nothing twice except the one page in flight when it stopped — and that
-//! page has the same span ids, derived from agentlog's ids, so a collector can drop it.
+//! runs after its checkpoint, a page at a time, builds each run's spans from the run's stream (a
+//! page of the stream at a time), and sends them in requests of at most
+//! [`OtlpConfig::max_request_bytes`]. The checkpoint moves past a run once every span of it was
+//! taken (or refused as data, below), so a collector outage loses nothing (sent again, with
+//! backoff, until accepted) and a restart sends nothing twice but the request in flight, whose
+//! span ids derive from agentlog's ids, so a collector can drop the repeat.
+//!
+//! A collector's answer decides what happens to a request:
+//! - 2xx: taken;
+//! - unreachable, a timeout, 401, 403, 404, 407, 408, 429, 5xx: the collector or its
+//!   configuration is at fault, not the data: sent again later, nothing skipped;
+//! - any other 4xx (400, 413, …): the data is refused. A request of several runs is split at a
+//!   run and each half sent alone, down to single runs (a 413 down to single spans), so only
+//!   what the collector refuses is skipped, logged with its run — one user's run never costs
+//!   another's its trace.
 //!
 //! With several instances on one database one exporter sends at a time: it holds a lease in
-//! `export_leases` (migration 0018), renewed on every page; another instance takes over when it
-//! lapses.
+//! `export_leases` (migration 0018), renewed before every request; another instance takes over
+//! when it lapses.
 
 use std::time::Duration;
 
+use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::EventFilter;
+use agentlog_otel::{Batches, Span, SpansOfEnd};
 use agentlog_projections::SqlValue;
 use chrono::Utc;
 use prost::Message;
@@ -48,8 +60,11 @@ pub const NAME: &str = "otlp_export";
 /// How long a lease lasts without renewal.
 const LEASE: Duration = Duration::from_secs(15);
 
-/// Ends of runs sent in one request at most.
+/// Ends of runs read from the log at a time.
 const PAGE: usize = 100;
+
+/// The default bound of one export request.
+pub use agentlog_otel::MAX_REQUEST_BYTES;
 
 /// Where and how to export.
 #[derive(Debug, Clone)]
@@ -61,6 +76,8 @@ pub struct OtlpConfig {
     /// Headers sent with every export (a backend's credentials: Langfuse's
     /// `Authorization: Basic …`); never logged.
     pub headers: Vec<(String, String)>,
+    /// Most encoded bytes in one request; a run with more goes out in several.
+    pub max_request_bytes: usize,
 }
 
 impl OtlpConfig {
@@ -70,7 +87,7 @@ impl OtlpConfig {
         let trimmed = endpoint.trim_end_matches('/');
         let traces_url =
             if trimmed.ends_with("/v1/traces") { trimmed.to_string() } else { format!("{trimmed}/v1/traces") };
-        Self { traces_url, service_name: "agentlog".into(), headers: Vec::new() }
+        Self { traces_url, service_name: "agentlog".into(), headers: Vec::new(), max_request_bytes: MAX_REQUEST_BYTES }
     }
 
     /// The same config with `headers`, each `name=value` (as `OTEL_EXPORTER_OTLP_HEADERS`
@@ -102,12 +119,18 @@ async fn hold_lease(state: &App, holder: &str) -> Result<bool, ExportError> {
     Ok(rows.first().and_then(|r| r.str(0)) == Some(holder))
 }
 
-/// Why a page was not delivered.
+/// Why a request was not taken.
 enum Refused {
-    /// Try again later (connection refused, timeout, 429, 5xx).
+    /// Try again later: the collector or its configuration is at fault.
     Retry(String),
-    /// The collector refused the data itself (4xx): sending it again cannot help.
-    Rejected(String),
+    /// The collector refused the data itself: sending it again cannot help.
+    Rejected { status: u16, why: String },
+}
+
+/// Whether a refusal with `status` blames the collector (or its configuration: credentials, the
+/// URL) rather than the data, so the request is sent again.
+fn retried(status: reqwest::StatusCode) -> bool {
+    matches!(status.as_u16(), 401 | 403 | 404 | 407 | 408 | 429) || status.is_server_error()
 }
 
 async fn send(client: &reqwest::Client, config: &OtlpConfig, body: Vec<u8>) -> Result<(), Refused> {
@@ -119,10 +142,10 @@ async fn send(client: &reqwest::Client, config: &OtlpConfig, body: Vec<u8>) -> R
     let status = response.status();
     if status.is_success() {
         Ok(())
-    } else if status.as_u16() == 429 || status.is_server_error() {
+    } else if retried(status) {
         Err(Refused::Retry(format!("the collector answered {status}")))
     } else {
-        Err(Refused::Rejected(format!("the collector answered {status}")))
+        Err(Refused::Rejected { status: status.as_u16(), why: format!("the collector answered {status}") })
     }
 }
 
@@ -195,23 +218,153 @@ async fn export_page(
         }
         return Ok(false);
     };
-    let mut spans = Vec::new();
-    for end in &ends {
-        spans.extend(agentlog_otel::spans_of_end(state.store.as_ref(), end).await?);
-    }
-    let count = spans.len();
-    if count > 0 {
-        let body = agentlog_otel::export_request(&config.service_name, spans).encode_to_vec();
-        match send(client, config, body).await {
-            Ok(()) => {}
-            Err(Refused::Retry(why)) => return Err(ExportError::Collector(why)),
-            Err(Refused::Rejected(why)) => {
-                tracing::error!(why, spans = count, "the collector refused a page of spans; it is skipped");
+    let mut out = Outbox {
+        state,
+        config,
+        client,
+        holder,
+        ends: &ends,
+        batches: Batches::new(&config.service_name, config.max_request_bytes),
+        runs: Vec::new(),
+        gathered: None,
+        sent: None,
+        spans: 0,
+    };
+    match out.send_page().await {
+        Ok(true) => {}
+        Ok(false) => return Ok(false),
+        Err(e) => {
+            // Keep what was taken: the runs sent whole are not sent again.
+            if let Some(sent) = out.sent.filter(|&at| at > from) {
+                checkpoint::save(&state.db, NAME, sent).await?;
             }
+            return Err(e);
         }
     }
     let reached = if complete { last.max(head_seen) } else { last };
     checkpoint::save(&state.db, NAME, reached).await?;
-    tracing::debug!(spans = count, position = reached, "exported a page of runs");
+    tracing::debug!(spans = out.spans, position = reached, "exported a page of runs");
     Ok(!complete)
+}
+
+/// A page of run ends on its way out: spans gathered into requests, and how far the runs
+/// sent whole reach.
+struct Outbox<'a> {
+    state: &'a App,
+    config: &'a OtlpConfig,
+    client: &'a reqwest::Client,
+    holder: &'a str,
+    ends: &'a [RecordedEvent],
+    batches: Batches,
+    /// For each gathered span, the index in `ends` of the run it belongs to.
+    runs: Vec<usize>,
+    /// The position of the last run all of whose spans are gathered or sent.
+    gathered: Option<i64>,
+    /// The position of the last run all of whose spans were taken (or refused as data).
+    sent: Option<i64>,
+    /// Spans taken so far.
+    spans: usize,
+}
+
+impl Outbox<'_> {
+    /// Send every run of the page; Ok(false) when the lease was lost on the way.
+    async fn send_page(&mut self) -> Result<bool, ExportError> {
+        for (run, end) in self.ends.iter().enumerate() {
+            let mut reader = SpansOfEnd::open(self.state.store.as_ref(), end).await?;
+            while let Some(spans) = reader.next().await? {
+                for span in spans {
+                    if let Some(full) = self.batches.push(span) {
+                        let runs = self.runs.drain(..full.len()).collect();
+                        if !self.deliver(full, runs).await? {
+                            return Ok(false);
+                        }
+                    }
+                    self.runs.push(run);
+                }
+            }
+            self.gathered = Some(end.position);
+        }
+        if !self.batches.is_empty() {
+            let (spans, runs) = (self.batches.take(), std::mem::take(&mut self.runs));
+            if !self.deliver(spans, runs).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Send one request's spans (`runs[i]` is span i's run). A refusal of the data splits the
+    /// request at a run (a single run's at its middle span, on 413) and sends each part, down
+    /// to what the collector will not take, which is skipped. Ok(false) when the lease was lost.
+    async fn deliver(&mut self, spans: Vec<Span>, runs: Vec<usize>) -> Result<bool, ExportError> {
+        // Parts still to send, the next on top.
+        let mut parts = Vec::new();
+        parts.push(0..spans.len());
+        while let Some(part) = parts.pop() {
+            if !hold_lease(self.state, self.holder).await? {
+                return Ok(false);
+            }
+            let body = agentlog_otel::export_request(&self.config.service_name, spans[part.clone()].to_vec());
+            match send(self.client, self.config, body.encode_to_vec()).await {
+                Ok(()) => self.spans += part.len(),
+                Err(Refused::Retry(why)) => return Err(ExportError::Collector(why)),
+                Err(Refused::Rejected { status, why }) => match split(&runs[part.clone()], status) {
+                    Some(at) => {
+                        parts.push(part.start + at..part.end);
+                        parts.push(part.start..part.start + at);
+                    }
+                    None => {
+                        let run = &self.ends[runs[part.start]];
+                        tracing::error!(
+                            why,
+                            stream = %run.stream_id,
+                            end = run.position,
+                            spans = part.len(),
+                            "the collector refused a run's spans; they are skipped"
+                        );
+                    }
+                },
+            }
+        }
+        self.sent = self.gathered;
+        Ok(true)
+    }
+}
+
+/// Where to split a refused request whose spans belong to `runs`: at the run boundary nearest
+/// its middle; a single run's on 413 (too large) at its middle span; `None` when the refusal is
+/// the data's own (one run, or one span).
+fn split(runs: &[usize], status: u16) -> Option<usize> {
+    let middle = runs.len() / 2;
+    let boundary = (1..runs.len()).filter(|&i| runs[i] != runs[i - 1]).min_by_key(|&i| i.abs_diff(middle));
+    match boundary {
+        Some(at) => Some(at),
+        None if status == 413 && runs.len() > 1 => Some(middle),
+        None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn a_refused_request_splits_at_the_run_nearest_its_middle() {
+        assert_eq!(split(&[0, 0, 0, 1, 1, 2], 400), Some(3));
+        assert_eq!(split(&[0, 1, 1, 1, 1, 1], 400), Some(1));
+        assert_eq!(split(&[4, 4, 4, 4], 400), None, "one run refused as data is skipped");
+        assert_eq!(split(&[4, 4, 4, 4], 413), Some(2), "too large: halves of the run");
+        assert_eq!(split(&[4], 413), None, "a single span too large is skipped");
+    }
+
+    #[test]
+    fn the_collectors_faults_are_retried_and_the_datas_are_not() {
+        use reqwest::StatusCode;
+        for code in [401, 403, 404, 407, 408, 429, 500, 502, 503, 504] {
+            assert!(super::retried(StatusCode::from_u16(code).unwrap()), "{code}");
+        }
+        for code in [400, 409, 413, 415, 422] {
+            assert!(!super::retried(StatusCode::from_u16(code).unwrap()), "{code}");
+        }
+    }
 }

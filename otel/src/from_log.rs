@@ -6,9 +6,9 @@ use agentlog_domain::{envelope::RecordedEvent, streams::StreamKind};
 use agentlog_eventlog::{EventLogError, EventStore};
 
 use crate::run::Ancestry;
+use crate::run::RunSpans;
 use crate::run::is_run_end;
 use crate::run::run_key;
-use crate::run::run_spans;
 use opentelemetry_proto::tonic::trace::v1::Span;
 
 /// Parent chains are as deep as the sub-agent depth limit; this bounds a walk on a broken log.
@@ -45,15 +45,74 @@ async fn operation_stream(store: &dyn EventStore, owner: &str, id: &str) -> Resu
     Ok(StreamKind::Operation.owned_stream_id(owner, id))
 }
 
-/// The spans of the run that `end` ends (empty when `end` ends none).
+/// Events of a run's stream read at a time while its spans are built.
+const STREAM_PAGE: usize = 1_000;
+
+/// The spans of the run that `end` ends (empty when `end` ends none), collected. The run's
+/// `invoke_agent` span comes last; [`SpansOfEnd`] hands them out a page of the stream at a time.
 pub async fn spans_of_end(store: &dyn EventStore, end: &RecordedEvent) -> Result<Vec<Span>, EventLogError> {
-    if is_run_end(end).is_none() {
-        return Ok(Vec::new());
+    let mut reader = SpansOfEnd::open(store, end).await?;
+    let mut spans = Vec::new();
+    while let Some(page) = reader.next().await? {
+        spans.extend(page);
     }
-    let upto = usize::try_from(end.stream_version).unwrap_or(usize::MAX);
-    // The stream as it was at the end: a later resume does not change what this end sends.
-    let events = store.read_stream(&end.stream_id, 1, upto).await?;
-    let Some(created) = events.first() else { return Ok(Vec::new()) };
-    let ancestry = ancestry_of(store, created).await?;
-    Ok(run_spans(&events, &ancestry))
+    Ok(spans)
+}
+
+/// The spans of the run that an end event ends, read from the run's stream a page at a time:
+/// memory stays one page of events and its spans however long the run.
+pub struct SpansOfEnd<'a> {
+    store: &'a dyn EventStore,
+    stream_id: String,
+    /// The end's version: the stream as it was at the end (a later resume changes nothing).
+    upto: i64,
+    /// The last version applied.
+    version: i64,
+    /// `None` once the run's `invoke_agent` span is out (or it has none).
+    run: Option<RunSpans>,
+}
+
+impl<'a> SpansOfEnd<'a> {
+    /// Start reading the run `end` ends: its creation and its ancestry. A reader of nothing
+    /// when `end` ends no run (an interrupted run that can resume, an event of another stream).
+    pub async fn open(store: &'a dyn EventStore, end: &RecordedEvent) -> Result<Self, EventLogError> {
+        let mut reader =
+            Self { store, stream_id: end.stream_id.clone(), upto: end.stream_version, version: 1, run: None };
+        if is_run_end(end).is_none() {
+            return Ok(reader);
+        }
+        let first = store.read_stream(&end.stream_id, 1, 1).await?;
+        if let Some(created) = first.first() {
+            let ancestry = ancestry_of(store, created).await?;
+            reader.run = RunSpans::start(created, &ancestry);
+        }
+        Ok(reader)
+    }
+
+    /// The next spans: a page of the stream's steps and tool calls, then the run's own span;
+    /// `None` when all are out.
+    pub async fn next(&mut self) -> Result<Option<Vec<Span>>, EventLogError> {
+        while self.run.is_some() {
+            if self.version >= self.upto {
+                return Ok(self.run.take().and_then(RunSpans::finish).map(|root| vec![root]));
+            }
+            let want = usize::try_from(self.upto - self.version).unwrap_or(usize::MAX).min(STREAM_PAGE);
+            let page = self.store.read_stream(&self.stream_id, self.version + 1, want).await?;
+            let Some(run) = self.run.as_mut() else { break };
+            let (after, upto) = (self.version, self.upto);
+            for e in page.iter().filter(|e| e.stream_version > after && e.stream_version <= upto) {
+                run.apply(e);
+                self.version = e.stream_version;
+            }
+            if page.len() < want {
+                // The stream ends before its end event (it cannot, in a sound log): no run span.
+                self.version = self.upto;
+            }
+            let spans = run.take();
+            if !spans.is_empty() {
+                return Ok(Some(spans));
+            }
+        }
+        Ok(None)
+    }
 }

@@ -23,8 +23,8 @@ mod measure;
 mod request;
 mod run;
 
-pub use from_log::{ancestry_of, spans_of_end};
+pub use from_log::{SpansOfEnd, ancestry_of, spans_of_end};
 pub use measure::{Measurement, measurements};
 pub use opentelemetry_proto::tonic::trace::v1::Span;
-pub use request::export_request;
-pub use run::{Ancestry, is_run_end, run_key, run_spans};
+pub use request::{Batches, MAX_REQUEST_BYTES, export_request};
+pub use run::{Ancestry, RunSpans, is_run_end, run_key, run_spans};

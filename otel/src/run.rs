@@ -96,51 +96,100 @@ fn add(sum: &mut Option<u64>, value: Option<u64>) {
 }
 
 /// The spans of one run, from the events of its stream in stream order: empty until the run has
-/// ended (an `invoke_agent` span is sent whole, once).
+/// ended. The run's `invoke_agent` span comes first.
 pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
-    let mut decoded = events.iter().filter_map(|e| match decode_any(&e.event_type, e.schema_version, &e.payload) {
-        Ok(AnyEvent::Operation(op)) => Some((e, op)),
-        _ => None,
-    });
-    let Some((first, OperationEvent::Created(created))) = decoded.next() else {
-        return Vec::new();
-    };
-    let spec = &created.spec;
-    let op_id = spec.operation_id.as_str();
-    let key = run_key(&first.stream_id).unwrap_or_else(|| op_id.to_string());
-    let trace_id = ids::trace_id(ancestry.root_operation_id.as_deref().unwrap_or(&key)).to_vec();
-    let op_span = ids::operation_span_id(&key).to_vec();
-    let parent = ancestry
-        .parent
-        .clone()
-        .or_else(|| spec.parent_operation_id.as_deref().map(|p| key_beside(&first.stream_id, p)));
-    let model = spec.agent.model.clone();
-    let provider = spec.agent.provider.clone();
-    let mut common = vec![text(cv::AGENT_ID, &spec.agent.agent_id), text(cv::AGENT_NAME, &spec.agent.agent_id)];
-    if let Some(p) = &provider {
-        common.push(text(cv::PROVIDER_NAME, p));
+    let Some((first, rest)) = events.split_first() else { return Vec::new() };
+    let Some(mut run) = RunSpans::start(first, ancestry) else { return Vec::new() };
+    for e in rest {
+        run.apply(e);
     }
-    if let Some(m) = &model {
-        common.push(text(cv::REQUEST_MODEL, m));
+    let spans = run.take();
+    match run.finish() {
+        Some(root) => std::iter::once(root).chain(spans).collect(),
+        None => Vec::new(),
     }
-    if let Some(topic) = &spec.topic_id {
-        common.push(text(cv::CONVERSATION_ID, topic));
-    }
-    common.push(text(al::OPERATION_ID, op_id));
-    common.push(text(al::ROOT_SOURCE_ID, &first.chain().root_source_id.to_string()));
+}
 
-    let mut f = Fold { started: Some(created.at), ..Fold::default() };
-    for (e, event) in decoded {
+/// One run's spans built an event at a time, so a long run is never held whole: each step's
+/// spans are ready once its event is applied ([`RunSpans::take`]), the run's own `invoke_agent`
+/// span at its end ([`RunSpans::finish`]).
+pub struct RunSpans {
+    key: String,
+    op_id: String,
+    trace_id: Vec<u8>,
+    op_span: Vec<u8>,
+    parent: Option<String>,
+    agent_id: String,
+    model: Option<String>,
+    kind: String,
+    /// Attributes every span of the run carries.
+    common: Vec<KeyValue>,
+    created_at: DateTime<Utc>,
+    f: Fold,
+}
+
+impl RunSpans {
+    /// Begin with the run's first event; `None` when it is not an `operation.created`.
+    pub fn start(first: &RecordedEvent, ancestry: &Ancestry) -> Option<Self> {
+        let Ok(AnyEvent::Operation(OperationEvent::Created(created))) =
+            decode_any(&first.event_type, first.schema_version, &first.payload)
+        else {
+            return None;
+        };
+        let spec = &created.spec;
+        let op_id = spec.operation_id.clone();
+        let key = run_key(&first.stream_id).unwrap_or_else(|| op_id.clone());
+        let trace_id = ids::trace_id(ancestry.root_operation_id.as_deref().unwrap_or(&key)).to_vec();
+        let op_span = ids::operation_span_id(&key).to_vec();
+        let parent = ancestry
+            .parent
+            .clone()
+            .or_else(|| spec.parent_operation_id.as_deref().map(|p| key_beside(&first.stream_id, p)));
+        let mut common = vec![text(cv::AGENT_ID, &spec.agent.agent_id), text(cv::AGENT_NAME, &spec.agent.agent_id)];
+        if let Some(p) = &spec.agent.provider {
+            common.push(text(cv::PROVIDER_NAME, p));
+        }
+        if let Some(m) = &spec.agent.model {
+            common.push(text(cv::REQUEST_MODEL, m));
+        }
+        if let Some(topic) = &spec.topic_id {
+            common.push(text(cv::CONVERSATION_ID, topic));
+        }
+        common.push(text(al::OPERATION_ID, &op_id));
+        common.push(text(al::ROOT_SOURCE_ID, &first.chain().root_source_id.to_string()));
+        let kind =
+            serde_json::to_value(spec.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        Some(Self {
+            key,
+            op_id,
+            trace_id,
+            op_span,
+            parent,
+            agent_id: spec.agent.agent_id.clone(),
+            model: spec.agent.model.clone(),
+            kind,
+            common,
+            created_at: created.at,
+            f: Fold { started: Some(created.at), ..Fold::default() },
+        })
+    }
+
+    /// Fold the run's next event (in stream order, after the first).
+    pub fn apply(&mut self, e: &RecordedEvent) {
+        let Ok(AnyEvent::Operation(event)) = decode_any(&e.event_type, e.schema_version, &e.payload) else {
+            return;
+        };
+        let f = &mut self.f;
         match event {
             // The run's span starts at its creation (time in the queue included); its first step
             // when a worker started it.
             OperationEvent::Started(s) => f.last_step_end = Some(s.at),
             OperationEvent::StepRecorded(step) => {
                 let start = f.last_step_end.or(f.started).unwrap_or(step.at).min(step.at);
-                let step_span = ids::step_span_id(&key, step.step_index).to_vec();
+                let step_span = ids::step_span_id(&self.key, step.step_index).to_vec();
                 let mut attributes =
                     vec![text(cv::OPERATION_NAME, "chat"), int(al::STEP_INDEX, u64::from(step.step_index))];
-                attributes.extend(common.iter().filter(|kv| kv.key != al::ROOT_SOURCE_ID).cloned());
+                attributes.extend(self.common.iter().filter(|kv| kv.key != al::ROOT_SOURCE_ID).cloned());
                 if let Some(t) = step.usage.input_tokens {
                     attributes.push(int(cv::USAGE_INPUT_TOKENS, t));
                 }
@@ -159,15 +208,15 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
                         text(cv::OPERATION_NAME, "execute_tool"),
                         text(cv::TOOL_NAME, &call.name),
                         text(cv::TOOL_CALL_ID, &call.id),
-                        text(al::OPERATION_ID, op_id),
+                        text(al::OPERATION_ID, &self.op_id),
                     ];
                     let failed = call.status.as_deref() == Some("failed");
                     if let Some(status) = &call.status {
                         attributes.push(text(al::TOOL_STATUS, status));
                     }
                     f.spans.push(Span {
-                        trace_id: trace_id.clone(),
-                        span_id: ids::tool_span_id(&key, step.step_index, &call.id).to_vec(),
+                        trace_id: self.trace_id.clone(),
+                        span_id: ids::tool_span_id(&self.key, step.step_index, &call.id).to_vec(),
                         parent_span_id: step_span.clone(),
                         name: format!("execute_tool {}", call.name),
                         kind: span::SpanKind::Internal as i32,
@@ -180,10 +229,10 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
                     });
                 }
                 f.spans.push(Span {
-                    trace_id: trace_id.clone(),
+                    trace_id: self.trace_id.clone(),
                     span_id: step_span,
-                    parent_span_id: op_span.clone(),
-                    name: format!("chat {}", model.as_deref().unwrap_or("unknown")),
+                    parent_span_id: self.op_span.clone(),
+                    name: format!("chat {}", self.model.as_deref().unwrap_or("unknown")),
                     kind: span::SpanKind::Client as i32,
                     start_time_unix_nano: nanos(start),
                     end_time_unix_nano: nanos(step.at),
@@ -258,44 +307,45 @@ pub fn run_spans(events: &[RecordedEvent], ancestry: &Ancestry) -> Vec<Span> {
             _ => {}
         }
     }
-    let Some((end, status, reason, error_type)) = f.end else {
-        return Vec::new();
-    };
-    let mut attributes = vec![text(cv::OPERATION_NAME, "invoke_agent")];
-    attributes.extend(common);
-    attributes.push(text(
-        al::OPERATION_KIND,
-        &serde_json::to_value(spec.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
-    ));
-    attributes.push(text(al::COMPLETION_REASON, &reason));
-    if let Some(t) = error_type {
-        attributes.push(text(cv::ERROR_TYPE, &t));
+
+    /// The spans finished so far (steps and tool calls), handed over.
+    pub fn take(&mut self) -> Vec<Span> {
+        std::mem::take(&mut self.f.spans)
     }
-    if let Some(t) = f.input_tokens {
-        attributes.push(int(cv::USAGE_INPUT_TOKENS, t));
-    }
-    if let Some(t) = f.output_tokens {
-        attributes.push(int(cv::USAGE_OUTPUT_TOKENS, t));
-    }
-    if let Some(c) = f.cost_micros {
-        attributes.push(int(al::COST_MICROS, c));
-    }
-    let parent_span_id = parent.as_deref().map(|p| ids::operation_span_id(p).to_vec()).unwrap_or_default();
-    f.spans.insert(
-        0,
-        Span {
-            trace_id,
-            span_id: op_span,
+
+    /// The run's own `invoke_agent` span, when the last event applied ended the run.
+    pub fn finish(self) -> Option<Span> {
+        let f = self.f;
+        let (end, status, reason, error_type) = f.end?;
+        let mut attributes = vec![text(cv::OPERATION_NAME, "invoke_agent")];
+        attributes.extend(self.common);
+        attributes.push(text(al::OPERATION_KIND, &self.kind));
+        attributes.push(text(al::COMPLETION_REASON, &reason));
+        if let Some(t) = error_type {
+            attributes.push(text(cv::ERROR_TYPE, &t));
+        }
+        if let Some(t) = f.input_tokens {
+            attributes.push(int(cv::USAGE_INPUT_TOKENS, t));
+        }
+        if let Some(t) = f.output_tokens {
+            attributes.push(int(cv::USAGE_OUTPUT_TOKENS, t));
+        }
+        if let Some(c) = f.cost_micros {
+            attributes.push(int(al::COST_MICROS, c));
+        }
+        let parent_span_id = self.parent.as_deref().map(|p| ids::operation_span_id(p).to_vec()).unwrap_or_default();
+        Some(Span {
+            trace_id: self.trace_id,
+            span_id: self.op_span,
             parent_span_id,
-            name: format!("invoke_agent {}", spec.agent.agent_id),
+            name: format!("invoke_agent {}", self.agent_id),
             kind: span::SpanKind::Internal as i32,
-            start_time_unix_nano: nanos(f.started.unwrap_or(created.at)),
+            start_time_unix_nano: nanos(f.started.unwrap_or(self.created_at)),
             end_time_unix_nano: nanos(end),
             attributes,
             events: f.events,
             status: Some(status),
             ..Span::default()
-        },
-    );
-    f.spans
+        })
+    }
 }

@@ -1,6 +1,6 @@
 //! Moving events between logs: `export` (NDJSON, one `RecordedEvent` per line, filtered; or, with
 //! `--format otlp`, the runs that end in the selection as OpenTelemetry traces: OTLP/JSON, one
-//! `ExportTraceServiceRequest` per line, as the OpenTelemetry Collector's `otlpjsonfile` receiver
+//! `ExportTraceServiceRequest` of at most `agentlog_otel::MAX_REQUEST_BYTES` per line, as the OpenTelemetry Collector's `otlpjsonfile` receiver
 //! reads it, with the same spans and ids the server's exporter sends),
 //! `import` (from that NDJSON) and `copy` (store to store, e.g. SQLite → PostgreSQL).
 //!
@@ -146,8 +146,9 @@ async fn export_to(
     let end = args.to.map_or(head, |t| t.min(head));
     let bar = output::progress(u64::try_from(end - after).unwrap_or(0), "export", json);
     let mut done = Exported::default();
+    // OTLP requests of a collector's usual size, one per line, however long a run.
+    let mut batches = agentlog_otel::Batches::new("agentlog", agentlog_otel::MAX_REQUEST_BYTES);
     store::for_each_page(store, after, args.to, &selection.store_filter(), async |page| {
-        let mut spans = Vec::new();
         for e in page.iter().filter(|e| selection.keeps(e)) {
             match args.format {
                 Format::Ndjson => {
@@ -155,22 +156,24 @@ async fn export_to(
                     out.write_all(b"\n").context("writing the export")?;
                 }
                 Format::Otlp => {
-                    let of_run = agentlog_otel::spans_of_end(store, e).await.context("reading a run")?;
-                    if of_run.is_empty() {
+                    let mut reader = agentlog_otel::SpansOfEnd::open(store, e).await.context("reading a run")?;
+                    let mut any = false;
+                    while let Some(spans) = reader.next().await.context("reading a run")? {
+                        any = true;
+                        for span in spans {
+                            if let Some(full) = batches.push(span) {
+                                write_request(&mut *out, full, &mut done)?;
+                            }
+                        }
+                    }
+                    if !any {
                         continue;
                     }
-                    spans.extend(of_run);
                 }
             }
             done.events += 1;
             done.first_position.get_or_insert(e.position);
             done.last_position = Some(e.position);
-        }
-        if !spans.is_empty() {
-            *done.spans.get_or_insert(0) += spans.len() as u64;
-            let request = agentlog_otel::export_request("agentlog", spans);
-            serde_json::to_writer(&mut *out, &request).context("encoding spans")?;
-            out.write_all(b"\n").context("writing the export")?;
         }
         if let Some(last) = page.last() {
             bar.set_position(u64::try_from(last.position - after).unwrap_or(0));
@@ -178,9 +181,19 @@ async fn export_to(
         Ok(())
     })
     .await?;
+    if !batches.is_empty() {
+        write_request(&mut *out, batches.take(), &mut done)?;
+    }
     out.flush().context("writing the export")?;
     bar.finish_and_clear();
     Ok(done)
+}
+
+/// Write `spans` as one OTLP/JSON export request, a line.
+fn write_request(out: &mut dyn Write, spans: Vec<agentlog_otel::Span>, done: &mut Exported) -> anyhow::Result<()> {
+    *done.spans.get_or_insert(0) += spans.len() as u64;
+    serde_json::to_writer(&mut *out, &agentlog_otel::export_request("agentlog", spans)).context("encoding spans")?;
+    out.write_all(b"\n").context("writing the export")
 }
 
 /// Run `export`.

@@ -32,9 +32,9 @@ pub async fn follow(state: App, mut after: i64, mut stop: watch::Receiver<bool>)
                 None => return,
             };
             loop {
-                match agentlog_otel::spans_of_end(state.store.as_ref(), &end).await {
-                    Ok(spans) => {
-                        state.metrics.genai.record_run(&agentlog_otel::measurements(&spans));
+                match measure_run(state.store.as_ref(), &end).await {
+                    Ok(run) => {
+                        state.metrics.genai.record_run(&run);
                         after = end.position;
                         break;
                     }
@@ -51,6 +51,20 @@ pub async fn follow(state: App, mut after: i64, mut stop: watch::Receiver<bool>)
             return;
         }
     }
+}
+
+/// The measurements of the run `end` ends, its stream read a page at a time (recorded together
+/// once read whole, so a read that fails half-way and is tried again counts nothing twice).
+async fn measure_run(
+    store: &dyn agentlog_eventlog::EventStore,
+    end: &agentlog_domain::envelope::RecordedEvent,
+) -> Result<Vec<agentlog_otel::Measurement>, agentlog_eventlog::EventLogError> {
+    let mut reader = agentlog_otel::SpansOfEnd::open(store, end).await?;
+    let mut run = Vec::new();
+    while let Some(spans) = reader.next().await? {
+        run.extend(agentlog_otel::measurements(&spans));
+    }
+    Ok(run)
 }
 
 /// Wait a second before trying again; true when `stop` came first.

@@ -1,7 +1,8 @@
 //! Runs go out as OpenTelemetry GenAI traces (`serve --otlp-endpoint`), received by a real
 //! OTLP/HTTP endpoint in the test that decodes the protobuf with `opentelemetry-proto`: the span
-//! tree and its attributes, nothing lost while the collector is down, nothing sent twice after
-//! a restart, and a log without run ends passed over once, not read again at every pass.
+//! tree and its attributes, nothing lost while the collector is down or refuses the credentials,
+//! nothing sent twice after a restart, requests within a size bound, a run the collector refuses
+//! skipped alone, and a log without run ends passed over once, not read again at every pass.
 
 use std::{
     collections::HashMap,
@@ -33,6 +34,17 @@ struct Collector {
     refused: Arc<AtomicUsize>,
     /// The `authorization` header of every export received.
     auth: Arc<Mutex<Vec<String>>>,
+    /// While true, every export is answered 401 (the credentials are wrong).
+    unauthorized: Arc<AtomicBool>,
+    /// Bodies larger than this are answered 413 (0: no limit).
+    max_body: Arc<AtomicUsize>,
+    /// A request with a span of this run (`agentlog.operation.id`) is answered 400.
+    refuse_run: Arc<Mutex<Option<String>>>,
+    /// The size of every request taken, and what was answered to the others.
+    taken: Arc<Mutex<Vec<usize>>>,
+    answered: Arc<Mutex<Vec<u16>>>,
+    /// When set, this many more requests are taken, then every one is answered 503.
+    takes_left: Arc<Mutex<Option<usize>>>,
 }
 
 async fn receive(State(c): State<Collector>, headers: axum::http::HeaderMap, body: Bytes) -> StatusCode {
@@ -42,13 +54,33 @@ async fn receive(State(c): State<Collector>, headers: axum::http::HeaderMap, bod
         c.refused.fetch_add(1, Ordering::SeqCst);
         return StatusCode::SERVICE_UNAVAILABLE;
     }
-    let Ok(request) = ExportTraceServiceRequest::decode(body) else { return StatusCode::BAD_REQUEST };
-    let mut spans = c.spans.lock().unwrap();
-    for rs in request.resource_spans {
-        for ss in rs.scope_spans {
-            spans.extend(ss.spans);
-        }
+    let refuse = |status: StatusCode| {
+        c.answered.lock().unwrap().push(status.as_u16());
+        status
+    };
+    if c.unauthorized.load(Ordering::SeqCst) {
+        return refuse(StatusCode::UNAUTHORIZED);
     }
+    if let Some(left) = c.takes_left.lock().unwrap().as_mut() {
+        if *left == 0 {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE);
+        }
+        *left -= 1;
+    }
+    let max = c.max_body.load(Ordering::SeqCst);
+    if max > 0 && body.len() > max {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE);
+    }
+    let size = body.len();
+    let Ok(request) = ExportTraceServiceRequest::decode(body) else { return StatusCode::BAD_REQUEST };
+    let received: Vec<Span> =
+        request.resource_spans.into_iter().flat_map(|rs| rs.scope_spans).flat_map(|ss| ss.spans).collect();
+    let refused_run = c.refuse_run.lock().unwrap().clone();
+    if received.iter().any(|span| refused_run.is_some() && text(span, "agentlog.operation.id") == refused_run) {
+        return refuse(StatusCode::BAD_REQUEST);
+    }
+    c.taken.lock().unwrap().push(size);
+    c.spans.lock().unwrap().extend(received);
     StatusCode::OK
 }
 
@@ -60,6 +92,17 @@ impl Collector {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         (c, format!("http://{addr}"))
+    }
+
+    /// Wait until the collector has answered `status` to some request.
+    async fn wait_for_answer(&self, status: u16) {
+        for _ in 0..200 {
+            if self.answered.lock().unwrap().contains(&status) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the collector never answered {status}");
     }
 
     fn spans(&self) -> Vec<Span> {
@@ -280,3 +323,144 @@ async fn the_exporter_moves_past_events_that_end_no_run(db: Db) {
 }
 
 both!(the_exporter_moves_past_events_that_end_no_run as the_exporter_moves_past_events_that_end_no_run);
+
+/// Run each `(user's token, run, steps, tool calls per step)` to its end; the ends' positions.
+async fn end_runs(s: &Server, runs: &[(&String, &str, usize, usize)]) -> Vec<i64> {
+    let mut ends = Vec::new();
+    for &(t, id, steps, calls) in runs {
+        s.data(Some(t), START, json!({"i": {"operationId": id, "kind": "CONVERSATION", "agentId": "inbox"}})).await;
+        let lt = s.claim(t, id, "w").await;
+        for step in 0..steps {
+            let calls: Vec<_> = (0..calls)
+                .map(|n| json!({"id": format!("{step}-{n}"), "name": "web/search", "status": "succeeded"}))
+                .collect();
+            s.data(Some(t), STEP, json!({"id": id, "lt": lt, "t": calls, "u": {"inputTokens": 3}})).await;
+        }
+        let done = s.data(Some(t), DONE, json!({"id": id, "lt": lt})).await;
+        ends.push(done["completeOperation"]["position"].as_i64().expect("a position"));
+    }
+    ends
+}
+
+/// A page of runs whose spans exceed what one request may carry, sent while the credentials are
+/// wrong (401: kept, sent again), to a collector that limits a request's size (413: split, a
+/// long run's spans over several requests) and refuses one user's run as data (400: that run
+/// alone is skipped). Every other run, of either user, arrives whole and once.
+async fn a_refused_run_costs_no_other_run_its_trace(db: Db) {
+    let (collector, endpoint) = Collector::start().await;
+    collector.unauthorized.store(true, Ordering::SeqCst);
+    collector.max_body.store(3_000, Ordering::SeqCst);
+    *collector.refuse_run.lock().unwrap() = Some("poison".into());
+    let s = Server::start_with(db, &["--otlp-endpoint", &endpoint, "--otlp-max-request-bytes", "4096"]).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+    // (user, run, steps, tool calls per step)
+    let runs = [(&alice, "long", 30, 3), (&bob, "poison", 2, 1), (&alice, "short", 1, 0), (&bob, "b1", 1, 1)];
+    let head = end_runs(&s, &runs).await[3];
+    collector.wait_for_answer(401).await;
+    assert!(collector.spans().is_empty(), "nothing is taken while the credentials are wrong");
+    collector.unauthorized.store(false, Ordering::SeqCst);
+    exported_up_to(&s, head).await;
+
+    let spans = collector.spans();
+    let of = |run: &str| spans.iter().filter(|sp| text(sp, "agentlog.operation.id").as_deref() == Some(run)).count();
+    assert_eq!(of("long"), 1 + 30 + 30 * 3, "the long run whole: its run, steps and tool calls");
+    assert_eq!(of("short"), 2);
+    assert_eq!(of("b1"), 1 + 1 + 1);
+    assert_eq!(of("poison"), 0, "the refused run is skipped");
+    let mut ids: Vec<&[u8]> = spans.iter().map(|sp| sp.span_id.as_slice()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), spans.len(), "no span twice");
+    let taken = collector.taken.lock().unwrap().clone();
+    assert!(taken.iter().all(|&size| size <= 3_000), "every request within the collector's limit: {taken:?}");
+    assert!(taken.len() > 3, "the long run went out over several requests: {taken:?}");
+    let answered = collector.answered.lock().unwrap().clone();
+    assert!(answered.contains(&413) && answered.contains(&400), "{answered:?}");
+    s.stop();
+}
+
+both!(a_refused_run_costs_no_other_run_its_trace as a_refused_run_costs_no_other_run_its_trace);
+
+/// An outage in the middle of a page: the runs sent whole before it keep the checkpoint past
+/// them, so after it only the run in flight is sent again (same ids), and nothing is lost.
+async fn a_page_cut_by_an_outage_keeps_the_runs_it_sent(db: Db) {
+    let (collector, endpoint) = Collector::start().await;
+    collector.unauthorized.store(true, Ordering::SeqCst);
+    let s = Server::start_with(db, &["--otlp-endpoint", &endpoint, "--otlp-max-request-bytes", "2048"]).await;
+    let t = s.user_token("alice").await;
+    let runs = [(&t, "r1", 12, 1), (&t, "r2", 12, 1), (&t, "r3", 12, 1)];
+    let ends = end_runs(&s, &runs).await;
+    let (first_end, head) = (ends[0], ends[2]);
+    collector.wait_for_answer(401).await;
+    // Each run needs about five requests of 2 KiB; after 8 taken the collector goes down.
+    *collector.takes_left.lock().unwrap() = Some(8);
+    collector.unauthorized.store(false, Ordering::SeqCst);
+    collector.wait_for_answer(503).await;
+    exported_up_to(&s, first_end).await;
+    let store = open_store(&s.db.url(), StoreOptions::default()).await.expect("open the log");
+    let rows = ReadDb::from(store.database())
+        .fetch("SELECT position FROM reactor_checkpoints WHERE name = 'otlp_export'", &[])
+        .await
+        .expect("checkpoint");
+    store.close().await;
+    let at = rows.first().and_then(|r| r.i64(0)).expect("a checkpoint");
+    assert!(at < head, "the page did not go out whole: checkpoint {at}, head {head}");
+    let before = collector.spans().len();
+    *collector.takes_left.lock().unwrap() = None;
+    exported_up_to(&s, head).await;
+    let spans = collector.spans();
+    let of = |run: &str| {
+        let mut ids: Vec<&[u8]> = spans
+            .iter()
+            .filter(|sp| text(sp, "agentlog.operation.id").as_deref() == Some(run))
+            .map(|sp| sp.span_id.as_slice())
+            .collect();
+        let sent = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        (ids.len(), sent)
+    };
+    assert_eq!(of("r1"), (25, 25), "the run sent whole before the outage is not sent again");
+    assert_eq!(of("r2").0, 25);
+    assert_eq!(of("r3"), (25, 25));
+    assert!(before > 25, "the outage came after r1 was out: {before} spans before it");
+    s.stop();
+}
+
+both!(a_page_cut_by_an_outage_keeps_the_runs_it_sent as a_page_cut_by_an_outage_keeps_the_runs_it_sent);
+
+/// A run longer than a page of its stream (1,000 events) goes out whole: its stream is read a
+/// page at a time, and every step's span arrives once, with the run's own.
+async fn a_run_longer_than_a_page_of_its_stream_goes_out_whole(db: Db) {
+    const BATCH: &str = "mutation($id: String!, $lt: String!, $items: [BatchItemInput!]!) { reportBatch(operationId: $id, leaseToken: $lt, items: $items) { position } }";
+    let (collector, endpoint) = Collector::start().await;
+    let s = Server::start_with(db, &["--otlp-endpoint", &endpoint]).await;
+    let t = s.user_token("alice").await;
+    s.data(Some(&t), START, json!({"i": {"operationId": "long", "kind": "CONVERSATION", "agentId": "inbox"}})).await;
+    let lt = s.claim(&t, "long", "w").await;
+    for _ in 0..3 {
+        let items: Vec<_> = (0..400)
+            .map(|_| json!({"step": {"phase": "ACTING", "usage": {"inputTokens": 1}, "toolCalls": []}}))
+            .collect();
+        s.data(Some(&t), BATCH, json!({"id": "long", "lt": lt, "items": items})).await;
+    }
+    let done = s.data(Some(&t), DONE, json!({"id": "long", "lt": lt})).await;
+    exported_up_to(&s, done["completeOperation"]["position"].as_i64().expect("a position")).await;
+    let spans = collector.spans();
+    let steps: Vec<i64> = spans
+        .iter()
+        .filter(|sp| sp.name.starts_with("chat "))
+        .filter_map(|sp| int(sp, "agentlog.step.index"))
+        .collect();
+    let mut distinct = steps.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!((steps.len(), distinct.len()), (1_200, 1_200), "every step once");
+    let root = spans.iter().find(|sp| sp.name.starts_with("invoke_agent ")).expect("the run's span");
+    assert_eq!(int(root, "gen_ai.usage.input_tokens"), Some(1_200), "its sums over every page");
+    assert_eq!(spans.len(), 1_201);
+    s.stop();
+}
+
+both!(a_run_longer_than_a_page_of_its_stream_goes_out_whole as a_run_longer_than_a_page_of_its_stream_goes_out_whole);
