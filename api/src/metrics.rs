@@ -26,6 +26,13 @@ pub struct Metrics {
     pub requests: crate::graphql::durations::RequestDurations,
     /// The OpenTelemetry GenAI histograms.
     pub genai: crate::genai_metrics::GenAiMetrics,
+    /// OTLP export: spans the collector took, spans it refused as data (skipped), and requests
+    /// to send again (unreachable, a timeout, 401, 429, 5xx, …), by this instance.
+    pub otlp_spans_sent: AtomicU64,
+    /// See `otlp_spans_sent`.
+    pub otlp_spans_refused: AtomicU64,
+    /// See `otlp_spans_sent`.
+    pub otlp_retries: AtomicU64,
 }
 
 /// Figures read at scrape time.
@@ -167,10 +174,30 @@ impl Metrics {
             counts.iter().map(|((reactor, code), n)| (format!("reactor=\"{reactor}\",code=\"{code}\""), *n)),
         );
         drop(counts);
+        labelled(
+            &mut out,
+            "agentlog_otlp_spans_total",
+            "Spans the OTLP exporter sent: taken by the collector, or refused by it as data and skipped.",
+            [
+                ("outcome=\"sent\"".to_string(), self.otlp_spans_sent.load(Ordering::Relaxed)),
+                ("outcome=\"refused\"".to_string(), self.otlp_spans_refused.load(Ordering::Relaxed)),
+            ],
+        );
+        line_into(
+            &mut out,
+            "agentlog_otlp_retries_total",
+            "OTLP export requests to be sent again: the collector unreachable, a timeout, 401, 403, 404, 408, 429, 5xx.",
+            self.otlp_retries.load(Ordering::Relaxed),
+        );
         self.requests.render(&mut out);
         self.genai.render(&mut out);
         out
     }
+}
+
+/// A counter without labels.
+fn line_into(out: &mut String, name: &str, help: &str, value: u64) {
+    out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"));
 }
 
 /// A counter with labelled samples, each `(labels, value)`: `outcome="reused"`, 3.

@@ -22,7 +22,7 @@
 //! `export_leases` (migration 0018), renewed before every request; another instance takes over
 //! when it lapses.
 
-use std::time::Duration;
+use std::{sync::atomic::Ordering, time::Duration};
 
 use agentlog_domain::envelope::RecordedEvent;
 use agentlog_eventlog::EventFilter;
@@ -33,6 +33,7 @@ use prost::Message;
 use tokio::sync::watch;
 
 use crate::{
+    metrics::Metrics,
     reactors::{OPERATION_ENDS, checkpoint},
     state::App,
 };
@@ -306,14 +307,21 @@ impl Outbox<'_> {
             }
             let body = agentlog_otel::export_request(&self.config.service_name, spans[part.clone()].to_vec());
             match send(self.client, self.config, body.encode_to_vec()).await {
-                Ok(()) => self.spans += part.len(),
-                Err(Refused::Retry(why)) => return Err(ExportError::Collector(why)),
+                Ok(()) => {
+                    self.spans += part.len();
+                    self.state.metrics.otlp_spans_sent.fetch_add(part.len() as u64, Ordering::Relaxed);
+                }
+                Err(Refused::Retry(why)) => {
+                    Metrics::inc(&self.state.metrics.otlp_retries);
+                    return Err(ExportError::Collector(why));
+                }
                 Err(Refused::Rejected { status, why }) => match split(&runs[part.clone()], status) {
                     Some(at) => {
                         parts.push(part.start + at..part.end);
                         parts.push(part.start..part.start + at);
                     }
                     None => {
+                        self.state.metrics.otlp_spans_refused.fetch_add(part.len() as u64, Ordering::Relaxed);
                         let run = &self.ends[runs[part.start]];
                         tracing::error!(
                             why,
