@@ -130,7 +130,7 @@ impl Commands<'_> {
 
     /// A resent `requestId` must be about the same aggregate: one whose earlier writes are in
     /// another stream is VALIDATION, before anything is decided (nothing is written).
-    async fn check_request_target(&self, stream_id: &str, ctx: &Context) -> Result<(), ApiError> {
+    pub(crate) async fn check_request_target(&self, stream_id: &str, ctx: &Context) -> Result<(), ApiError> {
         if let Some(earlier) = applied_command(&*self.state.store, ctx).await? {
             check_replay(&earlier, stream_id)?;
         }

@@ -254,6 +254,9 @@ impl Commands<'_> {
             _ => None,
         };
         let ctx = self.context(&owner, self.user_actor(), request_id)?;
+        if request_id.is_some() {
+            self.check_request_target(&stream_id, &ctx).await?;
+        }
         let outcome = h.execute_stream::<Budget>(&stream_id, &BudgetCommand::Set { spec, scope_owner }, &ctx).await?;
         let position = outcome.last_position();
         self.state.settle(position).await;

@@ -13,6 +13,7 @@ use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
 use crate::graphql::request::reads;
+use crate::graphql::wire::check_nested;
 use crate::graphql::wire::decode;
 use crate::{
     commands::Commands,
@@ -214,7 +215,8 @@ pub struct AgentsMutation;
 #[Object]
 impl AgentsMutation {
     /// Register an agent (`{agentId, config: {slug, title, description?, model?, provider?,
-    /// systemRole?, plugins?, …}, builtin?}`) at config version 1. Upstream's built-in ids
+    /// systemRole?, plugins?, kind?}, builtin?}`; another key, here or in `config`, is refused,
+    /// VALIDATION naming it) at config version 1. Upstream's built-in ids
     /// (`inbox`, `group-supervisor`, …) are reserved (CONFLICT); `builtin: true` is admin-only
     /// (FORBIDDEN) and only for those ids. Agent ids are per owner: another user's `agentId` is
     /// no obstacle (CONFLICT only for one the owner already holds); `ownerId` (admin) registers
@@ -225,6 +227,7 @@ impl AgentsMutation {
         input: Json<Value>,
         owner_id: Option<String>,
     ) -> GqlResult<AgentPayload> {
+        check_nested::<agentlog_domain::agents::AgentConfig>("input", &input.0, "config")?;
         let register: RegisterAgent = decode("input", input)?;
         if register.builtin && !caller(ctx)?.admin {
             return Err(ApiError::Forbidden("only an admin registers a built-in agent".into()).into());
@@ -236,7 +239,9 @@ impl AgentsMutation {
         Ok(AgentPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
-    /// Change an agent's config (a patch of config fields); version + 1 when anything changed.
+    /// Change an agent's config (a patch of config fields: `{title?, description?, model?,
+    /// provider?, systemRole?, plugins?, kind?}`; another key is refused, VALIDATION naming it);
+    /// version + 1 when anything changed.
     async fn update_agent_config(
         &self,
         ctx: &Context<'_>,

@@ -13,6 +13,7 @@ use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
 use crate::graphql::request::reads;
+use crate::graphql::wire::check_nested;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
@@ -220,6 +221,8 @@ impl BriefsMutation {
     /// metadata?}`); without `actions` the type's defaults apply. Brief ids are per owner:
     /// another user's `briefId` is no obstacle (CONFLICT only for one the owner already holds);
     /// `ownerId` (admin) creates it for that user. `taskId` names a task of the brief's owner.
+    /// A key it does not read, here or in `actions` or `documents`, is refused (VALIDATION
+    /// naming it).
     async fn create_brief(
         &self,
         ctx: &Context<'_>,
@@ -227,6 +230,8 @@ impl BriefsMutation {
         owner_id: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<BriefPayload> {
+        check_nested::<Vec<agentlog_domain::briefs::BriefAction>>("input", &input.0, "actions")?;
+        check_nested::<Vec<agentlog_domain::briefs::BriefDocument>>("input", &input.0, "documents")?;
         let create: CreateBrief = decode("input", input)?;
         let id = create.brief_id.clone();
         let out = Commands::new(app(ctx), caller(ctx)?)

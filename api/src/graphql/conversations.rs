@@ -17,7 +17,7 @@ use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
 use crate::graphql::request::reads;
-use crate::graphql::wire::decode;
+use crate::graphql::wire::decode_open;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::wire;
 
@@ -362,7 +362,7 @@ impl ConversationsMutation {
         )]
         owner_id: Option<String>,
     ) -> GqlResult<ConversationPayload> {
-        let message: ChatMessage = decode("message", message)?;
+        let message: ChatMessage = decode_open("message", message)?;
         let message_id = message.message_id.clone();
         let (owner, position) = Commands::new(app(ctx), caller(ctx)?)
             .owned_by(owner_id.as_deref())

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
+use crate::graphql::wire::check_nested;
 use crate::graphql::wire::decode;
 use crate::{
     commands::Commands,
@@ -246,6 +247,7 @@ impl OperationsMutation {
         lease_token: String,
         plan: Json<serde_json::Value>,
     ) -> GqlResult<OperationPayload> {
+        check_nested::<Vec<agentlog_domain::operations::PlanStep>>("plan", &plan.0, "steps")?;
         let plan: Plan = decode("plan", plan)?;
         run(ctx, &id, owner_id.as_deref(), OperationCommand::UpdatePlan(plan), Some(lease_token), None).await
     }

@@ -11,6 +11,7 @@ use super::tasks::{TaskNode, task_node};
 use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
+use crate::graphql::wire::check_nested;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::{
@@ -71,7 +72,8 @@ impl TasksMutation {
     /// parentTaskId?, assigneeAgentId?, automationMode?, heartbeat?, schedule?, maxTopics?,
     /// config?}`); status backlog. Task ids are per owner: another user's `taskId` is no obstacle
     /// (CONFLICT only for one the owner already holds); `ownerId` (admin) creates it for that
-    /// user. `parentTaskId` and dependencies name tasks of the task's owner.
+    /// user. `parentTaskId` and dependencies name tasks of the task's owner. A key it does not
+    /// read, here or in `heartbeat`, `schedule` or `config`, is refused (VALIDATION naming it).
     async fn create_task(
         &self,
         ctx: &Context<'_>,
@@ -79,6 +81,9 @@ impl TasksMutation {
         owner_id: Option<String>,
         request_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
+        check_nested::<HeartbeatConfig>("input", &input.0, "heartbeat")?;
+        check_nested::<ScheduleConfig>("input", &input.0, "schedule")?;
+        check_nested::<TaskConfig>("input", &input.0, "config")?;
         let create: agentlog_domain::tasks::CreateTask = decode("input", input)?;
         check_time_zone("input.schedule.timezone", &create.schedule.timezone)?;
         let id = create.task_id.clone();
@@ -89,7 +94,8 @@ impl TasksMutation {
         Ok(TaskPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 
-    /// Change text fields or priority (`{name?, instruction?, description?, priority?}`).
+    /// Change text fields or priority (`{name?, instruction?, description?, priority?}`; another
+    /// key is refused, VALIDATION naming it).
     async fn update_task(
         &self,
         ctx: &Context<'_>,

@@ -21,7 +21,23 @@ pub fn from_wire<T: DeserializeOwned>(field: &str, name: &str) -> Result<T, ApiE
         .map_err(|_| ApiError::validation(field, format!("`{name}` is not a known value")))
 }
 
-/// Decode a `JSON` argument into a domain type, or VALIDATION naming the field.
+/// Decode a `JSON` argument into a domain type, or VALIDATION naming the field; a key the type
+/// does not read (a misspelling) is refused too, naming it (`known_keys`).
 pub fn decode<T: DeserializeOwned>(field: &str, value: Json<serde_json::Value>) -> Result<T, ApiError> {
+    super::known_keys::check::<T>(field, &value.0)?;
+    decode_open(field, value)
+}
+
+/// [`decode`] for a value in an outside shape whose other keys are left out by design (a message
+/// as LobeHub writes it).
+pub fn decode_open<T: DeserializeOwned>(field: &str, value: Json<serde_json::Value>) -> Result<T, ApiError> {
     serde_json::from_value(value.0).map_err(|e| ApiError::validation(field, e.to_string()))
+}
+
+/// Refuse a key of `value[key]` (when present) that `T` does not read, naming `field.key.…`.
+pub fn check_nested<T: DeserializeOwned>(field: &str, value: &serde_json::Value, key: &str) -> Result<(), ApiError> {
+    match value.get(key) {
+        Some(inner) => super::known_keys::check::<T>(&format!("{field}.{key}"), inner),
+        None => Ok(()),
+    }
 }

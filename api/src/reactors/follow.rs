@@ -3,12 +3,17 @@
 
 use std::time::Duration;
 
-use agentlog_domain::envelope::RecordedEvent;
-use agentlog_eventlog::EventFilter;
+use agentlog_domain::{
+    context::Context,
+    envelope::{Actor, RecordedEvent},
+};
+use agentlog_eventlog::{EventFilter, EventLogError};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::watch;
 
 use super::checkpoint;
+use super::refusals::{self, Refused};
+use crate::error::ApiError;
 use crate::reactors::error::ReactorError;
 use crate::state::App;
 
@@ -70,7 +75,20 @@ async fn follow_once<R: Reactor>(state: &App, stop: &mut watch::Receiver<bool>) 
             return Err(ReactorError::SubscriptionEnded);
         };
         let fact = item?;
-        R::react(state, &fact).await?;
+        match R::react(state, &fact).await {
+            Ok(()) => {}
+            // A write the log itself refuses (a payload past its bound) fails the same way every
+            // time: retried forever it would hold this reactor on that fact for every user.
+            // It is the fact owner's refusal, recorded and told, and the reactor goes on.
+            Err(ReactorError::Log(EventLogError::Validation(v)))
+            | Err(ReactorError::Command(ApiError::Log(EventLogError::Validation(v)))) => {
+                tracing::warn!(reactor = R::NAME, position = fact.position, error = %v, "the log refused a reaction; recorded as a refusal");
+                let ctx = Context::reacting_to(&fact, R::NAME, Actor::system(R::NAME));
+                let refused = Refused::new(R::NAME, "react", fact.stream_id.clone(), &fact);
+                refusals::record_log_refusal(state, &fact, &ctx, refused, v).await?;
+            }
+            Err(e) => return Err(e),
+        }
         unsaved = Some(fact.position);
         handled += 1;
         if handled.is_multiple_of(SAVE_EVERY) {

@@ -95,17 +95,36 @@ pub async fn record_with(
     error: &DomainError,
     notification: Option<CreateNotification>,
 ) -> Result<(), ReactorError> {
-    let rctx = {
-        let mut rctx = Context::reacting_to(fact, refused.reactor, Actor::system(refused.reactor));
-        rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), fact.recorded_at.timestamp_millis());
-        rctx
-    };
+    let rctx = refusal_context(fact, ctx, &refused);
     let reason = Reason { code: error.code().as_str(), message: error.to_string() };
     let told = match notification {
         Some(n) => Told::Own(n),
         None => told_of(state, error, &refused.user_id, rctx.now).await?,
     };
     write(state, fact, ctx, rctx, refused, reason, told).await
+}
+
+/// [`record`] for a write the log itself refused (a payload past its bound, an id too long):
+/// like a domain refusal it cannot succeed however often it is tried, so a reactor records it,
+/// tells the owner and moves on, instead of stopping on that fact for every user.
+pub async fn record_log_refusal(
+    state: &App,
+    fact: &RecordedEvent,
+    ctx: &Context,
+    refused: Refused,
+    error: agentlog_eventlog::ValidationError,
+) -> Result<(), ReactorError> {
+    let rctx = refusal_context(fact, ctx, &refused);
+    let error = ApiError::from(CommandError::Log(EventLogError::Validation(error)));
+    let reason = Reason { code: error.code(), message: error.to_string() };
+    write(state, fact, ctx, rctx, refused, reason, Told::Default).await
+}
+
+/// The refusal's own context: in the fact's chain, its ids derived from the refused command's.
+fn refusal_context(fact: &RecordedEvent, ctx: &Context, refused: &Refused) -> Context {
+    let mut rctx = Context::reacting_to(fact, refused.reactor, Actor::system(refused.reactor));
+    rctx.command_id = derived_id("refusal", &ctx.command_id.to_string(), fact.recorded_at.timestamp_millis());
+    rctx
 }
 
 /// How the owner is told of a refusal.

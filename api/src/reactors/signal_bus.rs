@@ -22,7 +22,7 @@ use agentlog_domain::{
     },
     tasks::{Task, TaskEvent},
 };
-use agentlog_eventlog::{CommandError, EventLogError};
+use agentlog_eventlog::{CommandError, EventLogError, Limits};
 
 use super::refusals;
 use super::refusals::Refused;
@@ -146,8 +146,18 @@ fn decode_fact(fact: &RecordedEvent) -> Result<Fact, ReactorError> {
 
 /// Append what the policies call for in answer to `fact` (idempotently).
 pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError> {
-    for (i, (policy_id, reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
+    for (i, (policy_id, mut reaction)) in reactions(state, fact).await?.into_iter().enumerate() {
         let ctx = Context::reacting_to(fact, &format!("{policy_id}#{i}"), Actor::system(NAME));
+        if let Reaction::ReceiveSource(src) = &mut reaction {
+            let stream = state.handler.stream_of::<Source>(fact.user_id(), &src.source_id).await?;
+            if stream.len() > Limits::default().max_stream_id_bytes {
+                // Two long ids joined (a 128-character job id in a long user's stream): named
+                // by their hash, which fits. Such an id never reached the log before (it was
+                // refused), so no source written earlier changes its name.
+                let hashed = agentlog_domain::ids::derived_id("bridged-source", &src.source_id, 0);
+                src.source_id = agentlog_domain::ids::server_id(format!("h{}", hashed.simple()));
+            }
+        }
         let (command, target) = match &reaction {
             // The brief is the fact owner's: its id is named in that owner's namespace.
             Reaction::CreateBrief(b) => {
@@ -197,6 +207,11 @@ pub async fn react(state: &App, fact: &RecordedEvent) -> Result<(), ReactorError
                     _ => refused,
                 };
                 refusals::record(state, fact, &ctx, refused, &e).await?;
+            }
+            // The log refused the write itself (a payload past its bound): no retry can pass.
+            Err(CommandError::Log(EventLogError::Validation(v))) => {
+                let refused = Refused::new(NAME, command, target, fact);
+                refusals::record_log_refusal(state, fact, &ctx, refused, v).await?;
             }
             Err(e) => return Err(e.into()),
         }

@@ -159,15 +159,25 @@ async fn append(
         // Recorded already (a re-run after a crash).
         Err(CommandError::Domain(DomainError::AlreadyFinished { .. })) => Ok(()),
         Err(CommandError::Domain(e)) => {
-            let what = match command {
-                SourceCommand::Receive { .. } => "source.receive",
-                SourceCommand::EmitSignal { .. } => "source.emit_signal",
-                SourceCommand::DispatchAction { .. } => "source.dispatch_action",
-                SourceCommand::RecordActionResult { .. } => "source.record_action_result",
-            };
+            let what = command_name(&command);
             refusals::record(state, fact, &ctx, Refused::new(NAME, what, stream_id.to_string(), fact), &e).await
         }
+        // The log refused the write itself (an action past the payload bound): no retry passes.
+        Err(CommandError::Log(EventLogError::Validation(v))) => {
+            let refused = Refused::new(NAME, command_name(&command), stream_id.to_string(), fact);
+            refusals::record_log_refusal(state, fact, &ctx, refused, v).await
+        }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The refusal's name for `command`.
+fn command_name(command: &SourceCommand) -> &'static str {
+    match command {
+        SourceCommand::Receive { .. } => "source.receive",
+        SourceCommand::EmitSignal { .. } => "source.emit_signal",
+        SourceCommand::DispatchAction { .. } => "source.dispatch_action",
+        SourceCommand::RecordActionResult { .. } => "source.record_action_result",
     }
 }
 

@@ -469,6 +469,65 @@ async fn misspelled_or_oversized_input_is_refused_and_writes_nothing(db: Db) {
     s.data(Some(&alice), history, json!({"id": "m", "from": from(20 * 365)})).await;
     let r = s.gql(Some(&alice), history, json!({"id": "m", "from": from(90 * 365)})).await;
     assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+
+    // Every `JSON` input in a shape of its own names the key it does not read, at any depth it
+    // knows, and writes nothing; a message keeps upstream's other fields out without a word.
+    let before = head(&s.data(Some(&alice), log, json!({})).await);
+    let task = json!({"taskId": "t1", "identifier": "T-1", "instruction": "do"});
+    let agent = json!({"agentId": "a1", "config": {"slug": "a1", "title": "A"}});
+    let brief = json!({"briefId": "b1", "type": "decision", "title": "Pick", "summary": "A or B"});
+    let with = |base: &Value, path: &[&str], value: Value| {
+        let mut v = base.clone();
+        let mut at = &mut v;
+        for key in &path[..path.len() - 1] {
+            at = &mut at[*key];
+        }
+        at[path[path.len() - 1]] = value;
+        v
+    };
+    let create_task = "mutation($i: JSON!) { createTask(input: $i) { position } }";
+    let register = "mutation($i: JSON!) { registerAgent(input: $i) { position } }";
+    let create_brief = "mutation($i: JSON!) { createBrief(input: $i) { position } }";
+    for (mutation, input, named) in [
+        (create_task, with(&task, &["asigneeAgentId"], json!("a1")), "input.asigneeAgentId"),
+        (
+            create_task,
+            with(&task, &["schedule"], json!({"pattern": "0 9 * * *", "timeZone": "UTC"})),
+            "input.schedule.timeZone",
+        ),
+        (create_task, with(&task, &["heartbeat"], json!({"intervalSec": 60})), "input.heartbeat.intervalSec"),
+        (create_task, with(&task, &["config"], json!({"modle": "m"})), "input.config.modle"),
+        (register, with(&agent, &["config", "systemPrompt"], json!("be brief")), "input.config.systemPrompt"),
+        (register, with(&agent, &["agentID"], json!("a2")), "input.agentID"),
+        (create_brief, with(&brief, &["priorty"], json!("urgent")), "input.priorty"),
+        (
+            create_brief,
+            with(&brief, &["actions"], json!([{"key": "ok", "label": "OK", "typ": "resolve"}])),
+            "input.actions.typ",
+        ),
+    ] {
+        let r = s.gql(Some(&alice), mutation, json!({"i": input})).await;
+        assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+        assert!(r.to_string().contains(named), "names {named}: {r}");
+    }
+    assert_eq!(head(&s.data(Some(&alice), log, json!({})).await), before, "nothing written");
+    s.data(Some(&alice), create_task, json!({"i": task})).await;
+    s.data(Some(&alice), register, json!({"i": agent})).await;
+    for (mutation, named) in [
+        ("mutation { updateTask(id: \"t1\", patch: {instructions: \"x\"}) { position } }", "patch.instructions"),
+        ("mutation { updateAgentConfig(id: \"a1\", patch: {tittle: \"x\"}) { position } }", "patch.tittle"),
+    ] {
+        let r = s.gql(Some(&alice), mutation, json!({})).await;
+        assert_eq!(error_code(&r).as_deref(), Some("VALIDATION"), "{r}");
+        assert!(r.to_string().contains(named), "names {named}: {r}");
+    }
+    let message = json!({"messageId": "m1", "role": "user", "content": "hi", "createdAt": 1, "updatedAt": 2});
+    s.data(
+        Some(&alice),
+        "mutation($m: JSON!) { appendMessage(topicId: \"c\", message: $m) { position } }",
+        json!({"m": message}),
+    )
+    .await;
     s.stop();
 }
 

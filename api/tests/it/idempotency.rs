@@ -165,6 +165,21 @@ async fn a_resent_request_gets_the_first_answer(db: Db) {
         .await;
     assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{reused}");
     assert_eq!(head(&s).await, before, "refused reuses wrote nothing");
+    // A budget too: "budget-1" set b1, so on b2 (existing, or new) it is refused.
+    let set = "mutation($i: BudgetInput!, $r: String) { setBudget(input: $i, requestId: $r) { position } }";
+    let budget = |id: &str, limit: i64| json!({"id": id, "scope": "USER", "period": "DAY", "limitTokens": limit});
+    let before_budgets = head(&s).await;
+    s.data(Some(&alice), set, json!({"i": budget("bud1", 10), "r": "budget-1"})).await;
+    s.data(Some(&alice), set, json!({"i": budget("bud2", 10)})).await;
+    let written = head(&s).await;
+    assert!(written > before_budgets);
+    for target in ["bud2", "bud3"] {
+        let reused = s.gql(Some(&alice), set, json!({"i": budget(target, 99), "r": "budget-1"})).await;
+        assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{target}: {reused}");
+    }
+    assert_eq!(head(&s).await, written, "refused budget reuses wrote nothing");
+    let bud2 = s.data(Some(&alice), "{ budget(id: \"bud2\") { limitTokens } }", json!({})).await;
+    assert_eq!(bud2["budget"]["limitTokens"], 10, "bud2 untouched: {bud2}");
     let b2 = s.data(Some(&alice), "{ brief(id: \"b2\") { resolvedAction } }", json!({})).await;
     assert!(b2["brief"]["resolvedAction"].is_null(), "b2 untouched: {b2}");
 

@@ -235,3 +235,67 @@ fn every_five_minutes(id: &str, agent: &str) -> agentlog_domain::cron_jobs::Crea
         conditions: agentlog_domain::cron_jobs::ExecutionConditions::default(),
     }
 }
+
+/// A write the log refuses is the refusing user's alone: a cron job whose 128-character id
+/// makes its bridged source's name too long, and a failed-run source whose action would pass
+/// the payload bound, stop neither the signal bus nor the source reactor for anyone. The long
+/// name is hashed (the source is written); the oversized action is recorded as a refusal and
+/// told; bob's brief is still told and his source still runs through.
+async fn a_write_the_log_refuses_stops_no_reactor(db: Db) {
+    use agentlog_api::reactors::scheduler;
+    use agentlog_domain::{context::Context, cron_jobs::CronJob, envelope::Actor};
+
+    use crate::scheduling::{app, at, caught_up};
+
+    let long = format!("j{}", "x".repeat(127));
+    {
+        let a = app(&db).await;
+        let ctx = Context::new(at("2026-11-30T10:00:30Z"), uuid::Uuid::now_v7(), Actor::user("alice"), "alice");
+        let create = agentlog_domain::cron_jobs::CronCommand::Create(every_five_minutes(&long, "inbox"));
+        a.handler.execute_stream::<CronJob>(&format!("cron@alice/{long}"), &create, &ctx).await.expect("create job");
+        caught_up(&[&a]).await;
+        let report = scheduler::pass(&a, at("2026-11-30T10:05:10Z")).await.expect("pass");
+        assert_eq!(report.cron_fired.len(), 1, "{report:?}");
+    }
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+    let emit = "mutation($id: String!, $t: String!, $p: JSON!) { emitSourceEvent(sourceId: $id, sourceType: $t, payload: $p, timestampMs: 1700000000000) { accepted } }";
+    let huge = json!({"operationId": "o".repeat(400_000), "error": {"message": "m".repeat(300_000)}});
+    s.data(Some(&alice), emit, json!({"id": "huge", "t": "agent.execution.failed", "p": huge})).await;
+    let failed = json!({"operationId": "op-b", "error": {"message": "boom"}});
+    s.data(Some(&bob), emit, json!({"id": "src-b", "t": "agent.execution.failed", "p": failed})).await;
+    s.data(
+        Some(&bob),
+        "mutation { createBrief(input: {briefId: \"b1\", type: \"decision\", title: \"Pick\", summary: \"A or B\"}) { position } }",
+        json!({}),
+    )
+    .await;
+
+    let types = |d: &Value| {
+        nodes(d, "notifications").iter().map(|n| n["type"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (mut bobs, mut alices) = (Vec::new(), Vec::new());
+    while std::time::Instant::now() < deadline {
+        bobs = types(&s.data(Some(&bob), INBOX, json!({})).await);
+        alices = nodes(&s.data(Some(&alice), REFUSALS, json!({})).await, "events");
+        if bobs.len() >= 2 && !alices.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(bobs.len() >= 2, "bob is told of his brief and of his failed run: {bobs:?}");
+    assert_eq!(alices.len(), 1, "alice's oversized action, refused once: {alices:?}");
+    assert_eq!(alices[0]["payload"]["code"], "VALIDATION", "{alices:?}");
+    let sources =
+        "{ events(filter: {eventTypes: [\"signal.source_received\"]}) { edges { node { streamId payload } } } }";
+    let received = nodes(&s.data(Some(&alice), sources, json!({})).await, "events");
+    assert!(
+        received.iter().any(|e| e["payload"]["sourceId"].as_str().is_some_and(|id| id.starts_with("~h"))),
+        "the cron fire's source, under a hashed name: {received:?}"
+    );
+    s.stop();
+}
+
+both!(a_write_the_log_refuses_stops_no_reactor as a_write_the_log_refuses_stops_no_reactor);

@@ -1,0 +1,158 @@
+//! The keys a domain type reads, asked of the type itself: serde's derive hands a struct's field
+//! names to `Deserializer::deserialize_struct`, so a deserializer that answers nothing but
+//! records them (`Probe`) learns them without a value. A `JSON` argument's key outside them is a
+//! misspelling or a field that does not exist, and is refused instead of silently dropped.
+//!
+//! Only plain structs name their fields this way. A struct with a flattened field, a map or an
+//! enum asks for a map or anything (`deserialize_map`, `deserialize_any`): its keys are not
+//! checked here ([`fields_of`] answers `None`).
+
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// Refuse, with VALIDATION naming `field.key`, any key of `value` that `T` does not read:
+/// `value` an object, or an array of objects (`T` a list); anything else, and a `T` whose keys
+/// are not known ([`fields_of`]), passes.
+pub fn check<T: DeserializeOwned>(field: &str, value: &Value) -> Result<(), ApiError> {
+    let Some(known) = fields_of::<T>() else { return Ok(()) };
+    let objects: Vec<&serde_json::Map<String, Value>> = match value {
+        Value::Object(o) => vec![o],
+        Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
+        _ => return Ok(()),
+    };
+    for object in objects {
+        if let Some(key) = object.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(ApiError::validation(
+                format!("{field}.{key}"),
+                format!("unknown field `{key}`, expected one of: {}", known.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The field names `T` reads when it is a plain struct, or a list or option of one.
+pub fn fields_of<T: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    match T::deserialize(Probe) {
+        Err(Probed::Fields(fields)) => Some(fields),
+        _ => None,
+    }
+}
+
+/// What the probe learned; always an "error", so deserialization stops at once.
+#[derive(Debug)]
+enum Probed {
+    Fields(&'static [&'static str]),
+    Other,
+}
+
+impl fmt::Display for Probed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("probed")
+    }
+}
+
+impl std::error::Error for Probed {}
+
+impl de::Error for Probed {
+    fn custom<M: fmt::Display>(_: M) -> Self {
+        Probed::Other
+    }
+}
+
+/// A deserializer with no value: it records a struct's field names, looks through an option or
+/// a list to their element, and answers anything else with `Probed::Other`.
+struct Probe;
+
+impl<'de> Deserializer<'de> for Probe {
+    type Error = Probed;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Probed> {
+        Err(Probed::Other)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Probed> {
+        Err(Probed::Fields(fields))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Probed> {
+        visitor.visit_some(Probe)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Probed> {
+        visitor.visit_seq(OneElement)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Probed> {
+        visitor.visit_newtype_struct(Probe)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf unit
+        unit_struct tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// A list's first element, probed.
+struct OneElement;
+
+impl<'de> SeqAccess<'de> for OneElement {
+    type Error = Probed;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, Probed> {
+        seed.deserialize(Probe).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Plain {
+        task_id: String,
+        #[serde(default)]
+        max_topics: Option<u32>,
+    }
+
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Flattened {
+        #[serde(flatten)]
+        inner: Plain,
+    }
+
+    #[test]
+    fn a_plain_struct_names_its_fields_through_options_and_lists() {
+        assert_eq!(fields_of::<Plain>(), Some(&["taskId", "maxTopics"][..]));
+        assert_eq!(fields_of::<Option<Plain>>(), Some(&["taskId", "maxTopics"][..]));
+        assert_eq!(fields_of::<Vec<Plain>>(), Some(&["taskId", "maxTopics"][..]));
+        assert_eq!(fields_of::<Flattened>(), None, "a flattened struct reads a map");
+        assert_eq!(fields_of::<serde_json::Value>(), None);
+        assert_eq!(fields_of::<String>(), None);
+    }
+
+    #[test]
+    fn a_key_the_type_does_not_read_is_refused_by_name() {
+        assert!(check::<Plain>("input", &json!({"taskId": "t", "maxTopics": 2})).is_ok());
+        let e = check::<Plain>("input", &json!({"taskId": "t", "maxTopic": 2})).expect_err("a misspelling");
+        assert!(e.to_string().contains("input.maxTopic"), "{e}");
+        assert!(check::<Vec<Plain>>("items", &json!([{"taskId": "t"}, {"task": "u"}])).is_err());
+        assert!(check::<Flattened>("input", &json!({"anything": 1})).is_ok(), "not known: not checked");
+        assert!(check::<Plain>("input", &json!("text")).is_ok(), "not an object: left to serde");
+    }
+}
