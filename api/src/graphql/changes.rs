@@ -32,7 +32,9 @@ use crate::{
     state::AppState,
 };
 
-/// Something changed: the event that changed it and the row as it is after that event.
+/// Something changed: the event that changed it and the row as the read models hold it when the
+/// change is delivered (never older than the event; a change replayed from `fromPosition` shows
+/// the row as it is now, not as it was then: fold the stream for that, `Operation.stateAt`).
 #[derive(SimpleObject)]
 #[graphql(concrete(name = "OperationChange", params(Operation)))]
 #[graphql(concrete(name = "TaskChange", params(TaskNode)))]
@@ -45,7 +47,8 @@ pub struct Change<T: OutputType> {
     /// The type of the event that made the change: one of the watched kind's own
     /// (`operation.*`, `task.*`, `conversation.*`, `brief.created`, `notification.created`).
     pub event_type: String,
-    /// The row after the event (absent when it is gone, e.g. deleted, or no longer visible).
+    /// The row as it is when the change is delivered, at or after the event (absent when it is
+    /// gone, e.g. deleted, or no longer visible).
     pub node: Option<T>,
 }
 

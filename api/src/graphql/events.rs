@@ -199,8 +199,9 @@ impl EventsQuery {
         Ok(connection)
     }
 
-    /// Every event of one causal chain, in log order: the source, the signals and actions it
-    /// caused, the state changes and the notifications.
+    /// The first `first` events (default and at most 500) of one causal chain, in log order: the
+    /// source, the signals and actions it caused, the state changes and the notifications. A
+    /// longer chain is read on with `events(filter: {rootSourceId}, after: …)`.
     #[graphql(complexity = "super::cost::log_read(first, 500, child_complexity)")]
     async fn chain(&self, ctx: &Context<'_>, root_source_id: Uuid, first: Option<i32>) -> GqlResult<Vec<Event>> {
         let filter =

@@ -76,7 +76,7 @@ impl From<GroupRow> for GroupNode {
 pub struct GroupMemberNode {
     /// The agent.
     pub agent_id: String,
-    /// `supervisor` or `member`.
+    /// `supervisor` or `participant`.
     pub role: String,
     /// Takes part.
     pub enabled: bool,

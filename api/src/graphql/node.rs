@@ -4,6 +4,7 @@
 //! The id itself is [`super::global_id`].
 
 use super::global_id::{GlobalId, NodeType};
+use crate::commands::builtins::BUILTIN_OWNER;
 
 use async_graphql::{Context, ID, Interface, Object};
 
@@ -57,7 +58,9 @@ impl NodeQuery {
     async fn node(&self, ctx: &Context<'_>, id: ID) -> GqlResult<Option<Node>> {
         let who = caller(ctx)?;
         let global = GlobalId::parse(&id).ok_or_else(|| ApiError::validation("id", "is not a global id"))?;
-        if !who.may_see(&global.owner) {
+        // A built-in agent is everyone's to see, under its owner `system`.
+        let builtin = global.node_type == NodeType::Agent && global.owner == BUILTIN_OWNER;
+        if !builtin && !who.may_see(&global.owner) {
             return Ok(None);
         }
         let key = global.id.as_str();
@@ -66,6 +69,7 @@ impl NodeQuery {
             NodeType::Brief => brief_node(ctx, Some(&global.owner), key).await.map(Node::Brief),
             NodeType::Notification => notification_node(ctx, key).await.map(Node::Notification),
             NodeType::Conversation => conversation_node(ctx, Some(&global.owner), key).await.map(Node::Conversation),
+            NodeType::Agent if builtin => agent_node(ctx, None, key).await.map(Node::Agent),
             NodeType::Agent => agent_node(ctx, Some(&global.owner), key).await.map(Node::Agent),
             NodeType::Group => group_node(ctx, Some(&global.owner), key).await.map(Node::Group),
             NodeType::CronJob => cron_job_node(ctx, Some(&global.owner), key).await.map(Node::CronJob),

@@ -68,8 +68,10 @@ pub struct Operation {
     pub instruction: Option<String>,
     /// Parent (sub-agents).
     pub parent_operation_id: Option<String>,
-    /// Children.
-    pub child_ids: Vec<String>,
+    /// Children's ids, when read from the run's stream (`operation(id)`); a row of a list reads
+    /// them in `childIds`.
+    #[graphql(skip)]
+    pub child_ids: Option<Vec<String>>,
     /// Steps recorded.
     pub step_count: i64,
     /// Prompt tokens (absent until measured).
@@ -136,7 +138,7 @@ impl From<&OperationState> for Operation {
             trigger: spec.and_then(|s| s.trigger.clone()),
             instruction: spec.and_then(|s| s.instruction.clone()),
             parent_operation_id: spec.and_then(|s| s.parent_operation_id.clone()),
-            child_ids: op.child_ids().map(str::to_string).collect(),
+            child_ids: Some(op.child_ids().map(str::to_string).collect()),
             step_count: op.step_count.into(),
             input_tokens: as_i64(op.usage.input_tokens),
             output_tokens: as_i64(op.usage.output_tokens),
@@ -179,7 +181,7 @@ impl From<OperationRow> for Operation {
             trigger: op.trigger,
             instruction: op.instruction,
             parent_operation_id: op.parent_operation_id,
-            child_ids: Vec::new(),
+            child_ids: None,
             step_count: op.step_count,
             input_tokens: op.input_tokens,
             output_tokens: op.output_tokens,
@@ -265,7 +267,7 @@ pub struct HitlCardNode {
     pub asked_at: DateTime<Utc>,
     /// Answer due by.
     pub deadline: Option<DateTime<Utc>>,
-    /// `pending`, `answered`, `timed_out`, `cancelled`.
+    /// `pending`, `answered`, `timed_out`, or `abandoned` (the run ended with it unanswered).
     pub outcome: String,
     /// The answer.
     pub answer: Option<Json<serde_json::Value>>,
@@ -366,6 +368,19 @@ fn async_results_in(
 
 #[ComplexObject]
 impl Operation {
+    /// Its children (sub-agent and group member runs), oldest first: every one from the run's
+    /// stream (`operation(id)`); in a list or a change feed, read from the read model, the first
+    /// 500 (page on with `children`).
+    #[graphql(complexity = "super::cost::PAGE + child_complexity")]
+    async fn child_ids(&self, ctx: &Context<'_>) -> GqlResult<Vec<String>> {
+        if let Some(ids) = &self.child_ids {
+            return Ok(ids.clone());
+        }
+        let request = page_request(ctx, Some(500), None, None, None)?;
+        let page = read::children(reads(ctx), &self.user_id, &self.id, &request).await?;
+        Ok(page.items.into_iter().map(|row| row.id).collect())
+    }
+
     /// Why this run exists, in one request: the event that started it and its path of causes
     /// from the chain's root source (a cron fire, a completed task that released it, a
     /// supervisor's dispatch, a heartbeat, or a user's call).

@@ -238,7 +238,8 @@ impl TasksMutation {
         run(ctx, &id, owner_id.as_deref(), TaskCommand::RemoveDependency { depends_on_id }, None, None).await
     }
 
-    /// Pin a document (`pinnedBy` `user` (default) or `agent`).
+    /// Pin a document (`pinnedBy` `user` (default) or `agent`; `system` is agentlog's own,
+    /// VALIDATION).
     async fn pin_task_document(
         &self,
         ctx: &Context<'_>,
@@ -251,6 +252,9 @@ impl TasksMutation {
         owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let pinned_by: PinnedBy = from_wire("pinnedBy", pinned_by.as_deref().unwrap_or("user"))?;
+        if pinned_by == PinnedBy::System {
+            return Err(ApiError::validation("pinnedBy", "`system` is agentlog's own: `user` or `agent`").into());
+        }
         run(ctx, &id, owner_id.as_deref(), TaskCommand::PinDocument { document_id, pinned_by }, None, None).await
     }
 

@@ -22,6 +22,30 @@ fn count(d: &Value, event_type: &str) -> usize {
     d["operation"]["history"].as_array().map_or(0, |h| h.iter().filter(|e| e["eventType"] == event_type).count())
 }
 
+/// A card still pending when its run ends is closed `abandoned`, one of `outcome`'s documented
+/// values.
+async fn a_card_left_by_its_run_is_abandoned(db: Db) {
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    s.data(Some(&alice), START, json!({"i": {"operationId": "left", "kind": "TASK", "agentId": "inbox"}})).await;
+    let lt = s.claim(&alice, "left", "w1").await;
+    let card = json!({"cardId": "c1", "title": "Deploy?", "kind": "confirm"});
+    s.data(Some(&alice), ASK, json!({"id": "left", "lt": lt, "c": card})).await;
+    s.data(
+        Some(&alice),
+        "mutation { cancelOperation(id: \"left\", reason: \"changed plans\") { position } }",
+        json!({}),
+    )
+    .await;
+    let query = "{ operation(id: \"left\") { status cards { outcome closedAt } } }";
+    let d = s.eventually(&alice, query, |d| d["operation"]["cards"][0]["outcome"] != "pending").await;
+    assert_eq!(d["operation"]["cards"][0]["outcome"], "abandoned", "{d}");
+    assert!(d["operation"]["cards"][0]["closedAt"].is_string(), "{d}");
+    s.stop();
+}
+
+both!(a_card_left_by_its_run_is_abandoned as a_card_left_by_its_run_is_abandoned);
+
 async fn cards_time_out_at_their_deadline_once(db: Db) {
     let mut s = Server::start(db).await;
     let sibling = s.sibling().await;

@@ -33,6 +33,14 @@ async fn every_mutation_does_what_its_doc_says(db: Db) {
     assert_eq!(d["removeTaskDependency"]["task"]["dependencies"], json!([]), "{d}");
     let d = m("mutation { pinTaskDocument(id: \"t1\", documentId: \"doc-1\", pinnedBy: \"agent\") { task { documents { documentId pinnedBy } } } }").await;
     assert_eq!(d["pinTaskDocument"]["task"]["documents"], json!([{"documentId": "doc-1", "pinnedBy": "agent"}]));
+    let r = s
+        .gql(
+            Some(&alice),
+            "mutation { pinTaskDocument(id: \"t1\", documentId: \"doc-2\", pinnedBy: \"system\") { position } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(support::error_code(&r).as_deref(), Some("VALIDATION"), "`system` is agentlog's own: {r}");
     let d =
         m("mutation { unpinTaskDocument(id: \"t1\", documentId: \"doc-1\") { task { documents { documentId } } } }")
             .await;

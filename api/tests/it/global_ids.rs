@@ -92,10 +92,23 @@ async fn every_node_type_is_refetched_by_its_global_id(db: Db) {
     seen.dedup();
     assert_eq!(seen.len(), OBJECTS.len(), "every global id differs");
 
+    let seen_task = s.data(Some(&alice), OBJECTS[0].1, json!({})).await["task"]["globalId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     // The same global id in a list as from the single read.
     let listed = s.data(Some(&alice), "{ tasks { edges { node { globalId } } } }", json!({})).await;
     let task = s.data(Some(&alice), OBJECTS[0].1, json!({})).await;
     assert_eq!(listed["tasks"]["edges"][0]["node"]["globalId"], task["task"]["globalId"]);
+
+    // A built-in agent (owned by `system`, everyone's to see) is refetched by any user, and
+    // `system` named for another kind of object lends nothing.
+    let inbox = s.data(Some(&bob), "{ agent(id: \"inbox\") { globalId id } }", json!({})).await;
+    let found = node(bob.clone(), inbox["agent"]["globalId"].clone()).await;
+    assert_eq!(found["data"]["node"]["__typename"], "Agent", "{found}");
+    assert_eq!(found["data"]["node"]["id"], "inbox", "{found}");
+    let task_as_system = node(bob.clone(), json!(forge(&seen_task, "system", "t-a"))).await;
+    assert_eq!(task_as_system, json!({"data": {"node": null}}), "{task_as_system}");
 
     for garbage in ["", "t-a", "not base64!", "VGFzazp0LWE"] {
         let answer = node(alice.clone(), json!(garbage)).await;

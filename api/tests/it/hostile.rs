@@ -375,6 +375,7 @@ async fn pages_pay_for_what_their_rows_read(db: Db) {
         "{ operations(first: 500) { nodes { children(first: 500) { nodes { id } } } } }".to_string(),
         "{ operations(first: 500) { nodes { history(first: 1) { position } } } }".to_string(),
         "{ operations(first: 500) { nodes { asyncResults } } }".to_string(),
+        "{ operations(first: 500) { nodes { childIds } } }".to_string(),
         "{ operations(last: 500) { nodes { origin { path { position } } } } }".to_string(),
         "{ conversations(first: 500) { nodes { tree { contextTree } } } }".to_string(),
         "{ tasks(first: 500) { nodes { layers { layers } } } }".to_string(),
@@ -391,9 +392,11 @@ async fn pages_pay_for_what_their_rows_read(db: Db) {
         assert!(took < Duration::from_secs(1), "refused after {took:?}");
     }
     // A row's plain fields come with its page, however many are selected.
-    for (list, node, skip) in
-        [("operations", "Operation", &["asyncResults"][..]), ("tasks", "Task", &[][..]), ("briefs", "Brief", &[][..])]
-    {
+    for (list, node, skip) in [
+        ("operations", "Operation", &["asyncResults", "childIds"][..]),
+        ("tasks", "Task", &[][..]),
+        ("briefs", "Brief", &[][..]),
+    ] {
         let fields = plain_fields(&s, &alice, node, skip).await;
         let q = format!("{{ {list}(first: 500) {{ nodes {{ {fields} }} pageInfo {{ hasNextPage }} }} }}");
         let r = s.gql(Some(&alice), &q, json!({})).await;

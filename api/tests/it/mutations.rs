@@ -374,6 +374,19 @@ async fn operation_side_commands_and_change_feeds(db: Db) {
     assert_eq!(c.1["conversationChanged"]["eventType"], "conversation.message_appended", "{got:?}");
     let b = got.iter().find(|(i, _)| i == "b").unwrap();
     assert_eq!(b.1["briefCreated"]["node"]["briefId"], "b1", "{got:?}");
+    // Replayed from the start, a change carries the row as it is now (as documented), not as
+    // it was at that event.
+    let mut later = Ws::connect(&s, &t, "graphql-transport-ws").await;
+    later
+        .subscribe(
+            "r",
+            "subscription { operationChanged(id: \"op1\", fromPosition: 0) { eventType node { status } } }",
+            json!({}),
+        )
+        .await;
+    let first = later.next_json().await.expect("a message");
+    assert_eq!(first["payload"]["data"]["operationChanged"]["eventType"], "operation.created", "{first}");
+    assert_eq!(first["payload"]["data"]["operationChanged"]["node"]["status"], "interrupted", "{first}");
     s.stop();
 }
 

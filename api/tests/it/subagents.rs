@@ -41,6 +41,16 @@ async fn the_background_cap_holds_whatever_topic_a_child_names(db: Db) {
     }
     let d = s.data(Some(&t), "{ operation(id: \"p\") { childIds } }", json!({})).await;
     assert_eq!(d["operation"]["childIds"].as_array().map(Vec::len), Some(3), "{d}");
+    // A list's row reads the same children (from the read model).
+    let listed = s
+        .eventually(&t, "{ operations(first: 50) { nodes { id childIds } } }", |l| {
+            l["operations"]["nodes"]
+                .as_array()
+                .is_some_and(|n| n.iter().any(|o| o["id"] == "p" && o["childIds"].as_array().map(Vec::len) == Some(3)))
+        })
+        .await;
+    let row = listed["operations"]["nodes"].as_array().and_then(|n| n.iter().find(|o| o["id"] == "p")).cloned();
+    assert_eq!(row.map(|r| r["childIds"].clone()), Some(d["operation"]["childIds"].clone()), "{listed}");
     s.stop();
 }
 
