@@ -63,7 +63,7 @@ impl<T> Page<T> {
 /// `size` of them, or the last `size` when `backward`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageRequest {
-    /// Page size (clamped to 1..=[`MAX_PAGE_SIZE`]).
+    /// Page size (clamped to 0..=[`MAX_PAGE_SIZE`]).
     pub size: usize,
     /// Take the last `size` rows rather than the first (Relay's `last`).
     pub backward: bool,
@@ -153,10 +153,10 @@ impl fmt::Display for Cursor {
     }
 }
 
-/// The page size to fetch for a request of `first` rows: at least 1, at most
-/// [`MAX_PAGE_SIZE`].
+/// The page size to fetch for a request of `first` rows: at most [`MAX_PAGE_SIZE`]; 0 reads no
+/// row (Relay's `first: 0`: only whether there are any, `hasNextPage`).
 pub fn clamp_page_size(first: usize) -> usize {
-    first.clamp(1, MAX_PAGE_SIZE)
+    first.min(MAX_PAGE_SIZE)
 }
 
 #[cfg(test)]
@@ -175,7 +175,7 @@ mod tests {
 
     #[test]
     fn page_size_is_clamped() {
-        assert_eq!(PageRequest::first(0).limit(), 1);
+        assert_eq!(PageRequest::first(0).limit(), 0);
         assert_eq!(PageRequest::first(10_000).limit(), MAX_PAGE_SIZE);
         assert!(PageRequest::last(3).backward && !PageRequest::first(3).backward);
     }

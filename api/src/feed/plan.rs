@@ -153,7 +153,13 @@ pub fn plan(payload: &Payload) -> Option<Plan> {
         });
         let value = value.ok()?;
         match name {
-            "fromPosition" => from_position = <Option<i64> as InputType>::parse(Some(value)).ok()?,
+            // A negative position is the engine's to refuse (VALIDATION).
+            "fromPosition" => {
+                from_position = <Option<i64> as InputType>::parse(Some(value)).ok()?;
+                if from_position.is_some_and(|p| p < 0) {
+                    return None;
+                }
+            }
             "filter" => {
                 // Its coercion ignores a field the input type lacks; the engine's validation refuses it.
                 if let Value::Object(fields) = &value

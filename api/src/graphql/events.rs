@@ -99,7 +99,7 @@ impl From<RecordedEvent> for Event {
 /// Which events.
 #[derive(InputObject, Default, Clone, Debug)]
 pub struct EventFilterInput {
-    /// Only these types.
+    /// Only these types (absent or empty: every type).
     pub event_types: Option<Vec<String>>,
     /// Only streams starting with this.
     pub stream_prefix: Option<String>,
@@ -224,7 +224,8 @@ pub struct EventsSubscription;
 
 #[Subscription]
 impl EventsSubscription {
-    /// Every event after `fromPosition` that passes the filter: history first, then live. A
+    /// Every event after `fromPosition` (default 0, the start; negative: VALIDATION) that passes
+    /// the filter: history first, then live. A
     /// client that reconnects with the last position it saw misses nothing and sees nothing twice.
     /// `settled`: each event comes once this server's read models include it (bounded by the
     /// read-your-writes wait), so a query sent on receiving it reads its effects.
@@ -240,7 +241,11 @@ impl EventsSubscription {
             Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),
         };
         let state = app(ctx);
-        let from = from_position.unwrap_or(0).max(0);
+        let from = from_position.unwrap_or(0);
+        if from < 0 {
+            let e = ApiError::validation("fromPosition", "must not be negative");
+            return futures_util::stream::once(async move { Err(e.into()) }).boxed();
+        }
         let user = match caller(ctx) {
             Ok(c) => c.user_id.clone(),
             Err(e) => return futures_util::stream::once(async move { Err(e.into()) }).boxed(),

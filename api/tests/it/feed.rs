@@ -124,6 +124,25 @@ async fn answers_as_the_engine_does(db: Db) {
             }
         }
         assert_eq!(types, ["conversation.created", "conversation.created"], "{protocol}");
+        // A negative position is refused, fed or not, as the change feeds refuse it.
+        for query in [
+            "subscription($p: Int) { events(fromPosition: $p) { position } }",
+            "subscription($p: Int) { events(fromPosition: $p) { position @include(if: true) } }",
+        ] {
+            ws.subscribe("neg", query, json!({"p": -5})).await;
+            let mut answer = Vec::new();
+            loop {
+                let m = ws.next_json().await.expect("an answer");
+                if m["id"] == "neg" {
+                    answer.push(m.clone());
+                    if m["type"] == "complete" {
+                        break;
+                    }
+                }
+            }
+            let answer = json!(answer);
+            assert!(answer.to_string().contains("VALIDATION"), "{protocol}: {answer}");
+        }
         ws.cut().await;
     }
     s.stop();

@@ -136,6 +136,18 @@ async fn paging_backward_and_forward_gives_the_same_items(db: Db) {
     // A nested connection: the task's comments.
     walk_comments(&s, &alice, N).await;
 
+    // `first: 0` and `last: 0` answer no rows, only whether there are any, on every list alike.
+    for (field, extra, key) in [
+        ("tasks", "", "taskId"),
+        ("notifications", "", "title"),
+        ("events", ", filter: {eventTypes: [\"task.created\"]}", "position"),
+    ] {
+        let none = page(&s, &alice, field, extra, key, json!({"first": 0})).await;
+        assert!(none.keys.is_empty(), "{field}: first 0 gave {:?}", none.keys);
+        let none = page(&s, &alice, field, extra, key, json!({"last": 0})).await;
+        assert!(none.keys.is_empty(), "{field}: last 0 gave {:?}", none.keys);
+    }
+
     // Newest first: the first notification forward is the last one made.
     let newest = page(&s, &alice, "notifications", "", "title", json!({"first": 1})).await;
     assert_eq!(newest.keys, vec![format!("\"n{}\"", N - 1)]);

@@ -1,8 +1,12 @@
 //! Leases: a worker claims a run and only the lease holder reports on it.
 //!
 //! A claim answers a lease token (Temporal's task token): a fencing token derived from the
-//! claim's command id, so a resent claim (same command id) answers the same token and nothing
-//! else can be guessed from the log, which records only the token's SHA-256. Every report on a
+//! claim's command id, so a resent claim (same command id) answers the same token. The log
+//! records only the token's SHA-256, and a claim without a `requestId` has a random command id,
+//! so its token cannot be learnt from the log. It fences off stale workers; it is not a secret
+//! between one user's own clients: a claim sent with a `requestId` records it (the correlation
+//! id) and its command id derives from it, so a reader of the owner's log can derive that token
+//! too (and any of the owner's tokens may claim a run whose lease has lapsed). Every report on a
 //! run that holds a lease must present that token ([`Context::lease_token`]); a missing, wrong
 //! or expired token is refused, and a new claim replaces the token (the old one stops working).
 //! Only the system (reactors, the reaper) acts without one.
