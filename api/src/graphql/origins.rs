@@ -60,8 +60,11 @@ fn origin_of(
 
 /// `first`'s path of causes back to its chain's root, oldest first, `first` last.
 async fn path_of(ctx: &Context<'_>, first: &agentlog_domain::envelope::RecordedEvent) -> Result<Vec<Event>, ApiError> {
+    // Only the origin owner's events: a chain never crosses owners, and should an event name
+    // another user's as its parent, the path stops there rather than show it.
     let filter = agentlog_eventlog::EventFilter {
         root_source_id: Some(first.metadata.chain.root_source_id),
+        user_id: Some(first.metadata.user_id.clone()),
         ..Default::default()
     };
     let chain = app(ctx).store.read_all(0, &filter, MAX_CHAIN_EVENTS).await?;

@@ -254,3 +254,51 @@ async fn tokens_are_listed_and_revoked_at_once(db: Db) {
 }
 
 both!(tokens_are_listed_and_revoked_at_once as tokens_listed_and_revoked);
+
+/// An origin's path of causes shows only its owner's events: an event of bob's that names one
+/// of alice's as its parent (no command writes one; appended here directly) answers a path
+/// that stops at bob's own events.
+async fn an_origin_path_shows_only_its_owners_events(db: Db) {
+    use agentlog_domain::envelope::NewEvent;
+    use agentlog_eventlog::{EventFilter, ExpectedVersion, StoreOptions, open_store};
+
+    let s = Server::start(db).await;
+    let alice = s.user_token("alice").await;
+    let bob = s.user_token("bob").await;
+    s.data(
+        Some(&alice),
+        "mutation { createTask(input: {taskId: \"ta\", identifier: \"TA\", instruction: \"secret plan\"}) { position } }",
+        json!({}),
+    )
+    .await;
+    let store = open_store(&s.db.url(), StoreOptions::default()).await.expect("open the log");
+    let created = store.read_all(0, &EventFilter::types(["task.created"]), 10).await.expect("read");
+    let hers = created.iter().find(|e| e.metadata.user_id == "alice").expect("alice's task").clone();
+    let mut metadata = hers.metadata.caused_by(hers.event_id, Actor::user("bob"));
+    metadata.user_id = "bob".into();
+    let mut payload = hers.payload.clone();
+    payload["taskId"] = json!("tb");
+    payload["identifier"] = json!("TB");
+    payload["instruction"] = json!("mine");
+    payload["userId"] = json!("bob");
+    let event = NewEvent::new(Uuid::now_v7(), "task.created", payload, metadata);
+    store.append("task@bob/tb", ExpectedVersion::NoStream, vec![event]).await.expect("append");
+    store.close().await;
+
+    let q = "{ task(id: \"tb\") { origin { event { userId } path { userId eventType } } } }";
+    let mut d = Value::Null;
+    for _ in 0..100 {
+        d = s.gql(Some(&bob), q, json!({})).await;
+        if d["data"]["task"]["origin"].is_object() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let d = d["data"].clone();
+    let path = d["task"]["origin"]["path"].as_array().expect("a path").clone();
+    assert!(!path.is_empty(), "{d}");
+    assert!(path.iter().all(|e| e["userId"] == "bob"), "only bob's events: {d}");
+    s.stop();
+}
+
+both!(an_origin_path_shows_only_its_owners_events as an_origin_path_shows_only_its_owners_events);
