@@ -388,7 +388,15 @@ async fn graphql_get(
                             };
                             data.insert(hold);
                             if let Ok(mut s) = init_slot.lock() {
-                                *s = Some(token_id);
+                                *s = Some(token_id.clone());
+                            }
+                            // Watched from here on; a revocation before (the upgrade's token is
+                            // checked when the socket opens, maybe seconds earlier, on any
+                            // instance) is found by asking once more.
+                            match state.tokens.is_live(&token_id).await {
+                                Ok(true) => {}
+                                Ok(false) => return Err(async_graphql::Error::new(UNAUTHORIZED)),
+                                Err(e) => return Err(async_graphql::Error::new(e.to_string())),
                             }
                             // Known now: its anonymous place is free again.
                             if let Ok(mut a) = anonymous.lock() {

@@ -93,6 +93,9 @@ pub struct Context {
     /// The lease token the caller presented (a worker reporting on a claimed run); never
     /// recorded.
     pub lease_token: Option<String>,
+    /// A digest of the client request (its field and arguments) that carried a `requestId`,
+    /// recorded on its events ([`EventMetadata::request_digest`](crate::envelope::EventMetadata)).
+    pub request_digest: Option<String>,
 }
 
 impl Context {
@@ -111,6 +114,7 @@ impl Context {
             user_id: user_id.into(),
             correlation_id: None,
             lease_token: None,
+            request_digest: None,
         }
     }
 
@@ -127,6 +131,7 @@ impl Context {
             user_id: trigger.metadata.user_id.clone(),
             correlation_id: trigger.metadata.correlation_id.clone(),
             lease_token: None,
+            request_digest: None,
         }
     }
 
@@ -147,6 +152,12 @@ impl Context {
     /// The same context with a correlation id.
     pub fn with_correlation(mut self, correlation_id: impl Into<String>) -> Self {
         self.correlation_id = Some(correlation_id.into());
+        self
+    }
+
+    /// The same context for the client request with `digest` (see [`Context::request_digest`]).
+    pub fn with_request_digest(mut self, digest: Option<String>) -> Self {
+        self.request_digest = digest;
         self
     }
 

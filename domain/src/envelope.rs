@@ -117,6 +117,10 @@ pub struct EventMetadata {
     pub actor: Actor,
     /// The owner of the data, for authorization.
     pub user_id: String,
+    /// A digest of the client request that wrote it (its field and arguments), when it carried
+    /// a `requestId`: the id resent with other arguments is refused, not answered as this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
 }
 
 impl EventMetadata {
@@ -134,6 +138,7 @@ impl EventMetadata {
             scope_key: scope_key.into(),
             actor,
             user_id: user_id.into(),
+            request_digest: None,
         }
     }
 
@@ -147,6 +152,7 @@ impl EventMetadata {
             scope_key: self.scope_key.clone(),
             actor,
             user_id: self.user_id.clone(),
+            request_digest: None,
         }
     }
 

@@ -59,6 +59,7 @@ impl Stamper<'_> {
                 scope_key,
                 actor: self.ctx.actor.clone(),
                 user_id: self.ctx.user_id.clone(),
+                request_digest: self.ctx.request_digest.clone(),
             };
             out.push(
                 NewEvent::new(event_id, event.event_type(), event.to_payload(), metadata)

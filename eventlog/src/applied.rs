@@ -12,7 +12,8 @@ use agentlog_domain::context::Context;
 
 use crate::{
     append::{AppendResult, LocatedEvent},
-    error::EventLogError,
+    error::{EventLogError, ValidationError},
+    filter::EventFilter,
     store::EventStore,
 };
 
@@ -21,7 +22,9 @@ use crate::{
 const CHUNK: u32 = 64;
 
 /// The appends an earlier attempt of `ctx`'s command made, one per stream in log order
-/// (each marked `duplicate`), or `None` when no event of that command is in the log.
+/// (each marked `duplicate`), or `None` when no event of that command is in the log. When
+/// `ctx` names its request ([`Context::request_digest`]) and the earlier attempt recorded
+/// another, the command id was reused for a different request: [`ValidationError::RequestReused`].
 ///
 /// Events whose ids come from an idempotency key are not found here; they dedupe themselves
 /// when appended again.
@@ -44,6 +47,17 @@ pub async fn applied_command(
         return Ok(None);
     }
     found.sort_unstable_by_key(|e| e.position);
+    if let (Some(ours), Some(first)) = (ctx.request_digest.as_deref(), found.first()) {
+        // The same requestId for another request (other arguments, another mutation): refused,
+        // never answered with what that one wrote. Events written before digests were
+        // recorded carry none and are taken as the same request.
+        let earlier = store.read_all(first.position - 1, &EventFilter::all(), 1).await?;
+        let digest =
+            earlier.first().filter(|e| e.position == first.position).and_then(|e| e.metadata.request_digest.as_deref());
+        if digest.is_some_and(|theirs| theirs != ours) {
+            return Err(EventLogError::Validation(ValidationError::RequestReused));
+        }
+    }
     let mut order: Vec<String> = Vec::new();
     let mut by_stream: HashMap<String, AppendResult> = HashMap::new();
     for LocatedEvent { position, stream_id, stream_version } in found {

@@ -175,6 +175,10 @@ pub enum ValidationError {
         /// The event.
         event_id: Uuid,
     },
+    /// A client's `requestId` already named a different request (another mutation, or the same
+    /// with other arguments).
+    #[error("requestId was already used for a different request (another mutation or other arguments)")]
+    RequestReused,
     /// The nil UUID is not an event id.
     #[error("event id must not be the nil UUID")]
     NilEventId,

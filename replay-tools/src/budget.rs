@@ -155,10 +155,15 @@ fn add(a: Spend, b: Spend) -> Spend {
 
 impl BudgetLog {
     /// Fold the whole log.
-    pub async fn read(store: &dyn EventStore) -> anyhow::Result<Self> {
+    pub async fn read(store: &dyn EventStore, json: bool) -> anyhow::Result<Self> {
         let mut log = Self::default();
         let mut states: HashMap<String, Budget> = HashMap::new();
+        let head = store.head_position().await.context("reading the log head")?;
+        let bar = output::progress(u64::try_from(head).unwrap_or(0), "budgets", json);
         store::for_each_page(store, 0, None, &EventFilter::all(), async |page| {
+            if let Some(last) = page.last() {
+                bar.set_position(u64::try_from(last.position).unwrap_or(0));
+            }
             for e in &page {
                 let decoding = || format!("decoding {} at position {}", e.event_type, e.position);
                 if let Some((StreamKind::Budget, id)) = StreamKind::parse(&e.stream_id) {
@@ -193,6 +198,7 @@ impl BudgetLog {
             Ok(())
         })
         .await?;
+        bar.finish_and_clear();
         Ok(log)
     }
 
@@ -387,7 +393,7 @@ fn crossings_text(c: &Crossings) -> String {
 /// Run `budget-spend`.
 pub async fn spend(global: &Global, args: &SpendArgs) -> anyhow::Result<ExitCode> {
     let store = store::open(&global.database, store::Access::Read).await?;
-    let log = BudgetLog::read(&*store).await;
+    let log = BudgetLog::read(&*store, global.json).await;
     store.close().await;
     let log = log?;
     let ids = args.budget.clone().map_or_else(|| log.budget_ids(), |id| vec![id]);
@@ -406,7 +412,7 @@ pub async fn spend(global: &Global, args: &SpendArgs) -> anyhow::Result<ExitCode
 /// Run `budget-crossings`.
 pub async fn crossings(global: &Global, args: &CrossingsArgs) -> anyhow::Result<ExitCode> {
     let store = store::open(&global.database, store::Access::Read).await?;
-    let log = BudgetLog::read(&*store).await;
+    let log = BudgetLog::read(&*store, global.json).await;
     store.close().await;
     let Some(c) = log?.crossings(&args.budget) else { anyhow::bail!("no budget {} in the log", args.budget) };
     if global.json {

@@ -131,14 +131,16 @@ pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
         sqlite_wal_autocheckpoint: WAL_AUTOCHECKPOINT,
         ..store::options(store::READ_CONNECTIONS)
     };
-    let store = store::open_with_options(&global.database, Access::Create, options).await?;
-    let head = store.head_position().await.context("reading the log head")?;
-    if head > 0 {
+    // Refused before the log is migrated: a log with events is left as it was.
+    if let Some(head) = store::head_unmigrated(&global.database).await?
+        && head > 0
+    {
         bail!(
             "the log at {} already has events (head {head}); generate fills only an empty log",
             agentlog_eventlog::redact(&global.database)
         );
     }
+    let store = store::open_with_options(&global.database, Access::Create, options).await?;
     let started = Instant::now();
     let config = WorkloadConfig { seed: args.seed, users, min_events: args.events, ..WorkloadConfig::default() };
     // The simulation runs on a thread of its own and hands rounds over in chunks while the log

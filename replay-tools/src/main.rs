@@ -94,9 +94,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // 2: the command could not run (bad input, a database it cannot reach), as distinct
+        // from 1, what a command found (`verify`'s problems).
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }

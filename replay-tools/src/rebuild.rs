@@ -68,12 +68,7 @@ pub struct Applying {
 /// Rebuild `projection` (all when `None`) up to the log's head.
 pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json: bool) -> anyhow::Result<Rebuilt> {
     let all = all_projections();
-    if let Some(name) = projection
-        && !all.iter().any(|p| p.name() == name)
-    {
-        let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
-        bail!("no read model `{name}`; there are: {}", names.join(", "));
-    }
+    known_projection(projection)?;
     let names: Vec<String> =
         all.iter().filter(|p| projection.is_none_or(|n| n == p.name())).map(|p| p.name().to_string()).collect();
     let started = Instant::now();
@@ -120,8 +115,22 @@ pub async fn rebuild(store: Arc<dyn EventStore>, projection: Option<&str>, json:
     Ok(Rebuilt { projections: names, position: reached, millis: started.elapsed().as_millis() as u64, spent })
 }
 
+/// Refuse a read model's name that is none of them, naming them all.
+fn known_projection(projection: Option<&str>) -> anyhow::Result<()> {
+    let all = all_projections();
+    if let Some(name) = projection
+        && !all.iter().any(|p| p.name() == name)
+    {
+        let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+        bail!("no read model `{name}`; there are: {}", names.join(", "));
+    }
+    Ok(())
+}
+
 /// Run `rebuild`.
 pub async fn run(global: &Global, args: &Args) -> anyhow::Result<ExitCode> {
+    // Before the log is opened for writing (which migrates it): a refused name changes nothing.
+    known_projection(args.projection.as_deref())?;
     let store = store::open(&global.database, store::Access::Write).await?;
     let result = rebuild(Arc::clone(&store), args.projection.as_deref(), global.json).await;
     store.close().await;

@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long)]
     pub owner: Option<String>,
     /// Stop the timeline at this position (inclusive).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
     pub at: Option<i64>,
 }
 

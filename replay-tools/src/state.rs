@@ -18,11 +18,12 @@ use crate::{options::Global, output, store};
 /// Arguments of `state`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The stream (`operation-<id>`, `task-<id>`, `conversation-<topicId>`, `brief-<id>`,
-    /// `notification-<userId>`, `cron-<id>`, `group-<id>`, `agent-<id>`, `source-<id>`, `refusal-<id>`).
+    /// The stream: `<kind>@<owner>/<id>` (`operation@alice/op1`, `task@alice/t1`, …), or
+    /// `<kind>-<id>` for one written before ids were per owner; kinds: operation, task,
+    /// conversation, brief, notification, cron, group, agent, source, refusal, budget.
     pub stream_id: String,
     /// Fold only the events at or before this position.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
     pub at: Option<i64>,
 }
 

@@ -70,6 +70,19 @@ pub async fn open_with_options(
     open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))
 }
 
+/// The head of the log at `url` as it is, without migrating it: `None` when there is no log
+/// there yet (no file, no `events` table). For a command that migrates only an empty log.
+pub async fn head_unmigrated(url: &str) -> anyhow::Result<Option<i64>> {
+    if missing_sqlite_file(url).is_some() {
+        return Ok(None);
+    }
+    let options = StoreOptions { migrate: false, ..options(1) };
+    let store = open_store(url, options).await.with_context(|| format!("opening the log at {}", redact(url)))?;
+    let head = store.head_position().await.ok();
+    store.close().await;
+    Ok(head)
+}
+
 /// An error unless the log at `url` has exactly this build's migrations.
 async fn refuse_another_schema(url: &str) -> anyhow::Result<()> {
     let refusal = schema_refusal(url, "agentlog-replay")

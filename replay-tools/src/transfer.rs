@@ -60,10 +60,10 @@ pub struct ExportArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Only events at or after this position.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
     pub from: Option<i64>,
     /// Only events at or before this position.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
     pub to: Option<i64>,
     /// Only events recorded at or after this time (RFC 3339 or YYYY-MM-DD, UTC).
     #[arg(long, value_parser = parse_time)]
@@ -74,7 +74,8 @@ pub struct ExportArgs {
     /// Only these event types (repeatable; `operation.*` for a whole aggregate).
     #[arg(long = "type")]
     pub types: Vec<String>,
-    /// Only these streams (repeatable; a trailing `*` makes it a prefix, e.g. `operation-*`).
+    /// Only these streams (repeatable; a trailing `*` makes it a prefix: `operation@*` every
+    /// run, `task@alice/*` alice's tasks; `operation-*` runs written before ids were per owner).
     #[arg(long = "stream")]
     pub streams: Vec<String>,
 }
@@ -196,14 +197,46 @@ fn write_request(out: &mut dyn Write, spans: Vec<agentlog_otel::Span>, done: &mu
     out.write_all(b"\n").context("writing the export")
 }
 
-/// Run `export`.
+/// Refuse a range that selects nothing by construction, before anything is opened or written.
+fn check_range(args: &ExportArgs) -> anyhow::Result<()> {
+    if let (Some(from), Some(to)) = (args.from, args.to)
+        && from > to
+    {
+        bail!("--from {from} is after --to {to}");
+    }
+    if let (Some(since), Some(until)) = (args.since, args.until)
+        && since >= until
+    {
+        bail!("--since {since} is not before --until {until}");
+    }
+    Ok(())
+}
+
+/// Run `export`. A file given with `-o` is written beside it first and takes its name only
+/// when the export succeeded: a failed export leaves an existing file as it was.
 pub async fn export(global: &Global, args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    check_range(args)?;
     let store = store::open(&global.database, store::Access::Read).await?;
     let result = match &args.output {
-        Some(path) => match File::create(path) {
-            Ok(file) => export_to(&*store, args, &mut BufWriter::new(file), global.json).await,
-            Err(e) => Err(anyhow::Error::new(e).context(format!("creating {}", path.display()))),
-        },
+        Some(path) => {
+            let partial = path.with_file_name(format!(
+                ".{}.partial",
+                path.file_name().map_or("export".into(), |n| n.to_string_lossy())
+            ));
+            let written = match File::create(&partial) {
+                Ok(file) => export_to(&*store, args, &mut BufWriter::new(file), global.json).await,
+                Err(e) => Err(anyhow::Error::new(e).context(format!("creating {}", partial.display()))),
+            };
+            match written {
+                Ok(done) => std::fs::rename(&partial, path)
+                    .with_context(|| format!("moving the export to {}", path.display()))
+                    .map(|()| done),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&partial);
+                    Err(e)
+                }
+            }
+        }
         None => export_to(&*store, args, &mut BufWriter::new(io::stdout().lock()), global.json).await,
     };
     store.close().await;

@@ -15,12 +15,22 @@ pub struct Commands<'a> {
     pub caller: &'a Caller,
     /// Whose ids the caller names (an admin's `ownerId`); `None`: the caller's own.
     owner: Option<String>,
+    /// The client request's digest (its field and arguments), recorded with a `requestId`.
+    request_digest: Option<String>,
 }
 
 impl<'a> Commands<'a> {
     /// Use cases for `caller`.
     pub fn new(state: &'a App, caller: &'a Caller) -> Self {
-        Self { state, caller, owner: None }
+        Self { state, caller, owner: None, request_digest: None }
+    }
+
+    /// The same use cases for the client request with `digest` (its field and arguments): a
+    /// `requestId` it carries names that request alone, and the same id sent again with another
+    /// digest is refused (VALIDATION) instead of answered with the first request's result.
+    pub fn with_request_digest(mut self, digest: Option<String>) -> Self {
+        self.request_digest = digest;
+        self
     }
 
     /// The same use cases naming ids of `owner` (an admin's `ownerId`; `None`: the caller's
@@ -47,7 +57,7 @@ impl<'a> Commands<'a> {
         };
         let mut ctx = Context::new(Utc::now(), command_id, actor, owner);
         if let Some(r) = request_id {
-            ctx = ctx.with_correlation(r);
+            ctx = ctx.with_correlation(r).with_request_digest(self.request_digest.clone());
         }
         Ok(ctx)
     }

@@ -1,5 +1,6 @@
 //! Agents and their config history: the configuration a fleet runs under, and its commands.
 
+use crate::graphql::request::commands;
 use agentlog_domain::agents::{Agent, AgentCommand, RegisterAgent};
 use agentlog_projections::agents::{self, AgentFilter, AgentRow, AgentVersionRow};
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
@@ -7,18 +8,14 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::global_id::{NodeType, global_id};
+use crate::error::{ApiError, GqlResult};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
-use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
 use crate::graphql::request::reads;
 use crate::graphql::wire::check_nested;
 use crate::graphql::wire::decode;
-use crate::{
-    commands::Commands,
-    error::{ApiError, GqlResult},
-};
 
 /// An agent and its current config.
 #[derive(SimpleObject, Clone)]
@@ -203,8 +200,7 @@ async fn agent_command(
     owner_id: Option<&str>,
     command: AgentCommand,
 ) -> GqlResult<AgentPayload> {
-    let out =
-        Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id).command::<Agent>(id, command, None, None).await?;
+    let out = commands(ctx)?.owned_by(owner_id).command::<Agent>(id, command, None, None).await?;
     Ok(AgentPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
@@ -233,9 +229,8 @@ impl AgentsMutation {
             return Err(ApiError::Forbidden("only an admin registers a built-in agent".into()).into());
         }
         let id = register.agent_id.clone();
-        let out = Commands::new(app(ctx), caller(ctx)?)
-            .create::<Agent>(&id, AgentCommand::Register(register), owner_id.as_deref(), None)
-            .await?;
+        let out =
+            commands(ctx)?.create::<Agent>(&id, AgentCommand::Register(register), owner_id.as_deref(), None).await?;
         Ok(AgentPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 

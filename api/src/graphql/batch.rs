@@ -1,16 +1,16 @@
 //! `reportBatch`: a worker's reports on one run in one request (see `commands::batch`).
 
+use crate::graphql::request::commands;
 use agentlog_domain::conversations::ChatMessage;
 use agentlog_domain::operations::{Artifact, OperationCommand, Phase, Plan, StepReport, Todo, ToolCall};
 use agentlog_domain::values::Usage;
 use async_graphql::{Context, InputObject, Json, Object, SimpleObject};
 
-use crate::commands::Commands;
 use crate::commands::batch::BatchItem;
 use crate::error::{ApiError, GqlResult};
 use crate::graphql::operation_inputs::{PhaseInput, ToolCallInput, UsageInput};
 use crate::graphql::operations::Operation;
-use crate::graphql::request::{app, caller};
+use crate::graphql::request::app;
 use crate::graphql::wire::decode;
 
 /// A step of a batch: as `reportStep`'s arguments.
@@ -155,7 +155,7 @@ impl BatchMutation {
                 BatchItem::Operation(_) => None,
             })
             .collect();
-        let out = Commands::new(app(ctx), caller(ctx)?)
+        let out = commands(ctx)?
             .owned_by(owner_id.as_deref())
             .report_batch(&operation_id, lease_token, items, max, request_id.as_deref())
             .await?;

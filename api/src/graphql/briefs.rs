@@ -1,5 +1,6 @@
 //! Briefs: short reports a human reads and acts on (approve, comment, …), and their commands.
 
+use crate::graphql::request::commands;
 use agentlog_domain::briefs::{Brief, BriefCommand, BriefPriority, BriefType, CreateBrief};
 use agentlog_projections::briefs::{self, BriefFilter, BriefRow};
 use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
@@ -7,6 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::global_id::{NodeType, global_id};
 use super::origins::{Origin, origin};
+use crate::error::{ApiError, GqlResult};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::request::app;
@@ -18,10 +20,6 @@ use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
 use crate::graphql::wire::wire;
-use crate::{
-    commands::Commands,
-    error::{ApiError, GqlResult},
-};
 
 /// A brief: a short report a human reads and acts on.
 #[derive(SimpleObject, Clone)]
@@ -207,10 +205,7 @@ async fn brief_command(
     command: BriefCommand,
     request_id: Option<String>,
 ) -> GqlResult<BriefPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?)
-        .owned_by(owner_id)
-        .command::<Brief>(id, command, None, request_id.as_deref())
-        .await?;
+    let out = commands(ctx)?.owned_by(owner_id).command::<Brief>(id, command, None, request_id.as_deref()).await?;
     Ok(BriefPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
@@ -234,7 +229,7 @@ impl BriefsMutation {
         check_nested::<Vec<agentlog_domain::briefs::BriefDocument>>("input", &input.0, "documents")?;
         let create: CreateBrief = decode("input", input)?;
         let id = create.brief_id.clone();
-        let out = Commands::new(app(ctx), caller(ctx)?)
+        let out = commands(ctx)?
             .create::<Brief>(&id, BriefCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
             .await?;
         Ok(BriefPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
@@ -267,7 +262,7 @@ impl BriefsMutation {
         )]
         owner_id: Option<String>,
     ) -> GqlResult<BriefPayload> {
-        let (owner, position) = Commands::new(app(ctx), caller(ctx)?)
+        let (owner, position) = commands(ctx)?
             .owned_by(owner_id.as_deref())
             .resolve_brief(&id, &action, comment, request_id.as_deref())
             .await?;

@@ -1,6 +1,7 @@
 //! Budgets: limits on what a user, an agent, a task, a group or everything (admin) may spend
 //! per day, calendar month or in total, with what was spent in the current period.
 
+use crate::graphql::request::commands;
 use agentlog_domain::budgets::{BudgetSpec, DEFAULT_WARN_PERCENT, Spend};
 use agentlog_projections::budgets::{self, BudgetRow};
 use async_graphql::{ComplexObject, Context, Enum, InputObject, Object, SimpleObject, connection::Connection};
@@ -9,7 +10,7 @@ use chrono::{DateTime, Utc};
 use super::paging::{connection, page_request};
 use super::request::{app, caller, reads};
 use crate::{
-    commands::{Commands, budgets::period_window},
+    commands::budgets::period_window,
     error::{ApiError, GqlResult},
 };
 
@@ -421,8 +422,7 @@ impl BudgetsMutation {
     ) -> GqlResult<BudgetPayload> {
         let spec = input.into_spec()?;
         let id = spec.budget_id.clone();
-        let out =
-            Commands::new(app(ctx), caller(ctx)?).set_budget(spec, owner_id.as_deref(), request_id.as_deref()).await?;
+        let out = commands(ctx)?.set_budget(spec, owner_id.as_deref(), request_id.as_deref()).await?;
         Ok(BudgetPayload { id, owner: out.state.user_id, position: out.position })
     }
 
@@ -437,10 +437,7 @@ impl BudgetsMutation {
         )]
         owner_id: Option<String>,
     ) -> GqlResult<BudgetPayload> {
-        let out = Commands::new(app(ctx), caller(ctx)?)
-            .owned_by(owner_id.as_deref())
-            .remove_budget(&id, request_id.as_deref())
-            .await?;
+        let out = commands(ctx)?.owned_by(owner_id.as_deref()).remove_budget(&id, request_id.as_deref()).await?;
         Ok(BudgetPayload { id, owner: out.state.user_id, position: out.position })
     }
 }

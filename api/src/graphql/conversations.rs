@@ -1,6 +1,7 @@
 //! Conversations: a topic's messages, threads, message groups and its parsed tree (upstream's
 //! `contextTree`, `flatList`, `messageMap`), and the commands that change them.
 
+use crate::graphql::request::commands;
 use agentlog_domain::conversations::{
     ChatMessage, Conversation, ConversationCommand, MessageGroupKind, NewMessageGroup, ThreadKind,
 };
@@ -23,7 +24,6 @@ use crate::graphql::wire::wire;
 
 use super::global_id::{NodeType, global_id};
 use crate::{
-    commands::Commands,
     deltas::DeltaError,
     error::{ApiError, GqlResult},
 };
@@ -311,7 +311,7 @@ async fn run(
     command: ConversationCommand,
     request_id: Option<String>,
 ) -> GqlResult<ConversationPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?)
+    let out = commands(ctx)?
         .owned_by(owner_id)
         .command::<Conversation>(topic_id, command, None, request_id.as_deref())
         .await?;
@@ -338,9 +338,7 @@ impl ConversationsMutation {
         >,
     ) -> GqlResult<ConversationPayload> {
         let command = ConversationCommand::Create { topic_id: topic_id.clone(), title, agent_id, group_id };
-        let out = Commands::new(app(ctx), caller(ctx)?)
-            .create::<Conversation>(&topic_id, command, owner_id.as_deref(), None)
-            .await?;
+        let out = commands(ctx)?.create::<Conversation>(&topic_id, command, owner_id.as_deref(), None).await?;
         Ok(ConversationPayload { id: topic_id.to_string(), owner: out.state.user_id, position: out.position })
     }
 
@@ -364,10 +362,8 @@ impl ConversationsMutation {
     ) -> GqlResult<ConversationPayload> {
         let message: ChatMessage = decode_open("message", message)?;
         let message_id = message.message_id.clone();
-        let (owner, position) = Commands::new(app(ctx), caller(ctx)?)
-            .owned_by(owner_id.as_deref())
-            .append_message(&topic_id, message, lease_token)
-            .await?;
+        let (owner, position) =
+            commands(ctx)?.owned_by(owner_id.as_deref()).append_message(&topic_id, message, lease_token).await?;
         app(ctx).deltas.finish(&owner, &topic_id, &message_id);
         app(ctx).relay.finish(&owner, &topic_id, &message_id);
         Ok(ConversationPayload { id: topic_id.to_string(), owner, position })

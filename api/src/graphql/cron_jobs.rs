@@ -1,5 +1,6 @@
 //! Cron jobs: an agent prompted on a schedule, in a time zone, under conditions.
 
+use crate::graphql::request::commands;
 use agentlog_domain::cron_jobs::{CreateCronJob, CronCommand, CronJob, next_fire_at};
 use agentlog_projections::cron_jobs::{self, CronJobFilter, CronJobRow};
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
@@ -15,7 +16,7 @@ use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::json;
 use crate::{
-    commands::{Commands, check_time_zone},
+    commands::check_time_zone,
     error::{ApiError, GqlResult},
 };
 
@@ -171,8 +172,7 @@ async fn cron_command(
     owner_id: Option<&str>,
     command: CronCommand,
 ) -> GqlResult<CronJobPayload> {
-    let out =
-        Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id).command::<CronJob>(id, command, None, None).await?;
+    let out = commands(ctx)?.owned_by(owner_id).command::<CronJob>(id, command, None, None).await?;
     Ok(CronJobPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
@@ -201,9 +201,7 @@ impl CronJobsMutation {
         let create: CreateCronJob = decode("input", input)?;
         check_time_zone("input.timezone", &create.timezone)?;
         let id = create.job_id.clone();
-        let out = Commands::new(app(ctx), caller(ctx)?)
-            .create::<CronJob>(&id, CronCommand::Create(create), owner_id.as_deref(), None)
-            .await?;
+        let out = commands(ctx)?.create::<CronJob>(&id, CronCommand::Create(create), owner_id.as_deref(), None).await?;
         Ok(CronJobPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 

@@ -1,5 +1,6 @@
 //! Chat groups: a supervisor and its members, their config, and orchestration runs.
 
+use crate::graphql::request::commands;
 use agentlog_domain::groups::{Group, GroupCommand, GroupConfig, GroupMember, MemberRole};
 use agentlog_projections::groups::{self, GroupFilter, GroupMemberRow, GroupRow};
 use async_graphql::{ComplexObject, Context, ID, Json, Object, SimpleObject, connection::Connection};
@@ -7,18 +8,14 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::global_id::{NodeType, global_id};
+use crate::error::{ApiError, GqlResult};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
-use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
 use crate::graphql::request::reads;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
-use crate::{
-    commands::Commands,
-    error::{ApiError, GqlResult},
-};
 
 /// A chat group: a supervisor and members.
 #[derive(SimpleObject, Clone)]
@@ -166,8 +163,7 @@ async fn group_command(
     owner_id: Option<&str>,
     command: GroupCommand,
 ) -> GqlResult<GroupPayload> {
-    let out =
-        Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id).command::<Group>(id, command, None, None).await?;
+    let out = commands(ctx)?.owned_by(owner_id).command::<Group>(id, command, None, None).await?;
     Ok(GroupPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
@@ -197,7 +193,7 @@ impl GroupsMutation {
         )]
         owner_id: Option<String>,
     ) -> GqlResult<GroupPayload> {
-        let commands = Commands::new(app(ctx), caller(ctx)?).owned_by(owner_id.as_deref());
+        let commands = commands(ctx)?.owned_by(owner_id.as_deref());
         let (owner, position) =
             commands.start_group_run(&group_id, &operation_id, instruction, request_id.as_deref()).await?;
         Ok(GroupPayload { id: group_id.to_string(), owner, position })
@@ -219,8 +215,7 @@ impl GroupsMutation {
         let config: GroupConfig = decode("config", config)?;
         let members: Vec<GroupMember> = members.map(|m| decode("members", m)).transpose()?.unwrap_or_default();
         let command = GroupCommand::Create { group_id: id.clone(), title, config, members };
-        let out =
-            Commands::new(app(ctx), caller(ctx)?).create::<Group>(&id, command, owner_id.as_deref(), None).await?;
+        let out = commands(ctx)?.create::<Group>(&id, command, owner_id.as_deref(), None).await?;
         Ok(GroupPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
     }
 

@@ -1,5 +1,6 @@
 //! Notifications: each user's inbox, its unread count, and reading, archiving and purging it.
 
+use crate::graphql::request::commands;
 use agentlog_domain::notifications::{CreateNotification, NotificationCommand, deduped_notification_id};
 use agentlog_projections::notifications::{self, InboxFilter, NotificationRow};
 use async_graphql::{ComplexObject, Context, ID, InputObject, Json, Object, SimpleObject, connection::Connection};
@@ -7,15 +8,11 @@ use chrono::{DateTime, Utc};
 
 use super::global_id::{NodeType, global_id};
 use super::origins::{Origin, origin_at};
+use crate::error::{ApiError, GqlResult};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
-use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::reads;
-use crate::{
-    commands::Commands,
-    error::{ApiError, GqlResult},
-};
 
 /// A notification in a user's inbox.
 #[derive(SimpleObject, Clone)]
@@ -181,7 +178,7 @@ async fn inbox_command(
     user_id: Option<String>,
     command: NotificationCommand,
 ) -> GqlResult<InboxPayload> {
-    let commands = Commands::new(app(ctx), caller(ctx)?);
+    let commands = commands(ctx)?;
     let user = commands.owner_for_new(user_id.as_deref())?;
     let position = commands.notification_command(&user, command).await?;
     let unread_count = notifications::unread_count(reads(ctx), Some(&user)).await?;
@@ -197,7 +194,7 @@ impl NotificationsMutation {
         ctx: &Context<'_>,
         input: CreateNotificationInput,
     ) -> GqlResult<CreateNotificationPayload> {
-        let commands = Commands::new(app(ctx), caller(ctx)?);
+        let commands = commands(ctx)?;
         let user = commands.owner_for_new(input.user_id.as_deref())?;
         let dedupe_key = input.dedupe_key.clone();
         let create = CreateNotification {

@@ -1,5 +1,6 @@
 //! Operation mutations: the worker's and the human's commands on a run, and what they answer.
 
+use crate::graphql::request::request_digest;
 use agentlog_domain::operations::{Artifact, MAX_LEASE_SECS};
 use agentlog_domain::operations::{
     CardAnswer, HitlCard, OperationCommand, OperationError, OperationKind, Phase, Plan, StepReport, Todo, ToolCall,
@@ -68,6 +69,7 @@ async fn run(
 ) -> GqlResult<OperationPayload> {
     let who = caller(ctx)?;
     let out = Commands::new(app(ctx), who)
+        .with_request_digest(request_digest(ctx))
         .owned_by(owner)
         .operation_command(id, command, None, lease_token, request_id.as_deref())
         .await?;
@@ -90,6 +92,7 @@ impl OperationsMutation {
         let who = caller(ctx)?;
         let create = input.into_create()?;
         let out = Commands::new(app(ctx), who)
+            .with_request_digest(request_digest(ctx))
             .start_operation(create, owner_id.as_deref(), None, request_id.as_deref())
             .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
@@ -123,6 +126,7 @@ impl OperationsMutation {
         create.parent_operation_id = Some(parent_operation_id);
         create.kind = OperationKind::Subagent;
         let out = Commands::new(app(ctx), who)
+            .with_request_digest(request_digest(ctx))
             .start_operation(create, Some(&owner), lease_token, request_id.as_deref())
             .await?;
         Ok(OperationPayload { operation: Operation::from(&out.state), position: out.position })
@@ -147,6 +151,7 @@ impl OperationsMutation {
         let lease_secs = lease(lease_secs)?;
         let who = caller(ctx)?;
         let (out, lease) = Commands::new(app(ctx), who)
+            .with_request_digest(request_digest(ctx))
             .owned_by(owner_id.as_deref())
             .claim_operation(&id, worker_id, lease_secs, request_id.as_deref())
             .await?;
@@ -456,6 +461,7 @@ impl OperationsMutation {
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let out = Commands::new(app(ctx), who)
+            .with_request_digest(request_digest(ctx))
             .owned_by(owner_id.as_deref())
             .resume_operation(&id, request_id.as_deref())
             .await?;
@@ -476,6 +482,7 @@ impl OperationsMutation {
     ) -> GqlResult<OperationPayload> {
         let who = caller(ctx)?;
         let out = Commands::new(app(ctx), who)
+            .with_request_digest(request_digest(ctx))
             .owned_by(owner_id.as_deref())
             .cancel_operation(&id, reason, request_id.as_deref())
             .await?;

@@ -1,6 +1,7 @@
 //! Operations: one agent run, and the queries that read it (history, state as of any position).
 //! Its mutations are [`super::operation_mutations`], their inputs [`super::operation_inputs`].
 
+use crate::graphql::request::commands;
 use agentlog_domain::aggregate::DomainEvent;
 use agentlog_domain::operations::OperationEvent;
 use agentlog_domain::operations::{Operation as OperationState, OperationKind};
@@ -17,6 +18,7 @@ use async_graphql::connection::Connection;
 use super::events::Event;
 use super::global_id::{NodeType, global_id};
 use super::operation_inputs::OperationFilterInput;
+use crate::error::{ApiError, GqlResult};
 use crate::graphql::paging::connection;
 use crate::graphql::paging::page_request;
 use crate::graphql::paging::page_size;
@@ -26,10 +28,6 @@ use crate::graphql::request::reads;
 use crate::graphql::wire::from_wire;
 use crate::graphql::wire::json;
 use crate::graphql::wire::wire;
-use crate::{
-    commands::Commands,
-    error::{ApiError, GqlResult},
-};
 
 /// One agent run.
 #[derive(SimpleObject, Clone)]
@@ -534,7 +532,7 @@ impl Operation {
 /// Operation `id` of `owner` (the caller's own when `None`), from its stream, as the caller may
 /// see it (NOT_FOUND otherwise).
 pub(crate) async fn operation_node(ctx: &Context<'_>, owner: Option<&str>, id: &str) -> Result<Operation, ApiError> {
-    let loaded = Commands::new(app(ctx), caller(ctx)?).owned_by(owner).load_operation(id).await?;
+    let loaded = commands(ctx)?.owned_by(owner).load_operation(id).await?;
     // A query's answer is one moment: the run as its children, steps and cards were read.
     let (state, version) = super::request::as_of_request(ctx, loaded, OperationsProjection.name()).await?;
     if version == 0 {

@@ -69,3 +69,27 @@ pub(crate) async fn as_of_request<A: Aggregate>(
     // The stream went past the snapshot: folded up to `at`, a page at a time.
     Ok(fold_stream::<A>(store.as_ref(), &loaded.stream_id, Some(at)).await?)
 }
+
+/// The use cases for the field being resolved, as its caller, with the request's digest
+/// ([`request_digest`]) for a `requestId` it carries.
+pub fn commands<'a>(ctx: &Context<'a>) -> Result<crate::commands::Commands<'a>, ApiError> {
+    Ok(crate::commands::Commands::new(app(ctx), caller(ctx)?).with_request_digest(request_digest(ctx)))
+}
+
+/// A digest of the field being resolved: its name and its arguments but `requestId`, as
+/// canonical JSON (keys sorted), SHA-256, 32 hex digits. Two sends of one request match; the
+/// same `requestId` on another mutation or with other arguments does not.
+pub fn request_digest(ctx: &Context<'_>) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let field = ctx.field();
+    let arguments = field.arguments().ok()?;
+    let mut canonical = serde_json::Map::new();
+    for (name, value) in arguments {
+        if name.as_str() != "requestId" {
+            canonical.insert(name.to_string(), value.into_json().ok()?);
+        }
+    }
+    let text = format!("{}\u{0}{}", field.name(), serde_json::Value::Object(canonical));
+    let digest = Sha256::digest(text.as_bytes());
+    Some(digest.iter().take(16).map(|b| format!("{b:02x}")).collect())
+}

@@ -1,16 +1,12 @@
 //! Sources: what producers (workers, bots, browsers) report happened (the use case is
 //! `commands::sources`).
 
+use crate::graphql::request::commands;
 use async_graphql::{Context, Json, Object, SimpleObject};
 use serde_json::Value;
 
-use crate::graphql::request::app;
-use crate::graphql::request::caller;
 use crate::{
-    commands::{
-        Commands,
-        sources::{SourceReceived, SourceReport},
-    },
+    commands::sources::{SourceReceived, SourceReport},
     error::GqlResult,
 };
 
@@ -46,7 +42,7 @@ impl SourcesMutation {
         scope_key: Option<String>,
         timestamp_ms: i64,
     ) -> GqlResult<SourcePayload> {
-        let commands = Commands::new(app(ctx), caller(ctx)?);
+        let commands = commands(ctx)?;
         let report =
             SourceReport { source_id: source_id.clone(), source_type, payload: payload.0, scope_key, timestamp_ms };
         let received = commands.emit_source(report).await?;

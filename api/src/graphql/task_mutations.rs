@@ -1,5 +1,6 @@
 //! Task mutations: every task command, and what each answers.
 
+use crate::graphql::request::commands;
 use agentlog_domain::tasks::{
     AutomationMode, CommentAuthor, DependencyKind, HeartbeatConfig, PinnedBy, ScheduleConfig, Task, TaskCommand,
     TaskConfig, TaskStatus,
@@ -8,14 +9,13 @@ use agentlog_domain::{envelope::Actor, values::ReviewScore};
 use async_graphql::{ComplexObject, Context, Json, Object, SimpleObject};
 
 use super::tasks::{TaskNode, task_node};
-use crate::graphql::request::app;
 use crate::graphql::request::caller;
 use crate::graphql::request::node_after;
 use crate::graphql::wire::check_nested;
 use crate::graphql::wire::decode;
 use crate::graphql::wire::from_wire;
 use crate::{
-    commands::{Commands, check_time_zone},
+    commands::check_time_zone,
     error::{ApiError, GqlResult},
 };
 
@@ -49,10 +49,7 @@ async fn run(
     actor: Option<Actor>,
     request_id: Option<String>,
 ) -> GqlResult<TaskPayload> {
-    let out = Commands::new(app(ctx), caller(ctx)?)
-        .owned_by(owner_id)
-        .command::<Task>(id, command, actor, request_id.as_deref())
-        .await?;
+    let out = commands(ctx)?.owned_by(owner_id).command::<Task>(id, command, actor, request_id.as_deref()).await?;
     Ok(TaskPayload { id: id.to_string(), owner: out.state.user_id.clone(), position: out.position })
 }
 
@@ -87,7 +84,7 @@ impl TasksMutation {
         let create: agentlog_domain::tasks::CreateTask = decode("input", input)?;
         check_time_zone("input.schedule.timezone", &create.schedule.timezone)?;
         let id = create.task_id.clone();
-        let commands = Commands::new(app(ctx), caller(ctx)?);
+        let commands = commands(ctx)?;
         let out = commands
             .create::<Task>(&id, TaskCommand::Create(create), owner_id.as_deref(), request_id.as_deref())
             .await?;
@@ -217,7 +214,7 @@ impl TasksMutation {
         owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let kind: DependencyKind = from_wire("kind", kind.as_deref().unwrap_or("blocks"))?;
-        let position = Commands::new(app(ctx), caller(ctx)?)
+        let position = commands(ctx)?
             .owned_by(owner_id.as_deref())
             .add_task_dependency(&id, &depends_on_id, kind, request_id.as_deref())
             .await?;
@@ -335,7 +332,7 @@ impl TasksMutation {
         owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
         let report = decode("outcome", outcome)?;
-        let position = Commands::new(app(ctx), caller(ctx)?)
+        let position = commands(ctx)?
             .owned_by(owner_id.as_deref())
             .complete_task_topic(&id, report, request_id.as_deref())
             .await?;
@@ -408,7 +405,7 @@ impl TasksMutation {
         )]
         owner_id: Option<String>,
     ) -> GqlResult<TaskPayload> {
-        let out = Commands::new(app(ctx), caller(ctx)?)
+        let out = commands(ctx)?
             .owned_by(owner_id.as_deref())
             .run_task(&id, &topic_id, &operation_id, request_id.as_deref())
             .await?;

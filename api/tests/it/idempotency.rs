@@ -93,6 +93,24 @@ async fn a_resent_request_gets_the_first_answer(db: Db) {
     )
     .await;
     let lt = claimed["claimOperation"]["lease"]["token"].as_str().unwrap().to_string();
+    // The same requestId names that claim alone: another worker's claim with it, or another
+    // mutation on the run with it, is refused (not answered with w1's lease) and writes nothing.
+    let at = head(&s).await;
+    for (query, what) in [
+        (
+            "mutation { claimOperation(id: \"op1\", workerId: \"w2\", leaseSecs: 3600, requestId: \"claim-1\") { position lease { token } } }",
+            "w2's claim",
+        ),
+        (
+            "mutation($lt: String!) { reportStep(id: \"op1\", leaseToken: $lt, phase: ACTING, requestId: \"claim-1\") { position } }",
+            "a step",
+        ),
+    ] {
+        let reused = s.gql(Some(&alice), query, json!({"lt": lt})).await;
+        assert_eq!(error_code(&reused).as_deref(), Some("VALIDATION"), "{what}: {reused}");
+        assert!(reused.to_string().contains("requestId"), "{what}: {reused}");
+    }
+    assert_eq!(head(&s).await, at, "the refused reuses wrote nothing");
     let sub = json!({"p": "op1", "i": {"operationId": "op1-sub", "kind": "SUBAGENT", "agentId": "a1"}, "r": "spawn-1", "lt": lt});
     twice(
         &s,

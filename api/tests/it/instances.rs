@@ -357,7 +357,44 @@ async fn a_revocation_closes_the_other_instances_websockets(db: Db) {
     }
 }
 
+/// A socket opened with a token in its upgrade request, then revoked (on another instance)
+/// before its `connection_init`, is refused at the init (4401): the token is asked about again
+/// once the socket watches it, not taken from the upgrade's earlier check.
+async fn a_token_revoked_before_connection_init_is_refused(db: Db) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest, http::HeaderValue};
+
+    let a = Server::start(db).await;
+    let b = a.sibling().await;
+    let ann = a.user_token("ann").await;
+    let url = b.base.replace("http://", "ws://") + "/graphql";
+    let mut request = url.into_client_request().expect("request");
+    request.headers_mut().insert("Sec-WebSocket-Protocol", HeaderValue::from_static("graphql-transport-ws"));
+    request.headers_mut().insert("Authorization", HeaderValue::from_str(&format!("Bearer {ann}")).expect("header"));
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.expect("websocket connect");
+    let id = a.data(Some(&ann), "{ tokens { tokenId } }", json!({})).await["tokens"][0]["tokenId"]
+        .as_str()
+        .expect("ann's token")
+        .to_string();
+    let d = a.data(Some(&ann), "mutation($id: String!) { revokeToken(tokenId: $id) }", json!({"id": id})).await;
+    assert_eq!(d["revokeToken"], true);
+    socket.send(Message::text(json!({"type": "connection_init", "payload": {}}).to_string())).await.expect("init");
+    let code = loop {
+        let msg = tokio::time::timeout(Duration::from_secs(20), socket.next()).await.expect("an answer");
+        match msg {
+            Some(Ok(Message::Close(frame))) => break frame.map(|f| u16::from(f.code)),
+            Some(Ok(Message::Text(text))) => {
+                assert!(!text.contains("connection_ack"), "a revoked token's socket was accepted: {text}");
+            }
+            Some(Ok(_)) => {}
+            other => panic!("the socket ended without a close frame: {other:?}"),
+        }
+    };
+    assert_eq!(code, Some(4401));
+}
+
 both!(
+    a_token_revoked_before_connection_init_is_refused as a_token_revoked_before_connection_init_is_refused,
     a_revocation_closes_the_other_instances_websockets as revocation_closes_other_instances_websockets,
     events_wake_the_other_instance as events_wake_the_other_instance,
     two_instances_count_each_step_once as two_instances_count_each_step_once,

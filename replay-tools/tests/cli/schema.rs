@@ -69,6 +69,31 @@ async fn reading_never_migrates(f: Fixture) {
     assert_eq!(schema(&f.log.raw).await, before, "a reading command changed the schema");
     assert!(!std::path::Path::new(&out).exists(), "export wrote a file");
 
+    // Commands that write refuse bad input before they migrate: the schema stays as it was.
+    for args in [&["rebuild", "--projection", "nope"][..], &["generate", "--events", "100"][..]] {
+        let r = replay(&f.url, args);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(schema(&f.log.raw).await, before, "{args:?} migrated before refusing");
+    }
+    // Arguments that select nothing, refused before anything is opened or written: an existing
+    // output file is left as it was.
+    std::fs::write(&out, "kept\n").expect("an existing file");
+    for args in [
+        &["export", "-o", &out, "--from", "10", "--to", "5"][..],
+        &["export", "-o", &out, "--since", "2026-11-02", "--until", "2026-11-01"][..],
+        &["export", "-o", &out, "--from", "-1"][..],
+        &["state", "operation-op-1", "--at", "-1"][..],
+        &["run", "op-1", "--at", "-1"][..],
+    ] {
+        let r = replay(&f.url, args);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&r.stderr));
+    }
+    assert_eq!(std::fs::read_to_string(&out).expect("the file"), "kept\n", "a refused export kept the file");
+    // `verify` that cannot run (no log there) exits 2, apart from the 1 of problems found.
+    let missing = replay("sqlite:/nonexistent-agentlog-dir/x.db", &["verify"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", String::from_utf8_lossy(&missing.stderr));
+    let _ = std::fs::remove_file(&out);
+
     // `rebuild` writes: it migrates, and the readers read again.
     json_ok(&replay(&f.url, &["--json", "rebuild"]));
     let after = schema(&f.log.raw).await;
