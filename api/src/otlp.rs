@@ -4,8 +4,8 @@
 //! A log follower with a checkpoint (`reactor_checkpoints`, name [`NAME`]): it reads the ends of
 //! runs after its checkpoint, a page at a time, builds each run's spans from the run's stream (a
 //! page of the stream at a time), and sends them in requests of at most
-//! [`OtlpConfig::max_request_bytes`]. The checkpoint moves past a run once every span of it was
-//! taken (or refused as data, below), so a collector outage loses nothing (sent again, with
+//! [`OtlpConfig::max_request_bytes`]. The checkpoint moves past a run as soon as every span of it
+//! was taken (or refused as data, below), saved after the request that completed it, so a collector outage loses nothing (sent again, with
 //! backoff, until accepted) and a restart sends nothing twice but the request in flight, whose
 //! span ids derive from agentlog's ids, so a collector can drop the repeat.
 //!
@@ -234,13 +234,7 @@ async fn export_page(
     match out.send_page().await {
         Ok(true) => {}
         Ok(false) => return Ok(false),
-        Err(e) => {
-            // Keep what was taken: the runs sent whole are not sent again.
-            if let Some(sent) = out.sent.filter(|&at| at > from) {
-                checkpoint::save(&state.db, NAME, sent).await?;
-            }
-            return Err(e);
-        }
+        Err(e) => return Err(e),
     }
     let reached = if complete { last.max(head_seen) } else { last };
     checkpoint::save(&state.db, NAME, reached).await?;
@@ -333,6 +327,13 @@ impl Outbox<'_> {
                     }
                 },
             }
+        }
+        if self.gathered > self.sent
+            && let Some(at) = self.gathered
+        {
+            // Saved at once (forward only), lease or not: what a collector took is never sent
+            // again by the instance that takes over.
+            checkpoint::save(&self.state.db, NAME, at).await?;
         }
         self.sent = self.gathered;
         Ok(true)

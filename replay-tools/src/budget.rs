@@ -37,6 +37,9 @@ pub struct SpendArgs {
     /// Only this budget (default: every budget in the log).
     #[arg(long)]
     pub budget: Option<String>,
+    /// The user whose budget `--budget` is, when several users hold one with that id.
+    #[arg(long)]
+    pub owner: Option<String>,
 }
 
 /// Arguments of `budget-crossings`.
@@ -44,6 +47,9 @@ pub struct SpendArgs {
 pub struct CrossingsArgs {
     /// The budget.
     pub budget: String,
+    /// The user whose budget it is, when several users hold one with that id.
+    #[arg(long)]
+    pub owner: Option<String>,
 }
 
 /// A step's usage, where it is in the log.
@@ -62,6 +68,7 @@ struct StepFact {
 /// LIMIT refusals.
 #[derive(Debug, Default)]
 pub struct BudgetLog {
+    /// Each budget by its stream (ids are per owner): its spec and its owner.
     budgets: BTreeMap<String, (BudgetSpec, String)>,
     /// Each run by its stream.
     runs: HashMap<String, Operation>,
@@ -75,6 +82,8 @@ pub struct BudgetLog {
 pub struct PeriodSpend {
     /// The budget.
     pub budget_id: String,
+    /// Its owner.
+    pub owner: String,
     /// The period's first instant (a total budget: the day's).
     pub start: Option<DateTime<Utc>>,
     /// Spent in it.
@@ -137,6 +146,8 @@ pub struct RefusalRow {
 pub struct Crossings {
     /// The budget.
     pub budget_id: String,
+    /// Its owner.
+    pub owner: String,
     /// The crossings, in log order.
     pub crossings: Vec<Crossing>,
     /// The refusals that followed, in log order.
@@ -166,13 +177,13 @@ impl BudgetLog {
             }
             for e in &page {
                 let decoding = || format!("decoding {} at position {}", e.event_type, e.position);
-                if let Some((StreamKind::Budget, id)) = StreamKind::parse(&e.stream_id) {
+                if let Some((StreamKind::Budget, _)) = StreamKind::parse(&e.stream_id) {
                     let typed =
                         BudgetEvent::decode(&e.event_type, e.schema_version, &e.payload).with_context(decoding)?;
-                    // Folded per stream (budget ids are per owner), named by the client's id.
+                    // Folded and kept per stream: budget ids are per owner.
                     let state = states.remove(&e.stream_id).unwrap_or_default().evolve(&typed);
                     if let Some(spec) = &state.spec {
-                        log.budgets.insert(id.to_string(), (spec.clone(), state.user_id.clone()));
+                        log.budgets.insert(e.stream_id.clone(), (spec.clone(), state.user_id.clone()));
                     }
                     states.insert(e.stream_id.clone(), state);
                 } else if let Some((StreamKind::Operation, id)) = StreamKind::parse(&e.stream_id) {
@@ -231,7 +242,7 @@ impl BudgetLog {
 
     /// Spend per period of `budget_id` (a total budget: per day, with the running total).
     pub fn spend(&self, budget_id: &str) -> Vec<PeriodSpend> {
-        let Some((spec, _)) = self.budgets.get(budget_id) else { return Vec::new() };
+        let Some((spec, owner)) = self.budgets.get(budget_id) else { return Vec::new() };
         let mut days = spec.clone();
         days.period = BudgetPeriod::Day;
         let total = spec.period == BudgetPeriod::Total;
@@ -249,7 +260,8 @@ impl BudgetLog {
                 running = add(running, spent);
                 let counted = if total { running } else { spent };
                 PeriodSpend {
-                    budget_id: budget_id.to_string(),
+                    budget_id: spec.budget_id.clone(),
+                    owner: owner.clone(),
                     start,
                     spent,
                     counted,
@@ -299,11 +311,15 @@ impl BudgetLog {
                 }
             }
         }
-        let named = format!("budget {budget_id} ");
+        let (spec, owner) = self.budgets.get(budget_id)?;
+        let named = format!("budget {} ", spec.budget_id);
+        // A global budget refuses every user's runs; another its owner's only.
+        let global = spec.scope == BudgetScopeKind::Global;
         let refusals = self
             .refusals
             .iter()
             .filter(|r| first_limit.is_some_and(|p| r.position > p))
+            .filter(|r| global || r.metadata.user_id == *owner)
             .filter(|r| r.payload["message"].as_str().is_some_and(|m| m.starts_with(&named)))
             .map(|r| RefusalRow {
                 position: r.position,
@@ -314,10 +330,25 @@ impl BudgetLog {
                 chain_id: r.metadata.chain.chain_id.clone(),
             })
             .collect();
-        Some(Crossings { budget_id: budget_id.to_string(), crossings, refusals })
+        Some(Crossings { budget_id: spec.budget_id.clone(), owner: owner.clone(), crossings, refusals })
     }
 
-    /// The budgets in the log, by id.
+    /// The budget named `id` (of `owner`, when given): its key here, or why there is none or
+    /// several.
+    pub fn resolve(&self, id: &str, owner: Option<&str>) -> anyhow::Result<String> {
+        let mut found = self
+            .budgets
+            .iter()
+            .filter(|(_, (spec, held_by))| spec.budget_id == id && owner.is_none_or(|o| o == held_by))
+            .map(|(key, _)| key.clone());
+        match (found.next(), found.next()) {
+            (Some(key), None) => Ok(key),
+            (Some(_), Some(_)) => anyhow::bail!("several users hold a budget {id}: name its owner with --owner"),
+            (None, _) => anyhow::bail!("no budget {id} in the log"),
+        }
+    }
+
+    /// The budgets in the log, by their streams.
     pub fn budget_ids(&self) -> Vec<String> {
         self.budgets.keys().cloned().collect()
     }
@@ -335,7 +366,7 @@ fn of(used: u64, limit: Option<u64>) -> String {
 }
 
 fn spend_table(rows: &[PeriodSpend]) -> String {
-    let mut t = Table::new(["BUDGET", "PERIOD", "COST", "TOKENS", "COUNTED COST", "COUNTED TOKENS", "STATE"]);
+    let mut t = Table::new(["BUDGET", "OWNER", "PERIOD", "COST", "TOKENS", "COUNTED COST", "COUNTED TOKENS", "STATE"]);
     for r in rows {
         let state = if r.reached {
             "limit reached"
@@ -346,6 +377,7 @@ fn spend_table(rows: &[PeriodSpend]) -> String {
         };
         t.row([
             r.budget_id.clone(),
+            r.owner.clone(),
             period(r.start),
             r.spent.cost_micros.to_string(),
             r.spent.tokens.to_string(),
@@ -396,10 +428,10 @@ pub async fn spend(global: &Global, args: &SpendArgs) -> anyhow::Result<ExitCode
     let log = BudgetLog::read(&*store, global.json).await;
     store.close().await;
     let log = log?;
-    let ids = args.budget.clone().map_or_else(|| log.budget_ids(), |id| vec![id]);
-    if let Some(missing) = ids.iter().find(|id| !log.budgets.contains_key(*id)) {
-        anyhow::bail!("no budget {missing} in the log");
-    }
+    let ids = match &args.budget {
+        Some(id) => vec![log.resolve(id, args.owner.as_deref())?],
+        None => log.budget_ids(),
+    };
     let rows: Vec<PeriodSpend> = ids.iter().flat_map(|id| log.spend(id)).collect();
     if global.json {
         output::print_json(&rows)?;
@@ -414,7 +446,9 @@ pub async fn crossings(global: &Global, args: &CrossingsArgs) -> anyhow::Result<
     let store = store::open(&global.database, store::Access::Read).await?;
     let log = BudgetLog::read(&*store, global.json).await;
     store.close().await;
-    let Some(c) = log?.crossings(&args.budget) else { anyhow::bail!("no budget {} in the log", args.budget) };
+    let log = log?;
+    let key = log.resolve(&args.budget, args.owner.as_deref())?;
+    let Some(c) = log.crossings(&key) else { anyhow::bail!("no budget {} in the log", args.budget) };
     if global.json {
         output::print_json(&c)?;
     } else {

@@ -156,6 +156,33 @@ async fn budget_reports(f: Fixture) {
     }
     let v = json_ok(&replay(&f.url, &["--json", "run", "ledger-r3"]));
     assert_eq!(v["entries"][0]["event"]["streamId"], format!("operation@{OWNER}/ledger-r3"), "one owner: found");
+
+    // Budget ids are per owner too: another user's `ledger` is listed beside the owner's, and
+    // naming the id alone is refused until its owner is named.
+    let theirs = BudgetSpec::user("ledger", "someone-else", Some(7), None);
+    let set = BudgetCommand::Set { spec: theirs, scope_owner: Some("someone-else".into()) };
+    h.execute_of::<Budget>(
+        "someone-else",
+        "ledger",
+        &set,
+        &owned_ctx("someone-else", at("2031-05-01T08:30:00Z"), Actor::user("someone-else")),
+    )
+    .await
+    .expect("their budget");
+    let every = json_ok(&replay(&f.url, &["--json", "budget-spend"]));
+    let owners: std::collections::BTreeSet<&str> =
+        every.as_array().into_iter().flatten().filter_map(|r| r["owner"].as_str()).collect();
+    assert_eq!(owners, [OWNER, "someone-else"].into_iter().collect(), "{every}");
+    for args in [&["budget-spend", "--budget", "ledger"][..], &["budget-crossings", "ledger"][..]] {
+        let out = replay(&f.url, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--owner"), "{args:?} says what to do");
+    }
+    let mine = json_ok(&replay(&f.url, &["--json", "budget-spend", "--budget", "ledger", "--owner", OWNER]));
+    assert_eq!(mine, spend, "the owner's budget, as before");
+    let c = json_ok(&replay(&f.url, &["--json", "budget-crossings", "ledger", "--owner", OWNER]));
+    assert_eq!(c["crossings"].as_array().map(Vec::len), Some(2), "{c}");
+    assert_eq!(c["owner"], OWNER, "{c}");
 }
 
 crate::both!(budget_reports as budget_reports);
