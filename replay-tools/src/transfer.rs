@@ -7,7 +7,8 @@
 //! `import` and `copy` go through the log's `import`: event ids, stream versions and recording
 //! times are kept, and positions too when the target has not used them (always, for a copy into
 //! an empty log); events already present are skipped, so re-running either is a no-op and an
-//! interrupted one can simply be run again. A batch is atomic. The target's read models are not
+//! interrupted one can simply be run again. A batch is atomic; `import` checks every line before
+//! it writes the first. The target's read models are not
 //! touched: the server catches them up at its next start (or run `rebuild`).
 
 use std::{
@@ -355,19 +356,58 @@ async fn import_from(
     Ok(done)
 }
 
-/// Run `import`.
+/// Check that every line of `input` is an exported event (or blank), copying the lines to
+/// `spool` when given; the lines' bytes. A bad line is named by its number.
+fn check_lines(input: impl BufRead, mut spool: Option<&mut dyn Write>) -> anyhow::Result<u64> {
+    let mut bytes = 0u64;
+    for (i, line) in input.lines().enumerate() {
+        let line = line.with_context(|| format!("reading line {}", i + 1))?;
+        bytes += line.len() as u64 + 1;
+        if !line.trim().is_empty() {
+            serde_json::from_str::<RecordedEvent>(&line)
+                .with_context(|| format!("line {} is not an exported event; nothing was imported", i + 1))?;
+        }
+        if let Some(out) = spool.as_mut() {
+            out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).context("spooling the input")?;
+        }
+    }
+    Ok(bytes)
+}
+
+/// Run `import`. Every line is read and checked before the log is opened (created, migrated):
+/// a bad line anywhere writes nothing. Standard input is spooled to a temporary file for that.
 pub async fn import(global: &Global, args: &ImportArgs) -> anyhow::Result<ExitCode> {
-    let (input, len): (Box<dyn BufRead>, Option<u64>) = match &args.input {
+    let spooled = std::env::temp_dir().join(format!("agentlog-import-{}.ndjson", uuid::Uuid::now_v7().simple()));
+    let path = match &args.input {
         Some(path) if path.as_os_str() != "-" => {
             let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-            let len = file.metadata().ok().map(|m| m.len());
-            (Box::new(BufReader::new(file)), len)
+            check_lines(BufReader::new(file), None)?;
+            path.clone()
         }
-        _ => (Box::new(BufReader::new(io::stdin().lock())), None),
+        _ => {
+            let checked =
+                File::create(&spooled).with_context(|| format!("creating {}", spooled.display())).and_then(|file| {
+                    let mut out = BufWriter::new(file);
+                    check_lines(BufReader::new(io::stdin().lock()), Some(&mut out))?;
+                    out.flush().context("spooling the input")
+                });
+            if let Err(e) = checked {
+                let _ = std::fs::remove_file(&spooled);
+                return Err(e);
+            }
+            spooled.clone()
+        }
     };
-    let store = store::open(&global.database, store::Access::Create).await?;
-    let result = import_from(&*store, input, len, global.json).await;
-    store.close().await;
+    let result = async {
+        let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let len = file.metadata().ok().map(|m| m.len());
+        let store = store::open(&global.database, store::Access::Create).await?;
+        let result = import_from(&*store, Box::new(BufReader::new(file)), len, global.json).await;
+        store.close().await;
+        result
+    }
+    .await;
+    let _ = std::fs::remove_file(&spooled);
     result?.print(global.json)?;
     Ok(ExitCode::SUCCESS)
 }

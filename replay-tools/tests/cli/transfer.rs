@@ -85,6 +85,17 @@ async fn export_import_round_trip(f: Fixture) {
     std::fs::write(&file, "{\"not\": \"an event\"}\n").unwrap();
     let out = replay(&target.url(), &["import", "-i", path]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    // Every line is checked before anything is written: good events before a bad line are not
+    // imported, and a log that did not exist is not created.
+    let mut lines: String = original.iter().map(|e| serde_json::to_string(e).unwrap() + "\n").collect();
+    lines.push_str("garbage\n");
+    std::fs::write(&file, &lines).unwrap();
+    let fresh = std::env::temp_dir().join(format!("agentlog-import-{}.db", uuid::Uuid::now_v7().simple()));
+    let out = replay(&format!("sqlite:{}", fresh.display()), &["import", "-i", path]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("line {}", original.len() + 1)), "{stderr}");
+    assert!(!fresh.exists(), "a refused import created the log");
     let _ = std::fs::remove_file(&file);
 }
 
