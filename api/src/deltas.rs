@@ -48,6 +48,9 @@ pub enum DeltaError {
     /// Too large.
     #[error("{0}")]
     Limit(String),
+    /// The message was appended already: its stream is over.
+    #[error("message {0} was appended already; its deltas are over")]
+    Finished(String),
 }
 
 struct Partial {
@@ -62,6 +65,10 @@ struct Inner {
     partials: HashMap<(String, String, String), Partial>,
     /// By (owner, topic).
     topics: HashMap<(String, String), broadcast::Sender<MessageDelta>>,
+    /// Messages appended in the last [`IDLE`], by (owner, topic, message): a delta that arrives
+    /// after its message's `finish` (from another instance, whose relay is not ordered with
+    /// this one's) starts no partial of a stored message.
+    finished: HashMap<(String, String, String), Instant>,
 }
 
 /// The live relay of partial content, per server process.
@@ -95,6 +102,10 @@ impl DeltaHub {
         let key = (owner.to_string(), topic_id.to_string(), message_id.to_string());
         if !inner.partials.contains_key(&key) {
             inner.partials.retain(|_, p| now.duration_since(p.touched) < IDLE);
+            inner.finished.retain(|_, at| now.duration_since(*at) < IDLE);
+            if inner.finished.contains_key(&key) {
+                return Err(DeltaError::Finished(message_id.to_string()));
+            }
             if inner.partials.values().filter(|p| p.owner == owner).count() >= max_per_owner {
                 return Err(DeltaError::Limit(format!(
                     "you stream {max_per_owner} messages already, the most one user may; append one first"
@@ -133,7 +144,11 @@ impl DeltaHub {
     /// The message was appended to `owner`'s topic: drop its partial and tell subscribers.
     pub fn finish(&self, owner: &str, topic_id: &str, message_id: &str) {
         let mut inner = self.lock();
-        let removed = inner.partials.remove(&(owner.to_string(), topic_id.to_string(), message_id.to_string()));
+        let key = (owner.to_string(), topic_id.to_string(), message_id.to_string());
+        let removed = inner.partials.remove(&key);
+        let now = Instant::now();
+        inner.finished.retain(|_, at| now.duration_since(*at) < IDLE);
+        inner.finished.insert(key, now);
         if let (Some(p), Some(tx)) = (removed, inner.topics.get(&(owner.to_string(), topic_id.to_string()))) {
             let _ = tx.send(MessageDelta {
                 topic_id: topic_id.to_string(),
@@ -149,10 +164,12 @@ impl DeltaHub {
     /// Snapshots of every message of `owner`'s topic `topic_id` being written now.
     pub fn snapshots(&self, owner: &str, topic_id: &str) -> Vec<MessageDelta> {
         let inner = self.lock();
+        let now = Instant::now();
         let mut out: Vec<MessageDelta> = inner
             .partials
             .iter()
-            .filter(|((o, t, _), _)| o == owner && t == topic_id)
+            // A partial idle past IDLE is its worker's leftover, not a message being written.
+            .filter(|((o, t, _), p)| o == owner && t == topic_id && now.duration_since(p.touched) < IDLE)
             .map(|((_, t, m), p)| MessageDelta {
                 topic_id: t.clone(),
                 message_id: m.clone(),
@@ -176,5 +193,23 @@ impl DeltaHub {
             .entry((owner.to_string(), topic_id.to_string()))
             .or_insert_with(|| broadcast::channel(CHANNEL).0)
             .subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_appended_message_takes_no_more_deltas() {
+        let hub = DeltaHub::default();
+        assert_eq!(hub.publish("u", "t", "m1", "Hel", 10), Ok(3));
+        hub.finish("u", "t", "m1");
+        assert!(matches!(hub.publish("u", "t", "m1", "late", 10), Err(DeltaError::Finished(_))));
+        assert!(hub.snapshots("u", "t").is_empty(), "no partial of a stored message");
+        // A `done` that comes first (from another instance) holds off the message's deltas too.
+        hub.finish("u", "t", "m2");
+        assert!(matches!(hub.publish("u", "t", "m2", "x", 10), Err(DeltaError::Finished(_))));
+        assert_eq!(hub.publish("u", "t", "m3", "x", 1), Ok(1), "finished messages take no stream place");
     }
 }

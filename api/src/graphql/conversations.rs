@@ -371,7 +371,8 @@ impl ConversationsMutation {
 
     /// Relay a piece of a message being written to the topic's `messageDeltas` subscribers.
     /// Nothing is stored: append the finished message with `appendMessage`. Answers the bytes
-    /// streamed so far. With PostgreSQL it reaches the subscribers of every server instance on
+    /// streamed so far. A message appended in the last 10 minutes takes no more deltas
+    /// (VALIDATION), on any instance. With PostgreSQL it reaches the subscribers of every server instance on
     /// the database; with SQLite, those of the process that received it.
     async fn publish_message_delta(
         &self,
@@ -391,6 +392,7 @@ impl ConversationsMutation {
         let length =
             app.deltas.publish(&conversation.user_id, &topic_id, &message_id, &delta, max).map_err(|e| match e {
                 DeltaError::Limit(m) => ApiError::Limit(m),
+                DeltaError::Finished(_) => ApiError::validation("messageId", e.to_string()),
             })?;
         app.relay.publish(&conversation.user_id, &topic_id, &message_id, &delta);
         Ok(length)

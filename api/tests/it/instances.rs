@@ -277,6 +277,28 @@ async fn deltas_cross_instances_on_postgres(db: Db) {
     // Either way the stored message is everyone's.
     let d = b.data(Some(&token), "{ conversation(topicId: \"c1\") { flatList } }", json!({})).await;
     assert_eq!(d["conversation"]["flatList"][0]["content"], json!(format!("Hello {big}")), "{d}");
+    // A message appended is done streaming: a delta for it is refused where it was appended,
+    // and one that reaches another instance after the `done` (relays of two instances are not
+    // ordered with each other) starts no partial there: a subscriber joining sees no snapshot.
+    let late = a.gql(Some(&token), publish, json!({"d": "late"})).await;
+    assert_eq!(crate::support::error_code(&late).as_deref(), Some("VALIDATION"), "{late}");
+    if relayed {
+        let owner = a.data(Some(&token), "{ viewer { userId } }", json!({})).await["viewer"]["userId"].clone();
+        let payload = json!({"i": "elsewhere", "n": 0, "t": "c1", "m": "m1", "o": owner, "d": "late"}).to_string();
+        let store = open_store(&a.db.url(), StoreOptions::default()).await.expect("open the log");
+        ReadDb::from(store.database())
+            .execute("SELECT pg_notify('agentlog_deltas', $1)", &[payload.into()])
+            .await
+            .expect("notify");
+        store.close().await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut joining = Ws::connect(&b, &token, "graphql-transport-ws").await;
+        joining
+            .subscribe("j", "subscription { messageDeltas(topicId: \"c1\") { messageId snapshot } }", json!({}))
+            .await;
+        let waited = tokio::time::timeout(Duration::from_secs(1), joining.next_json()).await;
+        assert!(waited.is_err(), "no partial of the stored message: {waited:?}");
+    }
 }
 
 /// The other instances' poll in `events_wake_the_other_instance`: far longer than any wait below.
