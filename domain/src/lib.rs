@@ -32,6 +32,7 @@ pub mod error;
 pub mod events;
 pub mod groups;
 pub mod ids;
+pub mod known_keys;
 pub mod notifications;
 pub mod operations;
 pub mod refusals;

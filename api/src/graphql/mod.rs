@@ -19,7 +19,6 @@ pub mod events;
 pub mod global_id;
 pub mod groups;
 pub mod hooks;
-mod known_keys;
 pub mod message_deltas;
 pub mod node;
 pub mod notifications;

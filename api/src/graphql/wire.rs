@@ -24,7 +24,7 @@ pub fn from_wire<T: DeserializeOwned>(field: &str, name: &str) -> Result<T, ApiE
 /// Decode a `JSON` argument into a domain type, or VALIDATION naming the field; a key the type
 /// does not read (a misspelling) is refused too, naming it (`known_keys`).
 pub fn decode<T: DeserializeOwned>(field: &str, value: Json<serde_json::Value>) -> Result<T, ApiError> {
-    super::known_keys::check::<T>(field, &value.0)?;
+    check_keys::<T>(field, &value.0)?;
     decode_open(field, value)
 }
 
@@ -37,7 +37,16 @@ pub fn decode_open<T: DeserializeOwned>(field: &str, value: Json<serde_json::Val
 /// Refuse a key of `value[key]` (when present) that `T` does not read, naming `field.key.…`.
 pub fn check_nested<T: DeserializeOwned>(field: &str, value: &serde_json::Value, key: &str) -> Result<(), ApiError> {
     match value.get(key) {
-        Some(inner) => super::known_keys::check::<T>(&format!("{field}.{key}"), inner),
+        Some(inner) => check_keys::<T>(&format!("{field}.{key}"), inner),
+        None => Ok(()),
+    }
+}
+
+/// VALIDATION naming `field.key` for a key of `value` that `T` does not read
+/// (`agentlog_domain::known_keys`: serde's derive tells a probe a struct's field names).
+fn check_keys<T: DeserializeOwned>(field: &str, value: &serde_json::Value) -> Result<(), ApiError> {
+    match agentlog_domain::known_keys::unknown_key::<T>(value) {
+        Some(unknown) => Err(ApiError::validation(format!("{field}.{}", unknown.key), unknown.to_string())),
         None => Ok(()),
     }
 }

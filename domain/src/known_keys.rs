@@ -1,7 +1,7 @@
-//! The keys a domain type reads, asked of the type itself: serde's derive hands a struct's field
+//! The keys a type reads, asked of the type itself: serde's derive hands a struct's field
 //! names to `Deserializer::deserialize_struct`, so a deserializer that answers nothing but
 //! records them (`Probe`) learns them without a value. A `JSON` argument's key outside them is a
-//! misspelling or a field that does not exist, and is refused instead of silently dropped.
+//! misspelling or a field that does not exist: the server refuses it instead of dropping it.
 //!
 //! Only plain structs name their fields this way. A struct with a flattened field, a map or an
 //! enum asks for a map or anything (`deserialize_map`, `deserialize_any`): its keys are not
@@ -12,27 +12,34 @@ use std::fmt;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::error::ApiError;
+/// A key of a value that its type does not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// The key.
+    pub key: String,
+    /// The keys the type reads.
+    pub known: &'static [&'static str],
+}
 
-/// Refuse, with VALIDATION naming `field.key`, any key of `value` that `T` does not read:
-/// `value` an object, or an array of objects (`T` a list); anything else, and a `T` whose keys
-/// are not known ([`fields_of`]), passes.
-pub fn check<T: DeserializeOwned>(field: &str, value: &Value) -> Result<(), ApiError> {
-    let Some(known) = fields_of::<T>() else { return Ok(()) };
+impl std::fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown field `{}`, expected one of: {}", self.key, self.known.join(", "))
+    }
+}
+
+/// The first key of `value` that `T` does not read: `value` an object, or an array of objects
+/// (`T` a list); anything else, and a `T` whose keys are not known ([`fields_of`]), has none.
+pub fn unknown_key<T: DeserializeOwned>(value: &Value) -> Option<UnknownKey> {
+    let known = fields_of::<T>()?;
     let objects: Vec<&serde_json::Map<String, Value>> = match value {
         Value::Object(o) => vec![o],
         Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
-        _ => return Ok(()),
+        _ => return None,
     };
-    for object in objects {
-        if let Some(key) = object.keys().find(|k| !known.contains(&k.as_str())) {
-            return Err(ApiError::validation(
-                format!("{field}.{key}"),
-                format!("unknown field `{key}`, expected one of: {}", known.join(", ")),
-            ));
-        }
-    }
-    Ok(())
+    objects
+        .into_iter()
+        .find_map(|object| object.keys().find(|k| !known.contains(&k.as_str())))
+        .map(|key| UnknownKey { key: key.clone(), known })
 }
 
 /// The field names `T` reads when it is a plain struct, or a list or option of one.
@@ -92,7 +99,11 @@ impl<'de> Deserializer<'de> for Probe {
         visitor.visit_seq(OneElement)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _: &'static str, visitor: V) -> Result<V::Value, Probed> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Probed> {
         visitor.visit_newtype_struct(Probe)
     }
 
@@ -108,7 +119,10 @@ struct OneElement;
 impl<'de> SeqAccess<'de> for OneElement {
     type Error = Probed;
 
-    fn next_element_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, Probed> {
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, Probed> {
         seed.deserialize(Probe).map(Some)
     }
 }
@@ -147,12 +161,18 @@ mod tests {
     }
 
     #[test]
-    fn a_key_the_type_does_not_read_is_refused_by_name() {
-        assert!(check::<Plain>("input", &json!({"taskId": "t", "maxTopics": 2})).is_ok());
-        let e = check::<Plain>("input", &json!({"taskId": "t", "maxTopic": 2})).expect_err("a misspelling");
-        assert!(e.to_string().contains("input.maxTopic"), "{e}");
-        assert!(check::<Vec<Plain>>("items", &json!([{"taskId": "t"}, {"task": "u"}])).is_err());
-        assert!(check::<Flattened>("input", &json!({"anything": 1})).is_ok(), "not known: not checked");
-        assert!(check::<Plain>("input", &json!("text")).is_ok(), "not an object: left to serde");
+    fn a_key_the_type_does_not_read_is_named() {
+        assert_eq!(unknown_key::<Plain>(&json!({"taskId": "t", "maxTopics": 2})), None);
+        let e =
+            unknown_key::<Plain>(&json!({"taskId": "t", "maxTopic": 2})).expect("a misspelling");
+        assert_eq!(e.key, "maxTopic");
+        assert!(e.to_string().contains("taskId, maxTopics"), "{e}");
+        assert!(unknown_key::<Vec<Plain>>(&json!([{"taskId": "t"}, {"task": "u"}])).is_some());
+        assert_eq!(
+            unknown_key::<Flattened>(&json!({"anything": 1})),
+            None,
+            "not known: not checked"
+        );
+        assert_eq!(unknown_key::<Plain>(&json!("text")), None, "not an object: left to serde");
     }
 }
