@@ -213,13 +213,19 @@ fn check_range(args: &ExportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Run `export`. A file given with `-o` is written beside it first and takes its name only
-/// when the export succeeded: a failed export leaves an existing file as it was.
+/// Run `export`. A regular file given with `-o` is written beside it first and takes its name
+/// only when the export succeeded: a failed export leaves an existing file as it was. Anything
+/// else (`/dev/null`, a pipe) is written in place.
 pub async fn export(global: &Global, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     check_range(args)?;
     let store = store::open(&global.database, store::Access::Read).await?;
-    let result = match &args.output {
-        Some(path) => {
+    let in_place = args.output.as_ref().filter(|path| std::fs::metadata(path).is_ok_and(|m| !m.is_file()));
+    let result = match (&args.output, in_place) {
+        (Some(path), Some(_)) => match File::create(path) {
+            Ok(file) => export_to(&*store, args, &mut BufWriter::new(file), global.json).await,
+            Err(e) => Err(anyhow::Error::new(e).context(format!("opening {}", path.display()))),
+        },
+        (Some(path), None) => {
             let partial = path.with_file_name(format!(
                 ".{}.partial",
                 path.file_name().map_or("export".into(), |n| n.to_string_lossy())
@@ -238,7 +244,7 @@ pub async fn export(global: &Global, args: &ExportArgs) -> anyhow::Result<ExitCo
                 }
             }
         }
-        None => export_to(&*store, args, &mut BufWriter::new(io::stdout().lock()), global.json).await,
+        (None, _) => export_to(&*store, args, &mut BufWriter::new(io::stdout().lock()), global.json).await,
     };
     store.close().await;
     let done = result?;

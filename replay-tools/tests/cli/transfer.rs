@@ -211,6 +211,13 @@ async fn export_as_otlp(f: Fixture) {
     let v = json_ok(&out);
     assert_eq!(v["events"].as_u64(), Some(1), "{v}");
     assert_eq!(v["spans"].as_u64(), Some(want.len() as u64), "{v}");
+    // A device is written in place, never replaced by a file renamed over it.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let null = std::fs::metadata("/dev/null").expect("/dev/null");
+        assert!(null.file_type().is_char_device(), "/dev/null is still the device");
+    }
 }
 
 both!(export_as_otlp as export_otlp);
