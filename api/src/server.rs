@@ -57,6 +57,21 @@ const TREE_CACHE_MESSAGES: usize = 200_000;
 /// size").
 const SQLITE_CHECKPOINT_EVERY: Duration = Duration::from_secs(2);
 
+/// The database's lease key: made by the first instance to start (each proposes one, the first
+/// insert stays), the same for every instance after.
+async fn lease_key(db: &ReadDb) -> anyhow::Result<agentlog_domain::context::LeaseKey> {
+    use sha2::Digest;
+    let proposed = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    db.execute(
+        "INSERT INTO server_secrets (name, value) VALUES ('lease_key', $1) ON CONFLICT (name) DO NOTHING",
+        &[proposed.into()],
+    )
+    .await?;
+    let rows = db.fetch("SELECT value FROM server_secrets WHERE name = 'lease_key'", &[]).await?;
+    let value = rows.first().and_then(|r| r.str(0)).context("no lease key in server_secrets")?;
+    Ok(agentlog_domain::context::LeaseKey(sha2::Sha256::digest(value.as_bytes()).into()))
+}
+
 /// Open everything the server needs.
 pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> anyhow::Result<AppState> {
     let websocket_nice = settings.websocket_nice;
@@ -76,7 +91,9 @@ pub async fn open_app(database: &str, settings: Settings, limits: ApiLimits) -> 
     runner.start().await.context("starting the projections")?;
     let deltas = DeltaHub::default();
     let tokens = Tokens::new(db.clone());
+    let lease_key = lease_key(&db).await.context("reading the lease key")?;
     let app = App {
+        lease_key,
         relay: DeltaRelay::start(store.database(), deltas.clone()),
         deltas,
         handler: CommandHandler::new(Arc::clone(&store)),

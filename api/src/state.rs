@@ -172,6 +172,8 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     /// How it behaves.
     pub settings: Settings,
+    /// The database's secret mixed into lease tokens (`server_secrets`).
+    pub lease_key: agentlog_domain::context::LeaseKey,
 }
 
 impl App {

@@ -96,6 +96,18 @@ pub struct Context {
     /// A digest of the client request (its field and arguments) that carried a `requestId`,
     /// recorded on its events ([`EventMetadata::request_digest`](crate::envelope::EventMetadata)).
     pub request_digest: Option<String>,
+    /// The database's secret mixed into lease tokens (the server's fact; never recorded).
+    pub lease_key: Option<LeaseKey>,
+}
+
+/// A secret mixed into lease tokens so none can be derived from the log; shown as `LeaseKey(..)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LeaseKey(pub [u8; 32]);
+
+impl std::fmt::Debug for LeaseKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeaseKey(..)")
+    }
 }
 
 impl Context {
@@ -115,6 +127,7 @@ impl Context {
             correlation_id: None,
             lease_token: None,
             request_digest: None,
+            lease_key: None,
         }
     }
 
@@ -132,6 +145,7 @@ impl Context {
             correlation_id: trigger.metadata.correlation_id.clone(),
             lease_token: None,
             request_digest: None,
+            lease_key: None,
         }
     }
 
@@ -158,6 +172,12 @@ impl Context {
     /// The same context for the client request with `digest` (see [`Context::request_digest`]).
     pub fn with_request_digest(mut self, digest: Option<String>) -> Self {
         self.request_digest = digest;
+        self
+    }
+
+    /// The same context with the database's lease key (see [`Context::lease_key`]).
+    pub fn with_lease_key(mut self, key: Option<LeaseKey>) -> Self {
+        self.lease_key = key;
         self
     }
 

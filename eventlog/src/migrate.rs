@@ -66,6 +66,7 @@ const FILES: (Files, Files) = migration_files!(
     shared "0039_chains_from_the_log.sql",
     own "0040_events_json_text.sql",
     shared "0041_budget_spend_rollups.sql",
+    shared "0042_server_secrets.sql",
 );
 const SQLITE_FILES: Files = FILES.0;
 const POSTGRES_FILES: Files = FILES.1;
@@ -297,7 +298,7 @@ mod tests {
         assert_eq!(
             versions,
             (1..=7)
-                .chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41])
+                .chain([12, 13, 18, 19, 21, 22, 23, 27, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42])
                 .collect::<Vec<_>>()
         );
         assert_eq!(SQLITE.iter().nth(1).map(|m| m.description.to_string()).as_deref(), Some("read models core"));
@@ -338,7 +339,7 @@ mod tests {
         assert_eq!(postgres, RECORDED_POSTGRES);
     }
 
-    const RECORDED_SQLITE: [&str; 27] = [
+    const RECORDED_SQLITE: [&str; 28] = [
         "c47c7b2eb67d5e6075beb55d5ec9b6aab0fadeb5e17dbed4a0a3ff5d1841f976ee78d2dc998defa8b51914ed040606df",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -366,9 +367,10 @@ mod tests {
         "e19da8d1be5fbed70714b49f44936da89202056ef42a484e835be0c2b1276091e2de3d6668bcf1945a050b8f113f6c2f",
         "49df0f7ac4ce74295d647e7848d168ed383b378165de61e52843bbeeaef9bf0b31d79744c6a9601343972db6448b349a",
         "ed90c103693936725e533f180eb9cef454ab92e83e7b441f7983c34d5470c11480426c6c8949bc86ee355381abe4afd1",
+        "587d02a00d6c82a0ea2b1ab6a2069ebcf3a04a512a8d55e0cb24f159cf4b95367b55aea5c10f4213101ff18c7fe6e482",
     ];
 
-    const RECORDED_POSTGRES: [&str; 27] = [
+    const RECORDED_POSTGRES: [&str; 28] = [
         "a310766a893f218cda81d192a0f2f8624956b837d5b22624efcf3d3fc6f4281b4b8c109f6024bb27cd1b1f2238d3b29f",
         "fc545267339f4702c55cdcf7387bfb8f720ece73941bd8f9500c1239cdc4ce0e7c1be58e3fa42f9b52ce0722560e111b",
         "53daf129d56a90b9a0fb160c2307bada5e1e9371d8705ff47eb20ddf458fb3cc35ead9caffa5cc6c823637003b036ce3",
@@ -396,5 +398,6 @@ mod tests {
         "e19da8d1be5fbed70714b49f44936da89202056ef42a484e835be0c2b1276091e2de3d6668bcf1945a050b8f113f6c2f",
         "36c1425b07cb7f7d504ba805039e829aaa065b17d5c4f1e63b3ebb707db46090676464780c01140035d9eea962c3051d",
         "ed90c103693936725e533f180eb9cef454ab92e83e7b441f7983c34d5470c11480426c6c8949bc86ee355381abe4afd1",
+        "587d02a00d6c82a0ea2b1ab6a2069ebcf3a04a512a8d55e0cb24f159cf4b95367b55aea5c10f4213101ff18c7fe6e482",
     ];
 }

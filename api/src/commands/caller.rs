@@ -55,7 +55,7 @@ impl<'a> Commands<'a> {
             Some(r) => request_command_id(&self.caller.user_id, r),
             None => Uuid::now_v7(),
         };
-        let mut ctx = Context::new(Utc::now(), command_id, actor, owner);
+        let mut ctx = Context::new(Utc::now(), command_id, actor, owner).with_lease_key(Some(self.state.lease_key));
         if let Some(r) = request_id {
             ctx = ctx.with_correlation(r).with_request_digest(self.request_digest.clone());
         }

@@ -346,7 +346,29 @@ async fn the_backlog_is_the_oldest_claimable_runs(db: Db) {
     s.stop();
 }
 
+/// A lease token mixes in the database's secret: a claim sent with a `requestId` (which the log
+/// records) gives a token no reader of the log can derive, and a resent claim, on either
+/// instance, still answers the same token.
+async fn a_lease_token_is_not_derived_from_the_log(db: Db) {
+    use sha2::{Digest, Sha256};
+    let a = Server::start(db).await;
+    let b = a.sibling().await;
+    let alice = a.user_token("alice").await;
+    register_agent(&a, &alice).await;
+    a.data(Some(&alice), START, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1"}})).await;
+    let claim = "mutation { claimOperation(id: \"op1\", workerId: \"w1\", requestId: \"c1\") { lease { token } } }";
+    let token = a.data(Some(&alice), claim, json!({})).await["claimOperation"]["lease"]["token"].clone();
+    let again = b.data(Some(&alice), claim, json!({})).await["claimOperation"]["lease"]["token"].clone();
+    assert_eq!(token, again, "a resent claim answers the same token on the other instance");
+    let user = a.data(Some(&alice), "{ viewer { userId } }", json!({})).await["viewer"]["userId"].clone();
+    let command = agentlog_domain::ids::request_command_id(user.as_str().expect("a user"), "c1");
+    let from_the_log = Sha256::digest(format!("agentlog lease token\u{0}{command}").as_bytes());
+    let derived = format!("lt_{}", from_the_log.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    assert_ne!(token.as_str(), Some(derived.as_str()), "the token is not derived from what the log holds");
+}
+
 both!(
+    a_lease_token_is_not_derived_from_the_log as a_lease_token_is_not_derived_from_the_log,
     an_interrupted_run_resumes as an_interrupted_run_resumes,
     only_the_lease_holder_reports as only_the_lease_holder_reports,
     a_new_claim_or_an_expiry_ends_the_old_token as a_new_claim_or_an_expiry_ends_the_old_token,

@@ -45,9 +45,10 @@ async fn an_upgrade_says_each_migration_and_keeps_the_log(db: Db) {
     migrate_before_40(&db).await;
     let s = Server::start(db).await;
     let applying = s.logged("applying migration");
-    assert_eq!(applying.len(), 2, "{applying:?}");
+    assert_eq!(applying.len(), 3, "{applying:?}");
     assert!(applying[0].contains("version=40") && applying[0].contains("events json text"), "{applying:?}");
     assert!(applying[1].contains("version=41") && applying[1].contains("budget spend rollups"), "{applying:?}");
+    assert!(applying[2].contains("version=42") && applying[2].contains("server secrets"), "{applying:?}");
     assert!(s.logged("creating the schema").is_empty());
     // The upgraded log takes and serves events.
     let alice = s.user_token("alice").await;

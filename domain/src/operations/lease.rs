@@ -1,12 +1,10 @@
 //! Leases: a worker claims a run and only the lease holder reports on it.
 //!
 //! A claim answers a lease token (Temporal's task token): a fencing token derived from the
-//! claim's command id, so a resent claim (same command id) answers the same token. The log
-//! records only the token's SHA-256, and a claim without a `requestId` has a random command id,
-//! so its token cannot be learnt from the log. It fences off stale workers; it is not a secret
-//! between one user's own clients: a claim sent with a `requestId` records it (the correlation
-//! id) and its command id derives from it, so a reader of the owner's log can derive that token
-//! too (and any of the owner's tokens may claim a run whose lease has lapsed). Every report on a
+//! claim's command id and a secret of the database (`Context::lease_key`, in `server_secrets`,
+//! migration 0042), so a resent claim (same command id) answers the same token and nothing can
+//! be derived from the log, which records only the token's SHA-256 (and a claim's `requestId`,
+//! from which its command id derives). Every report on a
 //! run that holds a lease must present that token ([`Context::lease_token`]); a missing, wrong
 //! or expired token is refused, and a new claim replaces the token (the old one stops working).
 //! Only the system (reactors, the reaper) acts without one.
@@ -47,10 +45,16 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The lease token a claim decided with `ctx` hands its worker (deterministic in the command
-/// id, so a resent claim answers the same token).
+/// id and the database's lease key, so a resent claim answers the same token).
 pub fn lease_token(ctx: &Context) -> String {
-    let digest = Sha256::digest(format!("agentlog lease token\u{0}{}", ctx.command_id).as_bytes());
-    format!("lt_{}", hex(&digest))
+    let mut hasher = Sha256::new();
+    hasher.update(b"agentlog lease token\0");
+    if let Some(key) = &ctx.lease_key {
+        hasher.update(key.0);
+        hasher.update(b"\0");
+    }
+    hasher.update(ctx.command_id.to_string().as_bytes());
+    format!("lt_{}", hex(&hasher.finalize()))
 }
 
 /// What the log records of a lease token: its SHA-256, hex.

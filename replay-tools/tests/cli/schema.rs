@@ -15,6 +15,7 @@ use crate::{
 async fn as_before_0040(raw: &RawDb) {
     raw.execute("DELETE FROM _sqlx_migrations WHERE version >= 40").await.expect("forget 0040 on");
     raw.execute("DROP TABLE budget_spend_rollups").await.expect("undo 0041");
+    raw.execute("DROP TABLE server_secrets").await.expect("undo 0042");
     if let RawDb::Postgres(_) = raw {
         raw.execute("ALTER TABLE events ALTER COLUMN payload TYPE jsonb, ALTER COLUMN metadata TYPE jsonb")
             .await
@@ -97,7 +98,7 @@ async fn reading_never_migrates(f: Fixture) {
     // `rebuild` writes: it migrates, and the readers read again.
     json_ok(&replay(&f.url, &["--json", "rebuild"]));
     let after = schema(&f.log.raw).await;
-    assert_eq!(after.0, 41);
+    assert_eq!(after.0, 42);
     if after.1.is_some() {
         assert_eq!(after.1.as_deref(), Some("json"));
     }
