@@ -109,6 +109,16 @@ impl EventLogError {
         }
     }
 
+    /// True for a database failure that passes (see [`is_transient`]).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Database { source, .. } => is_transient(source),
+            Self::Sqlite { source, .. } => source.is_transient(),
+            _ => false,
+        }
+    }
+
     /// True for a concurrency conflict (worth a retry after re-reading the stream).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Conflict { .. })
@@ -212,6 +222,28 @@ pub fn is_connection_error(e: &sqlx::Error) -> bool {
         sqlx::Error::Database(db) => {
             db.code().is_some_and(|c| c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03"))
         }
+        _ => false,
+    }
+}
+
+/// True when a driver error passes rather than says something of the data: the database
+/// unreachable ([`is_connection_error`]), the statement cancelled ([`is_statement_timeout`]),
+/// the disk full ([`is_storage_full`]); PostgreSQL's class 40 (serialization failure,
+/// deadlock), class 53 (insufficient resources), `55P03` (lock not available) and class 58
+/// (system error, I/O); SQLite busy, locked, out of memory or an I/O error. Worth the same
+/// statement again later.
+pub fn is_transient(e: &sqlx::Error) -> bool {
+    if is_connection_error(e) || is_statement_timeout(e) || is_storage_full(e) {
+        return true;
+    }
+    match e {
+        sqlx::Error::Database(db) if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() => {
+            // SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_IOERR (any extended code).
+            db.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|n| matches!(n & 0xff, 5 | 6 | 7 | 10))
+        }
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
+            c.starts_with("40") || c.starts_with("53") || c.starts_with("58") || c.as_ref() == "55P03"
+        }),
         _ => false,
     }
 }

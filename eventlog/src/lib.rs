@@ -47,7 +47,9 @@ pub use command::{
     CommandError, CommandHandler, CommandOutcome, Loaded, SNAPSHOT_EVERY, decode, fold_recorded, fold_stream,
 };
 pub use command_counts::CommandCounts;
-pub use error::{EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full};
+pub use error::{
+    EventLogError, ValidationError, is_connection_error, is_statement_timeout, is_storage_full, is_transient,
+};
 pub use filter::EventFilter;
 pub use import::ImportResult;
 pub use open::{open_store, schema_refusal};

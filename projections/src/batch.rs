@@ -243,6 +243,15 @@ async fn apply_in_tx(
                     }
                     out.applied.push((i, events.len() as u64, micros_since(started)));
                 }
+                Err(e) if e.is_transient() => {
+                    // The database's failure, not the batch's: roll back and let the runner
+                    // apply it again from the committed checkpoints (a projection is marked
+                    // failed only for what its events do).
+                    if let Err(back) = tx.rollback().await {
+                        tracing::debug!(error = %back, "rolling back after a passing database failure");
+                    }
+                    return Err(e);
+                }
                 Err(e) if !isolate => {
                     tracing::debug!(projection = p.name(), error = %e, "a projection failed; applying the batch again, isolated");
                     // If the rollback fails the connection is gone: fail the batch.

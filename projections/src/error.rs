@@ -100,6 +100,18 @@ impl ProjectionError {
         }
     }
 
+    /// True for a database failure that passes (see [`agentlog_eventlog::is_transient`]): the
+    /// batch is not at fault, and the runner applies it again from the committed checkpoints
+    /// rather than marking its projection failed.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Database { source, .. } => agentlog_eventlog::is_transient(source),
+            Self::Sqlite { source, .. } => source.is_transient(),
+            Self::Log(e) => e.is_transient(),
+            _ => false,
+        }
+    }
+
     /// True when the database could not be reached (see
     /// [`agentlog_eventlog::is_connection_error`]): worth a retry later.
     pub fn is_unavailable(&self) -> bool {

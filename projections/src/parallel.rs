@@ -115,6 +115,10 @@ async fn apply_alone(
         // Nothing of this projection's share is committed; if the rollback fails the
         // connection is gone, and so is the transaction.
         tx.rollback().await?;
+        if e.is_transient() {
+            // The database's failure, not the batch's: the runner applies it again.
+            return Err(e);
+        }
         tracing::error!(projection = p.name(), error = %e, "projection failed; it stops here until rebuilt");
         return Ok(Outcome::Failed(e.to_string()));
     }

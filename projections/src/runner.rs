@@ -48,6 +48,9 @@ use crate::{
     projection::Projection,
 };
 
+/// The longest wait between the runner's attempts after failures that made no progress.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
+
 /// Runs projections; cheap to clone.
 #[derive(Clone)]
 pub struct ProjectionRunner {
@@ -280,12 +283,21 @@ impl ProjectionRunner {
     fn spawn(&self) {
         let inner = Arc::clone(&self.inner);
         let task = tokio::spawn(async move {
+            // Failures one after another without progress wait twice as long each time, up to
+            // MAX_RETRY_DELAY: a database that stays down is not asked ever faster.
+            let mut delay = inner.options.retry_delay;
+            let mut seen = *inner.progress.borrow();
             loop {
                 match run_until(&inner, None).await {
                     Ok(()) => return,
                     Err(e) => {
-                        tracing::warn!(error = %e, "projection runner failed; resuming from checkpoints");
-                        tokio::time::sleep(inner.options.retry_delay).await;
+                        let now = *inner.progress.borrow();
+                        if now > seen {
+                            (seen, delay) = (now, inner.options.retry_delay);
+                        }
+                        tracing::warn!(error = %e, retry_in_ms = delay.as_millis() as u64, "projection runner failed; resuming from checkpoints");
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(MAX_RETRY_DELAY.max(inner.options.retry_delay));
                         if let Err(e) = reload(&inner).await {
                             tracing::warn!(error = %e, "reloading checkpoints failed");
                         }

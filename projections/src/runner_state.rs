@@ -33,7 +33,8 @@ pub struct RunnerOptions {
     /// log (a start behind its head, a resume after a failure); 0 (the default): `batch_size`.
     /// A larger batch writes once a row that many of its events change.
     pub catch_up_batch_size: usize,
-    /// Wait after a database failure before resuming (default 500 ms).
+    /// Wait after a database failure before resuming (default 500 ms); doubled after each
+    /// failure that follows without progress, up to 10 s.
     pub retry_delay: Duration,
     /// Tuned for loading much of the log at once with no server waiting (default off): on
     /// SQLite the WAL is checkpointed every [`BULK_WAL_AUTOCHECKPOINT`] pages instead of every

@@ -16,6 +16,19 @@ impl SqliteFailure {
         self.code & 0xff == libsqlite3_sys::SQLITE_FULL
     }
 
+    /// True for a failure that passes: the database busy or locked, out of memory, an I/O
+    /// error, the disk full. The same statement may succeed later; the data is not at fault.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self.code & 0xff,
+            libsqlite3_sys::SQLITE_BUSY
+                | libsqlite3_sys::SQLITE_LOCKED
+                | libsqlite3_sys::SQLITE_NOMEM
+                | libsqlite3_sys::SQLITE_IOERR
+                | libsqlite3_sys::SQLITE_FULL
+        )
+    }
+
     /// True when a UNIQUE, PRIMARY KEY or other constraint refused a write (SQLITE_CONSTRAINT).
     pub fn is_constraint(&self) -> bool {
         self.code & 0xff == libsqlite3_sys::SQLITE_CONSTRAINT

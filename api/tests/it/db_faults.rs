@@ -201,3 +201,46 @@ async fn postgres_restarted_under_load() {
     check_nothing_lost(server, &record, &report).await;
     drop(pg);
 }
+
+/// A read-model table held locked past the statement timeout (an operator's `LOCK TABLE`, a
+/// long `CREATE INDEX`) makes the projections' statements fail with 57014 while it lasts. That
+/// failure passes: the runner applies the batch again, waiting longer each time, and the read
+/// models catch up once the lock is gone — nothing is marked failed (`/readyz` stays 200) and
+/// no restart is needed. (SQLite: `projections/tests/it/runner.rs`,
+/// `runner_applies_again_after_a_passing_failure`, with a real full disk.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_read_model_table_delays_its_projection_only() {
+    use sqlx::Connection;
+    let Some(db) = Db::postgres("a_locked_read_model_table_delays_its_projection_only").await else { return };
+    let url = db.url();
+    let s = Server::start_with(db, &["--statement-timeout-ms", "300"]).await;
+    let alice = s.user_token("alice").await;
+    let agent = json!({"agentId": "a1", "config": {"slug": "a1", "title": "Helper", "model": "m1", "provider": "p1"}});
+    s.data(Some(&alice), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": agent})).await;
+    let start = "mutation($i: StartOperationInput!) { startOperation(input: $i) { position } }";
+    let status = "query($id: String!) { operation(id: $id) { status } }";
+    s.data(Some(&alice), start, json!({"i": {"operationId": "op1", "kind": "TASK", "agentId": "a1"}})).await;
+    assert!(!s.data(Some(&alice), status, json!({"id": "op1"})).await["operation"].is_null());
+
+    let mut locker = sqlx::PgConnection::connect(&url).await.expect("a connection of the test's own");
+    sqlx::query("BEGIN").execute(&mut locker).await.expect("begin");
+    sqlx::query("LOCK TABLE operations IN ACCESS EXCLUSIVE MODE").execute(&mut locker).await.expect("the lock");
+    // Its answer waits for the read models (at most 5 s) while the runner's attempts meet the
+    // lock and are cancelled.
+    s.data(Some(&alice), start, json!({"i": {"operationId": "op2", "kind": "TASK", "agentId": "a1"}})).await;
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(s.get("/readyz").await.0, 200, "a passing failure marks no projection failed");
+    sqlx::query("ROLLBACK").execute(&mut locker).await.expect("the lock released");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if !s.gql(Some(&alice), status, json!({"id": "op2"})).await["data"]["operation"].is_null() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the read models caught up once the lock was gone");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(s.get("/readyz").await.0, 200);
+    assert!(!s.logged("statement timeout").is_empty(), "the runner met the cancelled statement");
+    s.stop();
+}

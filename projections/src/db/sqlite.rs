@@ -237,10 +237,15 @@ impl SqliteTx {
         committed
     }
 
-    /// Roll back.
+    /// Roll back (nothing to do when a failed statement ended the transaction itself, as
+    /// SQLite may on a full disk or an I/O error).
     pub(crate) fn rollback(mut self) -> Result<(), ProjectionError> {
         self.open = false;
-        self.conn()?.execute("ROLLBACK", &[]).map(drop).map_err(failed("rolling back read models"))
+        let conn = self.conn()?;
+        if !conn.in_transaction() {
+            return Ok(());
+        }
+        conn.execute("ROLLBACK", &[]).map(drop).map_err(failed("rolling back read models"))
     }
 }
 

@@ -321,10 +321,95 @@ async fn runner_bulk_load_commits_every_n_events_sqlite() {
     }
 }
 
+/// Fails its first `left` batches with a real database failure that passes — PostgreSQL
+/// cancels a statement (`statement_timeout`), SQLite finds the disk full (`max_page_count` held
+/// at the file's size) — then records every event like [`Recorded`].
+struct Flaky {
+    left: AtomicI32,
+}
+
+#[async_trait]
+impl Projection for Flaky {
+    fn name(&self) -> &'static str {
+        "test_flaky"
+    }
+    fn version(&self) -> i32 {
+        1
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["test_flaky"]
+    }
+    async fn apply(&self, tx: &mut ReadTx, events: &[&DecodedEvent]) -> Result<(), ProjectionError> {
+        if self.left.fetch_sub(1, Ordering::SeqCst) > 0 {
+            if tx.is_postgres() {
+                tx.execute("SET LOCAL statement_timeout = 1", &[]).await?;
+                tx.execute("SELECT pg_sleep(0.2)", &[]).await?;
+            } else {
+                // Lowered to the file's page count: the next page the file needs is refused.
+                tx.execute("PRAGMA max_page_count = 1", &[]).await?;
+                tx.execute("INSERT INTO test_flaky (event_id, position) VALUES ('filler', zeroblob(4000000))", &[])
+                    .await?;
+            }
+            return Err(ProjectionError::Invalid("the database did not fail as the test asked".into()));
+        }
+        if !tx.is_postgres() {
+            tx.execute("PRAGMA max_page_count = 1073741823", &[]).await?;
+        }
+        let rows: Vec<Vec<SqlValue>> =
+            events.iter().map(|e| vec![e.event_id.to_string().into(), e.position.into()]).collect();
+        tx.upsert("test_flaky", &["event_id", "position"], &["event_id"], &rows).await
+    }
+}
+
+/// A database failure that passes (a cancelled statement, a full disk) is not the batch's
+/// fault: the runner applies the batch again from the committed checkpoints instead of marking
+/// the projection failed — following the log live, and in a bulk load (which reports it and
+/// goes on at the next call).
+async fn a_passing_database_failure_is_applied_again(log: TestLog) {
+    let db = ReadDb::from(log.store.database());
+    db.execute("CREATE TABLE test_flaky (event_id TEXT PRIMARY KEY, position BIGINT)", &[]).await.unwrap();
+    db.execute("CREATE TABLE test_recorded (event_id TEXT PRIMARY KEY, position BIGINT NOT NULL)", &[]).await.unwrap();
+    let flaky = Arc::new(Flaky { left: AtomicI32::new(3) });
+    let projections = || vec![Arc::clone(&flaky) as Arc<dyn Projection>, Arc::new(Recorded) as Arc<dyn Projection>];
+    for i in 0..20 {
+        log.store.append(&format!("s-{}", i % 3), ExpectedVersion::Any, vec![event("test.a")]).await.unwrap();
+    }
+    let head = log.store.head_position().await.unwrap();
+    let options = RunnerOptions { batch_size: 8, retry_delay: Duration::from_millis(20), ..RunnerOptions::default() };
+    let r = ProjectionRunner::new(Arc::clone(&log.store), db.clone(), projections(), options);
+    r.start().await.unwrap();
+    r.wait_for(head, Duration::from_secs(20)).await.unwrap();
+    assert!(flaky.left.load(Ordering::SeqCst) < 0, "every planned failure happened");
+    assert!(r.status().iter().all(|s| s.failed.is_none() && s.position == head), "{:?}", r.status());
+    let rows = db.fetch("SELECT COUNT(*) FROM test_flaky", &[]).await.unwrap()[0].i64(0).unwrap();
+    assert_eq!(rows, 20, "every event once, the failed attempts' writes rolled back");
+    assert_eq!(recorded(&db).await, 20);
+    r.stop().await;
+
+    db.execute("DELETE FROM test_flaky", &[]).await.unwrap();
+    db.execute("DELETE FROM test_recorded", &[]).await.unwrap();
+    db.execute("DELETE FROM projection_checkpoints", &[]).await.unwrap();
+    // While the database keeps failing, a bulk load reports it (after applying the batch again
+    // as SQLite's bulk load does, each projection alone) and marks nothing failed; once the
+    // database works, the next call goes on from the committed checkpoints.
+    flaky.left.store(100, Ordering::SeqCst);
+    let options = RunnerOptions { batch_size: 8, ..RunnerOptions::bulk() };
+    let r = ProjectionRunner::new(Arc::clone(&log.store), db.clone(), projections(), options);
+    let reported = r.catch_up().await.expect_err("the bulk load reports the failure");
+    assert!(reported.is_transient(), "{reported}");
+    assert!(r.status().iter().all(|s| s.failed.is_none()), "{:?}", r.status());
+    flaky.left.store(0, Ordering::SeqCst);
+    assert_eq!(r.catch_up().await.unwrap(), head);
+    let rows = db.fetch("SELECT COUNT(*) FROM test_flaky", &[]).await.unwrap()[0].i64(0).unwrap();
+    assert_eq!(rows, 20);
+    assert_eq!(recorded(&db).await, 20);
+}
+
 both!(
     follows_the_log_and_reads_its_writes as runner_follows_log_and_reads_writes,
     a_changed_version_rebuilds_at_start as runner_rebuilds_on_version_change,
     an_older_runner_leaves_a_newer_read_model_alone as runner_older_leaves_newer_read_model,
     a_failing_projection_stops_alone as runner_isolates_failing_projection,
-    a_failing_projection_stops_alone_in_a_bulk_load as runner_isolates_failing_projection_in_bulk_load
+    a_failing_projection_stops_alone_in_a_bulk_load as runner_isolates_failing_projection_in_bulk_load,
+    a_passing_database_failure_is_applied_again as runner_applies_again_after_a_passing_failure
 );
