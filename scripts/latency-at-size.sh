@@ -97,14 +97,14 @@ phase() { # side port clients
     local pid t0 code=0
     pid="$(cat "$OUT/$1/pid")"
     t0="$(ticks "$pid")"
-    curl -fs "http://127.0.0.1:$2/metrics" >"$OUT/$1-$3.metrics.0" || true
+    curl -fs -H "authorization: Bearer $(cat "$OUT/$1/token")" "http://127.0.0.1:$2/metrics" >"$OUT/$1-$3.metrics.0" || true
     local rate=()
     [ -z "$RATE_PER_CLIENT" ] || rate=(--rate "$(awk -v c="$3" -v r="$RATE_PER_CLIENT" 'BEGIN { print c * r }')")
     say "phase $1-$3: $3 clients for $SECS s ${rate[*]}"
     "$BIN/agentlog-load" --url "http://127.0.0.1:$2" --token "$(cat "$OUT/$1/token")" --clients "$3" \
         --subscribers 0 --duration "$SECS" --seed "$3" "${rate[@]}" --json >"$OUT/$1-$3.json" || code=$?
     [ "$code" -eq 0 ] || say "phase $1-$3: agentlog-load exited $code"
-    curl -fs "http://127.0.0.1:$2/metrics" >"$OUT/$1-$3.metrics.1" || true
+    curl -fs -H "authorization: Bearer $(cat "$OUT/$1/token")" "http://127.0.0.1:$2/metrics" >"$OUT/$1-$3.metrics.1" || true
     awk -v now="$(ticks "$pid")" -v then="$t0" -v hz="$hz" 'BEGIN { printf "%.1f", (now - then) / hz }' >"$OUT/$1-$3.cpu"
     sleep 3
 }

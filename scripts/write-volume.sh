@@ -33,7 +33,7 @@ trap 'kill "$pid" 2>/dev/null || true' EXIT
 . scripts/ready.sh
 wait_ready "http://127.0.0.1:$PORT" "$pid" "$OUT/server.log" 900
 sleep 15 # the cron slots a copied log missed are fired, and their WAL copied back
-checkpoints() { curl -fs "http://127.0.0.1:$PORT/metrics" | awk '/^agentlog_sqlite_wal_checkpoints_total /{print $2}'; }
+checkpoints() { curl -fs -H "authorization: Bearer $(cat "$OUT/token")" "http://127.0.0.1:$PORT/metrics" | awk '/^agentlog_sqlite_wal_checkpoints_total /{print $2}'; }
 written() { awk '{print $7, $5}' "/sys/class/block/$device/stat"; } # sectors written, writes completed
 c0=$(checkpoints); d0=$(written)
 "$BIN/agentlog-load" --url "http://127.0.0.1:$PORT" --token "$(cat "$OUT/token")" --clients "$CLIENTS" \

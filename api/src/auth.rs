@@ -78,6 +78,12 @@ pub fn hash(secret: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The SHA-256 of a secret, as bytes: two secrets compared by their digests take the same
+/// time whatever prefix they share (`--metrics-token`).
+pub fn secret_sha256(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
 /// How often a token's last use is recorded.
 const LAST_USED_EVERY_MICROS: i64 = 60_000_000;
 

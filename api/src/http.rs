@@ -120,6 +120,33 @@ async fn revoked(state: AppState, slot: Arc<Mutex<Option<String>>>) {
     }
 }
 
+/// `/metrics` carries users' agent ids, models and error types in its labels: an admin token or
+/// the `--metrics-token` secret reads it (401 UNAUTHENTICATED without either, 403 FORBIDDEN for
+/// a user's token).
+async fn may_read_metrics(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+    let secret = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
+    let Some(secret) = secret else {
+        return Err(error_response(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            "/metrics needs an admin token or the metrics token (Authorization: Bearer …)".into(),
+        ));
+    };
+    if state.settings.metrics_token_sha256.is_some_and(|expected| crate::auth::secret_sha256(secret) == expected) {
+        return Ok(());
+    }
+    match state.tokens.authenticate(secret).await {
+        Ok(Some(caller)) if caller.admin => Ok(()),
+        Ok(Some(_)) => Err(error_response(
+            StatusCode::FORBIDDEN,
+            "FORBIDDEN",
+            "/metrics is read with an admin token or the metrics token".into(),
+        )),
+        Ok(None) => Err(error_response(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "unknown or revoked token".into())),
+        Err(e) => Err(lookup_failed(&e)),
+    }
+}
+
 /// An error answer in GraphQL's shape, with `extensions.code`.
 fn error_response(status: StatusCode, code: &str, message: String) -> Response {
     over_http::error_answer(status, AnswerType::Json, code, message)
@@ -572,7 +599,11 @@ async fn readyz(State(http): State<Http>) -> Response {
     }
 }
 
-async fn metrics(State(http): State<Http>) -> Response {
+async fn metrics(State(http): State<Http>, headers: HeaderMap) -> Response {
+    if let Err(refused) = may_read_metrics(&http.state, &headers).await {
+        Metrics::inc(&http.state.metrics.http_requests);
+        return refused;
+    }
     let g = gauges(&http.state).await.unwrap_or_default();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], http.state.metrics.render(g)).into_response()
 }

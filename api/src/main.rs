@@ -140,6 +140,11 @@ enum Command {
         #[arg(long, env = "AGENTLOG_MAX_GENAI_SERIES", default_value_t = agentlog_api::genai_metrics::DEFAULT_MAX_SERIES,
               value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         max_genai_series: usize,
+        /// A secret (at least 16 characters) that reads `/metrics` as `Authorization: Bearer
+        /// <secret>`, for a scraper that should hold no API token; an admin token reads it too.
+        /// Unset: admin tokens only (its labels carry users' agent ids and models).
+        #[arg(long, env = "AGENTLOG_METRICS_TOKEN", hide_env_values = true)]
+        metrics_token: Option<String>,
     },
     /// Print the GraphQL schema (SDL).
     Schema,
@@ -226,7 +231,13 @@ async fn main() -> anyhow::Result<()> {
             websocket_nice,
             log_requests_over_ms,
             max_genai_series,
+            metrics_token,
         } => {
+            let metrics_token_sha256 = match metrics_token.as_deref().filter(|t| !t.is_empty()) {
+                Some(t) if t.chars().count() < 16 => anyhow::bail!("--metrics-token must be at least 16 characters"),
+                Some(t) => Some(agentlog_api::auth::secret_sha256(t)),
+                None => None,
+            };
             let limits = ApiLimits {
                 max_subscriptions,
                 max_subscriptions_per_user,
@@ -252,6 +263,7 @@ async fn main() -> anyhow::Result<()> {
                 websocket_nice,
                 slow_request: u64::try_from(log_requests_over_ms).ok().map(std::time::Duration::from_millis),
                 max_genai_series,
+                metrics_token_sha256,
                 ..Settings::default()
             };
             let otlp = otlp_endpoint

@@ -132,6 +132,9 @@ pub struct Settings {
     /// Label sets each GenAI histogram on `/metrics` keeps; measurements with new ones beyond
     /// count in its overflow series (`crate::genai_metrics`).
     pub max_genai_series: usize,
+    /// The SHA-256 of a secret that reads `/metrics` besides an admin token (a scraper's, so it
+    /// needs no API token); None: admin tokens only.
+    pub metrics_token_sha256: Option<[u8; 32]>,
 }
 
 impl Default for Settings {
@@ -147,6 +150,7 @@ impl Default for Settings {
             websocket_nice: DEFAULT_WEBSOCKET_NICE,
             slow_request: Some(Duration::from_millis(DEFAULT_SLOW_REQUEST_MS)),
             max_genai_series: crate::genai_metrics::DEFAULT_MAX_SERIES,
+            metrics_token_sha256: None,
         }
     }
 }

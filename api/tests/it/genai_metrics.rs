@@ -28,7 +28,7 @@ const RUN: &str = "gen_ai_operation_name=\"invoke_agent\",gen_ai_provider_name=\
 async fn scrape_until(s: &Server, done: impl Fn(&str) -> bool) -> String {
     let mut last = String::new();
     for _ in 0..100 {
-        let (status, body) = s.get("/metrics").await;
+        let (status, body) = s.metrics_text().await;
         assert_eq!(status, 200);
         if done(&body) {
             return body;
@@ -88,7 +88,7 @@ async fn genai_metrics_are_derived_from_the_log_once_per_instance(db: Db) {
 
     // A restart does not measure the history again; the next run is measured once.
     s.restart().await;
-    let fresh = s.get("/metrics").await.1;
+    let fresh = s.metrics_text().await.1;
     assert_eq!(series(&fresh, "gen_ai_client_operation_duration_seconds_count", RUN), None, "{fresh}");
     run(&s, &t, "p3", false).await;
     let m = scrape_until(&s, |m| series(m, "gen_ai_client_operation_duration_seconds_count", RUN).is_some()).await;

@@ -758,6 +758,53 @@ async fn database_passwords_stay_out_of_messages() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `/metrics` carries users' agent ids and models in its labels: without a token it answers
+/// 401 and shows nothing, a user's token gets 403, an admin token or the `--metrics-token`
+/// secret reads it. A metrics token too short to be a secret stops the start.
+async fn metrics_are_read_by_an_admin_or_the_metrics_token(db: Db) {
+    let secret = "scraper-secret-0123456789";
+    let s = Server::start_with(db, &["--metrics-token", secret]).await;
+    let alice = s.user_token("alice").await;
+    let agent = json!({"agentId": "secret-agent", "config": {"slug": "s", "title": "S", "model": "private-model", "provider": "p"}});
+    s.data(Some(&alice), "mutation($i: JSON!) { registerAgent(input: $i) { position } }", json!({"i": agent})).await;
+    let client = reqwest::Client::new();
+    let get = |bearer: Option<&str>| {
+        let mut request = client.get(format!("{}/metrics", s.base));
+        if let Some(b) = bearer {
+            request = request.bearer_auth(b);
+        }
+        async move {
+            let resp = request.send().await.expect("request");
+            (resp.status().as_u16(), resp.text().await.unwrap_or_default())
+        }
+    };
+    for (bearer, status, code) in [
+        (None, 401, "UNAUTHENTICATED"),
+        (Some("al_not-a-token"), 401, "UNAUTHENTICATED"),
+        (Some("scraper-secret-012345678"), 401, "UNAUTHENTICATED"),
+        (Some(alice.as_str()), 403, "FORBIDDEN"),
+    ] {
+        let (got, body) = get(bearer).await;
+        assert_eq!(got, status, "{bearer:?}: {body}");
+        let answer: serde_json::Value = serde_json::from_str(&body).expect("a JSON error answer");
+        assert_eq!(error_code(&answer).as_deref(), Some(code), "{body}");
+        assert!(!body.contains("agentlog_"), "{bearer:?} read metrics: {body}");
+    }
+    for bearer in [secret, s.admin_token.as_str()] {
+        let (got, body) = get(Some(bearer)).await;
+        assert_eq!(got, 200, "{body}");
+        assert!(body.contains("agentlog_http_requests_total"), "{body}");
+    }
+    s.stop();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentlog"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--database", "sqlite::memory:", "--metrics-token", "short"])
+        .output()
+        .expect("run agentlog");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--metrics-token must be at least 16 characters"));
+}
+
 both!(
     a_start_that_cannot_listen_writes_nothing as a_start_that_cannot_listen_writes_nothing,
     the_first_admin_token_is_written_or_not_created as the_first_admin_token_is_written_or_not_created,
@@ -767,6 +814,7 @@ both!(
         as misspelled_or_oversized_input_is_refused_and_writes_nothing,
     answers_are_bounded_in_size_and_queries_in_time as answers_are_bounded_in_size_and_queries_in_time,
     one_user_at_a_cap_leaves_others_theirs as one_user_at_a_cap_leaves_others_theirs,
+    metrics_are_read_by_an_admin_or_the_metrics_token as metrics_are_read_by_an_admin_or_the_metrics_token,
     another_users_brief_does_not_stop_a_heartbeat as another_users_brief_does_not_stop_a_heartbeat,
     a_scheduled_run_never_borrows_another_users_agent as a_scheduled_run_never_borrows_another_users_agent,
     another_user_cannot_take_the_ids_the_server_derives as another_user_cannot_take_the_ids_the_server_derives,

@@ -378,7 +378,7 @@ async fn a_refused_run_costs_no_other_run_its_trace(db: Db) {
     let answered = collector.answered.lock().unwrap().clone();
     assert!(answered.contains(&413) && answered.contains(&400), "{answered:?}");
     // The poison run: its run, two steps and two tool calls, refused; the others taken.
-    let (_, metrics) = s.get("/metrics").await;
+    let (_, metrics) = s.metrics_text().await;
     assert!(metrics.contains("agentlog_otlp_spans_total{outcome=\"refused\"} 5\n"), "{metrics}");
     assert!(metrics.contains(&format!("agentlog_otlp_spans_total{{outcome=\"sent\"}} {}\n", spans.len())), "{metrics}");
     let retries = metrics.lines().find_map(|l| l.strip_prefix("agentlog_otlp_retries_total ")).expect("retries");

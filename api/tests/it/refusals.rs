@@ -74,7 +74,7 @@ async fn a_refused_orchestration_step_is_recorded_counted_and_told(db: Db) {
     assert!(nodes(&s.data(Some(&bob), REFUSALS, json!({})).await, "events").is_empty(), "another user's refusal");
 
     // Counted by reactor and code.
-    let (status, metrics) = s.get("/metrics").await;
+    let (status, metrics) = s.metrics_text().await;
     assert_eq!(status, 200);
     assert_eq!(refused_count(&metrics), Some(1), "{metrics}");
 
@@ -108,7 +108,7 @@ async fn a_refused_orchestration_step_is_recorded_counted_and_told(db: Db) {
     assert_eq!(nodes(&s.data(Some(&alice), REFUSALS, json!({})).await, "events").len(), 1, "recorded once");
     let d = s.data(Some(&alice), INBOX, json!({})).await;
     assert_eq!(nodes(&d, "notifications").iter().filter(|n| n["type"] == "reactor_refused").count(), 1, "told once");
-    let (_, metrics) = s.get("/metrics").await;
+    let (_, metrics) = s.metrics_text().await;
     assert_eq!(refused_count(&metrics), None, "counted by the instance that wrote it, once: {metrics}");
     s.stop();
 }

@@ -22,7 +22,7 @@ async fn series(s: &Server, kind: &str, field: &str) -> (u64, u64, f64) {
     let inf = s.metric(&format!("{NAME}_bucket{{{labels},le=\"+Inf\"}}")).await;
     // A sum is a float, which `Server::metric` does not read.
     let sum_line = format!("{NAME}_sum{{{labels}}} ");
-    let (_, body) = s.get("/metrics").await;
+    let (_, body) = s.metrics_text().await;
     let sum = body.lines().find_map(|l| l.strip_prefix(&sum_line)).and_then(|v| v.trim().parse().ok()).unwrap_or(0.0);
     (count, inf, sum)
 }
@@ -61,7 +61,7 @@ async fn each_request_is_timed_under_its_root_field(db: Db) {
     let unparsable = s.gql(Some(&alice), "{ headPosition", json!({})).await;
     assert!(unparsable.get("errors").is_some(), "{unparsable}");
     assert_eq!(series(&s, "none", "none").await.0 - before, 3);
-    let (_, body) = s.get("/metrics").await;
+    let (_, body) = s.metrics_text().await;
     assert!(!body.contains("noSuchField_x7"), "a client's text became a label");
     assert_eq!(series(&s, "query", "headPosition").await.0, 2, "the refused query is not the schema's field's");
     s.stop();

@@ -20,7 +20,7 @@ async fn health_ready_and_metrics(db: Db) {
     assert_eq!(s.get("/healthz").await, (200, "ok".to_string()));
     let (status, body) = s.get("/readyz").await;
     assert_eq!(status, 200, "{body}");
-    let (status, body) = s.get("/metrics").await;
+    let (status, body) = s.metrics_text().await;
     assert_eq!(status, 200);
     for name in [
         "agentlog_http_requests_total",

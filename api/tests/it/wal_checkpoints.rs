@@ -25,14 +25,14 @@ async fn checkpoints_run_off_the_commit_path(db: Db) {
         .await;
     }
     if !sqlite {
-        let (status, metrics) = s.get("/metrics").await;
+        let (status, metrics) = s.metrics_text().await;
         assert_eq!(status, 200);
         assert!(!metrics.contains("agentlog_sqlite_wal"), "PostgreSQL has no WAL checkpointer:\n{metrics}");
         return;
     }
     let mut last = String::new();
     for _ in 0..100 {
-        let (status, metrics) = s.get("/metrics").await;
+        let (status, metrics) = s.metrics_text().await;
         assert_eq!(status, 200);
         if value(&metrics, "agentlog_sqlite_wal_checkpointed_frames_total").is_some_and(|f| f > 0) {
             assert!(value(&metrics, "agentlog_sqlite_wal_checkpoints_total").is_some_and(|p| p > 0), "{metrics}");

@@ -144,12 +144,17 @@ impl Server {
 
     /// A second server on this server's database, with its own data directory.
     pub async fn sibling(&self) -> Server {
-        Server::start(Db::Shared(self.db.url())).await
+        self.sibling_with(&[]).await
     }
 
-    /// A second server on this server's database, with extra `serve` flags.
+    /// A second server on this server's database, with extra `serve` flags. It writes no admin
+    /// token file (the database has one), so it holds this server's.
     pub async fn sibling_with(&self, args: &[&str]) -> Server {
-        Server::start_with(Db::Shared(self.db.url()), args).await
+        let mut other = Server::start_with(Db::Shared(self.db.url()), args).await;
+        if other.admin_token.is_empty() {
+            other.admin_token = self.admin_token.clone();
+        }
+        other
     }
 
     /// Poll `query` until `done` holds for its data (at most 30 s); answers the last data.
@@ -213,9 +218,21 @@ impl Server {
         (resp.status().as_u16(), resp.text().await.unwrap_or_default())
     }
 
+    /// GET `/metrics` as an admin (the only callers besides the `--metrics-token` secret).
+    pub async fn metrics_text(&self) -> (u16, String) {
+        let resp = self
+            .client
+            .get(format!("{}/metrics", self.base))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await
+            .expect("request");
+        (resp.status().as_u16(), resp.text().await.unwrap_or_default())
+    }
+
     /// A sample from `/metrics`, by its name and labels as printed (0 when absent).
     pub async fn metric(&self, sample: &str) -> u64 {
-        let (_, body) = self.get("/metrics").await;
+        let (_, body) = self.metrics_text().await;
         body.lines()
             .find_map(|l| l.strip_prefix(sample).and_then(|v| v.strip_prefix(' ')))
             .and_then(|v| v.trim().parse().ok())
