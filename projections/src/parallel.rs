@@ -5,7 +5,8 @@
 //! (`FOR UPDATE`), applies only the events after the committed position, and moves that
 //! position, so its rows and its checkpoint commit together and another instance applying the
 //! same batch finds it applied. What changes is that projections no longer wait for each other:
-//! PostgreSQL writes one projection's rows while this process decodes and folds another's.
+//! PostgreSQL writes one projection's rows while this process decodes and folds another's, and
+//! a projection done with a batch starts the next while a slower one is still on it ([`Lanes`]).
 
 use std::{sync::Arc, time::Instant};
 
@@ -29,39 +30,90 @@ enum Outcome {
 
 /// Apply `batch` to every healthy projection behind its end, each in its own transaction.
 pub(crate) async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), ProjectionError> {
-    let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
-    let positions: Vec<(i64, bool)> = {
-        let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.iter().map(|s| (s.position, s.failed.is_some())).collect()
-    };
-    let shared: Arc<[Arc<DecodedEvent>]> = batch.iter().cloned().collect();
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for (i, p) in inner.projections.iter().enumerate() {
-        let (in_memory, failed) = positions[i];
-        if failed || in_memory >= last {
-            continue;
-        }
-        let task = tokio::spawn(apply_alone(inner.db.clone(), Arc::clone(p), in_memory, Arc::clone(&shared), last));
-        tasks.push((i, AbortOnDrop(task)));
-    }
-    let mut outcomes = Vec::with_capacity(tasks.len());
-    let mut first_error = None;
-    for (i, mut task) in tasks {
-        match (&mut task.0).await {
-            Ok(Ok(outcome)) => outcomes.push((i, outcome)),
-            Ok(Err(e)) => {
+    let mut lanes = Lanes::default();
+    let pushed = lanes.push(inner, batch).await;
+    let finished = lanes.finish(inner).await;
+    pushed.and(finished)
+}
+
+/// Each projection's batch in flight, at most one per projection. A projection goes on to the
+/// next batch as soon as its own last one committed, without waiting for the others: the
+/// slowest read model no longer holds the rest at every batch's end (it bounds the load alone),
+/// and at most two batches are held in memory.
+#[derive(Default)]
+pub(crate) struct Lanes {
+    /// Per projection: its task and the end of the batch it applies.
+    in_flight: Vec<Option<(Task, i64)>>,
+}
+
+/// One projection's share of a batch, running.
+type Task = AbortOnDrop<Result<Outcome, ProjectionError>>;
+
+impl Lanes {
+    /// Start `batch` for every healthy projection behind its end, each once its previous batch
+    /// has committed (those already done first). After a failure nothing more starts: the
+    /// batches in flight are waited for and the first error is returned.
+    pub(crate) async fn push(&mut self, inner: &Inner, batch: &[Arc<DecodedEvent>]) -> Result<(), ProjectionError> {
+        let Some(last) = batch.last().map(|e| e.position) else { return Ok(()) };
+        let started = Instant::now();
+        let n = inner.projections.len();
+        self.in_flight.resize_with(n, || None);
+        let shared: Arc<[Arc<DecodedEvent>]> = batch.iter().cloned().collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&i| self.in_flight[i].as_ref().is_some_and(|(task, _)| !task.0.is_finished()));
+        let mut first_error = None;
+        for i in order {
+            if let Err(e) = self.settle(inner, i).await {
                 first_error.get_or_insert(e);
             }
-            Err(join) => {
-                first_error.get_or_insert(ProjectionError::Invalid(format!("a projection's task ended: {join}")));
+            if first_error.is_some() {
+                continue;
             }
+            let (in_memory, failed) = {
+                let state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
+                (state[i].position, state[i].failed.is_some())
+            };
+            if failed || in_memory >= last {
+                continue;
+            }
+            let p = Arc::clone(&inner.projections[i]);
+            let task = tokio::spawn(apply_alone(inner.db.clone(), p, in_memory, Arc::clone(&shared), last));
+            self.in_flight[i] = Some((AbortOnDrop(task), last));
+        }
+        count(inner, started, 1);
+        match first_error {
+            Some(e) => {
+                // Recorded what committed before answering.
+                let _ = self.finish(inner).await;
+                Err(e)
+            }
+            None => Ok(()),
         }
     }
-    // What committed is recorded in memory even when another projection's transaction failed:
-    // the in-memory position never runs ahead of a committed checkpoint, nor far behind one.
-    let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
-    for (i, outcome) in outcomes {
+
+    /// Wait for every batch in flight and record what each did; the first error, if any.
+    pub(crate) async fn finish(&mut self, inner: &Inner) -> Result<(), ProjectionError> {
+        let started = Instant::now();
+        let mut first_error = None;
+        for i in 0..self.in_flight.len() {
+            if let Err(e) = self.settle(inner, i).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        count(inner, started, 0);
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Wait for projection `i`'s batch in flight, if any, and record its outcome in memory
+    /// (what committed is recorded even when another projection's transaction failed: the
+    /// in-memory position never runs ahead of a committed checkpoint, nor far behind one).
+    async fn settle(&mut self, inner: &Inner, i: usize) -> Result<(), ProjectionError> {
+        let Some((mut task, last)) = self.in_flight.get_mut(i).and_then(Option::take) else { return Ok(()) };
+        let outcome = match (&mut task.0).await {
+            Ok(outcome) => outcome?,
+            Err(join) => return Err(ProjectionError::Invalid(format!("a projection's task ended: {join}"))),
+        };
+        let mut state = inner.state.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
             Outcome::Advanced { events, micros } => {
                 state[i].position = last;
@@ -71,16 +123,17 @@ pub(crate) async fn apply_batch(inner: &Inner, batch: &[Arc<DecodedEvent>]) -> R
             Outcome::FoundAhead(position) => state[i].position = position,
             Outcome::Failed(reason) => state[i].failed = Some(reason),
         }
+        publish(inner, &state);
+        Ok(())
     }
-    {
-        let mut t = inner.timings.lock().unwrap_or_else(|p| p.into_inner());
-        t.batches += 1;
-        // Applying and committing overlap here; the batch's wall time is counted as committing.
-        t.commit_micros += micros_since(started);
-    }
-    publish(inner, &state);
-    drop(state);
-    first_error.map_or(Ok(()), Err)
+}
+
+/// Time spent waiting on the projections' transactions, and batches started. Applying and
+/// committing overlap here: the time is counted as committing.
+fn count(inner: &Inner, started: Instant, batches: u64) {
+    let mut t = inner.timings.lock().unwrap_or_else(|p| p.into_inner());
+    t.batches += batches;
+    t.commit_micros += micros_since(started);
 }
 
 /// One projection's share of a batch, in its own transaction with its checkpoint.

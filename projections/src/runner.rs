@@ -425,6 +425,8 @@ async fn catch_up_pages(inner: &Inner, from: i64, target: i64, spanning: bool) -
     )));
     let mut reached = from;
     let mut open = None;
+    // A PostgreSQL bulk load: each projection at its own pace, one batch in flight each.
+    let mut lanes = (inner.options.bulk && inner.db.is_postgres()).then(crate::parallel::Lanes::default);
     loop {
         let waited = Instant::now();
         let Some(page) = next_page.recv().await else { break };
@@ -435,10 +437,15 @@ async fn catch_up_pages(inner: &Inner, from: i64, target: i64, spanning: bool) -
                 Spanned::Open(still) => open = still,
                 Spanned::RolledBack => return Ok(None),
             }
+        } else if let Some(lanes) = lanes.as_mut() {
+            lanes.push(inner, &page).await?;
         } else {
             apply_batch(inner, &page).await?;
         }
         reached = page.last().map_or(reached, |e| e.position);
+    }
+    if let Some(mut lanes) = lanes {
+        lanes.finish(inner).await?;
     }
     batch::finish(inner, open).await?;
     drop(reader);
