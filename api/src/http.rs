@@ -566,6 +566,7 @@ async fn gauges(state: &AppState) -> Result<Gauges, String> {
         head_position: head,
         projection_position: state.runner.position().min(head),
         failed_projections: status.iter().filter(|s| s.failed.is_some()).count(),
+        projection_resumes: state.runner.timings().resumes,
         commands: state.handler.counts(),
         documents: state.parsed.counts(),
         wal_checkpoints: state.store.wal_checkpoints().map(|c| (c.passes(), c.frames(), c.failures())),

@@ -44,6 +44,8 @@ pub struct Gauges {
     pub projection_position: i64,
     /// Projections that failed.
     pub failed_projections: usize,
+    /// Times the projection runner failed and resumed from its checkpoints.
+    pub projection_resumes: u64,
     /// What the command handler did (appends, conflicts, commands decided on cached states).
     pub commands: agentlog_eventlog::CommandCounts,
     /// GraphQL documents taken from the parsed ones, and texts parsed.
@@ -126,6 +128,12 @@ impl Metrics {
             "gauge",
             "Projections stopped by an error.",
             g.failed_projections.to_string(),
+        );
+        line(
+            "agentlog_projection_resumes_total",
+            "counter",
+            "Times the projection runner failed (a database failure that passes) and resumed from its checkpoints.",
+            g.projection_resumes.to_string(),
         );
         if let Some((passes, frames, failures)) = g.wal_checkpoints {
             line(

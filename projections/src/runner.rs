@@ -291,6 +291,7 @@ impl ProjectionRunner {
                 match run_until(&inner, None).await {
                     Ok(()) => return,
                     Err(e) => {
+                        inner.timings.lock().unwrap_or_else(|p| p.into_inner()).resumes += 1;
                         let now = *inner.progress.borrow();
                         if now > seen {
                             (seen, delay) = (now, inner.options.retry_delay);

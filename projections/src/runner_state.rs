@@ -129,6 +129,9 @@ pub struct RunnerTimings {
     pub commit_micros: u64,
     /// After a bulk load: creating the dropped indexes again (and, on SQLite, emptying the WAL).
     pub finish_micros: u64,
+    /// Times a following runner failed (a database failure that passes, most often) and
+    /// resumed from the committed checkpoints.
+    pub resumes: u64,
 }
 
 pub(crate) struct Inner {

@@ -242,5 +242,6 @@ async fn a_locked_read_model_table_delays_its_projection_only() {
     }
     assert_eq!(s.get("/readyz").await.0, 200);
     assert!(!s.logged("statement timeout").is_empty(), "the runner met the cancelled statement");
+    assert!(s.metric("agentlog_projection_resumes_total").await > 0, "the resumes are counted");
     s.stop();
 }

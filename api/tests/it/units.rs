@@ -80,6 +80,7 @@ fn renders_counters_and_lag() {
         head_position: 10,
         projection_position: 7,
         failed_projections: 0,
+        projection_resumes: 4,
         commands,
         documents: DocumentCounts { reused: 7, parsed: 2 },
         wal_checkpoints: None,
@@ -90,6 +91,7 @@ fn renders_counters_and_lag() {
     assert!(text.contains("agentlog_cached_state_commands_total{outcome=\"reloaded\"} 2\n"), "{text}");
     assert!(text.contains("agentlog_graphql_documents_total{outcome=\"reused\"} 7\n"), "{text}");
     assert!(text.contains("agentlog_projection_lag_events 3\n"));
+    assert!(text.contains("agentlog_projection_resumes_total 4\n"), "{text}");
     assert!(text.contains("# TYPE agentlog_subscribers gauge"));
 }
 

@@ -380,6 +380,7 @@ async fn a_passing_database_failure_is_applied_again(log: TestLog) {
     r.start().await.unwrap();
     r.wait_for(head, Duration::from_secs(20)).await.unwrap();
     assert!(flaky.left.load(Ordering::SeqCst) < 0, "every planned failure happened");
+    assert!(r.timings().resumes >= 1, "the runner resumed from its checkpoints: {:?}", r.timings());
     assert!(r.status().iter().all(|s| s.failed.is_none() && s.position == head), "{:?}", r.status());
     let rows = db.fetch("SELECT COUNT(*) FROM test_flaky", &[]).await.unwrap()[0].i64(0).unwrap();
     assert_eq!(rows, 20, "every event once, the failed attempts' writes rolled back");
