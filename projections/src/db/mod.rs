@@ -18,6 +18,7 @@ use self::{
 
 mod arrays;
 mod portable;
+mod records;
 mod snapshot;
 mod sqlite;
 
@@ -358,8 +359,9 @@ impl ReadTx {
     }
 
     /// Insert `rows`, with an optional `ON CONFLICT …` tail: on PostgreSQL one
-    /// `INSERT … SELECT FROM UNNEST(…)` with one array per column (its plan does not grow with the
-    /// row count; multi-row `VALUES` when a column mixes text and numbers), on SQLite a one-row
+    /// `INSERT … SELECT FROM UNNEST(…)` of one array of the table's row type for many rows
+    /// (`records`), else with one array per column (its plan does not grow with the row count;
+    /// multi-row `VALUES` when a column mixes text and numbers), on SQLite a one-row
     /// statement prepared once and run per row on the connection's handle (`sqlite_handle`).
     pub async fn insert_rows(
         &mut self,
@@ -374,6 +376,18 @@ impl ReadTx {
                 row.len(),
                 columns.len()
             )));
+        }
+        if let Self::Postgres(tx) = self
+            && rows.len() >= records::MIN_ROWS
+            && let Some(shape) = records::Shape::of(tx, table).await?
+            && let Some(records) = records::Records::encode(&shape, columns, rows)
+        {
+            sqlx::query(&records::insert_sql(table, columns, tail))
+                .bind(records)
+                .execute(&mut **tx)
+                .await
+                .map_err(ProjectionError::db("writing a read model"))?;
+            return Ok(());
         }
         if let Self::Postgres(tx) = self
             && let Some(arrays) = ColumnArrays::of(columns.len(), rows)
