@@ -602,7 +602,6 @@ async fn readyz(State(http): State<Http>) -> Response {
 
 async fn metrics(State(http): State<Http>, headers: HeaderMap) -> Response {
     if let Err(refused) = may_read_metrics(&http.state, &headers).await {
-        Metrics::inc(&http.state.metrics.http_requests);
         return refused;
     }
     let g = gauges(&http.state).await.unwrap_or_default();

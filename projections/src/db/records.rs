@@ -36,28 +36,22 @@ pub(super) struct Shape {
 }
 
 impl Shape {
-    /// The shape of `table` as the transaction sees it; `None` when it has no row type.
+    /// The shape of `table` as the transaction sees it (one round trip); `None` when it has no
+    /// row type.
     pub(super) async fn of(conn: &mut PgConnection, table: &str) -> Result<Option<Self>, ProjectionError> {
-        let types: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT t.oid::int8, t.typarray::int8 FROM pg_class c JOIN pg_type t ON t.oid = c.reltype \
-             WHERE c.oid = $1::regclass",
+        let rows: Vec<(i64, i64, String, i64)> = sqlx::query_as(
+            "SELECT t.oid::int8, t.typarray::int8, a.attname::text, a.atttypid::int8 \
+             FROM pg_class c JOIN pg_type t ON t.oid = c.reltype JOIN pg_attribute a ON a.attrelid = c.oid \
+             WHERE c.oid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         )
         .bind(table)
-        .fetch_optional(&mut *conn)
+        .fetch_all(conn)
         .await
         .map_err(ProjectionError::db("reading a table's row type"))?;
-        let Some((row_type, array_type)) = types else { return Ok(None) };
-        let columns: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT attname::text, atttypid::int8 FROM pg_attribute \
-             WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-        )
-        .bind(table)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(ProjectionError::db("reading a table's columns"))?;
         let oid = |v: i64| u32::try_from(v).ok();
+        let Some(&(row_type, array_type, ..)) = rows.first() else { return Ok(None) };
         let (Some(row_type), Some(array_type)) = (oid(row_type), oid(array_type)) else { return Ok(None) };
-        let columns = columns.into_iter().map(|(name, ty)| oid(ty).map(|ty| (name, ty))).collect::<Option<Vec<_>>>();
+        let columns = rows.into_iter().map(|(_, _, name, ty)| oid(ty).map(|ty| (name, ty))).collect::<Option<Vec<_>>>();
         Ok(columns.map(|columns| Self { row_type, array_type, columns }))
     }
 }
